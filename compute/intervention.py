@@ -1,0 +1,86 @@
+"""Intervention stage (SIPA, Scholbeck et al. 2019, Sec. 4): build intervened rows.
+
+An intervened block is ``n_rows`` copies of chosen observations in which some columns are
+overwritten with other values (grid values for ICE/ICI, permuted values for PFI and SFIMP).
+Blocks are built with whole-array operations, never row by row:
+
+* all-numeric data takes a fast path: one float array, fancy-indexed rows and a column
+  write, wrapped without a copy in a DataFrame when the model wants column names;
+* mixed data (strings, categories, booleans) goes through ``DataFrame.take`` and keeps
+  every column's dtype, so scikit-learn pipelines with a ``ColumnTransformer`` see exactly
+  the dtypes they were fitted on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+import pandas as pd
+
+
+class Design:
+    """The model's input columns of X, ready to be copied and intervened on.
+
+    Parameters
+    ----------
+    X : DataFrame
+        Data with (at least) the model's input columns, in the model's order.
+    as_frame : bool
+        Whether the model is fed DataFrames (it was fitted with column names) or arrays.
+    """
+
+    def __init__(self, X: pd.DataFrame, *, as_frame: bool) -> None:
+        self.frame = X
+        self.columns = list(X.columns)
+        self.as_frame = as_frame
+        self.numeric = all(
+            pd.api.types.is_numeric_dtype(dt) and not pd.api.types.is_bool_dtype(dt)
+            for dt in X.dtypes
+        ) and not any(isinstance(dt, pd.CategoricalDtype) for dt in X.dtypes)
+        self.array = X.to_numpy(dtype=float, na_value=np.nan) if self.numeric else None
+        self._position = {col: j for j, col in enumerate(self.columns)}
+
+    @property
+    def n_rows(self) -> int:
+        return len(self.frame)
+
+    def position(self, column) -> int:
+        return self._position[column]
+
+    def column_values(self, column, positions: np.ndarray) -> np.ndarray | pd.api.extensions.ExtensionArray:
+        """Values of ``column`` at row ``positions``, in the form ``block`` expects."""
+        if self.numeric:
+            return self.array[positions, self._position[column]]
+        return self.frame[column].array.take(positions)
+
+    def cast(self, column, values: np.ndarray):
+        """Turn grid values (floats or an object array of levels) into the column's kind."""
+        if self.numeric:
+            return np.asarray(values, dtype=float)
+        dtype = self.frame[column].dtype
+        if isinstance(dtype, pd.CategoricalDtype):
+            return pd.Categorical(values, dtype=dtype)
+        if pd.api.types.is_bool_dtype(dtype) and not any(v is None for v in values):
+            return np.asarray(values, dtype=bool)
+        return pd.array(values, dtype=dtype)
+
+    def block(self, positions: np.ndarray, replace: Mapping[object, object]):
+        """Rows ``positions`` of X with the columns in ``replace`` overwritten.
+
+        ``replace`` maps a column to values aligned with ``positions`` (one per block row),
+        as produced by :meth:`column_values` or by indexing the result of :meth:`cast`.
+        Returns what the model's ``predict`` takes: an ndarray or a DataFrame.
+        """
+        if self.numeric:
+            rows = self.array[positions]
+            for column, values in replace.items():
+                rows[:, self._position[column]] = values
+            if self.as_frame:
+                return pd.DataFrame(rows, columns=self.columns, copy=False)
+            return rows
+        rows = self.frame.take(positions)
+        rows.index = pd.RangeIndex(len(positions))
+        for column, values in replace.items():
+            rows[column] = values
+        return rows if self.as_frame else rows.to_numpy()

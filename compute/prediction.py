@@ -1,0 +1,154 @@
+"""Prediction stage (SIPA, Scholbeck et al. 2019, Sec. 4): batched, chunked model calls.
+
+:class:`Predictor` wraps a fitted model once (regressor or classifier, array or DataFrame
+input, the class whose probability the curves show) and :func:`predict_pass` evaluates it
+on a stream of intervened blocks: at most ``chunk_rows`` rows per model call, chunks in
+parallel threads when ``n_jobs > 1``. Each chunk is reduced at once to two float arrays,
+the curve value (prediction or class probability) and the pointwise loss, so memory grows
+with the number of intervened rows only by a few floats per row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from joblib import Parallel, delayed
+
+from .errors import ModelError
+from .intervention import Design
+from .losses import Loss
+
+#: Memory budget of one chunk of intervened rows (bytes), shared by all compute functions.
+CHUNK_BYTES = 256 * 2**20
+
+
+@dataclass(frozen=True)
+class Predictor:
+    """A fitted model with everything needed to call it and read its output."""
+
+    model: object
+    design: Design
+    classes: np.ndarray | None  # None for a regressor
+    has_proba: bool
+    output_index: int | None  # class whose probability the curves show
+
+    @property
+    def is_classifier(self) -> bool:
+        return self.classes is not None
+
+    @property
+    def output(self):
+        return None if self.classes is None else self.classes[self.output_index]
+
+    def raw(self, block) -> np.ndarray:
+        """One model call: predictions, class probabilities or predicted class positions."""
+        n_rows = len(block)
+        try:
+            if self.is_classifier and self.has_proba:
+                out = np.asarray(self.model.predict_proba(block), dtype=float)
+                expected = (n_rows, len(self.classes))
+            else:
+                out = np.asarray(self.model.predict(block))
+                expected = (n_rows,)
+        except Exception as exc:  # the model is a black box: any failure is its own
+            method = "predict_proba" if self.is_classifier and self.has_proba else "predict"
+            raise ModelError(
+                f"The model's {method} failed on {n_rows} rows: {type(exc).__name__}: "
+                f"{_shorten(str(exc))}"
+            ) from exc
+        if out.ndim == 2 and out.shape[1] == 1 and expected == (n_rows,):
+            out = out[:, 0]
+        if out.shape != expected:
+            raise ModelError(
+                f"The model returned an array of shape {out.shape} for {n_rows} rows; "
+                f"expected {expected}."
+            )
+        if not self.is_classifier:
+            return out.astype(float, copy=False)
+        if not self.has_proba:  # labels -> class positions
+            return pd.Index(self.classes).get_indexer(out)
+        return out
+
+    def value(self, raw: np.ndarray) -> np.ndarray:
+        """The curve value of each row: the prediction, or the output class's probability."""
+        if not self.is_classifier:
+            return raw
+        if self.has_proba:
+            return raw[:, self.output_index]
+        return (raw == self.output_index).astype(float)
+
+
+def default_chunk_rows(design: Design, n_outputs: int = 1) -> int:
+    """Rows per model call that keep one chunk within :data:`CHUNK_BYTES`.
+
+    Counts the block itself, a copy the model may make while validating it, and the
+    outputs; the constant is deliberately generous so chunks stay large.
+    """
+    bytes_per_row = 8 * (2 * len(design.columns) + n_outputs + 2)
+    return max(1, CHUNK_BYTES // bytes_per_row)
+
+
+def predict_pass(
+    predictor: Predictor,
+    n_total: int,
+    make_block: Callable[[int, int], object],
+    *,
+    y_enc: np.ndarray | None = None,
+    obs_of: Callable[[int, int], np.ndarray] | None = None,
+    loss: Loss | None = None,
+    chunk_rows: int | None = None,
+    n_jobs: int | None = 1,
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """Evaluate the model on ``n_total`` intervened rows, chunk by chunk.
+
+    Parameters
+    ----------
+    make_block : callable ``(start, stop) -> block``
+        Builds the intervened rows ``start:stop`` of the flattened tensor.
+    y_enc, obs_of, loss :
+        When given, ``obs_of(start, stop)`` are the positions in ``y_enc`` of the
+        observations behind those rows, and the pointwise loss is returned as well.
+
+    Returns
+    -------
+    values : ndarray of shape (n_total,)
+    losses : ndarray of shape (n_total,) or None
+    """
+    chunk_rows = chunk_rows or default_chunk_rows(predictor.design)
+    n_workers = _effective_jobs(n_jobs)
+    if n_workers > 1:  # enough chunks to keep every worker busy
+        chunk_rows = min(chunk_rows, -(-n_total // n_workers))
+    bounds = [(a, min(a + chunk_rows, n_total)) for a in range(0, n_total, chunk_rows)]
+    values = np.empty(n_total)
+    losses = np.empty(n_total) if loss is not None else None
+
+    def run(start: int, stop: int) -> None:
+        raw = predictor.raw(make_block(start, stop))
+        values[start:stop] = predictor.value(raw)
+        if losses is not None:
+            losses[start:stop] = loss.fn(y_enc[obs_of(start, stop)], raw)
+
+    if n_workers == 1 or len(bounds) == 1:
+        for start, stop in bounds:
+            run(start, stop)
+    else:
+        Parallel(n_jobs=n_workers, prefer="threads")(delayed(run)(a, b) for a, b in bounds)
+    return values, losses
+
+
+def _effective_jobs(n_jobs: int | None) -> int:
+    if n_jobs is None:
+        return 1
+    if n_jobs < 0:
+        import os
+
+        return max(1, (os.cpu_count() or 1) + 1 + n_jobs)
+    return n_jobs
+
+
+def _shorten(text: str, limit: int = 300) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"

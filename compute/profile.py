@@ -1,0 +1,215 @@
+"""``feature_profile``: one intervention pass per feature gives ICE, PD, ICI, PI and PFI."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from joblib import Parallel, delayed
+
+from .errors import InputError
+from .losses import Loss
+from .prediction import Predictor, predict_pass
+from .results import FeatureProfile
+from .sampling import Grid, make_grid, sample_rows
+from .validation import (
+    check_feature,
+    check_frame,
+    check_grid,
+    check_int,
+    check_n_jobs,
+    check_rng,
+    encode_target,
+    make_predictor,
+    resolve_loss,
+)
+
+
+def feature_profile(
+    model,
+    X,
+    y=None,
+    feature=None,
+    *,
+    grid="observed",
+    grid_weights=None,
+    loss=None,
+    output=None,
+    n_obs=None,
+    random_state=None,
+    n_jobs=1,
+    chunk_rows=None,
+) -> FeatureProfile:
+    """Intervene on one feature over a grid and evaluate the model once on all of it.
+
+    Algorithm 1 of Casalicchio, Molnar & Bischl (2018), vectorised: the ``n_obs x n_grid``
+    intervened rows are predicted in a few large batches, and ICE, PD (Eq. 2), ICI, PI,
+    local PFI and global PFI (Eq. 7 and 9) are all aggregations of that one tensor.
+
+    Parameters
+    ----------
+    model : fitted estimator
+        Anything with ``predict`` (regressors) or ``predict_proba``/``predict`` and
+        ``classes_`` (classifiers), e.g. a scikit-learn ``Pipeline``.
+    X : DataFrame
+        The data the importance refers to (usually a test set). The grid is built from
+        all of X; the curves are drawn for all rows or for a sample of ``n_obs``.
+    y : array-like of shape (len(X),), optional
+        Target. Without it only the prediction views (ICE, PD) are available.
+    feature : column label
+        The feature S.
+    grid : "observed", int or array-like, default "observed"
+        See :func:`compute.sampling.make_grid`. ``"observed"`` makes ``importance`` the
+        exact estimator of Eq. (7).
+    grid_weights : array-like, optional
+        Weights for an explicit array grid (default: the share of observed values nearest
+        to each point).
+    loss : str or callable, optional
+        ``"squared_error"`` (default for regressors), ``"absolute_error"``, ``"log_loss"``
+        (default for classifiers with ``predict_proba``), ``"brier"``, ``"zero_one"``, or
+        ``loss(y_true, raw) -> ndarray`` of per-row losses, where ``raw`` is ``predict``'s
+        output for regressors and ``predict_proba``'s for classifiers.
+    output : class label, optional
+        For classifiers, the class whose probability ICE and PD show (default: the last
+        of ``model.classes_``).
+    n_obs : int, optional
+        Explain a random sample of this many rows (seeded by ``random_state``).
+    random_state : int, Generator or None
+    n_jobs : int, default 1
+        Threads evaluating chunks in parallel (-1: all cores).
+    chunk_rows : int, optional
+        Most intervened rows per model call (default: within a 256 MiB budget).
+
+    Returns
+    -------
+    FeatureProfile
+    """
+    X = check_frame(X)
+    predictor, Xm = make_predictor(model, X, output)
+    check_feature(Xm.columns, feature)
+    grid = check_grid(grid)
+    n_obs = check_int(n_obs, "n_obs", low=1, none_ok=True)
+    chunk_rows = check_int(chunk_rows, "chunk_rows", low=1, none_ok=True)
+    n_jobs = check_n_jobs(n_jobs)
+    rng = check_rng(random_state)
+    loss_obj = resolve_loss(loss, predictor) if y is not None else None
+    y_enc = encode_target(y, len(X), predictor, loss_obj) if y is not None else None
+    grid_obj = _checked_grid(Xm[feature], grid, grid_weights)
+    rows = sample_rows(len(X), n_obs, rng)
+    params = {
+        "grid": grid if isinstance(grid, (str, int)) else "array",
+        "loss": None if loss_obj is None else loss_obj.name,
+        "n_obs": n_obs,
+        "random_state": random_state if isinstance(random_state, int) else None,
+    }
+    return _profile(predictor, feature, grid_obj, X.index, rows, y_enc, loss_obj, params,
+                    chunk_rows=chunk_rows, n_jobs=n_jobs)
+
+
+def feature_profiles(model, X, y=None, features=None, *, n_jobs=1, **kwargs) -> dict:
+    """:func:`feature_profile` for several features (default: all the model's inputs),
+    features in parallel threads. Returns ``{feature: FeatureProfile}`` in input order."""
+    X = check_frame(X)
+    _, Xm = make_predictor(model, X, kwargs.get("output"))
+    features = list(Xm.columns) if features is None else list(features)
+    for feature in features:
+        check_feature(Xm.columns, feature)
+    n_jobs = check_n_jobs(n_jobs)
+    run = delayed(lambda f: feature_profile(model, X, y, f, n_jobs=1, **kwargs))
+    profiles = Parallel(n_jobs=n_jobs, prefer="threads")(run(f) for f in features)
+    return dict(zip(features, profiles))
+
+
+def _checked_grid(column: pd.Series, grid, grid_weights) -> Grid:
+    if grid_weights is not None:
+        weights = np.asarray(grid_weights, dtype=float)
+        if isinstance(grid, (str, int)) or weights.shape != (len(grid),):
+            raise InputError("'grid_weights' needs an array 'grid' of the same length.")
+        if not np.all(np.isfinite(weights)) or (weights < 0).any() or weights.sum() <= 0:
+            raise InputError("'grid_weights' must be finite, non-negative and not all zero.")
+    grid_obj = make_grid(column, grid, grid_weights)
+    if grid_obj.values.size < 2:
+        raise InputError(
+            f"Feature {column.name!r} has a single distinct value ({grid_obj.values[0]!r}); "
+            f"a curve needs at least two grid points."
+        )
+    return grid_obj
+
+
+def _profile(
+    predictor: Predictor,
+    feature,
+    grid: Grid,
+    index: pd.Index,
+    rows: np.ndarray,
+    y_enc: np.ndarray | None,
+    loss: Loss | None,
+    params: dict,
+    *,
+    chunk_rows: int | None,
+    n_jobs: int,
+) -> FeatureProfile:
+    design = predictor.design
+    n_obs, n_grid = rows.size, grid.values.size
+    grid_values = design.cast(feature, grid.values)
+
+    def make_block(start, stop):
+        flat = np.arange(start, stop)
+        return design.block(rows[flat // n_grid], {feature: grid_values[flat % n_grid]})
+
+    values, losses = predict_pass(
+        predictor, n_obs * n_grid, make_block, y_enc=y_enc,
+        obs_of=lambda start, stop: rows[np.arange(start, stop) // n_grid],
+        loss=loss, chunk_rows=chunk_rows, n_jobs=n_jobs,
+    )
+    pred = values.reshape(n_obs, n_grid)
+    loss_grid = None if losses is None else losses.reshape(n_obs, n_grid)
+
+    # The unmodified row of an observation whose own value is a grid point is already in
+    # the tensor (bit for bit): read it off; predict only the rows whose value is not.
+    x = _own_values(design, feature, rows, grid.categorical)
+    own = _grid_position(x, grid)
+    on_grid = own >= 0
+    base_pred = np.empty(n_obs)
+    base_loss = None if loss is None else np.empty(n_obs)
+    base_pred[on_grid] = pred[on_grid, own[on_grid]]
+    if loss is not None:
+        base_loss[on_grid] = loss_grid[on_grid, own[on_grid]]
+    off = rows[~on_grid]
+    if off.size:
+        off_pred, off_loss = predict_pass(
+            predictor, off.size, lambda a, b: design.block(off[a:b], {}), y_enc=y_enc,
+            obs_of=lambda a, b: off[a:b], loss=loss, chunk_rows=chunk_rows, n_jobs=n_jobs,
+        )
+        base_pred[~on_grid] = off_pred
+        if loss is not None:
+            base_loss[~on_grid] = off_loss
+    return FeatureProfile(
+        feature=feature,
+        grid=grid.values,
+        grid_weights=grid.weights,
+        categorical=grid.categorical,
+        rows=index[rows],
+        x=x,
+        pred=pred,
+        base_pred=base_pred,
+        loss_grid=loss_grid,
+        base_loss=base_loss,
+        output=predictor.output,
+        params=params,
+    )
+
+
+def _own_values(design, feature, rows: np.ndarray, categorical: bool) -> np.ndarray:
+    if not categorical:
+        return np.asarray(design.column_values(feature, rows), dtype=float)
+    values = np.asarray(design.frame[feature].array.take(rows), dtype=object)
+    values[pd.isna(values)] = None
+    return values
+
+
+def _grid_position(x: np.ndarray, grid: Grid) -> np.ndarray:
+    """Position of each value in the grid, -1 where it is not a grid point."""
+    if grid.categorical:
+        return pd.Index(grid.values).get_indexer(x)
+    pos = np.clip(np.searchsorted(grid.values, x), 0, grid.values.size - 1)
+    return np.where(grid.values[pos] == x, pos, -1)

@@ -1,0 +1,164 @@
+"""Result objects: typed, frozen, with cheap derived views that never predict again."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+from typing import Any, NamedTuple
+
+import numpy as np
+import pandas as pd
+
+from . import aggregation as agg
+from .errors import InputError
+
+
+class Extremes(NamedTuple):
+    """Row labels of the observations with the largest and smallest ICI integrals."""
+
+    largest: pd.Index  # in decreasing order of local importance
+    smallest: pd.Index  # in increasing order of local importance
+
+
+@dataclass(frozen=True, eq=False)
+class FeatureProfile:
+    """One intervention/prediction pass for one feature; every curve view derives from it.
+
+    Attributes
+    ----------
+    feature : column label of the feature S.
+    grid, grid_weights : ndarray of shape (n_grid,)
+        Grid values (floats, or an object array of levels with ``None`` for missing) and
+        their weights, summing to one: the feature's empirical distribution on the grid.
+    categorical : whether the grid is a set of levels.
+    rows : Index of shape (n_obs,), the row labels of the explained observations.
+    x : ndarray of shape (n_obs,), the observed feature value of each explained row.
+    pred : ndarray of shape (n_obs, n_grid), the ICE tensor f(x_S^(k), x_C^(i)).
+    base_pred : ndarray of shape (n_obs,), predictions on the unmodified rows.
+    loss_grid, base_loss : pointwise losses at the grid and at the unmodified rows
+        (None when no target was given).
+    output : the class whose probability ``pred`` holds (None for a regressor).
+    params : what produced the profile (grid spec, loss, n_obs, random_state, ...).
+    """
+
+    feature: Any
+    grid: np.ndarray
+    grid_weights: np.ndarray
+    categorical: bool
+    rows: pd.Index
+    x: np.ndarray
+    pred: np.ndarray
+    base_pred: np.ndarray
+    loss_grid: np.ndarray | None = None
+    base_loss: np.ndarray | None = None
+    output: Any = None
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+    # --- prediction views (no target needed) -------------------------------------------
+    @property
+    def ice(self) -> np.ndarray:
+        """ICE curves, shape (n_obs, n_grid)."""
+        return self.pred
+
+    @cached_property
+    def centered_ice(self) -> np.ndarray:
+        """ICE curves minus their value at the first grid point, shape (n_obs, n_grid)."""
+        return agg.centered_ice(self.pred)
+
+    @cached_property
+    def pd(self) -> np.ndarray:
+        """Partial dependence (Eq. 2), shape (n_grid,)."""
+        return agg.pd_curve(self.pred)
+
+    # --- importance views (need the target) --------------------------------------------
+    @property
+    def has_target(self) -> bool:
+        return self.loss_grid is not None
+
+    def _need_target(self, what: str) -> None:
+        if self.loss_grid is None:
+            raise InputError(
+                f"{what} needs the target: pass y to feature_profile (it was called with y=None, "
+                f"which gives only ICE and PD)."
+            )
+
+    @cached_property
+    def ici(self) -> np.ndarray:
+        """ICI curves dL_i(x_S^(k)), shape (n_obs, n_grid)."""
+        self._need_target("ICI")
+        return agg.ici_curves(self.loss_grid, self.base_loss)
+
+    @cached_property
+    def pi(self) -> np.ndarray:
+        """PI curve, the mean ICI curve, shape (n_grid,)."""
+        self._need_target("PI")
+        return agg.pi_curve(self.ici)
+
+    @cached_property
+    def local_importance(self) -> np.ndarray:
+        """Local PFI of each observation (the ICI integrals), shape (n_obs,)."""
+        self._need_target("Local importance")
+        return agg.local_importance(self.ici, self.grid_weights)
+
+    @cached_property
+    def importance(self) -> float:
+        """Global PFI, Eq. (9): the mean local importance."""
+        self._need_target("PFI")
+        return agg.global_importance(self.local_importance)
+
+    @property
+    def model_error(self) -> float:
+        """Mean loss of the model on the explained rows, unmodified."""
+        self._need_target("The model error")
+        return float(self.base_loss.mean())
+
+    # --- subgroups and extremes --------------------------------------------------------
+    def subset(self, mask) -> FeatureProfile:
+        """The profile of a subgroup of the explained rows, without predicting again.
+
+        ``mask`` is a boolean Series indexed by row labels (as :func:`parse_subgroup`
+        returns; labels not among ``rows`` are ignored) or a boolean array of length
+        ``n_obs``. Grid and grid weights stay those of the whole data, so the subgroup's
+        ``importance`` is the conditional PFI of Casalicchio et al. (2018), Sec. 6.1: the
+        mean local importance over the subgroup.
+        """
+        keep = self._mask_positions(mask)
+        if keep.size == 0:
+            raise InputError(f"The subgroup selects 0 of the {len(self.rows)} explained rows; choose another condition.")
+        take = lambda a: None if a is None else a[keep]  # noqa: E731
+        return replace(
+            self,
+            rows=self.rows[keep],
+            x=self.x[keep],
+            pred=self.pred[keep],
+            base_pred=self.base_pred[keep],
+            loss_grid=take(self.loss_grid),
+            base_loss=take(self.base_loss),
+            params={**self.params, "subset_of": len(self.rows)},
+        )
+
+    def _mask_positions(self, mask) -> np.ndarray:
+        if isinstance(mask, pd.Series):
+            aligned = mask.reindex(self.rows)
+            if aligned.isna().any():
+                missing = self.rows[aligned.isna().to_numpy()][:5].tolist()
+                raise InputError(f"The subgroup mask has no value for rows {missing!r}.")
+            values = aligned.to_numpy()
+        else:
+            values = np.asarray(mask)
+            if values.shape != (len(self.rows),):
+                raise InputError(
+                    f"A subgroup mask array must have one entry per explained row "
+                    f"({len(self.rows)}), got shape {values.shape}."
+                )
+        if values.dtype != bool:
+            raise InputError(f"A subgroup mask must be boolean (got dtype {values.dtype}).")
+        return np.flatnonzero(values)
+
+    def extremes(self, k: int = 1) -> Extremes:
+        """Row labels of the ``k`` largest and ``k`` smallest ICI integrals (Fig. 6)."""
+        local = self.local_importance
+        k = min(int(k), local.size)
+        order = np.argsort(local, kind="stable")
+        return Extremes(largest=self.rows[order[::-1][:k]], smallest=self.rows[order[:k]])

@@ -1,0 +1,524 @@
+"""Parse subgroup conditions such as ``"X3 == 0 and x1 >= -1.5"`` into row masks.
+
+The condition language is parsed by a small tokenizer and recursive-descent parser of
+its own; user text is never passed to ``eval``, ``DataFrame.query`` or ``pd.eval``.
+Keywords are case-insensitive; column names are case-sensitive.
+
+Grammar (EBNF)::
+
+    condition  = or_expr ;
+    or_expr    = and_expr , { "or" , and_expr } ;
+    and_expr   = not_expr , { "and" , not_expr } ;
+    not_expr   = "not" , not_expr | "(" , or_expr , ")" | predicate ;
+    predicate  = column , ( comp_op , literal
+                          | "between" , literal , "and" , literal
+                          | [ "not" ] , "in" , "[" , [ literal , { "," , literal } ] , "]"
+                          | "is" , [ "not" ] , "missing" ) ;
+    comp_op    = "==" | "!=" | "<" | "<=" | ">" | ">=" ;
+    column     = identifier | "`" , { ? any character but "`" ? | "``" } , "`" ;
+    identifier = ( letter | "_" ) , { letter | digit | "_" | "." } ;   (* ASCII, not a keyword *)
+    literal    = number | string | "true" | "false" ;
+    number     = [ "-" ] , ( digits , [ "." , [ digits ] ] | "." , digits ) ,
+                 [ ( "e" | "E" ) , [ "+" | "-" ] , digits ] ;
+    string     = "'" , { ? any character but "'" or "\\" ? | "\\'" | "\\\\" } , "'"
+               | '"' , { ? any character but '"' or "\\" ? | '\\"' | "\\\\" } , '"' ;
+
+Keywords (``and or not between in is missing true false``) cannot be bare column
+names; quote such columns in backticks. ``between`` is inclusive at both ends.
+
+Semantics of missing values: a comparison, ``between`` or ``in`` never matches a
+missing value, ``!=`` and ``not in`` included. ``not`` is the plain complement of its
+operand, so ``not x == 1`` does select the rows where ``x`` is missing while
+``x != 1`` does not. Use ``x is missing`` / ``x is not missing`` to select on missingness.
+
+Type rules: numeric columns compare with numbers; boolean columns with ``true``/``false``
+or numbers (as 1/0); text columns with quoted strings, using ``==``, ``!=``, ``in`` and
+``not in`` only; datetime columns with quoted ISO dates. Categorical columns follow the
+type of their categories; ordering comparisons on text categories need an ordered
+categorical and then follow the category order.
+"""
+
+from __future__ import annotations
+
+import difflib
+import operator
+import re
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
+from datetime import date
+
+import numpy as np
+import pandas as pd
+
+from compute.errors import SubgroupError
+
+__all__ = ["format_condition", "parse_subgroup"]
+
+_KEYWORDS = frozenset({"and", "or", "not", "between", "in", "is", "missing", "true", "false"})
+_MISSING_WORDS = frozenset({"nan", "null", "none", "na"})
+_COMPARE: dict[str, Callable[[object, object], object]] = {
+    "==": operator.eq, "!=": operator.ne, "<": operator.lt,
+    "<=": operator.le, ">": operator.gt, ">=": operator.ge,
+}
+_ORDERING = frozenset({"<", "<=", ">", ">=", "between"})
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
+_NUMBER = re.compile(r"-?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+_SYMBOLS = ("==", "!=", "<=", ">=", "<", ">", "(", ")", "[", "]", ",")  # longest first
+_REJECTED = {"&&": "use 'and' to combine conditions", "&": "use 'and' to combine conditions",
+             "||": "use 'or' to combine conditions", "|": "use 'or' to combine conditions",
+             "=": "use '==' to compare", "!": "use 'not' to negate, or '!=' to compare"}
+
+
+@dataclass(frozen=True)
+class _Token:
+    kind: str  # name, column, number, string, op, punct, end
+    text: str  # source text (unescaped name for ``column``)
+    value: object
+    pos: int
+
+    def is_word(self, word: str) -> bool:
+        return self.kind == "name" and self.text.lower() == word
+
+    def is_punct(self, symbol: str) -> bool:
+        return self.kind == "punct" and self.text == symbol
+
+
+@dataclass(frozen=True)
+class _Predicate:
+    column: _Token
+    op: str  # a comparison op, between, in, not in, is missing, is not missing
+    op_pos: int
+    literals: tuple[_Token, ...]
+
+
+@dataclass(frozen=True)
+class _Not:
+    operand: _Node
+
+
+@dataclass(frozen=True)
+class _BoolOp:
+    op: str  # "and" | "or"
+    operands: tuple[_Node, ...]
+
+
+_Node = _Predicate | _Not | _BoolOp
+
+
+def _fail(condition: str, detail: str, pos: int | None, hint: str = "") -> SubgroupError:
+    where = "" if pos is None else f", at character {pos}"
+    return SubgroupError(f"Subgroup {condition!r}: {detail}{where}.{' ' + hint if hint else ''}",
+                         position=pos)
+
+
+def _tokenize(condition: str) -> list[_Token]:
+    tokens: list[_Token] = []
+    i, n = 0, len(condition)
+    while i < n:
+        ch = condition[i]
+        if ch.isspace():
+            i += 1
+        elif ch in "'\"`":
+            end, text = _scan_quoted(condition, i)
+            kind = "column" if ch == "`" else "string"
+            tokens.append(_Token(kind, text if kind == "column" else condition[i:end], text, i))
+            i = end
+        elif m := _NUMBER.match(condition, i):
+            if m.end() < n and (condition[m.end()].isalnum() or condition[m.end()] in "_."):
+                raise _fail(condition, f"malformed number starting {condition[i:m.end() + 1]!r}", i)
+            text = m.group()
+            value = float(text) if any(c in text for c in ".eE") else int(text)
+            tokens.append(_Token("number", text, value, i))
+            i = m.end()
+        elif m := _IDENTIFIER.match(condition, i):
+            tokens.append(_Token("name", m.group(), m.group(), i))
+            i = m.end()
+        elif symbol := next((s for s in _SYMBOLS if condition.startswith(s, i)), None):
+            tokens.append(_Token("op" if symbol in _COMPARE else "punct", symbol, symbol, i))
+            i += len(symbol)
+        elif rejected := next((s for s in _REJECTED if condition.startswith(s, i)), None):
+            raise _fail(condition, _REJECTED[rejected], i)
+        else:
+            hint = "Quote column names with non-ASCII letters in backticks." if ch.isalpha() else ""
+            raise _fail(condition, f"unexpected character {ch!r}", i, hint)
+    tokens.append(_Token("end", "", None, n))
+    return tokens
+
+
+def _scan_quoted(condition: str, start: int) -> tuple[int, str]:
+    """Scan a quoted string or backtick name at ``start``; return (end, unescaped text)."""
+    quote, i, out = condition[start], start + 1, []
+    while i < len(condition):
+        ch = condition[i]
+        if quote == "`" and condition.startswith("``", i):
+            out.append("`")
+            i += 2
+        elif ch == quote:
+            return i + 1, "".join(out)
+        elif quote != "`" and ch == "\\" and i + 1 < len(condition) and condition[i + 1] in (quote, "\\"):
+            out.append(condition[i + 1])
+            i += 2
+        else:
+            out.append(ch)
+            i += 1
+    raise _fail(condition, "unclosed " + ("backtick" if quote == "`" else "quote"), start)
+
+
+class _Parser:
+    """Recursive-descent parser over the token list; one method per grammar rule."""
+
+    def __init__(self, condition: str) -> None:
+        self.condition = condition
+        self.tokens = _tokenize(condition)
+        self.i = 0
+
+    def parse(self) -> _Node:
+        node = self._or()
+        tok = self._peek()
+        if tok.kind != "end":
+            if tok.is_punct(")"):
+                raise self._error("unmatched ')'", tok)
+            raise self._error(f"unexpected {self._show(tok)} after a complete condition", tok,
+                              "Join conditions with 'and' or 'or'.")
+        return node
+
+    def _peek(self) -> _Token:
+        return self.tokens[self.i]
+
+    def _next(self) -> _Token:
+        tok = self.tokens[self.i]
+        self.i += 1
+        return tok
+
+    def _error(self, detail: str, tok: _Token, hint: str = "") -> SubgroupError:
+        return _fail(self.condition, detail, tok.pos, hint)
+
+    @staticmethod
+    def _show(tok: _Token) -> str:
+        return "the end of the condition" if tok.kind == "end" else repr(tok.text)
+
+    def _or(self) -> _Node:
+        return self._chain("or", self._and)
+
+    def _and(self) -> _Node:
+        return self._chain("and", self._not)
+
+    def _chain(self, word: str, operand: Callable[[], _Node]) -> _Node:
+        nodes = [operand()]
+        while self._peek().is_word(word):
+            self._next()
+            nodes.append(operand())
+        return nodes[0] if len(nodes) == 1 else _BoolOp(word, tuple(nodes))
+
+    def _not(self) -> _Node:
+        tok = self._peek()
+        if tok.is_word("not"):
+            self._next()
+            return _Not(self._not())
+        if tok.is_punct("("):
+            self._next()
+            node = self._or()
+            if not self._peek().is_punct(")"):
+                if self._peek().kind == "end":
+                    raise self._error("unclosed '('", tok)
+                raise self._error(f"expected ')' but found {self._show(self._peek())}", self._peek())
+            self._next()
+            return node
+        return self._predicate()
+
+    def _predicate(self) -> _Predicate:
+        col = self._next()
+        if col.kind == "end":
+            raise self._error("a column name is missing", col)
+        if col.kind != "column" and (col.kind != "name" or col.text.lower() in _KEYWORDS):
+            raise self._error(f"expected a column name but found {self._show(col)}", col,
+                              "Conditions look like `column == value`; quote unusual column "
+                              "names in backticks.")
+        tok = self._next()
+        if tok.kind == "op":
+            return _Predicate(col, tok.text, tok.pos, (self._literal(tok),))
+        if tok.is_word("between"):
+            low = self._literal(tok)
+            if not self._peek().is_word("and"):
+                raise self._error(f"expected 'and' after 'between {low.text}'", self._peek())
+            high = self._literal(self._next())
+            return _Predicate(col, "between", tok.pos, (low, high))
+        if tok.is_word("not") and self._peek().is_word("in"):
+            self._next()
+            return _Predicate(col, "not in", tok.pos, self._list())
+        if tok.is_word("in"):
+            return _Predicate(col, "in", tok.pos, self._list())
+        if tok.is_word("is"):
+            negated = self._peek().is_word("not")
+            if negated:
+                self._next()
+            if not self._peek().is_word("missing"):
+                raise self._error(f"expected 'missing' but found {self._show(self._peek())}", self._peek())
+            self._next()
+            return _Predicate(col, "is not missing" if negated else "is missing", tok.pos, ())
+        hint = ""
+        if tok.kind == "name" and tok.text.lower() not in _KEYWORDS:
+            hint = f"Quote column names containing spaces in backticks, e.g. `{col.text} {tok.text}`."
+        raise self._error(f"expected a comparison after column {col.text!r} but found "
+                          f"{self._show(tok)}", tok, hint)
+
+    def _list(self) -> tuple[_Token, ...]:
+        opening = self._next()
+        if not opening.is_punct("["):
+            raise self._error(f"expected '[' to start a list but found {self._show(opening)}", opening)
+        items: list[_Token] = []
+        while not self._peek().is_punct("]"):
+            if self._peek().kind == "end":
+                raise self._error("unclosed '['", opening)
+            if items:
+                comma = self._next()
+                if not comma.is_punct(","):
+                    raise self._error(f"expected ',' or ']' but found {self._show(comma)}", comma)
+            items.append(self._literal(opening))
+        self._next()
+        return tuple(items)
+
+    def _literal(self, after: _Token) -> _Token:
+        tok = self._next()
+        if tok.kind in ("number", "string"):
+            return tok
+        if tok.is_word("true") or tok.is_word("false"):
+            return _Token("bool", tok.text, tok.text.lower() == "true", tok.pos)
+        if tok.kind == "end":
+            raise self._error(f"a value is missing after {after.text!r}", tok)
+        if tok.kind == "name" and tok.text.lower() in _MISSING_WORDS:
+            raise self._error(f"{tok.text!r} cannot be compared", tok,
+                              "Use 'column is missing' or 'column is not missing'.")
+        if tok.kind == "column":
+            raise self._error("comparing two columns is not supported", tok)
+        hint = f"Quote text values, e.g. '{tok.text}'." if tok.kind == "name" else ""
+        raise self._error(f"expected a value (number, quoted string, true or false) but "
+                          f"found {self._show(tok)}", tok, hint)
+
+
+class _Evaluator:
+    """Evaluate a parsed condition against the columns of a DataFrame, vectorised."""
+
+    def __init__(self, condition: str, X: pd.DataFrame) -> None:
+        self.condition = condition
+        self.X = X
+        self.positions: dict[str, list[int]] = {}
+        for j, c in enumerate(X.columns):
+            self.positions.setdefault(str(c), []).append(j)
+
+    def evaluate(self, node: _Node) -> np.ndarray:
+        if isinstance(node, _Not):
+            return ~self.evaluate(node.operand)
+        if isinstance(node, _BoolOp):
+            combine = np.logical_and if node.op == "and" else np.logical_or
+            return combine.reduce([self.evaluate(child) for child in node.operands])
+        return self._predicate(node)
+
+    def _column(self, tok: _Token) -> pd.Series:
+        found = self.positions.get(tok.text, [])
+        if len(found) > 1:
+            raise _fail(self.condition, f"column name {tok.text!r} is ambiguous: {len(found)} "
+                        "columns have it", tok.pos)
+        if not found:
+            lower = [name for name in self.positions if name.lower() == tok.text.lower()]
+            close = lower or difflib.get_close_matches(tok.text, list(self.positions), n=3, cutoff=0.5)
+            hint = ("Did you mean " + " or ".join(map(repr, close)) + "?") if close else ""
+            if lower:
+                hint += " Column names are case-sensitive."
+            raise _fail(self.condition, f"unknown column {tok.text!r}", tok.pos, hint)
+        return self.X.iloc[:, found[0]]
+
+    def _predicate(self, node: _Predicate) -> np.ndarray:
+        s = self._column(node.column)
+        if node.op in ("is missing", "is not missing"):
+            missing = s.isna().to_numpy(dtype=bool)
+            return missing if node.op == "is missing" else ~missing
+        if not isinstance(s.dtype, pd.CategoricalDtype):
+            return self._compare(node, s, self._kind(node, s))
+        codes = s.cat.codes.to_numpy()
+        categories = pd.Series(s.cat.categories)
+        if s.cat.ordered and node.op in _ORDERING:
+            kind = self._kind(node, categories)
+            places = []
+            for tok in node.literals:
+                value = self._coerce(node, kind, tok, categories.dtype)
+                if value not in s.cat.categories:
+                    listed = ", ".join(map(repr, s.cat.categories[:10].tolist()))
+                    raise _fail(self.condition, f"{tok.text} is not a category of ordered column "
+                                f"{node.column.text!r} (categories: {listed})", tok.pos)
+                places.append(_Token("number", tok.text, s.cat.categories.get_loc(value), tok.pos))
+            node = _Predicate(node.column, node.op, node.op_pos, tuple(places))
+            categories = pd.Series(np.arange(len(categories)))
+        per_category = self._compare(node, categories, self._kind(node, categories))
+        return np.append(per_category, False)[codes]  # code -1 (missing) picks the False
+
+    def _kind(self, node: _Predicate, s: pd.Series) -> str:
+        name, dtype = node.column.text, s.dtype
+        if dtype == object:
+            inferred = pd.api.types.infer_dtype(s, skipna=True)
+            if inferred == "boolean":
+                return "bool"
+            if inferred in ("integer", "floating", "mixed-integer-float"):
+                return "number"
+            if inferred in ("string", "empty"):
+                return "text"
+            raise _fail(self.condition, f"column {name!r} holds values of mixed types "
+                        f"({inferred}) that cannot be compared", node.column.pos)
+        if pd.api.types.is_bool_dtype(dtype):
+            return "bool"
+        if pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_complex_dtype(dtype):
+            return "number"
+        if pd.api.types.is_datetime64_any_dtype(dtype):
+            return "datetime"
+        if pd.api.types.is_string_dtype(dtype):
+            return "text"
+        raise _fail(self.condition, f"column {name!r} has dtype {dtype}, which subgroup "
+                    "conditions do not support", node.column.pos)
+
+    def _coerce(self, node: _Predicate, kind: str, tok: _Token, dtype: object) -> object:
+        """Check a literal against the column's kind; return the value to compare with."""
+        name, shown = node.column.text, tok.text if tok.kind != "string" else f"the string {tok.text}"
+        if tok.kind == "number" and kind in ("number", "bool"):
+            return tok.value
+        if tok.kind == "bool" and kind == "bool":
+            return int(tok.value)  # boolean columns are compared as Int8 (0/1)
+        if kind == "text" and tok.kind == "string":
+            return tok.value
+        if kind == "datetime" and tok.kind == "string":
+            try:
+                stamp = pd.Timestamp(tok.value)
+            except ValueError:
+                stamp = pd.NaT
+            if stamp is pd.NaT:
+                raise _fail(self.condition, f"{tok.text} is not a date", tok.pos,
+                            "Use an ISO date such as '2024-01-31' or '2024-01-31 12:00'.")
+            tz = getattr(dtype, "tz", None)
+            return stamp.tz_localize(tz) if tz is not None and stamp.tz is None else stamp
+        expected = {"number": "is numeric; compare it with a number",
+                    "bool": "is boolean; compare it with true or false",
+                    "datetime": "holds dates; compare it with a quoted ISO date such as '2024-01-31'",
+                    "text": f"holds text; put the value in quotes, e.g. '{tok.text}'"}[kind]
+        raise _fail(self.condition, f"column {name!r} {expected}, not {shown}", tok.pos)
+
+    def _compare(self, node: _Predicate, s: pd.Series, kind: str) -> np.ndarray:
+        name, op = node.column.text, node.op
+        if kind == "text" and op in _ORDERING:
+            raise _fail(self.condition, f"column {name!r} holds unordered text, so {op!r} cannot "
+                        "be used on it", node.op_pos,
+                        "Use '==', '!=', 'in' or 'not in', or make it an ordered categorical.")
+        values = [self._coerce(node, kind, tok, s.dtype) for tok in node.literals]
+        if op == "between" and values[0] > values[1]:
+            raise _fail(self.condition, f"'between {node.literals[0].text} and "
+                        f"{node.literals[1].text}' is empty: the lower bound must come first",
+                        node.literals[0].pos)
+        if kind == "bool":
+            s = s.astype("boolean").astype("Int8")
+        try:
+            if op in _COMPARE:
+                result = _COMPARE[op](s, values[0])
+            elif op == "between":
+                result = (s >= values[0]) & (s <= values[1])
+            else:
+                result = s.isin(values)
+                result = ~result if op == "not in" else result
+            mask = result.to_numpy(dtype=bool, na_value=False)
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise _fail(self.condition, f"cannot apply {op!r} to column {name!r} ({exc})",
+                        node.op_pos) from exc
+        return mask & s.notna().to_numpy(dtype=bool)
+
+
+def parse_subgroup(condition: str, X: pd.DataFrame) -> pd.Series:
+    """Select the rows of ``X`` that satisfy a subgroup condition.
+
+    Parameters
+    ----------
+    condition : str
+        A condition in the language described in the module docstring, e.g.
+        ``"X3 == 0 and x1 >= -1.5"`` or ``"`petal width` between 0.2 and 1"``.
+    X : pandas.DataFrame
+        The data; column names are matched against ``str(column)``.
+
+    Returns
+    -------
+    pandas.Series
+        Boolean mask aligned with ``X.index`` (dtype ``bool``, no missing values).
+        Comparisons never match missing values; see the module docstring.
+
+    Raises
+    ------
+    SubgroupError
+        If the condition is empty or malformed, names an unknown column, or compares a
+        column with a value of the wrong type. ``position`` is the 0-based offset of
+        the problem in ``condition``.
+    """
+    if not isinstance(condition, str):
+        raise SubgroupError(f"Subgroup condition must be a string, got {type(condition).__name__}.")
+    if not condition.strip():
+        raise SubgroupError("Subgroup condition is empty; write e.g. \"x1 > 0 and group == 'a'\".",
+                            position=None)
+    tree = _Parser(condition).parse()
+    return pd.Series(_Evaluator(condition, X).evaluate(tree), index=X.index, dtype=bool)
+
+
+def format_condition(column: Hashable, op: str, value: object = None) -> str:
+    """Build a condition string from a condition builder's column, operator and value.
+
+    Parameters
+    ----------
+    column : Hashable
+        Column label; written bare when it is a plain identifier, otherwise in
+        backticks (a backtick inside is doubled).
+    op : str
+        One of ``==, !=, <, <=, >, >=, in, not in, between, is missing, is not missing``.
+    value : object, optional
+        A number, bool, string or date for comparisons; a sequence of them for
+        ``in``/``not in``; a ``(low, high)`` pair for ``between``; ``None`` for the
+        missingness operators.
+
+    Returns
+    -------
+    str
+        A condition that :func:`parse_subgroup` parses back to the same selection.
+
+    Raises
+    ------
+    SubgroupError
+        If the operator is unknown or the value does not fit it.
+    """
+    name = str(column)
+    if not (_IDENTIFIER.fullmatch(name) and name.lower() not in _KEYWORDS):
+        name = "`" + name.replace("`", "``") + "`"
+    op = " ".join(str(op).lower().split())
+    if op in _COMPARE:
+        return f"{name} {op} {_format_literal(value)}"
+    if op in ("in", "not in"):
+        if isinstance(value, (str, bytes)) or not isinstance(value, (Sequence, set, np.ndarray, pd.Series)):
+            raise SubgroupError(f"Operator {op!r} needs a list of values, got {value!r}.")
+        return f"{name} {op} [{', '.join(_format_literal(v) for v in value)}]"
+    if op == "between":
+        if isinstance(value, str) or not isinstance(value, Sequence) or len(value) != 2:
+            raise SubgroupError(f"Operator 'between' needs a (low, high) pair, got {value!r}.")
+        return f"{name} between {_format_literal(value[0])} and {_format_literal(value[1])}"
+    if op in ("is missing", "is not missing"):
+        if value is not None:
+            raise SubgroupError(f"Operator {op!r} takes no value, got {value!r}.")
+        return f"{name} {op}"
+    raise SubgroupError(f"Unknown subgroup operator {op!r}; use one of "
+                        "==, !=, <, <=, >, >=, in, not in, between, is missing, is not missing.")
+
+
+def _format_literal(value: object) -> str:
+    if isinstance(value, (bool, np.bool_)):
+        return "true" if value else "false"
+    if isinstance(value, (int, np.integer)):
+        return str(int(value))
+    if isinstance(value, (float, np.floating)):
+        if not np.isfinite(value):
+            raise SubgroupError(f"Cannot compare with {value!r}; use 'is missing' for missing values.")
+        return repr(float(value))
+    if isinstance(value, date):
+        value = value.isoformat()
+    if isinstance(value, str):
+        return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    raise SubgroupError(f"Cannot use {value!r} ({type(value).__name__}) as a subgroup value.")

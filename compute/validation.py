@@ -1,0 +1,220 @@
+"""Checks run once, where data enters a public compute function.
+
+Every check raises :class:`~compute.errors.InputError` with a message that names the
+parameter or column, says what is allowed and shows what came. Private helpers after
+these checks trust their inputs.
+"""
+
+from __future__ import annotations
+
+import difflib
+import numbers
+
+import numpy as np
+import pandas as pd
+
+from .errors import InputError
+from .intervention import Design
+from .losses import CLASSIFICATION_LOSSES, REGRESSION_LOSSES, Loss, builtin_loss
+from .prediction import Predictor
+from .sampling import MAX_GRID
+
+
+def check_frame(X, name: str = "X") -> pd.DataFrame:
+    """X as a DataFrame with unique column labels and at least one row."""
+    if isinstance(X, np.ndarray):
+        if X.ndim != 2:
+            raise InputError(f"{name!r} must be 2-dimensional (got an array of shape {X.shape}).")
+        X = pd.DataFrame(X, columns=[f"x{j}" for j in range(X.shape[1])])
+    if not isinstance(X, pd.DataFrame):
+        raise InputError(f"{name!r} must be a pandas DataFrame (got {type(X).__name__}).")
+    if X.shape[0] == 0:
+        raise InputError(f"{name!r} has no rows; at least one observation is needed.")
+    if X.shape[1] == 0:
+        raise InputError(f"{name!r} has no columns.")
+    duplicated = X.columns[X.columns.duplicated()].unique().tolist()
+    if duplicated:
+        raise InputError(f"{name!r} has duplicated column names: {duplicated!r}; rename them.")
+    return X
+
+
+def check_feature(columns, feature, name: str = "feature") -> None:
+    """Raise if ``feature`` is not one of ``columns``, suggesting close matches."""
+    columns = list(columns)
+    if feature in columns:
+        return
+    hint = difflib.get_close_matches(str(feature), [str(c) for c in columns], n=3)
+    suggestion = f" Did you mean {', '.join(repr(h) for h in hint)}?" if hint else ""
+    shown = columns if len(columns) <= 20 else columns[:20] + ["..."]
+    raise InputError(
+        f"Unknown {name} {feature!r}: it is not a column the model uses.{suggestion} "
+        f"Columns: {shown!r}."
+    )
+
+
+def check_int(value, name: str, *, low: int, high: int | None = None, none_ok: bool = False):
+    if value is None and none_ok:
+        return None
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+        raise InputError(f"The {name!r} parameter must be an int (got {value!r}).")
+    if value < low or (high is not None and value > high):
+        bound = f"in [{low}, {high}]" if high is not None else f">= {low}"
+        raise InputError(f"The {name!r} parameter must be an int {bound} (got {value}).")
+    return int(value)
+
+
+def check_n_jobs(n_jobs) -> int:
+    if n_jobs is None:
+        return 1
+    if isinstance(n_jobs, (bool, np.bool_)) or not isinstance(n_jobs, numbers.Integral) or n_jobs == 0:
+        raise InputError(
+            f"The 'n_jobs' parameter must be a positive int, -1 for all cores, or None "
+            f"(got {n_jobs!r})."
+        )
+    return int(n_jobs)
+
+
+def check_rng(random_state) -> np.random.Generator:
+    if random_state is None or isinstance(random_state, (numbers.Integral, np.random.SeedSequence)):
+        if isinstance(random_state, (bool, np.bool_)):
+            raise InputError(f"The 'random_state' parameter must be an int, a Generator or None (got {random_state!r}).")
+        return np.random.default_rng(random_state)
+    if isinstance(random_state, np.random.Generator):
+        return random_state
+    raise InputError(
+        f"The 'random_state' parameter must be an int, a numpy Generator or None "
+        f"(got {type(random_state).__name__})."
+    )
+
+
+def check_grid(grid, column: pd.Series | None = None):
+    """Accept "observed", an int in [2, MAX_GRID] or an array with at least two points."""
+    if isinstance(grid, str):
+        if grid != "observed":
+            raise InputError(
+                f"The 'grid' parameter must be \"observed\", an int in [2, {MAX_GRID}] or an "
+                f"array (got {grid!r})."
+            )
+        return grid
+    if isinstance(grid, numbers.Integral) and not isinstance(grid, (bool, np.bool_)):
+        check_int(grid, "grid", low=2, high=MAX_GRID)
+        return int(grid)
+    try:
+        points = np.asarray(grid)
+    except Exception as exc:
+        raise InputError(f"The 'grid' parameter could not be read as an array: {exc}") from exc
+    if points.ndim != 1 or points.size < 2:
+        raise InputError(
+            f"The 'grid' parameter must be \"observed\", an int in [2, {MAX_GRID}] or a 1-d array "
+            f"of at least two points (got {points.size} point(s))."
+        )
+    if points.dtype.kind in "fiu" and not np.all(np.isfinite(points.astype(float))):
+        raise InputError("The 'grid' array contains NaN or infinite values.")
+    return points
+
+
+def make_predictor(model, X: pd.DataFrame, output=None) -> tuple[Predictor, pd.DataFrame]:
+    """Wrap ``model`` and return it with X restricted to the model's input columns."""
+    if not hasattr(model, "predict") and not hasattr(model, "predict_proba"):
+        raise InputError(
+            f"The 'model' must have a predict method (got {type(model).__name__})."
+        )
+    names = getattr(model, "feature_names_in_", None)
+    as_frame = True
+    if names is not None:
+        names = list(names)
+        missing = [c for c in names if c not in X.columns]
+        if missing:
+            raise InputError(
+                f"The data lacks columns the model was fitted on: {missing!r}. "
+                f"Data columns: {list(X.columns)!r}."
+            )
+        X = X[names]
+    elif getattr(model, "n_features_in_", None) is not None:
+        as_frame = False  # fitted on arrays: feed arrays, in X's column order
+        if X.shape[1] != model.n_features_in_:
+            raise InputError(
+                f"The model expects {model.n_features_in_} features but X has {X.shape[1]} columns."
+            )
+    classes = getattr(model, "classes_", None)
+    has_proba = hasattr(model, "predict_proba")
+    output_index = None
+    if classes is not None:
+        classes = np.asarray(classes)
+        if output is None:
+            output_index = len(classes) - 1
+        else:
+            matches = np.flatnonzero(classes == output)
+            if matches.size == 0:
+                raise InputError(
+                    f"The 'output' class {output!r} is not one of the model's classes "
+                    f"{classes.tolist()!r}."
+                )
+            output_index = int(matches[0])
+    elif output is not None:
+        raise InputError("The 'output' parameter is only for classifiers; this model is a regressor.")
+    return Predictor(model, Design(X, as_frame=as_frame), classes, has_proba, output_index), X
+
+
+def resolve_loss(loss, predictor: Predictor) -> Loss:
+    """The loss object for ``loss`` (a name, a callable, or None for the task's default)."""
+    clf = predictor.is_classifier
+    if loss is None:
+        loss = ("log_loss" if predictor.has_proba else "zero_one") if clf else "squared_error"
+    if callable(loss):
+        name = getattr(loss, "__name__", "custom")
+        return Loss(name, loss, needs_proba=clf and predictor.has_proba, builtin=False)
+    known = CLASSIFICATION_LOSSES if clf else REGRESSION_LOSSES
+    if loss not in REGRESSION_LOSSES + CLASSIFICATION_LOSSES:
+        raise InputError(
+            f"The 'loss' parameter must be one of {list(known)!r} or a callable (got {loss!r})."
+        )
+    if loss not in known:
+        kind, other = ("classifier", "regressor") if clf else ("regressor", "classifier")
+        raise InputError(
+            f"The loss {loss!r} is for a {other}, but this model is a {kind}; "
+            f"use one of {list(known)!r}."
+        )
+    if loss in ("log_loss", "brier") and not predictor.has_proba:
+        raise InputError(
+            f"The loss {loss!r} needs class probabilities but the model has no predict_proba; "
+            f"use 'zero_one'."
+        )
+    return builtin_loss(loss, classification=clf, has_proba=predictor.has_proba)
+
+
+def encode_target(y, n_rows: int, predictor: Predictor, loss: Loss) -> np.ndarray:
+    """The target as the loss wants it: floats, or class positions for built-in classifier losses."""
+    if isinstance(y, (pd.DataFrame,)) or (hasattr(y, "ndim") and np.ndim(y) != 1):
+        raise InputError(f"'y' must be one-dimensional (got shape {np.shape(y)}).")
+    values = y.to_numpy() if isinstance(y, pd.Series) else np.asarray(y)
+    if values.ndim != 1:
+        raise InputError(f"'y' must be one-dimensional (got shape {values.shape}).")
+    if len(values) != n_rows:
+        raise InputError(f"'X' has {n_rows} rows but 'y' has {len(values)}; they must match.")
+    missing = pd.isna(values)
+    if missing.any():
+        raise InputError(
+            f"'y' has {int(missing.sum())} missing value(s) (first at position "
+            f"{int(np.flatnonzero(missing)[0])}); drop those rows or fill them."
+        )
+    if not predictor.is_classifier:
+        if not pd.api.types.is_numeric_dtype(values.dtype) or pd.api.types.is_bool_dtype(values.dtype):
+            raise InputError(
+                f"The regression loss {loss.name!r} needs a numeric target, but 'y' has dtype "
+                f"{values.dtype} (e.g. {values[0]!r}). Is the model a classifier?"
+            )
+        values = values.astype(float)
+        if not np.all(np.isfinite(values)):
+            raise InputError("'y' contains infinite values; drop or fix those rows.")
+        return values
+    if not loss.builtin:
+        return values
+    codes = pd.Index(predictor.classes).get_indexer(values)
+    if (codes < 0).any():
+        unknown = pd.unique(values[codes < 0])[:5].tolist()
+        raise InputError(
+            f"'y' contains labels the model does not know: {unknown!r}; the model's classes "
+            f"are {predictor.classes.tolist()!r}."
+        )
+    return codes

@@ -1,0 +1,73 @@
+"""Shared seeded data and fitted models (session scope: fitted once per run)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.compose import ColumnTransformer
+from sklearn.ensemble import GradientBoostingRegressor, RandomForestClassifier
+from sklearn.linear_model import LinearRegression, LogisticRegression
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import OneHotEncoder, StandardScaler
+
+
+@pytest.fixture(scope="session")
+def reg_data():
+    """Tie-free numeric regression data with an interaction, string row labels."""
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame(rng.normal(size=(60, 3)), columns=["x1", "x2", "x3"])
+    X.index = [f"r{i}" for i in range(len(X))]
+    y = X.x1 + 2 * X.x2 * (X.x3 > 0) + 0.1 * rng.normal(size=len(X))
+    return X, y.to_numpy()
+
+
+@pytest.fixture(scope="session")
+def ols(reg_data):
+    X, y = reg_data
+    return LinearRegression().fit(X, y)
+
+
+@pytest.fixture(scope="session")
+def gbm(reg_data):
+    X, y = reg_data
+    return GradientBoostingRegressor(n_estimators=30, max_depth=3, random_state=0).fit(X, y)
+
+
+@pytest.fixture(scope="session")
+def clf_data():
+    """Mixed-type classification data: numeric, string (pandas str dtype) with missing
+    values, a categorical and a boolean column; three classes."""
+    rng = np.random.default_rng(1)
+    n = 300
+    num = rng.normal(size=n)
+    city = rng.choice(["paris", "rome", "oslo"], size=n).astype(object)
+    city[rng.random(n) < 0.05] = None
+    size = pd.Categorical(rng.choice(["S", "M", "L"], size=n), categories=["S", "M", "L"], ordered=True)
+    flag = rng.random(n) < 0.4
+    X = pd.DataFrame({"num": num, "city": pd.array(city, dtype="str"), "size": size, "flag": flag})
+    score = num + (X.city == "rome").to_numpy() - 0.8 * flag + rng.normal(scale=0.5, size=n)
+    y = np.where(score > 0.7, "high", np.where(score > -0.3, "mid", "low"))
+    return X, y
+
+
+@pytest.fixture(scope="session")
+def clf_pipeline(clf_data):
+    X, y = clf_data
+    pre = ColumnTransformer(
+        [
+            ("num", StandardScaler(), ["num"]),
+            ("cat", OneHotEncoder(handle_unknown="ignore"), ["city", "size", "flag"]),
+        ]
+    )
+    return make_pipeline(pre, LogisticRegression(max_iter=500)).fit(X, y)
+
+
+@pytest.fixture(scope="session")
+def forest_clf(clf_data):
+    X, y = clf_data
+    pre = ColumnTransformer(
+        [("cat", OneHotEncoder(handle_unknown="ignore"), ["city", "size", "flag"])],
+        remainder="passthrough",
+    )
+    return make_pipeline(pre, RandomForestClassifier(n_estimators=20, random_state=0)).fit(X, y)

@@ -1,0 +1,259 @@
+"""feature_profile: known answers, brute-force references and invariances."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from numpy.testing import assert_allclose
+from sklearn.inspection import partial_dependence
+from sklearn.linear_model import LinearRegression, LogisticRegression
+from sklearn.metrics import brier_score_loss, log_loss, zero_one_loss
+
+from compute import InputError, feature_profile, parse_subgroup
+
+
+def brute_force_pfi(model, X, y, feature):
+    """Eq. (7) of Casalicchio et al. (2018) as a literal double loop."""
+    n = len(X)
+    base = (model.predict(X) - y) ** 2
+    total = 0.0
+    for i in range(n):
+        for k in range(n):
+            row = X.iloc[[i]].copy()
+            row[feature] = X[feature].iloc[k]
+            total += (model.predict(row)[0] - y[i]) ** 2 - base[i]
+    return total / n**2
+
+
+def test_importance_equals_brute_force_eq7(gbm, reg_data):
+    """On tie-free data with the observed grid, importance is Eq. (7) to 1e-10."""
+    X, y = reg_data
+    Xs, ys = X.iloc[:25], y[:25]
+    prof = feature_profile(gbm, Xs, ys, "x2", grid="observed")
+    assert_allclose(prof.importance, brute_force_pfi(gbm, Xs, ys, "x2"), rtol=0, atol=1e-10)
+
+
+def test_pi_integrates_to_importance(gbm, reg_data):
+    """Eq. (9): the PI curve integrated with the grid weights is the global PFI."""
+    X, y = reg_data
+    prof = feature_profile(gbm, X, y, "x2")
+    assert_allclose(prof.pi @ prof.grid_weights, prof.importance, rtol=0, atol=1e-10)
+    assert_allclose(prof.local_importance.mean(), prof.importance, rtol=0, atol=1e-12)
+
+
+def test_ols_closed_form(reg_data):
+    """OLS fitted on the evaluation data, squared error: PFI_j = 2 b_j^2 Var_n(x_j).
+
+    Derivation: with residuals e_i = y_i - f(x_i), the intervened error is
+    (b_j (x_kj - x_ij) - e_i)^2. Averaging over i and k, the cross term is
+    -2 b_j mean_i(e_i (x_bar_j - x_ij)) = 0 because OLS residuals are orthogonal to the
+    centred columns, and mean_{i,k} (x_kj - x_ij)^2 = 2 Var_n(x_j).
+    """
+    X, y = reg_data
+    ols = LinearRegression().fit(X, y)
+    for j, col in enumerate(X.columns):
+        prof = feature_profile(ols, X, y, col)
+        expected = 2 * ols.coef_[j] ** 2 * X[col].var(ddof=0)
+        assert_allclose(prof.importance, expected, rtol=1e-10)
+
+
+def test_ice_matches_sklearn_partial_dependence(gbm, reg_data):
+    """ICE equals sklearn's brute-force individual partial dependence on the same grid."""
+    X, y = reg_data
+    prof = feature_profile(gbm, X, y, "x1", grid=15)
+    ref = partial_dependence(
+        gbm, X, ["x1"], kind="individual", method="brute", custom_values={"x1": prof.grid}
+    )
+    assert_allclose(prof.ice, ref["individual"][0], rtol=0, atol=1e-12)
+    assert_allclose(prof.pd, ref["individual"][0].mean(axis=0), rtol=0, atol=1e-12)
+
+
+def test_linear_model_ice_are_parallel_lines(ols, reg_data):
+    """A linear model's ICE curves all have slope w_j, and the centred curves coincide."""
+    X, y = reg_data
+    prof = feature_profile(ols, X, y, "x1", grid=10)
+    slopes = np.diff(prof.ice, axis=1) / np.diff(prof.grid)
+    assert_allclose(slopes, ols.coef_[0], rtol=1e-9)
+    assert_allclose(prof.centered_ice, np.broadcast_to(prof.centered_ice[0], prof.ice.shape), atol=1e-12)
+
+
+def test_ici_closed_form_for_exact_linear_model():
+    """y = f(x) exactly: ICI_i(x_k) = w_j^2 (x_kj - x_ij)^2."""
+    rng = np.random.default_rng(3)
+    X = pd.DataFrame(rng.normal(size=(30, 2)), columns=["a", "b"])
+    y = 1.5 * X.a - 0.5 * X.b + 2.0
+    model = LinearRegression().fit(X, y)
+    prof = feature_profile(model, X, y, "a")
+    expected = 1.5**2 * (prof.grid[None, :] - X.a.to_numpy()[:, None]) ** 2
+    assert_allclose(prof.ici, expected, atol=1e-9)
+
+
+def test_subset_equals_profile_on_subgroup_data(gbm, reg_data):
+    """subset(mask) gives the local importances of a profile computed on X[mask]."""
+    X, y = reg_data
+    prof = feature_profile(gbm, X, y, "x2")
+    mask = parse_subgroup("x3 > 0", X)
+    sub = prof.subset(mask)
+    direct = feature_profile(
+        gbm, X[mask], y[mask.to_numpy()], "x2", grid=prof.grid, grid_weights=prof.grid_weights
+    )
+    assert list(sub.rows) == list(X.index[mask.to_numpy()])
+    assert_allclose(sub.local_importance, direct.local_importance, rtol=0, atol=1e-12)
+    assert_allclose(sub.importance, prof.local_importance[mask.to_numpy()].mean())
+
+
+def test_empty_subset_is_an_error(gbm, reg_data):
+    """A subgroup with no rows raises InputError saying so."""
+    X, y = reg_data
+    prof = feature_profile(gbm, X, y, "x2")
+    with pytest.raises(InputError, match="selects 0 of the 60"):
+        prof.subset(parse_subgroup("x3 > 100", X))
+
+
+def test_extremes_are_largest_and_smallest_integrals(gbm, reg_data):
+    """extremes(k) returns the labels of the k largest and k smallest ICI integrals."""
+    X, y = reg_data
+    prof = feature_profile(gbm, X, y, "x2")
+    top, bottom = prof.extremes(k=3)
+    local = pd.Series(prof.local_importance, index=prof.rows)
+    assert list(top) == list(local.nlargest(3).index)
+    assert list(bottom) == list(local.nsmallest(3).index)
+
+
+def test_base_prediction_read_off_the_tensor(gbm, reg_data):
+    """base_pred equals the model's prediction of the unmodified rows, whatever the grid."""
+    X, y = reg_data
+    for grid in ("observed", 7):
+        prof = feature_profile(gbm, X, y, "x3", grid=grid)
+        assert_allclose(prof.base_pred, gbm.predict(X), rtol=0, atol=0)
+        assert_allclose(prof.base_loss, (gbm.predict(X) - y) ** 2, rtol=0, atol=0)
+
+
+def test_observed_grid_ici_is_zero_at_own_value(gbm, reg_data):
+    """On the observed grid each ICI curve is exactly 0 at the observation's own value."""
+    X, y = reg_data
+    prof = feature_profile(gbm, X, y, "x1")
+    own = np.searchsorted(prof.grid, prof.x)
+    assert np.all(prof.ici[np.arange(len(own)), own] == 0.0)
+
+
+def test_quantile_grid_spans_range_and_weights_sum_to_one(reg_data, gbm):
+    """grid=m: m quantile points from min to max, nearest-point weights summing to one."""
+    X, y = reg_data
+    prof = feature_profile(gbm, X, y, "x1", grid=9)
+    assert prof.grid.size == 9
+    assert prof.grid[0] == X.x1.min() and prof.grid[-1] == X.x1.max()
+    assert_allclose(prof.grid_weights.sum(), 1.0)
+    nearest = np.abs(X.x1.to_numpy()[:, None] - prof.grid[None, :]).argmin(axis=1)
+    assert_allclose(prof.grid_weights, np.bincount(nearest, minlength=9) / len(X))
+
+
+def test_quantile_grid_estimates_observed_importance(gbm, reg_data):
+    """A 40-point quantile grid gives nearly the exact (observed-grid) PFI."""
+    X, y = reg_data
+    exact = feature_profile(gbm, X, y, "x2").importance
+    approx = feature_profile(gbm, X, y, "x2", grid=40).importance
+    assert abs(approx - exact) < 0.05 * exact
+
+
+def test_y_none_gives_prediction_views_only(gbm, reg_data):
+    """Without y, ICE and PD work and ICI asks for the target."""
+    X, _ = reg_data
+    prof = feature_profile(gbm, X, None, "x1", grid=5)
+    assert prof.ice.shape == (60, 5) and prof.pd.shape == (5,)
+    with pytest.raises(InputError, match="needs the target"):
+        prof.ici
+
+
+def test_n_obs_sample_is_seeded_and_grid_uses_all_rows(gbm, reg_data):
+    """n_obs samples rows reproducibly; the grid still covers the whole data set."""
+    X, y = reg_data
+    a = feature_profile(gbm, X, y, "x1", n_obs=10, random_state=4)
+    b = feature_profile(gbm, X, y, "x1", n_obs=10, random_state=4)
+    assert list(a.rows) == list(b.rows) and len(a.rows) == 10
+    assert a.grid.size == 60
+    assert_allclose(a.ici, b.ici)
+
+
+def test_n_jobs_and_chunking_do_not_change_results(gbm, reg_data):
+    """n_jobs=2 and tiny chunks give the same tensor as one big call."""
+    X, y = reg_data
+    ref = feature_profile(gbm, X, y, "x2")
+    par = feature_profile(gbm, X, y, "x2", n_jobs=2, chunk_rows=37)
+    assert_allclose(par.pred, ref.pred, rtol=0, atol=0)
+    assert_allclose(par.ici, ref.ici, rtol=0, atol=0)
+
+
+def test_ignored_feature_has_flat_ice_and_zero_importance(reg_data):
+    """A feature the model ignores: flat ICE, zero ICI, zero importance."""
+    X, y = reg_data
+    model = LinearRegression().fit(X[["x1", "x2"]].assign(x3=0.0), y)
+    prof = feature_profile(model, X, y, "x3")
+    assert_allclose(np.ptp(prof.ice, axis=1), 0.0, atol=1e-12)
+    assert_allclose(prof.ici, 0.0, atol=1e-12)
+    assert prof.importance == pytest.approx(0.0, abs=1e-12)
+
+
+def test_row_order_does_not_change_importance(gbm, reg_data):
+    """Shuffling the rows leaves the global PFI unchanged."""
+    X, y = reg_data
+    order = np.random.default_rng(0).permutation(len(X))
+    a = feature_profile(gbm, X, y, "x2").importance
+    b = feature_profile(gbm, X.iloc[order], y[order], "x2").importance
+    assert_allclose(a, b, rtol=1e-12)
+
+
+# --- classification --------------------------------------------------------------------
+def test_classifier_pipeline_categorical_feature(clf_pipeline, clf_data):
+    """A pipeline with string categories: grid = all levels incl. missing, ICE = probabilities."""
+    X, y = clf_data
+    prof = feature_profile(clf_pipeline, X, y, "city", loss="log_loss", output="high")
+    assert list(prof.grid) == ["oslo", "paris", "rome", None]
+    counts = X.city.value_counts(dropna=False)
+    assert_allclose(prof.grid_weights[:3], counts[["oslo", "paris", "rome"]].to_numpy() / len(X))
+    assert_allclose(prof.grid_weights[3], X.city.isna().mean())
+    col = list(clf_pipeline.classes_).index("high")
+    for k, level in enumerate(prof.grid):
+        X_k = X.assign(city=pd.array([level] * len(X), dtype="str"))
+        assert_allclose(prof.ice[:, k], clf_pipeline.predict_proba(X_k)[:, col], atol=1e-12)
+
+
+def test_classifier_losses_agree_with_sklearn(clf_pipeline, clf_data):
+    """At the unmodified rows, log_loss, zero_one and brier agree with sklearn.metrics."""
+    X, y = clf_data
+    proba = clf_pipeline.predict_proba(X)
+    for loss, expected in [
+        ("log_loss", log_loss(y, proba, labels=clf_pipeline.classes_)),
+        ("zero_one", zero_one_loss(y, clf_pipeline.predict(X))),
+        ("brier", brier_score_loss(y, proba, labels=clf_pipeline.classes_)),
+    ]:
+        prof = feature_profile(clf_pipeline, X, y, "num", grid=5, loss=loss)
+        assert prof.model_error == pytest.approx(expected, rel=1e-12), loss
+
+
+def test_binary_brier_matches_sklearn(clf_data):
+    """Binary Brier score is (p_positive - y)^2, as sklearn computes it."""
+    X, y = clf_data
+    yb = (y == "high").astype(int)
+    Xn = X[["num"]]
+    clf = LogisticRegression().fit(Xn, yb)
+    prof = feature_profile(clf, Xn, yb, "num", grid=4, loss="brier")
+    assert prof.model_error == pytest.approx(brier_score_loss(yb, clf.predict_proba(Xn)[:, 1]))
+
+
+def test_categorical_grid_uses_levels_of_whole_data(forest_clf, clf_data):
+    """With a small n_obs sample, the grid still holds every level of the full data."""
+    X, y = clf_data
+    prof = feature_profile(forest_clf, X, y, "size", n_obs=5, random_state=0, loss="zero_one")
+    assert list(prof.grid) == ["S", "M", "L"]
+    assert prof.ice.shape == (5, 3)
+
+
+def test_boolean_feature_grid(forest_clf, clf_data):
+    """A boolean column is treated as two levels, weighted by frequency."""
+    X, y = clf_data
+    prof = feature_profile(forest_clf, X, y, "flag", loss="brier")
+    assert list(prof.grid) == [False, True]
+    assert_allclose(prof.grid_weights[1], X.flag.mean())
+    assert_allclose(prof.pi @ prof.grid_weights, prof.importance)
