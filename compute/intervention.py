@@ -84,3 +84,19 @@ class Design:
         for column, values in replace.items():
             rows[column] = values
         return rows if self.as_frame else rows.to_numpy()
+
+    def mixed_block(self, own: np.ndarray, donor: np.ndarray, from_donor: np.ndarray):
+        """Rows whose columns come either from row ``own`` or from row ``donor``.
+
+        ``from_donor`` is a boolean array of shape (n_rows, n_columns): True where the
+        column of that block row is taken from its donor (marginalised, Eq. 5/6 of
+        Casalicchio et al. 2018), False where it keeps the observation's own value.
+        """
+        sources = np.where(from_donor, donor[:, None], own[:, None])
+        if self.numeric:
+            rows = self.array[sources, np.arange(len(self.columns))[None, :]]
+            return pd.DataFrame(rows, columns=self.columns, copy=False) if self.as_frame else rows
+        rows = pd.DataFrame(
+            {col: self.frame[col].array.take(sources[:, j]) for j, col in enumerate(self.columns)}
+        )
+        return rows if self.as_frame else rows.to_numpy()

@@ -1,0 +1,362 @@
+"""Shapley feature importance (SFIMP), Casalicchio, Molnar & Bischl (2018), Sec. 5.
+
+The payout of a coalition S of players (features or groups of columns) is how much lower
+the model's error is when only the features in S are known than when none is:
+
+    v(S) = GE_{empty} - GE_S                       (minus Eq. 10: the v_PFI form, Sec. 5)
+
+where GE_S is the error with every feature outside S marginalised by permuting it jointly
+over the observations (Eq. 5/6; Algorithm 2, line 7):
+
+    GE_S = 1/(n L) sum_l sum_i L(f(x_S^(i), x_C^(tau_l(i))), y_i),   l = 1..L observation permutations.
+
+SFIMP of player j is its Shapley value in this game (Eq. 11). With this sign an important
+feature has a positive value, and the values add up to ``total`` = v(P) = GE_empty - GE_P,
+the drop in error the model achieves over knowing nothing (efficiency).
+
+The same observation permutations tau_l serve every coalition (common random numbers), and
+each coalition's error is computed once and cached, so efficiency holds exactly in both
+modes: exact enumeration of all 2^p coalitions, and sampled feature orderings (Algorithm 2
+made efficient: one ordering yields every player's marginal contribution from p + 1
+coalitions, orderings come in antithetic pairs (an ordering and its reverse), and sampling
+stops at a requested standard error or a budget of model rows).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .errors import InputError
+from .losses import Loss
+from .prediction import Predictor, default_chunk_rows, predict_pass
+from .sampling import sample_rows
+from .validation import (
+    check_feature,
+    check_frame,
+    check_int,
+    check_n_jobs,
+    check_rng,
+    encode_target,
+    make_predictor,
+    resolve_loss,
+)
+
+#: Most intervened rows evaluated per batch of coalitions (bounds memory to a few floats each).
+BATCH_ROWS = 2_000_000
+
+
+@dataclass(frozen=True, eq=False)
+class ShapleyImportance:
+    """SFIMP values of one model on one data set.
+
+    Attributes
+    ----------
+    values : Series of SFIMP per player; positive = share of the error drop the player earns.
+    std_error : Series, Monte-Carlo standard error over sampled feature orderings (0 in exact
+        mode). Conditional on the observation permutations, which all coalitions share.
+    total : v(P) = GE_empty - GE_P; ``values.sum() == total``.
+    model_error : GE_P, the model's error with all features (left number of Fig. 5a).
+    baseline_error : GE_empty, the error with every feature marginalised.
+    exact : whether all 2^p coalitions were enumerated.
+    n_orderings : feature orderings sampled (0 in exact mode).
+    n_rows : model rows evaluated.
+    converged : whether the requested standard error was reached (True in exact mode).
+    players : player name -> tuple of its columns.
+    """
+
+    values: pd.Series
+    std_error: pd.Series
+    total: float
+    model_error: float
+    baseline_error: float
+    exact: bool
+    n_orderings: int
+    n_rows: int
+    converged: bool
+    players: Mapping[str, tuple]
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def proportions(self) -> pd.Series:
+        """Share of the explainable performance per player (the percentages of Fig. 5a)."""
+        return self.values / self.total
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per player: value, std_error, proportion, model_error."""
+        frame = pd.DataFrame(
+            {"value": self.values, "std_error": self.std_error, "proportion": self.proportions}
+        )
+        frame["model_error"] = self.model_error
+        frame.index.name = "feature"
+        return frame
+
+
+def shapley_importance(
+    model,
+    X,
+    y,
+    loss=None,
+    features=None,
+    n_permutations=None,
+    n_obs_permutations=5,
+    random_state=0,
+    n_jobs=1,
+    *,
+    output=None,
+    n_obs=None,
+    exact_max_players=12,
+    tol=0.01,
+    max_rows=20_000_000,
+    chunk_rows=None,
+) -> ShapleyImportance:
+    """Shapley feature importance (SFIMP) of Casalicchio et al. (2018), Eq. (10)-(11).
+
+    Parameters
+    ----------
+    model, X, y, loss, output, chunk_rows :
+        As in :func:`compute.feature_profile`; ``y`` is required.
+    features : list or dict, optional
+        The players. Default: every input column of the model. A list of columns (an item
+        may itself be a list: a group varied jointly, named ``"a+b"``), or a dict
+        ``{name: column or list of columns}``, e.g. the columns of a one-hot block or a
+        correlated pair. Model inputs that belong to no player keep their observed values.
+    n_permutations : int, optional
+        Number of feature orderings to sample (rounded up to an even number: antithetic
+        pairs). Default: exact enumeration when there are at most ``exact_max_players``
+        players, otherwise orderings are sampled until every standard error is at most
+        ``tol * |total|`` or ``max_rows`` model rows have been evaluated.
+    n_obs_permutations : int, default 5
+        Observation permutations tau_l estimating each coalition's error (m_obs of
+        Algorithm 2), shared by all coalitions.
+    random_state : int, Generator or None, default 0
+        With the same seed, several models on the same data share the permutations.
+    n_jobs : int, default 1
+        Threads evaluating chunks of intervened rows.
+    n_obs : int, optional
+        Use a seeded sample of this many rows of X.
+    exact_max_players, tol, max_rows :
+        See ``n_permutations``.
+
+    Returns
+    -------
+    ShapleyImportance
+    """
+    X = check_frame(X)
+    predictor, Xm = make_predictor(model, X, output)
+    players = _players(features, list(Xm.columns))
+    n_obs_permutations = check_int(n_obs_permutations, "n_obs_permutations", low=1, high=10_000)
+    n_permutations = check_int(n_permutations, "n_permutations", low=1, none_ok=True)
+    exact_max_players = check_int(exact_max_players, "exact_max_players", low=1, high=20)
+    n_obs = check_int(n_obs, "n_obs", low=2, none_ok=True)
+    max_rows = check_int(max_rows, "max_rows", low=1)
+    chunk_rows = check_int(chunk_rows, "chunk_rows", low=1, none_ok=True)
+    if not (isinstance(tol, (int, float)) and tol > 0):
+        raise InputError(f"The 'tol' parameter must be a positive number (got {tol!r}).")
+    n_jobs = check_n_jobs(n_jobs)
+    rng = check_rng(random_state)
+    if y is None:
+        raise InputError("shapley_importance needs the target 'y'.")
+    loss_obj = resolve_loss(loss, predictor)
+    y_enc = encode_target(y, len(X), predictor, loss_obj)
+
+    rows = sample_rows(len(X), n_obs, rng)
+    game = _Game(predictor, y_enc, loss_obj, rows, players, n_obs_permutations, rng,
+                 chunk_rows=chunk_rows, n_jobs=n_jobs)
+    p = len(players)
+    exact = n_permutations is None and p <= exact_max_players
+    if exact:
+        values, std_error, n_orderings, converged = _exact_shapley(game, p), np.zeros(p), 0, True
+    else:
+        values, std_error, n_orderings, converged = _sampled_shapley(
+            game, p, rng, n_permutations=n_permutations, tol=tol, max_rows=max_rows
+        )
+    names = list(players)
+    return ShapleyImportance(
+        values=pd.Series(values, index=names, name="sfimp"),
+        std_error=pd.Series(std_error, index=names, name="std_error"),
+        total=game.value(game.full),
+        model_error=game.error(game.full),
+        baseline_error=game.error(0),
+        exact=exact,
+        n_orderings=n_orderings,
+        n_rows=game.n_rows,
+        converged=converged,
+        players=players,
+        params={"loss": loss_obj.name, "n_obs_permutations": n_obs_permutations,
+                "n_obs": n_obs, "random_state": random_state if isinstance(random_state, int) else None},
+    )
+
+
+def compare_shapley_importance(models: Mapping[str, object], X, y, **kwargs) -> pd.DataFrame:
+    """SFIMP of several fitted models on the same data, as one tidy table.
+
+    Every model is evaluated with the same ``random_state`` (default 0), hence the same
+    observation permutations and orderings. Returns columns model, feature, value,
+    std_error, proportion, model_error (one row per model and player).
+    """
+    if not isinstance(models, Mapping) or not models:
+        raise InputError("'models' must be a non-empty dict {name: fitted model}.")
+    frames = []
+    for name, model in models.items():
+        frame = shapley_importance(model, X, y, **kwargs).to_frame().reset_index()
+        frame.insert(0, "model", name)
+        frames.append(frame)
+    return pd.concat(frames, ignore_index=True)
+
+
+# --- players ---------------------------------------------------------------------------
+def _players(features, columns: list) -> dict[str, tuple]:
+    if features is None:
+        items = [(str(c), (c,)) for c in columns]
+    elif isinstance(features, Mapping):
+        items = [(str(name), _as_group(cols)) for name, cols in features.items()]
+    elif isinstance(features, (list, tuple)):
+        items = [
+            ("+".join(map(str, _as_group(f))), _as_group(f)) for f in features
+        ]
+    else:
+        raise InputError(
+            f"The 'features' parameter must be None, a list of columns or a dict "
+            f"{{name: columns}} (got {type(features).__name__})."
+        )
+    if not items:
+        raise InputError("The 'features' parameter names no players.")
+    seen: dict = {}
+    for name, group in items:
+        if not group:
+            raise InputError(f"Player {name!r} has no columns.")
+        for col in group:
+            check_feature(columns, col)
+            if col in seen:
+                raise InputError(f"Column {col!r} belongs to two players: {seen[col]!r} and {name!r}.")
+            seen[col] = name
+    names = [name for name, _ in items]
+    if len(set(names)) != len(names):
+        raise InputError(f"Player names must be unique (got {names!r}).")
+    return dict(items)
+
+
+def _as_group(cols) -> tuple:
+    return tuple(cols) if isinstance(cols, (list, tuple)) else (cols,)
+
+
+# --- the coalition game ----------------------------------------------------------------
+class _Game:
+    """Coalition errors GE_S, each computed once (bitmask -> error), from shared permutations."""
+
+    def __init__(self, predictor: Predictor, y_enc, loss: Loss, rows: np.ndarray,
+                 players: Mapping[str, tuple], n_perm: int, rng: np.random.Generator,
+                 *, chunk_rows, n_jobs) -> None:
+        self.predictor, self.y_enc, self.loss = predictor, y_enc, loss
+        self.rows = rows
+        self.donors = np.stack([rows[rng.permutation(rows.size)] for _ in range(n_perm)])
+        design = predictor.design
+        self.player_columns = np.zeros((len(players), len(design.columns)), dtype=bool)
+        for k, group in enumerate(players.values()):
+            self.player_columns[k, [design.position(c) for c in group]] = True
+        self.full = (1 << len(players)) - 1
+        self.chunk_rows, self.n_jobs = chunk_rows, n_jobs
+        self.n_rows = 0
+        self._errors: dict[int, float] = {}
+        # GE_P: nothing is marginalised, so the permutations are irrelevant: n rows suffice.
+        _, losses = self._pass(rows.size, lambda a, b: design.block(rows[a:b], {}),
+                               lambda a, b: np.arange(a, b))
+        self._errors[self.full] = float(losses.mean())
+
+    def error(self, mask: int) -> float:
+        return self._errors[mask]
+
+    def value(self, mask: int) -> float:
+        """v(S) = GE_empty - GE_S."""
+        return self._errors[0] - self._errors[mask]
+
+    def evaluate(self, masks) -> None:
+        """Compute GE_S for every coalition in ``masks`` not yet known, in large batches."""
+        todo = np.array(sorted({int(m) for m in masks} - self._errors.keys()), dtype=np.int64)
+        if todo.size == 0:
+            return
+        n_perm, n = self.donors.shape
+        per_coalition = n_perm * n
+        batch = max(1, BATCH_ROWS // per_coalition)
+        bits = 1 << np.arange(self.player_columns.shape[0], dtype=np.int64)
+        for start in range(0, todo.size, batch):
+            masks_b = todo[start:start + batch]
+            in_s = (masks_b[:, None] & bits[None, :]) != 0  # (batch, players)
+            # a column is marginalised when it belongs to a player outside S
+            from_donor = (~in_s).astype(np.int8) @ self.player_columns.astype(np.int8) > 0
+
+            def make_block(a, b, from_donor=from_donor):
+                flat = np.arange(a, b)
+                within = flat % per_coalition
+                own = self.rows[within % n]
+                donor = self.donors[within // n, within % n]
+                return self.predictor.design.mixed_block(own, donor, from_donor[flat // per_coalition])
+
+            _, losses = self._pass(masks_b.size * per_coalition, make_block,
+                                   lambda a, b: np.arange(a, b) % per_coalition % n)
+            errors = losses.reshape(masks_b.size, per_coalition).mean(axis=1)
+            self._errors.update(zip(masks_b.tolist(), errors.tolist()))
+
+    def _pass(self, n_total, make_block, obs_pos):
+        """``obs_pos(a, b)``: positions in ``self.rows`` of the observations behind rows a:b."""
+        self.n_rows += n_total
+        return predict_pass(
+            self.predictor, n_total, make_block, y_enc=self.y_enc,
+            obs_of=lambda a, b: self.rows[obs_pos(a, b)],
+            loss=self.loss, chunk_rows=self.chunk_rows, n_jobs=self.n_jobs,
+        )
+
+
+def _exact_shapley(game: _Game, p: int) -> np.ndarray:
+    """Eq. (11) by enumeration: phi_j = sum_{S not containing j} |S|!(p-|S|-1)!/p! (v(S+j) - v(S))."""
+    masks = np.arange(1 << p, dtype=np.int64)
+    game.evaluate(masks)
+    v = np.array([game.value(int(m)) for m in masks])
+    size = np.bitwise_count(masks).astype(np.int64)
+    weight = np.array([math.factorial(s) * math.factorial(p - s - 1) for s in range(p)]) / math.factorial(p)
+    phi = np.empty(p)
+    for j in range(p):
+        without = masks[(masks >> j) & 1 == 0]
+        phi[j] = np.sum(weight[size[without]] * (v[without | (1 << j)] - v[without]))
+    return phi
+
+
+def _sampled_shapley(game: _Game, p: int, rng, *, n_permutations, tol, max_rows):
+    """Algorithm 2 of Casalicchio et al. (2018) over antithetic pairs of feature orderings."""
+    game.evaluate([0])
+    total = abs(game.value(game.full))
+    target_pairs = None if n_permutations is None else -(-n_permutations // 2)
+    contributions: list[np.ndarray] = []  # one (2, p) array per antithetic pair
+    batch_pairs, converged = 8, False
+    while True:
+        n_new = batch_pairs if target_pairs is None else min(batch_pairs, target_pairs - len(contributions))
+        orders = np.stack([rng.permutation(p) for _ in range(n_new)])
+        orders = np.stack([orders, orders[:, ::-1]], axis=1).reshape(2 * n_new, p)
+        prefix = np.zeros((orders.shape[0], p + 1), dtype=np.int64)
+        prefix[:, 1:] = np.cumsum(np.left_shift(1, orders.astype(np.int64)), axis=1)
+        game.evaluate(prefix.ravel())
+        v = np.vectorize(game.value, otypes=[float])(prefix)
+        contrib = np.empty((orders.shape[0], p))
+        np.put_along_axis(contrib, orders, np.diff(v, axis=1), axis=1)
+        contributions.extend(contrib.reshape(n_new, 2, p))
+        pairs = np.stack(contributions).mean(axis=1)  # antithetic pairs are the i.i.d. units
+        se = pairs.std(axis=0, ddof=1) / np.sqrt(len(pairs)) if len(pairs) > 1 else np.full(p, np.inf)
+        if target_pairs is not None:
+            if len(contributions) >= target_pairs:
+                converged = bool(np.all(se <= tol * total))
+                break
+        elif len(pairs) >= 4 and np.all(se <= tol * total):
+            converged = True
+            break
+        elif game.n_rows >= max_rows:
+            break
+        batch_pairs = min(2 * batch_pairs, 256)
+    if len(pairs) == 1:
+        se = np.full(p, np.nan)  # one pair gives no spread to estimate from
+    return pairs.mean(axis=0), se, 2 * len(pairs), converged
