@@ -100,14 +100,21 @@ def pfi_floor(model, X, n_repeats, rng):
     return raw_call(model)(pd.DataFrame(block, columns=X.columns, copy=False))
 
 
-def profile_contenders(model, X, y, grid) -> dict:
-    def ours(chunk_rows=None):
-        prof = feature_profile(model, X, y, FEATURE, grid=grid, chunk_rows=chunk_rows)
-        return prof.ici, prof.pi, prof.importance
+def run_profile(model, X, y, grid, chunk_rows=None):
+    """The library's ICE, ICI, PI and importance, from one call with y."""
+    prof = feature_profile(model, X, y, FEATURE, grid=grid, chunk_rows=chunk_rows)
+    return prof.ici, prof.pi, prof.importance
 
+
+def run_pfi(model, X, y, n_repeats, chunk_rows=None):
+    return permutation_importance(model, X, y, n_repeats=n_repeats, random_state=0, n_jobs=1,
+                                  chunk_rows=chunk_rows)
+
+
+def profile_contenders(model, X, y, grid) -> dict:
     out = {
         "floor (numpy + 1 call)": lambda: profile_floor(model, X, grid),
-        "compute.feature_profile": ours,
+        "compute.feature_profile": lambda: run_profile(model, X, y, grid),
         "sklearn partial_dependence": lambda: partial_dependence(
             model, X, [FEATURE], kind="both", method="brute", custom_values={FEATURE: grid}),
     }
@@ -123,8 +130,7 @@ def pfi_contenders(model, X, y, n_repeats) -> dict:
     rng = np.random.default_rng(0)
     return {
         "floor (numpy + 1 call)": lambda: pfi_floor(model, X, n_repeats, rng),
-        "compute.permutation_importance": lambda chunk_rows=None: permutation_importance(
-            model, X, y, n_repeats=n_repeats, random_state=0, n_jobs=1, chunk_rows=chunk_rows),
+        "compute.permutation_importance": lambda: run_pfi(model, X, y, n_repeats),
         "sklearn permutation_importance": lambda: sk_permutation_importance(
             model, X, y, scoring=scoring, n_repeats=n_repeats, n_jobs=1, random_state=0),
     }
@@ -185,8 +191,8 @@ def memory_rows(model, X, y, cfg, grid) -> list:
     default = default_chunk_rows(Design(X, as_frame=True))
     bytes_per_row = CHUNK_BYTES / default
     profile_rows, pfi_rows = len(X) * grid.size, P * cfg["n_repeats"] * len(X)
-    ours_profile = profile_contenders(model, X, y, grid)["compute.feature_profile"]
-    ours_pfi = pfi_contenders(model, X, y, cfg["n_repeats"])["compute.permutation_importance"]
+    ours_profile = lambda chunk_rows: run_profile(model, X, y, grid, chunk_rows)  # noqa: E731
+    ours_pfi = lambda chunk_rows: run_pfi(model, X, y, cfg["n_repeats"], chunk_rows)  # noqa: E731
     rng = np.random.default_rng(0)
     rows = [("feature_profile floor", None, profile_rows, peak_mib(lambda: profile_floor(model, X, grid)), None),
             ("permutation floor", None, pfi_rows, peak_mib(lambda: pfi_floor(model, X, cfg["n_repeats"], rng)), None)]

@@ -4,6 +4,7 @@ Sampling (:mod:`.sampling`), intervention (:mod:`.intervention`), prediction
 (:mod:`.prediction`) and aggregation (:mod:`.aggregation`); public entry points below.
 """
 
+from .ciu import ciu_from_profiles, contextual_importance, global_contextual_importance
 from .errors import ExplainError, InputError, ModelError, SubgroupError
 from .importance import permutation_importance
 from .profile import feature_profile, feature_profiles
@@ -20,9 +21,12 @@ __all__ = [
     "ShapleyImportance",
     "SubgroupError",
     "compare_shapley_importance",
+    "ciu_from_profiles",
+    "contextual_importance",
     "feature_profile",
     "feature_profiles",
     "format_condition",
+    "global_contextual_importance",
     "parse_subgroup",
     "permutation_importance",
     "shapley_importance",

@@ -37,12 +37,12 @@ from .losses import Loss
 from .prediction import Predictor, default_chunk_rows, predict_pass
 from .sampling import sample_rows
 from .validation import (
-    check_feature,
     check_frame,
     check_int,
     check_n_jobs,
     check_rng,
     encode_target,
+    check_players,
     make_predictor,
     resolve_loss,
 )
@@ -149,7 +149,7 @@ def shapley_importance(
     """
     X = check_frame(X)
     predictor, Xm = make_predictor(model, X, output)
-    players = _players(features, list(Xm.columns))
+    players = check_players(features, list(Xm.columns))
     n_obs_permutations = check_int(n_obs_permutations, "n_obs_permutations", low=1, high=10_000)
     n_permutations = check_int(n_permutations, "n_permutations", low=1, none_ok=True)
     exact_max_players = check_int(exact_max_players, "exact_max_players", low=1, high=20)
@@ -208,42 +208,6 @@ def compare_shapley_importance(models: Mapping[str, object], X, y, **kwargs) -> 
         frame.insert(0, "model", name)
         frames.append(frame)
     return pd.concat(frames, ignore_index=True)
-
-
-# --- players ---------------------------------------------------------------------------
-def _players(features, columns: list) -> dict[str, tuple]:
-    if features is None:
-        items = [(str(c), (c,)) for c in columns]
-    elif isinstance(features, Mapping):
-        items = [(str(name), _as_group(cols)) for name, cols in features.items()]
-    elif isinstance(features, (list, tuple)):
-        items = [
-            ("+".join(map(str, _as_group(f))), _as_group(f)) for f in features
-        ]
-    else:
-        raise InputError(
-            f"The 'features' parameter must be None, a list of columns or a dict "
-            f"{{name: columns}} (got {type(features).__name__})."
-        )
-    if not items:
-        raise InputError("The 'features' parameter names no players.")
-    seen: dict = {}
-    for name, group in items:
-        if not group:
-            raise InputError(f"Player {name!r} has no columns.")
-        for col in group:
-            check_feature(columns, col)
-            if col in seen:
-                raise InputError(f"Column {col!r} belongs to two players: {seen[col]!r} and {name!r}.")
-            seen[col] = name
-    names = [name for name, _ in items]
-    if len(set(names)) != len(names):
-        raise InputError(f"Player names must be unique (got {names!r}).")
-    return dict(items)
-
-
-def _as_group(cols) -> tuple:
-    return tuple(cols) if isinstance(cols, (list, tuple)) else (cols,)
 
 
 # --- the coalition game ----------------------------------------------------------------

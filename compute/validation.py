@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import numbers
+from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
@@ -218,3 +219,43 @@ def encode_target(y, n_rows: int, predictor: Predictor, loss: Loss) -> np.ndarra
             f"are {predictor.classes.tolist()!r}."
         )
     return codes
+
+
+def check_players(features, columns: list) -> dict[str, tuple]:
+    """Players (features or groups of columns varied jointly) as {name: tuple of columns}.
+
+    ``None``: every column; a list (an item may be a list: a group named ``"a+b"``); or a
+    dict ``{name: column or list of columns}``. A column may belong to one player only.
+    """
+    if features is None:
+        items = [(str(c), (c,)) for c in columns]
+    elif isinstance(features, Mapping):
+        items = [(str(name), _as_group(cols)) for name, cols in features.items()]
+    elif isinstance(features, (list, tuple)):
+        items = [
+            ("+".join(map(str, _as_group(f))), _as_group(f)) for f in features
+        ]
+    else:
+        raise InputError(
+            f"The 'features' parameter must be None, a list of columns or a dict "
+            f"{{name: columns}} (got {type(features).__name__})."
+        )
+    if not items:
+        raise InputError("The 'features' parameter names no players.")
+    seen: dict = {}
+    for name, group in items:
+        if not group:
+            raise InputError(f"Player {name!r} has no columns.")
+        for col in group:
+            check_feature(columns, col)
+            if col in seen:
+                raise InputError(f"Column {col!r} belongs to two players: {seen[col]!r} and {name!r}.")
+            seen[col] = name
+    names = [name for name, _ in items]
+    if len(set(names)) != len(names):
+        raise InputError(f"Player names must be unique (got {names!r}).")
+    return dict(items)
+
+
+def _as_group(cols) -> tuple:
+    return tuple(cols) if isinstance(cols, (list, tuple)) else (cols,)
