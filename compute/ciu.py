@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import InputError
-from .prediction import Predictor, predict_pass
+from .prediction import Predictor, predict_pass, predict_rows
 from .results import FeatureProfile
 from .sampling import is_categorical, make_grid
 from .validation import (
@@ -195,8 +195,7 @@ def _ciu(model, X, instances, features, output, n_samples, phi0, out_range, rand
     out_range = _check_range(out_range)
 
     design = predictor.design
-    y = predict_pass(predictor, positions.size, lambda a, b: design.block(positions[a:b], {}),
-                     chunk_rows=chunk_rows, n_jobs=n_jobs)[0]
+    y = predict_rows(predictor, positions, chunk_rows=chunk_rows, n_jobs=n_jobs)[0]
     names, ymins, ymaxs = [], [], []
     for name, group in players.items():
         swept = _swept_values(Xm, group, n_samples, rng)
@@ -282,9 +281,7 @@ def _range(col: pd.Series) -> tuple[float, float]:
 
 
 def _prediction_range(predictor: Predictor, n_rows: int, chunk_rows, n_jobs) -> tuple[float, float]:
-    rows = np.arange(n_rows)
-    pred = predict_pass(predictor, n_rows, lambda a, b: predictor.design.block(rows[a:b], {}),
-                        chunk_rows=chunk_rows, n_jobs=n_jobs)[0]
+    pred = predict_rows(predictor, np.arange(n_rows), chunk_rows=chunk_rows, n_jobs=n_jobs)[0]
     return float(pred.min()), float(pred.max())
 
 

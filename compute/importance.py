@@ -7,7 +7,7 @@ import pandas as pd
 from joblib import Parallel, delayed
 
 from .errors import InputError
-from .prediction import predict_pass
+from .prediction import predict_pass, predict_rows
 from .validation import (
     check_feature,
     check_frame,
@@ -88,11 +88,7 @@ def permutation_importance(
 
     design = predictor.design
     n = len(X)
-    all_rows = np.arange(n)
-    _, base_loss = predict_pass(
-        predictor, n, lambda a, b: design.block(all_rows[a:b], {}), y_enc=y_enc,
-        obs_of=lambda a, b: all_rows[a:b], loss=loss_obj, chunk_rows=chunk_rows,
-    )
+    _, base_loss = predict_rows(predictor, np.arange(n), y_enc=y_enc, loss=loss_obj, chunk_rows=chunk_rows)
     model_error = float(base_loss.mean())
     seeds = np.random.SeedSequence(rng.integers(2**63)).spawn(len(features))
 

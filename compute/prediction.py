@@ -139,6 +139,22 @@ def predict_pass(
     return values, losses
 
 
+def predict_rows(
+    predictor: Predictor,
+    rows: np.ndarray,
+    *,
+    y_enc: np.ndarray | None = None,
+    loss: Loss | None = None,
+    chunk_rows: int | None = None,
+    n_jobs: int | None = 1,
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """Values (and losses, given ``loss``) of the unmodified rows at positions ``rows``."""
+    return predict_pass(
+        predictor, rows.size, lambda a, b: predictor.design.block(rows[a:b], {}),
+        y_enc=y_enc, obs_of=lambda a, b: rows[a:b], loss=loss, chunk_rows=chunk_rows, n_jobs=n_jobs,
+    )
+
+
 def _effective_jobs(n_jobs: int | None) -> int:
     if n_jobs is None:
         return 1

@@ -8,7 +8,7 @@ from joblib import Parallel, delayed
 
 from .errors import InputError
 from .losses import Loss
-from .prediction import Predictor, predict_pass
+from .prediction import Predictor, predict_pass, predict_rows
 from .results import FeatureProfile
 from .sampling import Grid, make_grid, sample_rows
 from .validation import (
@@ -176,9 +176,8 @@ def _profile(
         base_loss[on_grid] = loss_grid[on_grid, own[on_grid]]
     off = rows[~on_grid]
     if off.size:
-        off_pred, off_loss = predict_pass(
-            predictor, off.size, lambda a, b: design.block(off[a:b], {}), y_enc=y_enc,
-            obs_of=lambda a, b: off[a:b], loss=loss, chunk_rows=chunk_rows, n_jobs=n_jobs,
+        off_pred, off_loss = predict_rows(
+            predictor, off, y_enc=y_enc, loss=loss, chunk_rows=chunk_rows, n_jobs=n_jobs
         )
         base_pred[~on_grid] = off_pred
         if loss is not None:

@@ -34,7 +34,7 @@ import pandas as pd
 
 from .errors import InputError
 from .losses import Loss
-from .prediction import Predictor, default_chunk_rows, predict_pass
+from .prediction import Predictor, predict_pass, predict_rows
 from .sampling import sample_rows
 from .validation import (
     check_frame,
@@ -229,8 +229,8 @@ class _Game:
         self.n_rows = 0
         self._errors: dict[int, float] = {}
         # GE_P: nothing is marginalised, so the permutations are irrelevant: n rows suffice.
-        _, losses = self._pass(rows.size, lambda a, b: design.block(rows[a:b], {}),
-                               lambda a, b: np.arange(a, b))
+        _, losses = predict_rows(predictor, rows, y_enc=y_enc, loss=loss, chunk_rows=chunk_rows, n_jobs=n_jobs)
+        self.n_rows += rows.size
         self._errors[self.full] = float(losses.mean())
 
     def error(self, mask: int) -> float:
