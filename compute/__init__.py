@@ -5,6 +5,15 @@ Sampling (:mod:`.sampling`), intervention (:mod:`.intervention`), prediction
 """
 
 from .ciu import ciu_from_profiles, contextual_importance, global_contextual_importance
+from .effects import (
+    ale_curve,
+    ale_from_profile,
+    ice_feature_impact,
+    ice_impact,
+    marginal_effects,
+    pd_importance,
+    pd_variance_importance,
+)
 from .errors import ExplainError, InputError, ModelError, SubgroupError
 from .importance import permutation_importance
 from .profile import feature_profile, feature_profiles
@@ -21,12 +30,19 @@ __all__ = [
     "ShapleyImportance",
     "SubgroupError",
     "compare_shapley_importance",
+    "ale_curve",
+    "ale_from_profile",
     "ciu_from_profiles",
     "contextual_importance",
     "feature_profile",
     "feature_profiles",
     "format_condition",
     "global_contextual_importance",
+    "ice_feature_impact",
+    "ice_impact",
+    "marginal_effects",
+    "pd_importance",
+    "pd_variance_importance",
     "parse_subgroup",
     "permutation_importance",
     "shapley_importance",

@@ -63,6 +63,13 @@ class Design:
             return pd.Categorical(values, dtype=dtype)
         if pd.api.types.is_bool_dtype(dtype) and not any(v is None for v in values):
             return np.asarray(values, dtype=bool)
+        if pd.api.types.is_numeric_dtype(dtype):
+            # an integer column keeps its dtype for integral grid values; quantiles or
+            # finite-difference steps between integers become floats
+            floats = np.asarray(values, dtype=float)
+            if pd.api.types.is_integer_dtype(dtype) and np.all(floats == np.round(floats)):
+                return pd.array(floats.astype(np.int64), dtype=dtype)
+            return floats
         return pd.array(values, dtype=dtype)
 
     def block(self, positions: np.ndarray, replace: Mapping[object, object]):

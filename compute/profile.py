@@ -110,7 +110,12 @@ def feature_profiles(model, X, y=None, features=None, *, n_jobs=1, **kwargs) -> 
     features in parallel threads. Returns ``{feature: FeatureProfile}`` in input order."""
     X = check_frame(X)
     _, Xm = make_predictor(model, X, kwargs.get("output"))
-    features = list(Xm.columns) if features is None else list(features)
+    if features is None:
+        features = list(Xm.columns)
+    elif isinstance(features, str) or not hasattr(features, "__iter__"):
+        features = [features]  # one column label, not a sequence of characters
+    else:
+        features = list(features)
     for feature in features:
         check_feature(Xm.columns, feature)
     n_jobs = check_n_jobs(n_jobs)

@@ -257,3 +257,27 @@ def test_boolean_feature_grid(forest_clf, clf_data):
     assert list(prof.grid) == [False, True]
     assert_allclose(prof.grid_weights[1], X.flag.mean())
     assert_allclose(prof.pi @ prof.grid_weights, prof.importance)
+
+
+def test_integer_column_takes_fractional_grid(clf_data):
+    """An integer column in mixed-type data accepts a quantile grid between integers."""
+    X, y = clf_data
+    Xi = X.assign(count=np.arange(len(X)) % 7)
+    model = FormulaModelInt()
+    prof = feature_profile(model, Xi, None, "count", grid=[0.5, 2.0, 6.5])
+    assert_allclose(prof.pd, [1.0, 4.0, 13.0])
+
+
+def test_feature_profiles_accepts_one_label(gbm, reg_data):
+    """feature_profiles('x1') profiles the column x1, not the characters 'x' and '1'."""
+    from compute import feature_profiles
+
+    X, y = reg_data
+    assert list(feature_profiles(gbm, X, y, "x1", grid=4)) == ["x1"]
+
+
+class FormulaModelInt:
+    """predict = 2 * count (a black box reading one column of a mixed frame)."""
+
+    def predict(self, X):
+        return 2.0 * X["count"].to_numpy(dtype=float)
