@@ -195,22 +195,36 @@ def _ciu(model, X, instances, features, output, n_samples, phi0, out_range, rand
     out_range = _check_range(out_range)
 
     design = predictor.design
-    y = predict_rows(predictor, positions, chunk_rows=chunk_rows, n_jobs=n_jobs)[0]
-    names, ymins, ymaxs = [], [], []
-    for name, group in players.items():
+    n_inst = positions.size
+    # One stream of rows, evaluated in one chunked pass: the instances themselves, then for
+    # each player its instances x swept values (a model call per player would cost a fixed
+    # validation/dispatch overhead each time).
+    segments = [(positions, {}, 1)]
+    for group in players.values():
         swept = _swept_values(Xm, group, n_samples, rng)
         n_vals = len(next(iter(swept.values())))
-        cast = {c: design.cast(c, v) for c, v in swept.items()}
+        segments.append((positions, {c: design.cast(c, v) for c, v in swept.items()}, n_vals))
+    sizes = np.array([n_inst * n_vals for _, _, n_vals in segments])
+    starts = np.concatenate([[0], np.cumsum(sizes)])
 
-        def make_block(a, b, cast=cast, n_vals=n_vals):
-            flat = np.arange(a, b)
-            return design.block(positions[flat // n_vals], {c: v[flat % n_vals] for c, v in cast.items()})
+    def make_block(a, b):
+        blocks = []
+        for s in range(np.searchsorted(starts, a, side="right") - 1, len(segments)):
+            lo, hi = max(a, starts[s]), min(b, starts[s + 1])
+            if lo >= hi:
+                break
+            pos, cast, n_vals = segments[s]
+            flat = np.arange(lo, hi) - starts[s]
+            blocks.append(design.block(pos[flat // n_vals], {c: v[flat % n_vals] for c, v in cast.items()}))
+        return design.concat(blocks)
 
-        values = predict_pass(predictor, positions.size * n_vals, make_block,
-                              chunk_rows=chunk_rows, n_jobs=n_jobs)[0].reshape(positions.size, n_vals)
-        names.append(name)
-        ymins.append(np.minimum(values.min(axis=1), y))  # the instance itself is swept too
-        ymaxs.append(np.maximum(values.max(axis=1), y))
+    values = predict_pass(predictor, int(starts[-1]), make_block, chunk_rows=chunk_rows, n_jobs=n_jobs)[0]
+    y = values[:n_inst]
+    names, ymins, ymaxs = list(players), [], []
+    for s in range(1, len(segments)):
+        swept_pred = values[starts[s]:starts[s + 1]].reshape(n_inst, segments[s][2])
+        ymins.append(np.minimum(swept_pred.min(axis=1), y))  # the instance itself is swept too
+        ymaxs.append(np.maximum(swept_pred.max(axis=1), y))
     ymin, ymax = np.stack(ymins, axis=1), np.stack(ymaxs, axis=1)  # (instances, players)
     out = ciu_table(ymin, ymax, y[:, None], out_range, phi0=phi0, utility=utility)
     labels = [_label(inst) for inst in instances]
@@ -277,6 +291,8 @@ def _swept_values(Xm: pd.DataFrame, group: tuple, n_samples: int, rng) -> dict:
 
 def _range(col: pd.Series) -> tuple[float, float]:
     values = col.to_numpy(dtype=float, na_value=np.nan)
+    if np.isnan(values).all():
+        raise InputError(f"Feature {col.name!r} has no non-missing values to sweep.")
     return float(np.nanmin(values)), float(np.nanmax(values))
 
 

@@ -33,6 +33,7 @@ class Design:
     def __init__(self, X: pd.DataFrame, *, as_frame: bool) -> None:
         self.frame = X
         self.columns = list(X.columns)
+        self._index = pd.Index(self.columns)  # built once: a list would be re-parsed per block
         self.as_frame = as_frame
         self.numeric = all(
             pd.api.types.is_numeric_dtype(dt) and not pd.api.types.is_bool_dtype(dt)
@@ -72,6 +73,20 @@ class Design:
             return floats
         return pd.array(values, dtype=dtype)
 
+    def wrap(self, rows: np.ndarray):
+        """A float array of rows as the model takes it (a DataFrame view when it wants names)."""
+        return pd.DataFrame(rows, columns=self._index, copy=False) if self.as_frame else rows
+
+    def concat(self, blocks: list):
+        """Stack blocks made by :meth:`block` (all arrays or all DataFrames) into one."""
+        if len(blocks) == 1:
+            return blocks[0]
+        if isinstance(blocks[0], pd.DataFrame):
+            if self.numeric:
+                return self.wrap(np.concatenate([b.to_numpy() for b in blocks]))
+            return pd.concat(blocks, ignore_index=True)
+        return np.concatenate(blocks)
+
     def block(self, positions: np.ndarray, replace: Mapping[object, object]):
         """Rows ``positions`` of X with the columns in ``replace`` overwritten.
 
@@ -83,9 +98,7 @@ class Design:
             rows = self.array[positions]
             for column, values in replace.items():
                 rows[:, self._position[column]] = values
-            if self.as_frame:
-                return pd.DataFrame(rows, columns=self.columns, copy=False)
-            return rows
+            return self.wrap(rows)
         rows = self.frame.take(positions)
         rows.index = pd.RangeIndex(len(positions))
         for column, values in replace.items():
@@ -102,7 +115,7 @@ class Design:
         sources = np.where(from_donor, donor[:, None], own[:, None])
         if self.numeric:
             rows = self.array[sources, np.arange(len(self.columns))[None, :]]
-            return pd.DataFrame(rows, columns=self.columns, copy=False) if self.as_frame else rows
+            return self.wrap(rows)
         rows = pd.DataFrame(
             {col: self.frame[col].array.take(sources[:, j]) for j, col in enumerate(self.columns)}
         )

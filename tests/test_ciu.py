@@ -152,3 +152,12 @@ def test_unknown_output_class(forest_clf, clf_data):
     X, _ = clf_data
     with pytest.raises(InputError, match="'output' class 'huge'"):
         contextual_importance(forest_clf, X, X.index[0], output="huge")
+
+
+def test_chunks_across_features_do_not_change_results(forest_clf, clf_data):
+    """Chunks that straddle several features' sweeps (and threads) give identical CIU."""
+    X, _ = clf_data
+    labels = list(X.index[:3])
+    ref = global_contextual_importance(forest_clf, X, instances=labels, random_state=4)
+    small = global_contextual_importance(forest_clf, X, instances=labels, random_state=4, chunk_rows=7, n_jobs=2)
+    pd.testing.assert_frame_equal(ref, small)
