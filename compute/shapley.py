@@ -58,15 +58,16 @@ class ShapleyImportance:
     Attributes
     ----------
     values : Series of SFIMP per player; positive = share of the error drop the player earns.
-    std_error : Series, Monte-Carlo standard error over sampled feature orderings (0 in exact
-        mode). Conditional on the observation permutations, which all coalitions share.
+    std_error : Series, Monte-Carlo standard error of each value: the spread over the
+        observation permutations tau_l (both modes; NaN with a single permutation) combined,
+        in sampled mode, with the spread over sampled feature orderings.
     total : v(P) = GE_empty - GE_P; ``values.sum() == total``.
     model_error : GE_P, the model's error with all features (left number of Fig. 5a).
     baseline_error : GE_empty, the error with every feature marginalised.
     exact : whether all 2^p coalitions were enumerated.
     n_orderings : feature orderings sampled (0 in exact mode).
     n_rows : model rows evaluated.
-    converged : whether the requested standard error was reached (True in exact mode).
+    converged : whether every standard error is at most ``tol * |total|``.
     players : player name -> tuple of its columns.
     """
 
@@ -171,7 +172,8 @@ def shapley_importance(
     p = len(players)
     exact = n_permutations is None and p <= exact_max_players
     if exact:
-        values, std_error, n_orderings, converged = _exact_shapley(game, p), np.zeros(p), 0, True
+        values, std_error = _exact_shapley(game, p)
+        n_orderings, converged = 0, bool(np.all(std_error <= tol * abs(game.value(game.full))))
     else:
         values, std_error, n_orderings, converged = _sampled_shapley(
             game, p, rng, n_permutations=n_permutations, tol=tol, max_rows=max_rows
@@ -212,7 +214,12 @@ def compare_shapley_importance(models: Mapping[str, object], X, y, **kwargs) -> 
 
 # --- the coalition game ----------------------------------------------------------------
 class _Game:
-    """Coalition errors GE_S, each computed once (bitmask -> error), from shared permutations."""
+    """Coalition errors GE_S, each computed once, kept per observation permutation.
+
+    ``_errors[mask]`` is an array of shape (L,): the mean loss of coalition ``mask`` under
+    each observation permutation tau_l. Their mean is GE_S (Eq. 6); their spread gives the
+    Monte-Carlo error that the choice of permutations adds.
+    """
 
     def __init__(self, predictor: Predictor, y_enc, loss: Loss, rows: np.ndarray,
                  players: Mapping[str, tuple], n_perm: int, rng: np.random.Generator,
@@ -227,18 +234,24 @@ class _Game:
         self.full = (1 << len(players)) - 1
         self.chunk_rows, self.n_jobs = chunk_rows, n_jobs
         self.n_rows = 0
-        self._errors: dict[int, float] = {}
+        self._errors: dict[int, np.ndarray] = {}
         # GE_P: nothing is marginalised, so the permutations are irrelevant: n rows suffice.
         _, losses = predict_rows(predictor, rows, y_enc=y_enc, loss=loss, chunk_rows=chunk_rows, n_jobs=n_jobs)
         self.n_rows += rows.size
-        self._errors[self.full] = float(losses.mean())
+        self._errors[self.full] = np.full(n_perm, losses.mean())
+        if design.numeric:  # own and donor rows of every (l, i), gathered once per game
+            self._own = design.array[np.tile(rows, n_perm)]
+            self._donor = design.array[self.donors.ravel()]
 
     def error(self, mask: int) -> float:
-        return self._errors[mask]
+        return float(self._errors[mask].mean())
+
+    def values(self, mask: int) -> np.ndarray:
+        """v(S) = GE_empty - GE_S under each observation permutation, shape (L,)."""
+        return self._errors[0] - self._errors[mask]
 
     def value(self, mask: int) -> float:
-        """v(S) = GE_empty - GE_S."""
-        return self._errors[0] - self._errors[mask]
+        return float(self.values(mask).mean())
 
     def evaluate(self, masks) -> None:
         """Compute GE_S for every coalition in ``masks`` not yet known, in large batches."""
@@ -254,18 +267,29 @@ class _Game:
             in_s = (masks_b[:, None] & bits[None, :]) != 0  # (batch, players)
             # a column is marginalised when it belongs to a player outside S
             from_donor = (~in_s).astype(np.int8) @ self.player_columns.astype(np.int8) > 0
+            make_block = self._block_maker(from_donor, per_coalition, n)
+            _, losses = self._pass(masks_b.size * per_coalition, make_block,
+                                   lambda a, b: np.arange(a, b) % per_coalition % n)
+            errors = losses.reshape(masks_b.size, n_perm, n).mean(axis=2)
+            self._errors.update(zip(masks_b.tolist(), errors))
 
-            def make_block(a, b, from_donor=from_donor):
+    def _block_maker(self, from_donor: np.ndarray, per_coalition: int, n: int):
+        design = self.predictor.design
+        if design.numeric:
+            def make_block(a, b):
+                # whole coalitions by one broadcast select, then cut to rows a:b
+                c0, c1 = a // per_coalition, -(-b // per_coalition)
+                rows = np.where(from_donor[c0:c1, None, :], self._donor[None], self._own[None])
+                rows = rows.reshape(-1, rows.shape[-1])[a - c0 * per_coalition:b - c0 * per_coalition]
+                return design.wrap(rows)
+        else:
+            def make_block(a, b):
                 flat = np.arange(a, b)
                 within = flat % per_coalition
                 own = self.rows[within % n]
                 donor = self.donors[within // n, within % n]
-                return self.predictor.design.mixed_block(own, donor, from_donor[flat // per_coalition])
-
-            _, losses = self._pass(masks_b.size * per_coalition, make_block,
-                                   lambda a, b: np.arange(a, b) % per_coalition % n)
-            errors = losses.reshape(masks_b.size, per_coalition).mean(axis=1)
-            self._errors.update(zip(masks_b.tolist(), errors.tolist()))
+                return design.mixed_block(own, donor, from_donor[flat // per_coalition])
+        return make_block
 
     def _pass(self, n_total, make_block, obs_pos):
         """``obs_pos(a, b)``: positions in ``self.rows`` of the observations behind rows a:b."""
@@ -277,27 +301,46 @@ class _Game:
         )
 
 
-def _exact_shapley(game: _Game, p: int) -> np.ndarray:
-    """Eq. (11) by enumeration: phi_j = sum_{S not containing j} |S|!(p-|S|-1)!/p! (v(S+j) - v(S))."""
+def _permutation_se(phi_l: np.ndarray) -> np.ndarray:
+    """Standard error from the spread of per-permutation values, shape (p, L) -> (p,)."""
+    n_perm = phi_l.shape[1]
+    if n_perm < 2:
+        return np.full(phi_l.shape[0], np.nan)  # one permutation gives no spread to estimate from
+    return phi_l.std(axis=1, ddof=1) / np.sqrt(n_perm)
+
+
+def _exact_shapley(game: _Game, p: int) -> tuple[np.ndarray, np.ndarray]:
+    """Eq. (11) by enumeration: phi_j = sum_{S not containing j} |S|!(p-|S|-1)!/p! (v(S+j) - v(S)).
+
+    Computed per observation permutation (the Shapley value is linear in v), so the values
+    are the mean and the standard error comes from their spread over permutations.
+    """
     masks = np.arange(1 << p, dtype=np.int64)
     game.evaluate(masks)
-    v = np.array([game.value(int(m)) for m in masks])
+    v = np.stack([game.values(int(m)) for m in masks])  # (2^p, L)
     size = np.bitwise_count(masks).astype(np.int64)
     weight = np.array([math.factorial(s) * math.factorial(p - s - 1) for s in range(p)]) / math.factorial(p)
-    phi = np.empty(p)
+    phi_l = np.empty((p, v.shape[1]))
     for j in range(p):
         without = masks[(masks >> j) & 1 == 0]
-        phi[j] = np.sum(weight[size[without]] * (v[without | (1 << j)] - v[without]))
-    return phi
+        phi_l[j] = weight[size[without]] @ (v[without | (1 << j)] - v[without])
+    return phi_l.mean(axis=1), _permutation_se(phi_l)
 
 
 def _sampled_shapley(game: _Game, p: int, rng, *, n_permutations, tol, max_rows):
-    """Algorithm 2 of Casalicchio et al. (2018) over antithetic pairs of feature orderings."""
+    """Algorithm 2 of Casalicchio et al. (2018) over antithetic pairs of feature orderings.
+
+    Standard error: sqrt(se_orderings^2 + se_permutations^2), the first from the spread
+    over antithetic pairs (the i.i.d. units of ordering sampling), the second from the
+    spread of the per-observation-permutation values. More orderings shrink only the
+    first, so sampling stops when it reaches ``tol * |total|``; ``converged`` then says
+    whether the whole error did (if not, raise ``n_obs_permutations``).
+    """
     game.evaluate([0])
     total = abs(game.value(game.full))
     target_pairs = None if n_permutations is None else -(-n_permutations // 2)
-    contributions: list[np.ndarray] = []  # one (2, p) array per antithetic pair
-    batch_pairs, converged = 8, False
+    contributions: list[np.ndarray] = []  # one (2, p, L) array per antithetic pair
+    batch_pairs = 8
     while True:
         n_new = batch_pairs if target_pairs is None else min(batch_pairs, target_pairs - len(contributions))
         orders = np.stack([rng.permutation(p) for _ in range(n_new)])
@@ -305,22 +348,24 @@ def _sampled_shapley(game: _Game, p: int, rng, *, n_permutations, tol, max_rows)
         prefix = np.zeros((orders.shape[0], p + 1), dtype=np.int64)
         prefix[:, 1:] = np.cumsum(np.left_shift(1, orders.astype(np.int64)), axis=1)
         game.evaluate(prefix.ravel())
-        v = np.vectorize(game.value, otypes=[float])(prefix)
-        contrib = np.empty((orders.shape[0], p))
-        np.put_along_axis(contrib, orders, np.diff(v, axis=1), axis=1)
-        contributions.extend(contrib.reshape(n_new, 2, p))
-        pairs = np.stack(contributions).mean(axis=1)  # antithetic pairs are the i.i.d. units
-        se = pairs.std(axis=0, ddof=1) / np.sqrt(len(pairs)) if len(pairs) > 1 else np.full(p, np.inf)
+        v = np.stack([np.stack([game.values(int(m)) for m in row]) for row in prefix])  # (orders, p+1, L)
+        contrib = np.empty((orders.shape[0], p, v.shape[2]))
+        np.put_along_axis(contrib, orders[:, :, None], np.diff(v, axis=1), axis=1)
+        contributions.extend(contrib.reshape(n_new, 2, p, v.shape[2]))
+        stacked = np.stack(contributions)  # (pairs, 2, p, L)
+        pairs = stacked.mean(axis=(1, 3))
+        n_pairs = len(pairs)
+        se_order = pairs.std(axis=0, ddof=1) / np.sqrt(n_pairs) if n_pairs > 1 else np.full(p, np.inf)
         if target_pairs is not None:
-            if len(contributions) >= target_pairs:
-                converged = bool(np.all(se <= tol * total))
+            if n_pairs >= target_pairs:
                 break
-        elif len(pairs) >= 4 and np.all(se <= tol * total):
-            converged = True
+        elif n_pairs >= 4 and np.all(se_order <= tol * total):
             break
         elif game.n_rows >= max_rows:
             break
         batch_pairs = min(2 * batch_pairs, 256)
-    if len(pairs) == 1:
-        se = np.full(p, np.nan)  # one pair gives no spread to estimate from
-    return pairs.mean(axis=0), se, 2 * len(pairs), converged
+    if n_pairs == 1:
+        se_order = np.full(p, np.nan)  # one pair gives no spread to estimate from
+    se = np.sqrt(se_order**2 + _permutation_se(stacked.mean(axis=(0, 1))) ** 2)
+    converged = bool(np.all(se <= tol * total))
+    return pairs.mean(axis=0), se, 2 * n_pairs, converged
