@@ -41,9 +41,9 @@ from sklearn.linear_model import Ridge
 from threadpoolctl import threadpool_limits
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout
-from compute import feature_profile, permutation_importance  # noqa: E402
-from compute.intervention import Design  # noqa: E402
-from compute.prediction import CHUNK_BYTES, default_chunk_rows  # noqa: E402
+from compute import feature_profile, permutation_importance
+from compute.intervention import Design
+from compute.prediction import CHUNK_BYTES, default_chunk_rows
 
 try:
     import dalex as dx
@@ -51,8 +51,8 @@ except ImportError:  # optional peer
     dx = None
 warnings.filterwarnings("ignore", message="Parameter `variable_splits` overrides")  # dalex
 
-FULL = dict(n=1000, m=100, n_trees=100, n_repeats=10)
-QUICK = dict(n=200, m=20, n_trees=20, n_repeats=3)
+FULL = {"n": 1000, "m": 100, "n_trees": 100, "n_repeats": 10}
+QUICK = {"n": 200, "m": 20, "n_trees": 20, "n_repeats": 3}
 FEATURE = "x0"
 P = 10  # make_friedman1 features
 # feature_profile target vs floor; permutation_importance target vs floor (None: no target)
@@ -69,7 +69,7 @@ def make_models(cfg: dict) -> dict:
     X_tr, X_te = X.iloc[:n], X.iloc[n:].reset_index(drop=True)
     y_tr, y_te = y[:n], y[n:]
     label = (y > np.median(y_tr)).astype(int)
-    forest = dict(n_estimators=cfg["n_trees"], n_jobs=1, random_state=0)
+    forest = {"n_estimators": cfg["n_trees"], "n_jobs": 1, "random_state": 0}
     return {
         "rf_regressor": (RandomForestRegressor(**forest).fit(X_tr, y_tr), X_te, y_te),
         "ridge": (Ridge(alpha=1.0).fit(X_tr, y_tr), X_te, y_te),
@@ -150,12 +150,12 @@ def time_interleaved(contenders: dict, repeats: int) -> dict:
     return {name: statistics.median(ts) for name, ts in times.items()}
 
 
-def peak_mib(fn) -> float:
-    """Peak traced memory increase (MiB) while ``fn`` runs, its result included."""
+def peak_mib(fn, *args, **kwargs) -> float:
+    """Peak traced memory increase (MiB) while ``fn(*args, **kwargs)`` runs, its result included."""
     gc.collect()
     tracemalloc.start()
     baseline = tracemalloc.get_traced_memory()[0]
-    result = fn()
+    result = fn(*args, **kwargs)
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     del result
@@ -191,18 +191,16 @@ def memory_rows(model, X, y, cfg, grid) -> list:
     default = default_chunk_rows(Design(X, as_frame=True))
     bytes_per_row = CHUNK_BYTES / default
     profile_rows, pfi_rows = len(X) * grid.size, P * cfg["n_repeats"] * len(X)
-    ours_profile = lambda chunk_rows: run_profile(model, X, y, grid, chunk_rows)  # noqa: E731
-    ours_pfi = lambda chunk_rows: run_pfi(model, X, y, cfg["n_repeats"], chunk_rows)  # noqa: E731
     rng = np.random.default_rng(0)
-    rows = [("feature_profile floor", None, profile_rows, peak_mib(lambda: profile_floor(model, X, grid)), None),
-            ("permutation floor", None, pfi_rows, peak_mib(lambda: pfi_floor(model, X, cfg["n_repeats"], rng)), None)]
-    for label, fn, total in (("feature_profile", ours_profile, profile_rows),
-                             ("permutation_importance", ours_pfi, pfi_rows)):
+    rows = [("feature_profile floor", None, profile_rows, peak_mib(profile_floor, model, X, grid), None),
+            ("permutation floor", None, pfi_rows, peak_mib(pfi_floor, model, X, cfg["n_repeats"], rng), None)]
+    for label, fn, args, total in (("feature_profile", run_profile, (model, X, y, grid), profile_rows),
+                                   ("permutation_importance", run_pfi, (model, X, y, cfg["n_repeats"]), pfi_rows)):
         for chunk in (default, default // 10, max(1, total // 10)):
             # bound: one chunk at the library's own bytes-per-row budget, 4 floats per row kept,
             # 1 MiB for fixed overheads (validation, model temporaries, result objects)
             bound = (min(chunk, total) * bytes_per_row + 4 * 8 * total) / 2**20 + 1.0
-            rows.append((label, chunk, total, peak_mib(lambda: fn(chunk_rows=chunk)), bound))
+            rows.append((label, chunk, total, peak_mib(fn, *args, chunk_rows=chunk), bound))
     return rows
 
 
@@ -219,10 +217,12 @@ def print_memory(title: str, rows: list) -> tuple[int, int]:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description="Speed of feature_profile and permutation_importance vs the floor and peers.")
     parser.add_argument("--quick", action="store_true", help="small, fast workload")
     parser.add_argument("--repeats", type=int, default=None, help="timed repeats (default 5, quick 3)")
     args = parser.parse_args(argv)
+    if args.repeats is not None and args.repeats < 1:
+        parser.error("--repeats must be at least 1")
     cfg = QUICK if args.quick else FULL
     repeats = args.repeats or (3 if args.quick else 5)
 

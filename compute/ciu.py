@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import InputError
-from .prediction import Predictor, predict_pass, predict_rows
+from .prediction import Predictor, Segment, predict_rows, predict_segments, unmodified_segment
 from .results import FeatureProfile
 from .sampling import is_categorical, make_grid
 from .validation import (
@@ -196,33 +196,26 @@ def _ciu(model, X, instances, features, output, n_samples, phi0, out_range, rand
 
     design = predictor.design
     n_inst = positions.size
-    # One stream of rows, evaluated in one chunked pass: the instances themselves, then for
-    # each player its instances x swept values (a model call per player would cost a fixed
-    # validation/dispatch overhead each time).
-    segments = [(positions, {}, 1)]
+    # One stream of rows, evaluated in as few model calls as the chunk budget allows: the
+    # instances themselves, then for each player its instances x swept values.
+    segments, sizes = [unmodified_segment(predictor, positions)], []
     for group in players.values():
         swept = _swept_values(Xm, group, n_samples, rng)
         n_vals = len(next(iter(swept.values())))
-        segments.append((positions, {c: design.cast(c, v) for c, v in swept.items()}, n_vals))
-    sizes = np.array([n_inst * n_vals for _, _, n_vals in segments])
-    starts = np.concatenate([[0], np.cumsum(sizes)])
+        cast = {c: design.cast(c, v) for c, v in swept.items()}
 
-    def make_block(a, b):
-        blocks = []
-        for s in range(np.searchsorted(starts, a, side="right") - 1, len(segments)):
-            lo, hi = max(a, starts[s]), min(b, starts[s + 1])
-            if lo >= hi:
-                break
-            pos, cast, n_vals = segments[s]
-            flat = np.arange(lo, hi) - starts[s]
-            blocks.append(design.block(pos[flat // n_vals], {c: v[flat % n_vals] for c, v in cast.items()}))
-        return design.concat(blocks)
+        def make_block(a, b, cast=cast, n_vals=n_vals):
+            flat = np.arange(a, b)
+            return design.block(positions[flat // n_vals], {c: v[flat % n_vals] for c, v in cast.items()})
 
-    values = predict_pass(predictor, int(starts[-1]), make_block, chunk_rows=chunk_rows, n_jobs=n_jobs)[0]
+        segments.append(Segment(n_inst * n_vals, make_block))
+        sizes.append(n_vals)
+    values = predict_segments(predictor, segments, chunk_rows=chunk_rows, n_jobs=n_jobs)[0]
     y = values[:n_inst]
+    starts = n_inst + np.concatenate([[0], np.cumsum(np.array(sizes) * n_inst)])
     names, ymins, ymaxs = list(players), [], []
-    for s in range(1, len(segments)):
-        swept_pred = values[starts[s]:starts[s + 1]].reshape(n_inst, segments[s][2])
+    for k, n_vals in enumerate(sizes):
+        swept_pred = values[starts[k]:starts[k + 1]].reshape(n_inst, n_vals)
         ymins.append(np.minimum(swept_pred.min(axis=1), y))  # the instance itself is swept too
         ymaxs.append(np.maximum(swept_pred.max(axis=1), y))
     ymin, ymax = np.stack(ymins, axis=1), np.stack(ymaxs, axis=1)  # (instances, players)

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from joblib import Parallel, delayed
 
 from .errors import InputError
-from .prediction import predict_pass, predict_rows
+from .prediction import Segment, predict_segments, unmodified_segment
 from .validation import (
     check_feature,
     check_frame,
@@ -20,6 +19,8 @@ from .validation import (
 )
 
 KINDS = ("difference", "ratio")
+#: Most intervened rows per batch of features (bounds the per-row loss buffer).
+BATCH_ROWS = 4_000_000
 
 
 def permutation_importance(
@@ -45,8 +46,9 @@ def permutation_importance(
         ratio:      PFI_r = (1/n) sum_i L(f(x_S^(tau_r(i)), x_C^(i)), y_i) / GE
 
     with GE = (1/n) sum_i L(f(x^(i)), y_i), Eq. (1). A positive difference (a ratio above
-    one) means the model relies on the feature. All repeats of one feature are evaluated
-    in one batched pass; features run in parallel threads with ``n_jobs``.
+    one) means the model relies on the feature. The unmodified rows and all features x
+    repeats form one stream of intervened rows, evaluated in as few model calls as the
+    chunk budget allows; ``n_jobs`` threads share the chunks.
 
     Parameters
     ----------
@@ -60,6 +62,7 @@ def permutation_importance(
     random_state : int, Generator or None, default 0
         Results do not depend on ``n_jobs`` or ``chunk_rows`` for a given seed.
     n_jobs : int, default 1
+        Threads evaluating chunks in parallel.
 
     Returns
     -------
@@ -88,28 +91,36 @@ def permutation_importance(
 
     design = predictor.design
     n = len(X)
-    _, base_loss = predict_rows(predictor, np.arange(n), y_enc=y_enc, loss=loss_obj, chunk_rows=chunk_rows)
-    model_error = float(base_loss.mean())
+    rows = np.arange(n)
     seeds = np.random.SeedSequence(rng.integers(2**63)).spawn(len(features))
 
-    def one_feature(feature, seed) -> np.ndarray:
+    def permuted(feature, seed) -> Segment:
+        """All repeats of one feature: row r*n + i is observation i with the feature's
+        value taken from observation donors[r*n + i] (permutation tau_r)."""
         perm_rng = np.random.default_rng(seed)
         donors = np.concatenate([perm_rng.permutation(n) for _ in range(n_repeats)])
-
-        def make_block(start, stop):
-            flat = np.arange(start, stop)
-            return design.block(flat % n, {feature: design.column_values(feature, donors[start:stop])})
-
-        _, losses = predict_pass(
-            predictor, n * n_repeats, make_block, y_enc=y_enc,
-            obs_of=lambda a, b: np.arange(a, b) % n, loss=loss_obj, chunk_rows=chunk_rows,
+        return Segment(
+            n * n_repeats,
+            lambda a, b: design.block(np.arange(a, b) % n, {feature: design.column_values(feature, donors[a:b])}),
+            lambda a, b: np.arange(a, b) % n,
         )
-        return losses.reshape(n_repeats, n).mean(axis=1)
 
-    per_repeat = Parallel(n_jobs=n_jobs, prefer="threads")(
-        delayed(one_feature)(f, s) for f, s in zip(features, seeds)
-    )
-    errors = np.vstack(per_repeat)  # (n_features, n_repeats) permuted errors
+    # One stream: the unmodified rows, then every feature x repeat, cut into batches of
+    # whole features (at most BATCH_ROWS rows, so the loss buffer stays bounded). Threads
+    # (n_jobs) share the chunks: a few large model calls replace one or more per feature.
+    per_feature = n * n_repeats
+    batch = max(1, BATCH_ROWS // per_feature)
+    segments = [unmodified_segment(predictor, rows)] + [permuted(f, s) for f, s in zip(features, seeds)]
+    errors = np.empty((len(features), n_repeats))  # permuted errors
+    model_error = None
+    for start in range(0, len(features), batch):
+        group = segments[1 + start: 1 + start + batch]
+        head = [segments[0]] if model_error is None else []
+        _, losses = predict_segments(predictor, head + group, y_enc=y_enc, loss=loss_obj,
+                                     chunk_rows=chunk_rows, n_jobs=n_jobs)
+        if head:
+            model_error, losses = float(losses[:n].mean()), losses[n:]
+        errors[start:start + len(group)] = losses.reshape(len(group), n_repeats, n).mean(axis=2)
     if kind == "difference":
         values = errors - model_error
     elif model_error <= 1e-12 * max(float(errors.max()), 1e-300):

@@ -95,7 +95,7 @@ class Design:
         Returns what the model's ``predict`` takes: an ndarray or a DataFrame.
         """
         if self.numeric:
-            rows = self.array[positions]
+            rows = np.take(self.array, positions, axis=0)  # 3-4x faster than fancy indexing
             for column, values in replace.items():
                 rows[:, self._position[column]] = values
             return self.wrap(rows)

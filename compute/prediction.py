@@ -139,6 +139,63 @@ def predict_pass(
     return values, losses
 
 
+@dataclass(frozen=True)
+class Segment:
+    """A run of intervened rows inside one prediction stream.
+
+    ``make_block(lo, hi)`` builds its rows ``lo:hi`` (local numbering); ``obs_of(lo, hi)``
+    gives the positions in the target of the observations behind them (for the loss).
+    """
+
+    n_rows: int
+    make_block: Callable[[int, int], object]
+    obs_of: Callable[[int, int], np.ndarray] | None = None
+
+
+def predict_segments(
+    predictor: Predictor,
+    segments: list[Segment],
+    *,
+    y_enc: np.ndarray | None = None,
+    loss: Loss | None = None,
+    chunk_rows: int | None = None,
+    n_jobs: int | None = 1,
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """Evaluate several runs of rows as one stream, so a chunk may span several of them.
+
+    Every model call has a fixed cost (input validation, a forest's per-tree dispatch:
+    tens of milliseconds for a 100-tree forest), so the rows of many small interventions
+    (features, repeats, the unmodified rows) go through as few calls as the chunk budget
+    allows. Returns the values (and losses) of all segments, concatenated in order.
+    """
+    starts = np.concatenate([[0], np.cumsum([seg.n_rows for seg in segments])]).astype(np.int64)
+
+    def pieces(a, b):
+        first = int(np.searchsorted(starts, a, side="right")) - 1
+        for k in range(first, len(segments)):
+            lo, hi = max(a, starts[k]), min(b, starts[k + 1])
+            if lo >= hi:
+                if starts[k] >= b:
+                    break
+                continue
+            yield segments[k], int(lo - starts[k]), int(hi - starts[k])
+
+    def make_block(a, b):
+        return predictor.design.concat([seg.make_block(lo, hi) for seg, lo, hi in pieces(a, b)])
+
+    def obs_of(a, b):
+        return np.concatenate([seg.obs_of(lo, hi) for seg, lo, hi in pieces(a, b)])
+
+    return predict_pass(predictor, int(starts[-1]), make_block, y_enc=y_enc,
+                        obs_of=obs_of if loss is not None else None, loss=loss,
+                        chunk_rows=chunk_rows, n_jobs=n_jobs)
+
+
+def unmodified_segment(predictor: Predictor, rows: np.ndarray) -> Segment:
+    """The rows at positions ``rows`` as they are."""
+    return Segment(rows.size, lambda a, b: predictor.design.block(rows[a:b], {}), lambda a, b: rows[a:b])
+
+
 def predict_rows(
     predictor: Predictor,
     rows: np.ndarray,
@@ -149,10 +206,8 @@ def predict_rows(
     n_jobs: int | None = 1,
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """Values (and losses, given ``loss``) of the unmodified rows at positions ``rows``."""
-    return predict_pass(
-        predictor, rows.size, lambda a, b: predictor.design.block(rows[a:b], {}),
-        y_enc=y_enc, obs_of=lambda a, b: rows[a:b], loss=loss, chunk_rows=chunk_rows, n_jobs=n_jobs,
-    )
+    return predict_segments(predictor, [unmodified_segment(predictor, rows)], y_enc=y_enc,
+                            loss=loss, chunk_rows=chunk_rows, n_jobs=n_jobs)
 
 
 def _effective_jobs(n_jobs: int | None) -> int:

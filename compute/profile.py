@@ -8,7 +8,7 @@ from joblib import Parallel, delayed
 
 from .errors import InputError
 from .losses import Loss
-from .prediction import Predictor, predict_pass, predict_rows
+from .prediction import Predictor, Segment, predict_segments, unmodified_segment
 from .results import FeatureProfile
 from .sampling import Grid, make_grid, sample_rows
 from .validation import (
@@ -161,32 +161,28 @@ def _profile(
         flat = np.arange(start, stop)
         return design.block(rows[flat // n_grid], {feature: grid_values[flat % n_grid]})
 
-    values, losses = predict_pass(
-        predictor, n_obs * n_grid, make_block, y_enc=y_enc,
-        obs_of=lambda start, stop: rows[np.arange(start, stop) // n_grid],
-        loss=loss, chunk_rows=chunk_rows, n_jobs=n_jobs,
-    )
-    pred = values.reshape(n_obs, n_grid)
-    loss_grid = None if losses is None else losses.reshape(n_obs, n_grid)
-
     # The unmodified row of an observation whose own value is a grid point is already in
-    # the tensor (bit for bit): read it off; predict only the rows whose value is not.
+    # the tensor (bit for bit): read it off. Rows whose value is not a grid point ride
+    # along at the end of the same stream (one model call, not two).
     x = _own_values(design, feature, rows, grid.categorical)
     own = _grid_position(x, grid)
     on_grid = own >= 0
-    base_pred = np.empty(n_obs)
-    base_loss = None if loss is None else np.empty(n_obs)
-    base_pred[on_grid] = pred[on_grid, own[on_grid]]
-    if loss is not None:
-        base_loss[on_grid] = loss_grid[on_grid, own[on_grid]]
     off = rows[~on_grid]
-    if off.size:
-        off_pred, off_loss = predict_rows(
-            predictor, off, y_enc=y_enc, loss=loss, chunk_rows=chunk_rows, n_jobs=n_jobs
-        )
-        base_pred[~on_grid] = off_pred
-        if loss is not None:
-            base_loss[~on_grid] = off_loss
+    tensor = Segment(n_obs * n_grid, make_block, lambda a, b: rows[np.arange(a, b) // n_grid])
+    segments = [tensor, unmodified_segment(predictor, off)] if off.size else [tensor]
+    values, losses = predict_segments(predictor, segments, y_enc=y_enc, loss=loss,
+                                      chunk_rows=chunk_rows, n_jobs=n_jobs)
+    pred = values[: n_obs * n_grid].reshape(n_obs, n_grid)
+    loss_grid = None if losses is None else losses[: n_obs * n_grid].reshape(n_obs, n_grid)
+
+    base_pred = np.empty(n_obs)
+    base_pred[on_grid] = pred[on_grid, own[on_grid]]
+    base_pred[~on_grid] = values[n_obs * n_grid:]
+    base_loss = None
+    if loss is not None:
+        base_loss = np.empty(n_obs)
+        base_loss[on_grid] = loss_grid[on_grid, own[on_grid]]
+        base_loss[~on_grid] = losses[n_obs * n_grid:]
     return FeatureProfile(
         feature=feature,
         grid=grid.values,

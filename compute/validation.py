@@ -130,7 +130,8 @@ def make_predictor(model, X: pd.DataFrame, output=None) -> tuple[Predictor, pd.D
                 f"The data lacks columns the model was fitted on: {missing!r}. "
                 f"Data columns: {list(X.columns)!r}."
             )
-        X = X[names]
+        if list(X.columns) != names:
+            X = X[names]
     elif getattr(model, "n_features_in_", None) is not None:
         as_frame = False  # fitted on arrays: feed arrays, in X's column order
         if X.shape[1] != model.n_features_in_:
