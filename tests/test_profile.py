@@ -281,3 +281,13 @@ class FormulaModelInt:
 
     def predict(self, X):
         return 2.0 * X["count"].to_numpy(dtype=float)
+
+
+def test_off_grid_rows_share_the_stream_with_the_tensor(gbm, reg_data):
+    """On a quantile grid the unmodified rows ride at the end of the tensor's stream; chunks
+    straddling both give the same base predictions and ICI as one call."""
+    X, y = reg_data
+    ref = feature_profile(gbm, X, y, "x1", grid=7)
+    small = feature_profile(gbm, X, y, "x1", grid=7, chunk_rows=13, n_jobs=2)
+    assert_allclose(small.base_pred, gbm.predict(X), rtol=0, atol=0)
+    assert_allclose(small.ici, ref.ici, rtol=0, atol=0)
