@@ -31,7 +31,6 @@ import argparse
 import gc
 import os
 import platform
-import statistics
 import sys
 import time
 from importlib.metadata import PackageNotFoundError, version
@@ -46,6 +45,8 @@ from sklearn.linear_model import LogisticRegression
 from threadpoolctl import threadpool_limits
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout
+from _timing import time_interleaved
+
 from compute import contextual_importance, global_contextual_importance
 
 try:
@@ -157,18 +158,6 @@ def counted(fn, wrapped):
     return result, time.perf_counter() - start, wrapped.rows, wrapped.calls
 
 
-def time_interleaved(contenders: dict, repeats: int) -> dict:
-    """Median seconds of each fn over ``repeats`` interleaved runs."""
-    times = {name: [] for name in contenders}
-    for _ in range(repeats):
-        for name, fn in contenders.items():
-            gc.collect()
-            start = time.perf_counter()
-            fn()
-            times[name].append(time.perf_counter() - start)
-    return {name: statistics.median(ts) for name, ts in times.items()}
-
-
 def run_task(title, model, X, explainers: dict, repeats: int, peer_repeats: int):
     """Count, then time each explainer and the raw predict of its rows; print the table.
 
@@ -184,7 +173,7 @@ def run_task(title, model, X, explainers: dict, repeats: int, peer_repeats: int)
         if name == "ours" or peer_repeats:
             contenders[name] = fn
         contenders[raws[name]] = lambda block=block: predict(block)
-    med = time_interleaved(contenders, repeats)
+    med = time_interleaved(contenders, repeats, warmup=False)
     print(f"\n{title}")
     print(f"  {'contender':30s} {'seconds':>9s} {'rows':>9s} {'calls':>6s} {'x raw own rows':>14s} {'x ours':>8s}")
     out = {}

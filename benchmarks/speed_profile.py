@@ -22,9 +22,7 @@ import argparse
 import gc
 import os
 import platform
-import statistics
 import sys
-import time
 import tracemalloc
 import warnings
 from pathlib import Path
@@ -41,6 +39,8 @@ from sklearn.linear_model import Ridge
 from threadpoolctl import threadpool_limits
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout
+from _timing import time_interleaved
+
 from compute import feature_profile, permutation_importance
 from compute.intervention import Design
 from compute.prediction import CHUNK_BYTES, default_chunk_rows
@@ -134,20 +134,6 @@ def pfi_contenders(model, X, y, n_repeats) -> dict:
         "sklearn permutation_importance": lambda: sk_permutation_importance(
             model, X, y, scoring=scoring, n_repeats=n_repeats, n_jobs=1, random_state=0),
     }
-
-
-def time_interleaved(contenders: dict, repeats: int) -> dict:
-    """Median seconds per contender: one warm-up each, then repeats interleaved."""
-    for fn in contenders.values():
-        fn()
-    times = {name: [] for name in contenders}
-    for _ in range(repeats):
-        for name, fn in contenders.items():
-            gc.collect()
-            start = time.perf_counter()
-            fn()
-            times[name].append(time.perf_counter() - start)
-    return {name: statistics.median(ts) for name, ts in times.items()}
 
 
 def peak_mib(fn, *args, **kwargs) -> float:

@@ -13,9 +13,8 @@ from .validation import (
     check_int,
     check_n_jobs,
     check_rng,
-    encode_target,
+    check_target,
     make_predictor,
-    resolve_loss,
 )
 
 KINDS = ("difference", "ratio")
@@ -84,10 +83,7 @@ def permutation_importance(
     chunk_rows = check_int(chunk_rows, "chunk_rows", low=1, none_ok=True)
     n_jobs = check_n_jobs(n_jobs)
     rng = check_rng(random_state)
-    if y is None:
-        raise InputError("permutation_importance needs the target 'y'.")
-    loss_obj = resolve_loss(loss, predictor)
-    y_enc = encode_target(y, len(X), predictor, loss_obj)
+    loss_obj, y_enc = check_target(y, len(X), predictor, loss, "permutation_importance")
 
     design = predictor.design
     n = len(X)

@@ -41,10 +41,9 @@ from .validation import (
     check_int,
     check_n_jobs,
     check_rng,
-    encode_target,
+    check_target,
     check_players,
     make_predictor,
-    resolve_loss,
 )
 
 #: Most intervened rows evaluated per batch of coalitions (bounds memory to a few floats each).
@@ -161,10 +160,7 @@ def shapley_importance(
         raise InputError(f"The 'tol' parameter must be a positive number (got {tol!r}).")
     n_jobs = check_n_jobs(n_jobs)
     rng = check_rng(random_state)
-    if y is None:
-        raise InputError("shapley_importance needs the target 'y'.")
-    loss_obj = resolve_loss(loss, predictor)
-    y_enc = encode_target(y, len(X), predictor, loss_obj)
+    loss_obj, y_enc = check_target(y, len(X), predictor, loss, "shapley_importance")
 
     rows = sample_rows(len(X), n_obs, rng)
     game = _Game(predictor, y_enc, loss_obj, rows, players, n_obs_permutations, rng,

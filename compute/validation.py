@@ -185,6 +185,14 @@ def resolve_loss(loss, predictor: Predictor) -> Loss:
     return builtin_loss(loss, classification=clf, has_proba=predictor.has_proba)
 
 
+def check_target(y, n_rows: int, predictor: Predictor, loss, function: str) -> tuple[Loss, np.ndarray]:
+    """The loss object and the encoded target of a function that needs ``y``."""
+    if y is None:
+        raise InputError(f"{function} needs the target 'y'.")
+    loss_obj = resolve_loss(loss, predictor)
+    return loss_obj, encode_target(y, n_rows, predictor, loss_obj)
+
+
 def encode_target(y, n_rows: int, predictor: Predictor, loss: Loss) -> np.ndarray:
     """The target as the loss wants it: floats, or class positions for built-in classifier losses."""
     if isinstance(y, (pd.DataFrame,)) or (hasattr(y, "ndim") and np.ndim(y) != 1):
