@@ -1,0 +1,52 @@
+"""Why it performs: the feature-importance dashboard.
+
+    python app.py [--port 8050 --cache-dir .wip-cache ...]   # development server, demo warmed
+    gunicorn -c gunicorn.conf.py app:server                  # production (options from WIP_* env)
+
+Options: ``python app.py --help``; each has a ``WIP_*`` environment variable (README).
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import threading
+
+from dashboard.config import from_env, parse_args
+from dashboard.server import create_app
+
+
+def _warm(app) -> None:
+    """Train the default demo and compute its first views, so the page opens on results."""
+    from dashboard import jobs
+    from dashboard.callbacks.compute import resolve_state, run_request
+    from dashboard.state import default_state
+    from dashboard.callbacks.drilldown import normalize
+
+    ctx = app._wip_context
+    try:
+        state, _ = normalize(ctx, default_state())
+        _, request, _ = resolve_state(ctx, state, None)
+        if isinstance(request, dict):
+            run_request(ctx, request)
+        logging.getLogger("wip").info("demo warmed: %s", state["ws"])
+    except Exception:  # warming is a convenience; the page computes on demand anyway
+        logging.getLogger("wip").exception("warming the demo failed")
+    del jobs
+
+
+def main(argv=None) -> None:
+    config = parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    app = create_app(config)
+    if config.warm:
+        threading.Thread(target=_warm, args=(app,), daemon=True).start()
+    print(f"Why it performs: http://{config.host}:{config.port}/ (cache {config.cache_path})", file=sys.stderr)
+    app.run(host=config.host, port=config.port, debug=config.debug)
+
+
+if __name__ == "__main__":
+    main()
+else:  # imported by gunicorn: configuration from WIP_* environment variables
+    app = create_app(from_env())
+    server = app.server

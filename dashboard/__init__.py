@@ -1,0 +1,1 @@
+"""Dash front end: layout, callbacks, pure figure builders and server-side state."""

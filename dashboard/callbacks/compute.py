@@ -1,0 +1,116 @@
+"""From a state to cached results: resolve at once when cached, else run a background job.
+
+``resolve`` (a plain callback) plans the cache keys the state needs. When every one is
+cached it hands them to the views straight away (a feature or subgroup switch costs a
+few cache reads); otherwise it posts a job request. ``run_job`` is a Dash background
+callback: it runs in a forked child of the worker with a progress bar and a Cancel
+button, loads the models there (a model that crashes kills the child, not the worker)
+and fills the cache; its completion triggers ``resolve`` again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import traceback
+
+from dash import Input, Output, State, no_update
+
+import compute
+
+from .. import ids, jobs
+
+log = logging.getLogger(__name__)
+
+
+def request_id(tasks: list[dict]) -> str:
+    return hashlib.sha256(json.dumps(sorted(t["key"] for t in tasks)).encode()).hexdigest()[:20]
+
+
+def resolve_state(ctx, state: dict | None, done: dict | None):
+    """Returns (results, job request, status message)."""
+    if not state or not state.get("ws"):
+        return no_update, no_update, no_update
+    ws = ctx.store.workspace(state["ws"])
+    if ws is None:
+        return {"error": f"Data set {state['ws']!r} is not available."}, no_update, None
+    data = ctx.store.data(ws)
+    planned = jobs.plan(ws, focus=state["model"], n_rows=len(data), condition=state.get("subgroup", ""),
+                        excluded=state.get("exclude") or [], n_repeats=state.get("repeats", 10),
+                        sfimp=bool(state.get("sfimp")), max_curves=ctx.config.max_curves,
+                        grid_budget=ctx.config.grid_budget)
+    todo = jobs.missing(ctx.store, planned["tasks"])
+    rid = request_id(planned["tasks"])
+    if not todo:
+        return {"state": state, "keys": planned["keys"]}, no_update, None
+    if done and done.get("request") == rid:
+        if done.get("error"):
+            return {"error": done["error"], "state": state}, no_update, done["error"]
+        if done.get("ok"):  # finished, yet results are missing: the cache evicted them at once
+            message = ("The results did not fit in the result cache (its size limit is too small for them); "
+                       "raise --cache-size-mb.")
+            return {"error": message, "state": state}, no_update, message
+    request = {"request": rid, "ws": ws.id, "tasks": todo}
+    n_profiles = sum(t["kind"] == "profiles" for t in todo)
+    what = "ICE/ICI passes" if n_profiles else "importance"
+    return no_update, request, f"Computing {what} for {ws.title}…"
+
+
+def run_request(ctx, request: dict, set_progress=None) -> dict:
+    """Body of the background job: compute the requested tasks into the cache."""
+    def progress(done, total, label):
+        if set_progress is not None:
+            set_progress((str(done), str(max(total, 1)), label))
+
+    try:
+        ws = ctx.store.workspace(request["ws"])
+        if ws is None:
+            raise compute.InputError(f"Data set {request['ws']!r} is not available.")
+        jobs.run(ctx.store, ws, request["tasks"], policy=ctx.policy, n_jobs=ctx.config.n_jobs, progress=progress)
+        return {"request": request["request"], "ok": True}
+    except compute.ExplainError as exc:
+        return {"request": request["request"], "error": str(exc)}
+    except Exception as exc:  # a bug or a model failure we did not anticipate: log it, show a notice
+        log.error("background job failed: %s\n%s", exc, traceback.format_exc())
+        return {"request": request["request"],
+                "error": f"The computation failed ({type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else ''}). "
+                         "Try another model or data set; the server keeps running."}
+
+
+def register(app, ctx) -> None:
+    @app.callback(
+        Output(ids.RESULTS, "data"),
+        Output(ids.JOB_REQUEST, "data"),
+        Output(ids.STATUS, "children"),
+        Input(ids.STATE, "data"),
+        Input(ids.JOB_DONE, "data"),
+    )
+    def resolve(state, done):
+        return resolve_state(ctx, state, done)
+
+    @app.callback(
+        Output(ids.JOB_DONE, "data"),
+        Input(ids.JOB_REQUEST, "data"),
+        background=True,
+        progress=[Output(ids.PROGRESS, "value"), Output(ids.PROGRESS, "max"), Output(ids.PROGRESS_LABEL, "children")],
+        running=[
+            (Output(ids.CANCEL, "disabled"), False, True),
+            (Output(ids.PROGRESS_BOX, "style"), {"visibility": "visible"}, {"visibility": "hidden"}),
+        ],
+        cancel=[Input(ids.CANCEL, "n_clicks")],
+        interval=250,
+        prevent_initial_call=True,
+    )
+    def run_job(set_progress, request):
+        if not request:
+            return no_update
+        return run_request(ctx, request, set_progress)
+
+    @app.callback(
+        Output(ids.STATUS, "children", allow_duplicate=True),
+        Input(ids.CANCEL, "n_clicks"),
+        prevent_initial_call=True,
+    )
+    def cancelled(_n):
+        return "Cancelled. Change a setting (or reload the page) to compute again."

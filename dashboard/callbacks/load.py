@@ -1,0 +1,269 @@
+"""Loading your own files: upload feedback, target choice and the validating load job.
+
+Files reach the server through the streaming ``/upload`` route (see ``dashboard.server``);
+callbacks only see server-side file ids. Parsing a data file is plain pandas (no code
+from the file runs); loading a model happens only inside the background job.
+"""
+
+from __future__ import annotations
+
+import logging
+import traceback
+from pathlib import Path
+
+import pandas as pd
+from dash import Input, Output, State, html, no_update
+
+import compute
+
+from .. import ids
+from ..loaders import (
+    DATA_SUFFIXES,
+    MODEL_SUFFIXES,
+    LoadError,
+    check_model_data,
+    infer_task,
+    load_model,
+    load_warnings,
+    model_untrusted_types,
+    read_data,
+)
+from ..store import ModelEntry, Workspace, new_workspace_id
+
+log = logging.getLogger(__name__)
+PICKLE_SUFFIXES = (".pkl", ".pickle", ".joblib")
+DEFAULT_LOSS = {"regression": "squared_error", "classification": "log_loss"}
+ALL_LOSSES = ["squared_error", "absolute_error", "log_loss", "brier", "zero_one"]
+
+
+def describe_models(ctx, files):
+    """Feedback after model uploads: names, upload errors, pickle refusals, untrusted types."""
+    files = files or []
+    info, errors, types = [], [], []
+    for f in files:
+        if f.get("error"):
+            errors.append(f"{f.get('name', 'file')}: {f['error']}")
+            continue
+        info.append(f"{f['name']} ({f.get('size', 0) / 1024:.0f} KiB)")
+        suffix = Path(f["name"]).suffix.lower()
+        if suffix in PICKLE_SUFFIXES and not ctx.policy.allow_pickle:
+            errors.append(f"{f['name']}: refused. Pickle and joblib files run code when they are loaded, so this "
+                          "server does not open them. Save the model with skops.io.dump(model, 'model.skops') "
+                          "or export it to ONNX.")
+        elif suffix == ".skops":
+            path = ctx.store.upload_path(f["id"])
+            if path is None:
+                errors.append(f"{f['name']}: the upload expired; choose the file again.")
+                continue
+            try:
+                types.extend(model_untrusted_types(path, policy=ctx.policy))
+            except LoadError as exc:
+                errors.append(str(exc))
+    options = [{"label": f" {t}", "value": t, "disabled": not ctx.policy.allow_user_types} for t in sorted(set(types))]
+    box = {"display": "block"} if options else {"display": "none"}
+    return "; ".join(info), _lines(errors), options, box
+
+
+def describe_data(ctx, upload):
+    """Feedback after a data upload: size, columns as target options, or the parse error."""
+    if not upload:
+        return "", None, [], None, []
+    if upload.get("error"):
+        return "", f"{upload.get('name', 'file')}: {upload['error']}", [], None, []
+    path = ctx.store.upload_path(upload["id"])
+    if path is None:
+        return "", f"{upload['name']}: the upload expired; choose the file again.", [], None, []
+    try:
+        frame = read_data(path, name=upload["name"], policy=ctx.policy)
+    except LoadError as exc:
+        return "", str(exc), [], None, []
+    columns = [str(c) for c in frame.columns]
+    target = columns[-1]
+    info = f"{upload['name']}: {len(frame)} rows × {len(columns)} columns"
+    return info, None, columns, target, _class_options(frame[frame.columns[-1]])
+
+
+def _class_options(column: pd.Series) -> list:
+    values = column.dropna().unique()
+    if len(values) > 50:
+        return []
+    return [str(v) for v in sorted(values, key=str)]
+
+
+def _lines(messages):
+    if not messages:
+        return None
+    return [html.Div(m) for m in messages]
+
+
+def load_workspace(ctx, model_files, data_file, target, loss, output, accepted, add_to_current, state) -> dict:
+    """Validate the uploads and create a workspace. Returns {"ws": id, "warnings": [...]} or
+    {"errors": {field: message}}. Runs in the background job (models are loaded here)."""
+    errors: dict[str, str] = {}
+    models = [f for f in (model_files or []) if not f.get("error")]
+    current = ctx.store.workspace((state or {}).get("ws")) if add_to_current else None
+    if not models:
+        errors["model"] = "Choose at least one model file (.skops or .onnx)."
+    if not data_file and current is None:
+        errors["data"] = "Choose a data file (.csv or .parquet), or tick “add the models to the data shown now”."
+    if errors:
+        return {"errors": errors}
+    try:
+        if current is not None and not data_file:
+            data = ctx.store.data(current)
+            target, data_name = current.target, current.title.split(":")[0]
+        else:
+            path = ctx.store.upload_path(data_file["id"])
+            if path is None:
+                raise LoadError(f"{data_file['name']}: the upload expired; choose the file again.", field="data")
+            data = read_data(path, name=data_file["name"], policy=ctx.policy)
+            data_name = data_file["name"]
+        if not target:
+            raise LoadError("Choose the target column.", field="target")
+        entries, tasks, warnings = [], set(), []
+        loaded = []
+        for f in models:
+            path = ctx.store.upload_path(f["id"])
+            if path is None:
+                raise LoadError(f"{f['name']}: the upload expired; choose the file again.", field="model")
+            name = Path(f["name"]).stem
+            model = load_model(path, name=f["name"], policy=ctx.policy, accepted_types=tuple(accepted or ()))
+            X, y = check_model_data(model, data, target, name=f["name"])
+            tasks.add(infer_task(model, y))
+            warnings.extend(load_warnings(model))
+            loaded.append((f, name, path, model, X))
+        if len(tasks) > 1:
+            raise LoadError("The models mix classifiers and regressors; load models of one task together.",
+                            field="model")
+        task = tasks.pop()
+        loss = loss or DEFAULT_LOSS[task]
+        if task == "regression" and loss in ("log_loss", "brier", "zero_one"):
+            raise LoadError(f"The loss {loss!r} needs a classifier; the models are regressors.", field="loss")
+        if task == "classification" and loss in ("squared_error", "absolute_error"):
+            raise LoadError(f"The loss {loss!r} is for regressors; choose log_loss, brier or zero_one.", field="loss")
+        if output not in (None, ""):
+            classes = [str(c) for c in getattr(loaded[0][3], "classes_", [])]
+            if task != "classification":
+                output = None
+            elif str(output) not in classes:
+                raise LoadError(f"Class {output!r} is not among the model's classes {classes[:20]}.", field="output")
+            else:
+                output = next(c for c in loaded[0][3].classes_ if str(c) == str(output))
+                output = output.item() if hasattr(output, "item") else output
+        else:
+            output = None
+        data_rel, data_sha = ctx.store.keep_data(data)
+        names = set()
+        base_models = list(current.models) if (current is not None and not data_file) else []
+        names.update(m.name for m in base_models)
+        for f, name, path, model, X in loaded:
+            unique = name
+            k = 2
+            while unique in names:
+                unique, k = f"{name} ({k})", k + 1
+            names.add(unique)
+            rel, sha = ctx.store.keep_model(path, Path(path).suffix.lower())
+            entries.append(ModelEntry(name=unique, path=rel, sha=sha, accepted_types=tuple(accepted or ()),
+                                      features=tuple(str(c) for c in X.columns)))
+        all_models = tuple(base_models) + tuple(entries)
+        ws = Workspace(id=new_workspace_id(), title=f"{data_name}: {', '.join(m.name for m in all_models)}",
+                       data_path=data_rel, data_sha=data_sha, target=str(target), task=task, loss=loss,
+                       output=output, models=all_models, demo=False,
+                       features=tuple(all_models[0].features), warnings=tuple(warnings))
+        ctx.store.save_workspace(ws)
+        return {"ws": ws.id, "warnings": warnings}
+    except LoadError as exc:
+        return {"errors": {exc.field: str(exc)}}
+    except compute.ExplainError as exc:
+        return {"errors": {"model": str(exc)}}
+    except Exception as exc:
+        log.error("load failed: %s\n%s", exc, traceback.format_exc())
+        return {"errors": {"model": f"Loading failed ({type(exc).__name__}). Check that the files are a model "
+                                    "and a table of the same features."}}
+
+
+def load_outputs(result: dict):
+    """(loaded ws, model error, data error, target error, status) for the page."""
+    errors = result.get("errors", {})
+    if errors:
+        status = errors.get("loss") or errors.get("output") or "Not loaded: see the messages above."
+        return (no_update, errors.get("model"), errors.get("data"), errors.get("target"), status)
+    warnings = result.get("warnings") or []
+    status = "Loaded." + ("" if not warnings else " Note: " + " ".join(warnings))
+    return result["ws"], None, None, None, status
+
+
+def register(app, ctx) -> None:
+    app.clientside_callback(
+        "function(n, current) { return window.wipUpload.pick(n, 'model', true, current); }",
+        Output(ids.MODEL_FILES, "data"),
+        Input(ids.MODEL_UPLOAD, "n_clicks"),
+        State(ids.MODEL_FILES, "data"),
+        prevent_initial_call=True,
+    )
+    app.clientside_callback(
+        "function(n, current) { return window.wipUpload.pick(n, 'data', false, current); }",
+        Output(ids.DATA_FILE, "data"),
+        Input(ids.DATA_UPLOAD, "n_clicks"),
+        State(ids.DATA_FILE, "data"),
+        prevent_initial_call=True,
+    )
+
+    @app.callback(
+        Output(ids.MODEL_FILES_INFO, "children"),
+        Output(ids.MODEL_ERROR, "children"),
+        Output(ids.TYPES_CHECKLIST, "options"),
+        Output(ids.TYPES_BOX, "style"),
+        Input(ids.MODEL_FILES, "data"),
+        prevent_initial_call=True,
+    )
+    def model_feedback(files):
+        return describe_models(ctx, files)
+
+    @app.callback(
+        Output(ids.DATA_FILE_INFO, "children"),
+        Output(ids.DATA_ERROR, "children"),
+        Output(ids.TARGET_SELECT, "options"),
+        Output(ids.TARGET_SELECT, "value"),
+        Output(ids.OUTPUT_SELECT, "options"),
+        Input(ids.DATA_FILE, "data"),
+        prevent_initial_call=True,
+    )
+    def data_feedback(upload):
+        return describe_data(ctx, upload)
+
+    @app.callback(
+        Output(ids.LOSS_SELECT, "options"),
+        Input(ids.TARGET_SELECT, "value"),
+    )
+    def loss_options(_target):
+        return ALL_LOSSES
+
+    @app.callback(
+        Output(ids.LOADED_WS, "data"),
+        Output(ids.MODEL_ERROR, "children", allow_duplicate=True),
+        Output(ids.DATA_ERROR, "children", allow_duplicate=True),
+        Output(ids.TARGET_ERROR, "children"),
+        Output(ids.LOAD_STATUS, "children"),
+        Input(ids.LOAD_BUTTON, "n_clicks"),
+        State(ids.MODEL_FILES, "data"),
+        State(ids.DATA_FILE, "data"),
+        State(ids.TARGET_SELECT, "value"),
+        State(ids.LOSS_SELECT, "value"),
+        State(ids.OUTPUT_SELECT, "value"),
+        State(ids.TYPES_CHECKLIST, "value"),
+        State(ids.ADD_TO_CURRENT, "value"),
+        State(ids.STATE, "data"),
+        background=True,
+        running=[(Output(ids.LOAD_BUTTON, "disabled"), True, False)],
+        prevent_initial_call=True,
+    )
+    def load(n, model_files, data_file, target, loss, output, accepted, add, state):
+        if not n:
+            return (no_update,) * 5
+        result = load_workspace(ctx, model_files, data_file, target, loss, output, accepted,
+                                "add" in (add or []), state)
+        return load_outputs(result)
+
+
+__all__ = ["DATA_SUFFIXES", "MODEL_SUFFIXES"]

@@ -1,0 +1,215 @@
+"""Views: cached results -> figures and tables. No model calls, no predictions."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from dash import Input, Output
+
+import compute
+
+from .. import figures, ids, jobs
+
+N_INFLUENTIAL = 10
+
+
+def _load(ctx, results):
+    """Workspace, data and the subgroup mask of a results record (None when not ready)."""
+    if not results or "keys" not in results:
+        return None
+    state = results["state"]
+    ws = ctx.store.workspace(state["ws"])
+    if ws is None:
+        return None
+    data = ctx.store.data(ws)
+    mask = jobs.select_rows(data, state["subgroup"]) if state.get("subgroup") else None
+    return state, ws, data, mask
+
+
+def _stale(message: str):
+    return figures.empty_figure(message)
+
+
+def global_views(ctx, results):
+    """PFI bars, SFIMP bars, conditional PFI table, global CI, impact table, subgroup size."""
+    loaded = _load(ctx, results)
+    if loaded is None:
+        message = (results or {}).get("error") or "Waiting for results…"
+        empty = figures.empty_figure(message)
+        return empty, "", empty, "", [], [], empty, [], [], ""
+    state, ws, data, mask = loaded
+    keys = results["keys"]
+    summary = ctx.store.get(keys["summary"])
+    pfi = {name: ctx.store.get(key) for name, key in keys["pfi"].items()}
+    pfi = {name: frame for name, frame in pfi.items() if frame is not None}
+    selection = _selection_label(state, data, mask)
+    any_pfi = next(iter(pfi.values()), None)
+    title = None
+    if any_pfi is not None:
+        n_rep = sum(c.startswith("repeat_") for c in any_pfi.columns)
+        title = (f"PFI ({any_pfi.attrs.get('kind', 'difference')} in {any_pfi.attrs.get('loss', ws.loss)}), "
+                 f"mean ± std over {n_rep} permutations, {selection}")
+    pfi_fig = figures.pfi_figure(pfi, selected=state["feature"], title=title) if pfi else _stale("No PFI yet")
+    spread = ""
+    if any_pfi is not None:
+        rel = (any_pfi["std"] / any_pfi["importance"].abs().clip(lower=1e-12)).max()
+        spread = (f"{any_pfi.attrs.get('n_rows', len(data))} rows; largest relative spread {rel:.0%}"
+                  + (" — wide: ask for more repetitions." if rel > 0.2 else "."))
+    if keys.get("sfimp"):
+        sfimp = {name: ctx.store.get(key) for name, key in keys["sfimp"].items()}
+        sfimp = {k: v for k, v in sfimp.items() if v is not None}
+        sfimp_fig = figures.sfimp_figure(sfimp, selected=state["feature"])
+        sfimp_info = "; ".join(
+            f"{name}: {'exact' if s.exact else f'{s.n_orderings} orderings'}, {s.n_rows:,} model rows, "
+            f"error {s.model_error:.4g} vs {s.baseline_error:.4g} with no feature"
+            for name, s in sfimp.items())
+    else:
+        sfimp_fig = figures.empty_figure("Press “Compute SFIMP” (it costs many model calls).")
+        sfimp_info = ""
+    if summary is None:
+        empty = figures.empty_figure("Waiting for the ICE/ICI pass…")
+        return pfi_fig, spread, sfimp_fig, sfimp_info, [], [], empty, [], [], selection
+    table = jobs.conditional_pfi(summary, mask, state.get("exclude"))
+    counts = table.attrs["counts"]
+    table.columns = [f"{c} (n={counts[c]})" for c in table.columns]
+    pfi_rows, pfi_cols = figures.table_data(table, index_name="feature")
+    gci = jobs.global_ci(summary, mask)
+    gci_fig = figures.global_ci_figure(gci, selected=state["feature"])
+    impact = summary["impact"].copy()
+    impact["pd_importance"] = summary["pd_importance"]
+    impact_rows, impact_cols = figures.table_data(impact, index_name="feature")
+    return pfi_fig, spread, sfimp_fig, sfimp_info, pfi_rows, pfi_cols, gci_fig, impact_rows, impact_cols, selection
+
+
+def _selection_label(state, data, mask) -> str:
+    if mask is None:
+        text = f"all {len(data)} rows"
+    else:
+        text = f"subgroup {state['subgroup']}: {int(mask.sum())} of {len(data)} rows"
+    if state.get("exclude"):
+        text += f", {len(state['exclude'])} excluded"
+    return text
+
+
+def feature_views(ctx, results):
+    """PI, ICI, ICE, ALE figures and the influential-observations table of the feature."""
+    loaded = _load(ctx, results)
+    if loaded is None:
+        message = (results or {}).get("error") or "Waiting for results…"
+        empty = figures.empty_figure(message)
+        return empty, empty, empty, [], [], "", empty, []
+    state, ws, data, mask = loaded
+    keys = results["keys"]
+    feature = state["feature"]
+    prof = ctx.store.get(keys["profiles"].get(feature, ""))
+    summary = ctx.store.get(keys["summary"])
+    if prof is None or summary is None:
+        empty = figures.empty_figure("Waiting for the ICE/ICI pass…")
+        return empty, empty, empty, [], [], "", empty, []
+    prof_mask = None
+    groups = None
+    if mask is not None:
+        prof_mask = mask.reindex(prof.rows).fillna(False).to_numpy(bool)
+        groups = {state["subgroup"]: prof_mask, f"not ({state['subgroup']})": ~prof_mask}
+    selected = _row_label(state.get("obs"), prof.rows)
+    global_pfi = float(summary["local"][feature].mean())
+    pi_fig = figures.pi_figure(prof, groups, global_pfi=global_pfi, x_all=data[feature].to_numpy())
+    eligible = prof_mask if (prof_mask is not None and prof_mask.any()) else None
+    ici_fig = figures.ici_figure(prof, selected=selected, mask=eligible)
+    ice_fig = figures.ice_figure(prof, selected=selected, mask=eligible, centered=bool(state.get("centered")))
+    table = jobs.influential(prof, N_INFLUENTIAL, eligible)
+    info = (f"{table.attrs['n_negative']} of {table.attrs['n']} observations have a negative ICI integral "
+            f"for {feature}.")
+    rows, cols = figures.table_data(table, index_name="row")
+    negative = [str(r) for r in prof.rows[prof.local_importance < 0]]
+    if prof.categorical:
+        ale_fig = figures.empty_figure(f"ALE needs a numeric feature; {feature} is categorical.")
+    else:
+        try:
+            ale_fig = figures.ale_figure(compute.ale_from_profile(prof), feature=feature)
+        except compute.ExplainError as exc:
+            ale_fig = figures.empty_figure(str(exc))
+    return pi_fig, ici_fig, ice_fig, rows, cols, info, ale_fig, negative
+
+
+def _row_label(value, rows: pd.Index):
+    if value is None:
+        return None
+    label = jobs._label(value, rows)
+    return label if label in rows else None
+
+
+def observation_views(ctx, results):
+    """CIU and influence of the selected observation (default: the largest ICI integral)."""
+    loaded = _load(ctx, results)
+    if loaded is None:
+        empty = figures.empty_figure((results or {}).get("error") or "Waiting for results…")
+        return empty, empty, "", [], []
+    state, ws, data, mask = loaded
+    summary = ctx.store.get(results["keys"]["summary"])
+    if summary is None:
+        empty = figures.empty_figure("Waiting for the ICE/ICI pass…")
+        return empty, empty, "", [], []
+    local = summary["local"][state["feature"]]
+    row = _row_label(state.get("obs"), summary["rows"])
+    if row is None:
+        row = local.idxmax()
+        how = f"no observation selected: showing row {row}, the largest ICI integral for {state['feature']}"
+    else:
+        how = f"row {row}"
+    ciu = jobs.observation_ciu(summary, row)
+    output = f" of P({ws.output})" if ws.output is not None else ""
+    title = f"CIU{output}, {how}"
+    ciu_fig = figures.ciu_figure(ciu, title=title)
+    infl_fig = figures.influence_figure(ciu)
+    label = jobs._label(row, data.index)
+    values = data.loc[label].to_frame("value")
+    values.loc["prediction"] = float(summary["base_pred"].loc[row])
+    values.loc[f"ICI integral ({state['feature']})"] = float(local.loc[row])
+    values["value"] = values["value"].astype(str)
+    obs_rows, obs_cols = figures.table_data(values, index_name="column")
+    info = f"Selected: {how}. Output range for CI: {summary['out_range'][0]:.4g} … {summary['out_range'][1]:.4g}."
+    return ciu_fig, infl_fig, info, obs_rows, obs_cols
+
+
+def register(app, ctx) -> None:
+    @app.callback(
+        Output(ids.PFI_GRAPH, "figure"),
+        Output(ids.PFI_INFO, "children"),
+        Output(ids.SFIMP_GRAPH, "figure"),
+        Output(ids.SFIMP_INFO, "children"),
+        Output(ids.PFI_TABLE, "data"),
+        Output(ids.PFI_TABLE, "columns"),
+        Output(ids.GLOBAL_CI_GRAPH, "figure"),
+        Output(ids.IMPACT_TABLE, "data"),
+        Output(ids.IMPACT_TABLE, "columns"),
+        Output(ids.SUBGROUP_SIZE, "children"),
+        Input(ids.RESULTS, "data"),
+    )
+    def render_global(results):
+        return global_views(ctx, results)
+
+    @app.callback(
+        Output(ids.PI_GRAPH, "figure"),
+        Output(ids.ICI_GRAPH, "figure"),
+        Output(ids.ICE_GRAPH, "figure"),
+        Output(ids.ICI_TABLE, "data"),
+        Output(ids.ICI_TABLE, "columns"),
+        Output(ids.ICI_INFO, "children"),
+        Output(ids.ALE_GRAPH, "figure"),
+        Output(ids.NEGATIVE, "data"),
+        Input(ids.RESULTS, "data"),
+    )
+    def render_feature(results):
+        return feature_views(ctx, results)
+
+    @app.callback(
+        Output(ids.CIU_GRAPH, "figure"),
+        Output(ids.INFLUENCE_GRAPH, "figure"),
+        Output(ids.OBS_INFO, "children"),
+        Output(ids.OBS_TABLE, "data"),
+        Output(ids.OBS_TABLE, "columns"),
+        Input(ids.RESULTS, "data"),
+    )
+    def render_observation(results):
+        return observation_views(ctx, results)

@@ -1,0 +1,117 @@
+"""Server configuration: command-line options override environment variables override defaults.
+
+Every option has an environment variable (``WIP_`` prefix), so ``gunicorn app:server``
+(which has no options of ours) is configured the same way as ``python app.py``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import secrets
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+_TRUE = {"1", "true", "yes", "on"}
+
+
+@dataclass(frozen=True)
+class Config:
+    host: str = "127.0.0.1"
+    port: int = 8050
+    cache_dir: str = ".wip-cache"          # results, uploads, background jobs (shared by all workers)
+    cache_size_mb: int = 2048              # disk-cache size limit; least recently used entries go first
+    upload_limit_mb: int = 200             # per file, enforced while streaming
+    upload_ttl_hours: float = 24.0         # uploaded files are deleted after this long
+    allow_pickle: bool = False             # trust pickle/joblib model files (they execute code)
+    allow_user_types: bool = False         # let users accept skops types outside sklearn/numpy/scipy
+    secret_key: str = ""                   # signs background-job handles; random if empty
+    max_curves: int = 1000                 # observations explained per feature profile
+    grid_budget: int = 300_000             # max n_obs x n_grid rows per feature for the observed grid
+    n_jobs: int = 1                        # threads per model call inside a background job
+    warm: bool = True                      # compute the default demo at start-up (python app.py)
+    debug: bool = False
+
+    @property
+    def cache_path(self) -> Path:
+        return Path(self.cache_dir).resolve()
+
+
+_HELP = {
+    "host": "interface to listen on",
+    "port": "port to listen on",
+    "cache_dir": "folder for results, uploads and background jobs (must be shared by all workers)",
+    "cache_size_mb": "size limit of the result cache in MiB",
+    "upload_limit_mb": "largest accepted upload in MiB",
+    "upload_ttl_hours": "hours an uploaded file is kept",
+    "allow_pickle": "accept pickle/joblib model files: they EXECUTE CODE when loaded; only for files you trust",
+    "allow_user_types": "let users accept skops types that scikit-learn, NumPy and SciPy do not define",
+    "secret_key": "Flask secret key (default: random per start; set it when running several workers)",
+    "max_curves": "observations explained per feature (ICI/ICE curves)",
+    "grid_budget": "largest n_obs x n_grid per feature before the observed grid becomes a quantile grid",
+    "n_jobs": "threads per model call inside a background job",
+    "warm": "compute the default demo at start-up",
+    "debug": "Dash debug mode (never in production)",
+}
+
+
+def env_name(name: str) -> str:
+    return "WIP_" + name.upper()
+
+
+def _convert(kind, raw: str, name: str):
+    if kind is bool:
+        return raw.strip().lower() in _TRUE
+    try:
+        return kind(raw)
+    except ValueError as exc:
+        raise SystemExit(f"Environment variable {env_name(name)} must be {kind.__name__} (got {raw!r}).") from exc
+
+
+def from_env(environ=None) -> Config:
+    """Defaults overridden by ``WIP_*`` environment variables."""
+    environ = os.environ if environ is None else environ
+    values = {}
+    for f in fields(Config):
+        raw = environ.get(env_name(f.name))
+        if raw is not None:
+            values[f.name] = _convert(type(getattr(Config, f.name)), raw, f.name)
+    config = Config(**values)
+    if not config.secret_key:
+        # Several workers need one key: derive a stable one from a file in the cache folder.
+        values["secret_key"] = _shared_secret(config.cache_path)
+        config = Config(**values)
+    return config
+
+
+def parse_args(argv=None, environ=None) -> Config:
+    """Command-line options; each defaults to its environment variable, then to the built-in."""
+    base = from_env(environ)
+    parser = argparse.ArgumentParser(description="Why it performs: feature-importance dashboard.")
+    for f in fields(Config):
+        flag = "--" + f.name.replace("_", "-")
+        default = getattr(base, f.name)
+        help_text = f"{_HELP[f.name]} (env {env_name(f.name)}; default {default!r})"
+        if isinstance(default, bool):
+            parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=default, help=help_text)
+        else:
+            parser.add_argument(flag, type=type(default), default=default, help=help_text)
+    args = parser.parse_args(argv)
+    return Config(**vars(args))
+
+
+def _shared_secret(cache_path: Path) -> str:
+    """One random key per cache folder, created atomically (write a temp file, then link)."""
+    cache_path.mkdir(parents=True, exist_ok=True)
+    key_file = cache_path / "secret_key"
+    if not key_file.exists():
+        tmp = cache_path / f".secret_key.{secrets.token_hex(8)}"
+        tmp.write_text(secrets.token_hex(32))
+        os.chmod(tmp, 0o600)
+        try:
+            os.link(tmp, key_file)
+        except FileExistsError:
+            pass
+        finally:
+            tmp.unlink()
+    return key_file.read_text().strip()

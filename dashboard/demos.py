@@ -1,0 +1,112 @@
+"""Built-in demos, trained at first use and kept in the cache folder (no download).
+
+* ``demo-x3``: the X3 interaction simulation of Casalicchio, Molnar & Bischl (2018),
+  Sec. 6.1, with a random forest: globally X1 and X2 are equally important, on X3 = 0
+  only X1 matters and on X3 = 1 only X2 (Table 1, Fig. 4).
+* ``demo-diabetes``: scikit-learn's diabetes data (regression), random forest and ridge.
+* ``demo-cancer``: scikit-learn's breast-cancer data (classification), gradient boosting
+  and logistic regression; explains the probability of "malignant".
+
+Models are saved as ``.skops`` and loaded through the same safe path as uploads.
+"""
+
+from __future__ import annotations
+
+import fcntl
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+DEMOS = {
+    "demo-x3": "X3 interaction simulation (random forest)",
+    "demo-diabetes": "Diabetes progression (regression: random forest, ridge)",
+    "demo-cancer": "Breast cancer (classification: gradient boosting, logistic regression)",
+}
+DEFAULT_DEMO = "demo-x3"
+
+
+def _x3():
+    from sklearn.ensemble import RandomForestRegressor
+
+    from compute.datasets import x3_interaction
+
+    X_train, y_train = x3_interaction(5000, random_state=1)
+    X_test, y_test = x3_interaction(500, random_state=2)
+    forest = RandomForestRegressor(n_estimators=60, min_samples_leaf=5, random_state=0, n_jobs=-1)
+    forest.fit(X_train, y_train)
+    data = X_test.assign(Y=y_test)
+    return data, "Y", "regression", "squared_error", None, {"random forest": forest}
+
+
+def _diabetes():
+    from sklearn.datasets import load_diabetes
+    from sklearn.ensemble import RandomForestRegressor
+    from sklearn.linear_model import RidgeCV
+    from sklearn.model_selection import train_test_split
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    frame = load_diabetes(as_frame=True, scaled=False).frame.rename(columns={"target": "progression"})
+    train, test = train_test_split(frame, test_size=0.35, random_state=0)
+    X_train, y_train = train.drop(columns="progression"), train["progression"]
+    forest = RandomForestRegressor(n_estimators=100, min_samples_leaf=3, random_state=0, n_jobs=-1)
+    ridge = make_pipeline(StandardScaler(), RidgeCV(alphas=np.logspace(-3, 3, 13)))
+    models = {"random forest": forest.fit(X_train, y_train), "ridge": ridge.fit(X_train, y_train)}
+    return test.reset_index(drop=True), "progression", "regression", "squared_error", None, models
+
+
+def _cancer():
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.ensemble import HistGradientBoostingClassifier
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import train_test_split
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    raw = load_breast_cancer(as_frame=True)
+    frame = raw.frame.copy()
+    frame["diagnosis"] = pd.Series(np.asarray(raw.target_names)[raw.target], dtype=object).astype(str)
+    frame = frame.drop(columns="target")
+    train, test = train_test_split(frame, test_size=0.3, random_state=0, stratify=frame["diagnosis"])
+    X_train, y_train = train.drop(columns="diagnosis"), train["diagnosis"]
+    boost = HistGradientBoostingClassifier(max_iter=150, learning_rate=0.1, random_state=0)
+    logit = make_pipeline(StandardScaler(), LogisticRegression(C=0.5, max_iter=2000))
+    models = {"gradient boosting": boost.fit(X_train, y_train), "logistic regression": logit.fit(X_train, y_train)}
+    return test.reset_index(drop=True), "diagnosis", "classification", "log_loss", "malignant", models
+
+
+_BUILDERS = {"demo-x3": _x3, "demo-diabetes": _diabetes, "demo-cancer": _cancer}
+
+
+def build_demo(store, ws_id: str):
+    """Train a demo's models, save them as .skops with its data, record the workspace."""
+    from .store import ModelEntry, Workspace
+
+    if ws_id not in _BUILDERS:
+        return None
+    record = store.root / "workspaces" / f"{ws_id}.json"
+    lock_path = store.root / "demos" / f"{ws_id}.lock"
+    with open(lock_path, "w") as lock:  # one worker trains, the others wait for its record
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            if record.exists():
+                return Workspace.from_json(record.read_text())
+            import skops.io as sio
+
+            data, target, task, loss, output, models = _BUILDERS[ws_id]()
+            data_rel, data_sha = store.keep_data(data)
+            features = tuple(str(c) for c in data.columns if c != target)
+            entries = []
+            for name, model in models.items():
+                path = Path(store.root / "demos" / f"{ws_id}-{name.replace(' ', '_')}.skops")
+                sio.dump(model, path)
+                rel, sha = store.keep_model(path, ".skops")
+                entries.append(ModelEntry(name=name, path=rel, sha=sha, features=features))
+            ws = Workspace(id=ws_id, title=DEMOS[ws_id], data_path=data_rel, data_sha=data_sha,
+                           target=target, task=task, loss=loss, output=output,
+                           models=tuple(entries), demo=True, features=features)
+            store.save_workspace(ws)
+            return ws
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)

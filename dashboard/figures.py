@@ -1,0 +1,527 @@
+"""Pure figure builders: a result object in, a plotly ``go.Figure`` out.
+
+No model calls, no I/O, nothing global set at import; the only randomness is a seeded
+``np.random.default_rng(random_state)`` choosing which ICI/ICE curves to draw. Every bar and
+curve point a user may click carries ``customdata`` naming the feature or the observation
+(row label), so callbacks read the selection from ``clickData`` and never from the figure's
+data arrays.
+
+Papers: seed 000 = Casalicchio, Molnar & Bischl (2018), "Visualizing the Feature Importance
+for Black Box Models" (PFI, PI/ICI curves, SFIMP); seed 003 = Främling (2022), contextual
+importance and utility (CIU).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from compute.results import FeatureProfile
+
+# --- theme -------------------------------------------------------------------------------
+TEMPLATE = "plotly_white"
+MARGIN = dict(l=10, r=10, t=85, b=40)
+ALL_COLOR = "#4c72b0"  # all data: PI/PD summary line, single-model bars
+CURVE_COLOR = "#8c8c8c"  # background ICI/ICE curves and marginal distribution
+CURVE_OPACITY = 0.25
+MODEL_COLORS = ("#4c72b0", "#dd8452", "#8172b3", "#937860", "#da8bc3", "#64b5cd", "#8c8c8c")
+GROUP_COLORS = ("#e7298a", "#7570b3", "#e6ab02", "#66a61e", "#a6761d", "#17becf")
+LARGEST_COLOR = "#1a9850"  # largest ICI integral (Fig. 6)
+SMALLEST_COLOR = "#d73027"  # smallest ICI integral (Fig. 6)
+SELECTED_COLOR = "#ff7f00"  # the selected observation
+POSITIVE_COLOR, NEGATIVE_COLOR = LARGEST_COLOR, SMALLEST_COLOR
+CI_OPACITY = 0.35  # CIU: CI transparent, CU solid (seed 003, Fig. 3)
+PX_PER_FEATURE, MIN_HEIGHT = 28, 300
+MISSING_LABEL = "(missing)"
+
+
+def _style(fig: go.Figure, title: str, uirevision: str, **layout) -> go.Figure:
+    fig.update_layout(template=TEMPLATE, margin=MARGIN, uirevision=uirevision,
+                      title=dict(text=title, x=0.01, xanchor="left", y=0.99, yref="container", yanchor="top",
+                                 font_size=14),
+                      legend=dict(orientation="h", yanchor="bottom", y=1.01, xanchor="right", x=1.0),
+                      **layout)
+    return fig
+
+
+# --- small helpers -------------------------------------------------------------------------
+def _is_missing(value) -> bool:
+    if value is None or value is pd.NA or value is pd.NaT:
+        return True
+    return isinstance(value, (float, np.floating)) and np.isnan(value)
+
+
+def _level_label(value) -> str:
+    """Axis label of a categorical level; missing values become "(missing)"."""
+    return MISSING_LABEL if _is_missing(value) else str(value)
+
+
+def _json_label(value):
+    """A row or feature label as clickData returns it: ints stay ints, the rest strings."""
+    if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
+        return value
+    return value if isinstance(value, str) else str(value)
+
+
+def _labels_array(index: pd.Index) -> np.ndarray:
+    """Row labels for customdata: an int array for integer labels, else an object array of str."""
+    if pd.api.types.is_integer_dtype(index.dtype):
+        return np.asarray(index, dtype=np.int64)
+    return np.array([_json_label(v) for v in index], dtype=object)
+
+
+def _x_values(prof: FeatureProfile) -> np.ndarray:
+    """The grid as x values: floats, or level labels (strings) for a categorical feature."""
+    if prof.categorical:
+        return np.array([_level_label(v) for v in prof.grid], dtype=object)
+    return np.asarray(prof.grid, dtype=float)
+
+
+def _category_axis(prof: FeatureProfile) -> dict:
+    if not prof.categorical:
+        return {}
+    return dict(type="category", categoryorder="array", categoryarray=list(_x_values(prof)))
+
+
+def _mask_array(prof: FeatureProfile, mask) -> np.ndarray:
+    """A boolean array over ``prof.rows`` from a boolean array or a Series indexed by row labels."""
+    if isinstance(mask, pd.Series):
+        return mask.reindex(prof.rows, fill_value=False).to_numpy(dtype=bool)
+    return np.asarray(mask, dtype=bool)
+
+
+def _position(rows: pd.Index, label) -> int | None:
+    """Position of a row label among ``rows`` (also matching its string form), or None."""
+    if label is None or isinstance(label, (list, tuple, dict)):
+        return None
+    hits = np.flatnonzero(rows == label)
+    if hits.size == 0:
+        hits = np.flatnonzero(rows.astype(str) == str(label))
+    return int(hits[0]) if hits.size else None
+
+
+def _loss_name(params: Mapping[str, Any] | None, default: str = "loss") -> str:
+    name = (params or {}).get("loss")
+    return str(name) if name else default
+
+
+def _sort_features(values: pd.DataFrame) -> list:
+    """Features by mean value across columns (models), largest first; NaN last."""
+    mean = values.mean(axis=1, skipna=True)
+    return list(mean.sort_values(ascending=False, na_position="last", kind="stable").index)
+
+
+def _bar_axis(order: list, selected, n_traces: int = 1) -> tuple[dict, int]:
+    """Category y axis with the largest at the top and the selected tick in bold; the height."""
+    text = [f"<b>{f}</b>" if selected is not None and f == selected else str(f) for f in order]
+    axis = dict(type="category", categoryorder="array", categoryarray=[str(f) for f in order[::-1]],
+                tickmode="array", tickvals=[str(f) for f in order], ticktext=text, automargin=True)
+    height = max(MIN_HEIGHT, 110 + int(PX_PER_FEATURE * len(order) * max(1.0, n_traces ** 0.5)))
+    return axis, height
+
+
+def _outline(order: list, selected) -> dict:
+    """Bar outlines: a black frame around the selected feature's bars."""
+    return dict(width=[2.5 if f == selected else 0 for f in order], color="black")
+
+
+# --- importance bars (seed 000: PFI and SFIMP) -----------------------------------------------
+def pfi_figure(pfi: Mapping[str, pd.DataFrame], *, selected=None, title: str | None = None) -> go.Figure:
+    """Permutation feature importance of one or more models as horizontal grouped bars.
+
+    Seed 000, Eq. (4) estimated by Eq. (8): one bar per model and feature (mean over the
+    permutations, ``error_x`` = std) and a faint dot per permutation (repeat) so the spread
+    is visible. Features are sorted by the mean importance across models, largest on top;
+    each bar's and dot's ``customdata`` is the feature name.
+    """
+    if not pfi:
+        return empty_figure("No permutation importance computed yet.")
+    models = list(pfi)
+    table = pd.concat({m: df["importance"] for m, df in pfi.items()}, axis=1)
+    order = _sort_features(table)
+    first = pfi[models[0]].attrs
+    kind, loss = first.get("kind", "difference"), first.get("loss", "loss")
+    n_repeats = sum(str(c).startswith("repeat_") for c in pfi[models[0]].columns)
+    fig = go.Figure()
+    for k, (model, df) in enumerate(pfi.items()):
+        df = df.reindex(order)
+        color = MODEL_COLORS[k % len(MODEL_COLORS)]
+        names = [_json_label(f) for f in order]
+        fig.add_trace(go.Bar(
+            name=str(model), x=df["importance"].to_numpy(float), y=[str(f) for f in order],
+            orientation="h", customdata=names, marker=dict(color=color, line=_outline(order, selected)),
+            error_x=dict(type="data", array=df["std"].to_numpy(float), thickness=1.2),
+            offsetgroup=str(model), legendgroup=str(model),
+            hovertemplate=f"{model}<br>%{{customdata}}: %{{x:.4g}} ± %{{error_x.array:.3g}}<extra></extra>",
+        ))
+        repeats = df[[c for c in df.columns if str(c).startswith("repeat_")]].to_numpy(float)
+        if repeats.size:
+            fig.add_trace(go.Scatter(
+                x=repeats.ravel(), y=np.repeat([str(f) for f in order], repeats.shape[1]),
+                customdata=np.repeat(np.array(names, dtype=object), repeats.shape[1]),
+                mode="markers", marker=dict(color=color, size=4, opacity=0.45, line_width=0),
+                showlegend=False, offsetgroup=str(model), legendgroup=str(model), name=f"{model} repeats",
+                hovertemplate=f"{model}<br>%{{customdata}}: one permutation %{{x:.4g}}<extra></extra>",
+            ))
+    what = f"difference in {loss}" if kind == "difference" else f"ratio of {loss}"
+    axis_text = (f"increase in {loss} when the feature is permuted" if kind == "difference"
+                 else f"{loss} permuted / {loss} original")
+    default = f"PFI ({what}), mean ± std over {n_repeats} permutations"
+    yaxis, height = _bar_axis(order, selected, len(models))
+    return _style(fig, title or default, "pfi", barmode="group", scattermode="group", height=height,
+                  xaxis=dict(title=axis_text, zeroline=True), yaxis=yaxis, showlegend=len(models) > 1)
+
+
+def sfimp_figure(sfimp: Mapping[str, Any], *, selected=None) -> go.Figure:
+    """Shapley feature importance (SFIMP) per model, as Fig. 5a of seed 000.
+
+    Bars of each player's Shapley value (``error_x`` = its Monte-Carlo standard error),
+    labelled with its share of the explained performance in percent; legend entries give each
+    model's error. Sorting, ``customdata`` and selection marking as :func:`pfi_figure`.
+    """
+    if not sfimp:
+        return empty_figure("No Shapley feature importance computed yet.")
+    models = list(sfimp)
+    order = _sort_features(pd.concat({m: r.values for m, r in sfimp.items()}, axis=1))
+    loss = _loss_name(getattr(sfimp[models[0]], "params", None))
+    fig = go.Figure()
+    for k, (model, res) in enumerate(sfimp.items()):
+        values = res.values.reindex(order).to_numpy(float)
+        share = res.proportions.reindex(order).to_numpy(float)
+        text = ["" if np.isnan(s) else f"{round(100 * s) + 0:.0f}%" for s in share]
+        fig.add_trace(go.Bar(
+            name=f"{model}: error {res.model_error:.3g}", x=values, y=[str(f) for f in order],
+            orientation="h", customdata=[_json_label(f) for f in order], text=text, textposition="inside",
+            insidetextanchor="start",
+            marker=dict(color=MODEL_COLORS[k % len(MODEL_COLORS)], line=_outline(order, selected)),
+            error_x=dict(type="data", array=res.std_error.reindex(order).to_numpy(float), thickness=1.2),
+            hovertemplate=(f"{model}<br>%{{customdata}}: SFIMP %{{x:.4g}} ± %{{error_x.array:.3g}}"
+                           "<br>share %{text}<extra></extra>"),
+        ))
+    yaxis, height = _bar_axis(order, selected, len(models))
+    title = f"SFIMP (drop in {loss}) ± std. error; labels: share of the total"
+    return _style(fig, title, "sfimp", barmode="group", height=height, yaxis=yaxis,
+                  xaxis=dict(title=f"SFIMP (drop in {loss} the feature earns)", zeroline=True))
+
+
+# --- PI curves with the marginal distribution (seed 000, Fig. 4 and 6) ----------------------
+def pi_figure(prof: FeatureProfile, groups: Mapping[str, np.ndarray] | None = None, *,
+              global_pfi: float | None = None, x_all=None) -> go.Figure:
+    """PI curve of all explained rows and of subgroups, over the feature's distribution.
+
+    Seed 000, Fig. 4 (conditional PI curves: all / X3 = 0 / X3 = 1) with the marginal
+    distribution of Fig. 6 on top. ``groups`` maps a label to a boolean mask over
+    ``prof.rows``; each group's curve is ``prof.subset(mask).pi`` (same grid, no new
+    predictions); empty groups are skipped. ``x_all``: the feature's values in the whole
+    data (default: the explained rows' values ``prof.x``).
+    """
+    if not prof.has_target:
+        return empty_figure("PI curves need the target: this data has no target column.")
+    x = _x_values(prof)
+    loss = _loss_name(prof.params)
+    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, row_heights=[0.2, 0.8], vertical_spacing=0.03)
+    values = prof.x if x_all is None else x_all
+    if prof.categorical:
+        labels = pd.Series([_level_label(v) for v in np.asarray(values, dtype=object)])
+        counts = labels.value_counts()
+        levels = list(x) + [lv for lv in counts.index if lv not in set(x)]
+        fig.add_trace(go.Bar(x=levels, y=counts.reindex(levels, fill_value=0).to_numpy(), name="distribution",
+                             marker_color=CURVE_COLOR, showlegend=False,
+                             hovertemplate="%{x}: %{y} rows<extra></extra>"), row=1, col=1)
+    else:
+        vals = np.asarray(values, dtype=float)
+        fig.add_trace(go.Histogram(x=vals[np.isfinite(vals)], nbinsx=40, name="distribution",
+                                   marker_color=CURVE_COLOR, showlegend=False,
+                                   hovertemplate="%{x}: %{y} rows<extra></extra>"), row=1, col=1)
+    mode = "lines+markers" if prof.categorical else "lines"
+    fig.add_trace(go.Scatter(x=x, y=prof.pi, mode=mode, name=f"all (n={len(prof.rows)})",
+                             line=dict(color=ALL_COLOR, width=3),
+                             hovertemplate="all: PI(%{x}) = %{y:.4g}<extra></extra>"), row=2, col=1)
+    for k, (label, mask) in enumerate((groups or {}).items()):
+        mask = _mask_array(prof, mask)
+        if not mask.any():
+            continue
+        sub = prof.subset(mask)
+        fig.add_trace(go.Scatter(x=x, y=sub.pi, mode=mode, name=f"{label} (n={len(sub.rows)})",
+                                 line=dict(color=GROUP_COLORS[k % len(GROUP_COLORS)], width=2.5),
+                                 hovertemplate=f"{label}: PI(%{{x}}) = %{{y:.4g}}<extra></extra>"),
+                      row=2, col=1)
+    if global_pfi is not None:
+        fig.add_hline(y=float(global_pfi), line=dict(dash="dash", color="black", width=1), row=2, col=1,
+                      annotation_text="global PFI", annotation_position="top left")
+    fig.update_xaxes(**_category_axis(prof))
+    fig.update_xaxes(title_text=str(prof.feature), row=2, col=1)
+    fig.update_yaxes(title_text="count", row=1, col=1)
+    fig.update_yaxes(title_text=f"PI: mean change in {loss}", row=2, col=1)
+    title = f"PI curves of {prof.feature}: mean change in {loss} when {prof.feature} is set to x"
+    return _style(fig, title, f"pi-{prof.feature}", height=480)
+
+
+# --- ICI and ICE curves (seed 000, Fig. 6) --------------------------------------------------
+def ici_figure(prof: FeatureProfile, *, max_curves: int = 2000, n_points: int = 120, highlight: int = 1,
+               selected=None, mask=None, centered: bool = False, random_state: int = 0) -> go.Figure:
+    """ICI curves with the PI curve on top, as Fig. 6 of seed 000.
+
+    The ``highlight`` observations with the largest ICI integral (local importance) are
+    green, those with the smallest red; the ``selected`` row is drawn on top of everything.
+    ``mask`` restricts the eligible observations to a subgroup, whose PI is then drawn.
+    ``centered`` subtracts each curve's value at the first grid point. See
+    :func:`_curves_figure` for sampling and thinning.
+    """
+    if not prof.has_target:
+        return empty_figure("ICI curves need the target: this data has no target column.")
+    return _curves_figure(prof, "ICI", max_curves=max_curves, n_points=n_points, highlight=highlight,
+                          selected=selected, mask=mask, centered=centered, random_state=random_state)
+
+
+def ice_figure(prof: FeatureProfile, *, max_curves: int = 2000, n_points: int = 120, highlight: int = 1,
+               selected=None, mask=None, centered: bool = False, random_state: int = 0) -> go.Figure:
+    """ICE curves (or centred ICE) with the PD curve on top.
+
+    Highlights mark the same rows as in :func:`ici_figure` (largest / smallest ICI
+    integral) when the profile has a target, none otherwise.
+    """
+    return _curves_figure(prof, "ICE", max_curves=max_curves, n_points=n_points, highlight=highlight,
+                          selected=selected, mask=mask, centered=centered, random_state=random_state)
+
+
+def _curves_figure(prof: FeatureProfile, kind: str, *, max_curves: int, n_points: int, highlight: int,
+                   selected, mask, centered: bool, random_state: int) -> go.Figure:
+    """Shared ICI/ICE drawing.
+
+    All background curves form ONE ``Scattergl`` trace, each curve followed by a gap: NaN in
+    float x and y (serialised as compact typed arrays, which plotly.js breaks lines at), or
+    ``None`` in the x labels of a categorical feature. They are a seeded random sample of at
+    most ``max_curves`` eligible rows, over at most ``n_points`` evenly spaced grid positions
+    (first and last kept). The summary line keeps the full grid; highlight and selected
+    curves are separate traces on top, drawn whether or not they were sampled. Every curve
+    point's ``customdata`` is its row label.
+    """
+    n_obs = len(prof.rows)
+    eligible = np.arange(n_obs) if mask is None else np.flatnonzero(_mask_array(prof, mask))
+    if eligible.size == 0:
+        return empty_figure(f"The subgroup selects none of the {n_obs} explained rows.")
+    curves = prof.ici if kind == "ICI" else prof.ice
+    if centered:
+        curves = curves - curves[:, :1]
+    summary = curves[eligible].mean(axis=0)
+    x, labels = _x_values(prof), _labels_array(prof.rows)
+
+    rng = np.random.default_rng(random_state)
+    drawn = eligible
+    if eligible.size > max_curves:
+        drawn = np.sort(rng.choice(eligible, size=max(int(max_curves), 0), replace=False))
+    n_grid = x.size
+    cols = np.arange(n_grid)
+    if n_grid > n_points:
+        cols = np.unique(np.round(np.linspace(0, n_grid - 1, max(int(n_points), 2))).astype(int))
+
+    largest, smallest = np.array([], dtype=int), np.array([], dtype=int)
+    if prof.has_target and highlight > 0:
+        local = prof.local_importance[eligible]
+        order = np.argsort(local, kind="stable")
+        k = min(int(highlight), eligible.size)
+        largest = eligible[order[::-1][:k]]
+        smallest = eligible[order[:k]]
+        smallest = smallest[~np.isin(smallest, largest)]  # a row is drawn once
+    sel = _position(prof.rows, selected)
+
+    fig = go.Figure()
+    width = cols.size + 1  # each curve is followed by a gap (NaN; None on a category axis)
+    xs = np.full((drawn.size, width), None if prof.categorical else np.nan, dtype=x.dtype)
+    ys = np.full((drawn.size, width), np.nan)
+    xs[:, :-1], ys[:, :-1] = x[cols], curves[np.ix_(drawn, cols)]
+    hover = "row %{customdata}<br>" + f"{prof.feature} = " + "%{x}<br>y = %{y:.4g}<extra></extra>"
+    fig.add_trace(go.Scattergl(
+        x=xs.ravel(), y=ys.ravel(), customdata=np.repeat(labels[drawn], width), mode="lines",
+        line=dict(color=CURVE_COLOR, width=1), opacity=CURVE_OPACITY, connectgaps=False,
+        name=f"{kind} curves ({drawn.size})", hovertemplate=hover,
+    ))
+    what = {"ICI": "PI", "ICE": "PD"}[kind]
+    scope = "all" if mask is None else "subgroup"
+    fig.add_trace(go.Scattergl(
+        x=x, y=summary, mode="lines+markers" if prof.categorical else "lines",
+        line=dict(color=ALL_COLOR, width=4), name=f"{what} ({scope}, n={eligible.size})",
+        hovertemplate=f"{what}: %{{x}}, %{{y:.4g}}<extra></extra>",
+    ))
+
+    def one(pos: int, name: str, color: str, line_width: float) -> None:
+        fig.add_trace(go.Scattergl(
+            x=x, y=curves[pos], customdata=np.repeat(labels[pos:pos + 1], n_grid),
+            mode="lines+markers" if prof.categorical else "lines", name=name,
+            line=dict(color=color, width=line_width), hovertemplate=hover,
+        ))
+
+    local = prof.local_importance if prof.has_target else None
+    for pos in largest:
+        one(pos, f"largest integral: row {prof.rows[pos]} ({local[pos]:.3g})", LARGEST_COLOR, 2.5)
+    for pos in smallest:
+        one(pos, f"smallest integral: row {prof.rows[pos]} ({local[pos]:.3g})", SMALLEST_COLOR, 2.5)
+    if sel is not None:
+        note = "" if np.isin(sel, eligible) else ", not in subgroup"
+        value = f" ({local[sel]:.3g}{note})" if local is not None else (f" ({note[2:]})" if note else "")
+        one(sel, f"selected: row {prof.rows[sel]}{value}", SELECTED_COLOR, 4)
+
+    shown = np.concatenate([drawn, largest, smallest, [] if sel is None else [sel]]).astype(int)
+    n_shown = np.intersect1d(shown, eligible).size
+    label = "" if mask is None else " in the subgroup"
+    loss = _loss_name(prof.params)
+    if kind == "ICI":
+        ytitle = f"ICI: change in {loss}"
+    else:
+        ytitle = "prediction" if prof.output is None else f"predicted P({prof.output})"
+    if centered:
+        ytitle += f" (centred at {prof.feature} = {x[0]})"
+    title = (f"{'centred ' if centered else ''}{kind} curves of {prof.feature}{label}: "
+             f"{n_shown} of {eligible.size} observations drawn, {what} on top")
+    sub = f"curves on {cols.size} of {n_grid} grid points" if cols.size < n_grid else None
+    fig = _style(fig, title, f"{kind.lower()}-{prof.feature}", height=460,
+                 xaxis=dict(title=str(prof.feature), **_category_axis(prof)), yaxis=dict(title=ytitle))
+    if sub:
+        fig.update_layout(title_subtitle_text=sub)
+    return fig
+
+
+# --- CIU (seed 003) --------------------------------------------------------------------------
+def ciu_figure(ciu: pd.DataFrame, *, title: str | None = None) -> go.Figure:
+    """Contextual importance and utility of one instance, as Fig. 3 of seed 003.
+
+    CI is a half-transparent bar; CU a solid bar of length CI * CU inside it (overlay), so
+    the solid share of each bar is the utility. Features sorted by CI, largest on top;
+    features whose CI or CU left [0, 1] (``out_of_range``) carry a marker.
+    """
+    if ciu is None or ciu.empty:
+        return empty_figure("No contextual importance computed yet.")
+    order = list(ciu["CI"].sort_values(ascending=False, na_position="last", kind="stable").index)
+    df = ciu.reindex(order)
+    y = [str(f) for f in order]
+    names = [_json_label(f) for f in order]
+    hover = [f"{f}<br>CI = {r.CI:.3g}, CU = {r.CU:.3g}<br>ymin = {r.ymin:.4g}, ymax = {r.ymax:.4g},"
+             f" y = {r.y:.4g}" + (" <br>out of range: the model over/undershoots" if r.out_of_range else "")
+             for f, r in zip(order, df.itertuples())]
+    common = dict(y=y, orientation="h", customdata=names, hovertext=hover,
+                  hovertemplate="%{hovertext}<extra></extra>")
+    fig = go.Figure()
+    fig.add_trace(go.Bar(x=df["CI"].to_numpy(float), name="CI (contextual importance)",
+                         marker=dict(color=ALL_COLOR), opacity=CI_OPACITY, **common))
+    fig.add_trace(go.Bar(x=(df["CI"] * df["CU"]).to_numpy(float), name="CI × CU (contextual utility)",
+                         marker=dict(color=ALL_COLOR), width=0.5, **common))
+    flagged = df["out_of_range"].to_numpy(bool)
+    if flagged.any():
+        fig.add_trace(go.Scatter(
+            x=df["CI"].to_numpy(float)[flagged], y=np.array(y, dtype=object)[flagged],
+            customdata=np.array(names, dtype=object)[flagged], mode="markers+text", text=["out of range"] * int(flagged.sum()),
+            textposition="middle right", marker=dict(symbol="triangle-left", color=SMALLEST_COLOR, size=10),
+            name="out of range", hovertext=np.array(hover, dtype=object)[flagged],
+            hovertemplate="%{hovertext}<extra></extra>",
+        ))
+    yaxis, height = _bar_axis(order, None)
+    default = "Contextual importance (transparent bar) and utility (solid share of it)"
+    return _style(fig, title or default, "ciu", barmode="overlay", height=height, yaxis=yaxis,
+                  xaxis=dict(title="CI: share of the output range the feature spans; solid: CI × CU",
+                             zeroline=True))
+
+
+def influence_figure(ciu: pd.DataFrame) -> go.Figure:
+    """Contextual influence CI * (CU - phi0), Eq. (10) of seed 003: signed bars, positive
+    green and negative red, sorted by absolute influence (largest on top)."""
+    if ciu is None or ciu.empty:
+        return empty_figure("No contextual influence computed yet.")
+    order = list(ciu["influence"].abs().sort_values(ascending=False, na_position="last", kind="stable").index)
+    infl = ciu["influence"].reindex(order).to_numpy(float)
+    fig = go.Figure(go.Bar(
+        x=infl, y=[str(f) for f in order], orientation="h", customdata=[_json_label(f) for f in order],
+        marker_color=[POSITIVE_COLOR if v >= 0 else NEGATIVE_COLOR for v in infl], name="influence",
+        hovertemplate="%{customdata}: influence %{x:.4g}<extra></extra>",
+    ))
+    yaxis, height = _bar_axis(order, None)
+    return _style(fig, "Contextual influence CI × (CU − φ0): green raises, red lowers the output",
+                  "influence", height=height, yaxis=yaxis, showlegend=False,
+                  xaxis=dict(title="contextual influence", zeroline=True, zerolinecolor="black"))
+
+
+def global_ci_figure(global_ci: pd.DataFrame, *, selected=None) -> go.Figure:
+    """Global CI (seed 003, Sec. 4.1): the mean CI over instances, ``error_x`` = its std."""
+    if global_ci is None or global_ci.empty:
+        return empty_figure("No global contextual importance computed yet.")
+    order = _sort_features(global_ci[["CI"]])
+    df = global_ci.reindex(order)
+    share = df["out_of_range_share"].to_numpy(float) if "out_of_range_share" in df else np.full(len(df), np.nan)
+    hover = [f"{f}<br>mean CI = {ci:.3g} ± {sd:.3g}" + ("" if np.isnan(s) else f"<br>out of range: {100 * s:.0f}%")
+             for f, ci, sd, s in zip(order, df["CI"], df["CI_std"], share)]
+    fig = go.Figure(go.Bar(
+        x=df["CI"].to_numpy(float), y=[str(f) for f in order], orientation="h",
+        customdata=[_json_label(f) for f in order], hovertext=hover, hovertemplate="%{hovertext}<extra></extra>",
+        error_x=dict(type="data", array=df["CI_std"].to_numpy(float), thickness=1.2), name="global CI",
+        marker=dict(color=ALL_COLOR, line=_outline(order, selected)),
+    ))
+    yaxis, height = _bar_axis(order, selected)
+    return _style(fig, "Global contextual importance: mean CI over instances ± std", "global-ci",
+                  height=height, yaxis=yaxis, showlegend=False,
+                  xaxis=dict(title="mean CI (share of the output range)", zeroline=True))
+
+
+# --- ALE ---------------------------------------------------------------------------------------
+def ale_figure(ale: pd.DataFrame, *, feature) -> go.Figure:
+    """Accumulated local effects (centred) with the rows per interval below.
+
+    ``ale``: columns grid, ale, weight, n_obs as :func:`compute.ale_from_profile` returns;
+    ``n_obs[k]`` counts the rows in the interval ending at ``grid[k]``, drawn as a bar over
+    that interval.
+    """
+    if ale is None or ale.empty:
+        return empty_figure(f"No ALE computed for {feature}.")
+    grid = ale["grid"].to_numpy(float)
+    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, row_heights=[0.78, 0.22], vertical_spacing=0.03)
+    fig.add_trace(go.Scatter(x=grid, y=ale["ale"].to_numpy(float), mode="lines+markers", name="ALE",
+                             line=dict(color=ALL_COLOR, width=3),
+                             hovertemplate=f"{feature} = %{{x:.4g}}<br>ALE %{{y:.4g}}<extra></extra>"), row=1, col=1)
+    fig.add_trace(go.Bar(x=(grid[1:] + grid[:-1]) / 2, y=ale["n_obs"].to_numpy()[1:], width=0.95 * np.diff(grid),
+                         name="rows per interval", marker_color=CURVE_COLOR, showlegend=False,
+                         hovertemplate="%{y} rows in this interval<extra></extra>"), row=2, col=1)
+    fig.update_xaxes(title_text=str(feature), row=2, col=1)
+    fig.update_yaxes(title_text="ALE (centred effect on the prediction)", row=1, col=1)
+    fig.update_yaxes(title_text="rows", row=2, col=1)
+    title = f"ALE of {feature}: accumulated local effects on {grid.size - 1} intervals"
+    return _style(fig, title, f"ale-{feature}", height=420, showlegend=False)
+
+
+# --- misc -------------------------------------------------------------------------------------
+def empty_figure(message: str) -> go.Figure:
+    """A blank figure showing ``message`` in its centre (no data, missing target, errors)."""
+    fig = go.Figure()
+    fig.add_annotation(text=message, x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False,
+                       font=dict(size=15, color="#555555"))
+    return _style(fig, "", "empty", height=MIN_HEIGHT, xaxis=dict(visible=False), yaxis=dict(visible=False))
+
+
+def table_data(df: pd.DataFrame, *, index_name: str | None = None, digits: int = 4) -> tuple[list[dict], list[dict]]:
+    """``(records, columns)`` for a dash DataTable: the index as first column, floats rounded
+    to ``digits`` significant digits, missing values as None, column ids as strings."""
+    frame = df.copy()
+    names = [index_name] if index_name is not None and frame.index.nlevels == 1 else list(frame.index.names)
+    frame.index.names = [str(n) if n is not None else ("index" if frame.index.nlevels == 1 else f"level_{i}")
+                         for i, n in enumerate(names)]
+    frame = frame.reset_index()
+    frame.columns = [str(c) for c in frame.columns]
+
+    def cell(v):
+        if _is_missing(v):
+            return None
+        if isinstance(v, (bool, np.bool_)):
+            return bool(v)
+        if isinstance(v, (int, np.integer)):
+            return int(v)
+        if isinstance(v, (float, np.floating)):
+            return float(f"{float(v):.{digits}g}") if np.isfinite(v) else str(float(v))
+        return v if isinstance(v, str) else str(v)
+
+    records = [{c: cell(v) for c, v in zip(frame.columns, row)} for row in frame.itertuples(index=False)]
+    columns = [{"name": c, "id": c, "type": "numeric" if pd.api.types.is_numeric_dtype(frame[c])
+                and not pd.api.types.is_bool_dtype(frame[c]) else "text"} for c in frame.columns]
+    return records, columns

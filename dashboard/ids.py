@@ -1,0 +1,82 @@
+"""Every component id of the dashboard, once (kebab-case strings)."""
+
+URL = "url"
+STATE = "state"                 # dcc.Store: the drill-down state (mirrors the URL)
+RESULTS = "results"             # dcc.Store: cache keys of the results the views render
+JOB_REQUEST = "job-request"     # dcc.Store: tasks for the background job
+JOB_DONE = "job-done"           # dcc.Store: what the last background job reported
+LOADED_WS = "loaded-ws"         # dcc.Store: workspace id produced by "Load"
+STATUS = "status"
+NEGATIVE = "negative"          # dcc.Store: rows with a negative ICI integral (for "exclude")
+
+# drill-down controls
+WS_SELECT = "ws-select"
+MODEL_SELECT = "model-select"
+FEATURE_SELECT = "feature-select"
+SUBGROUP_TEXT = "subgroup-text"
+SUBGROUP_APPLY = "subgroup-apply"
+SUBGROUP_CLEAR = "subgroup-clear"
+SUBGROUP_ERROR = "subgroup-error"
+SUBGROUP_SIZE = "subgroup-size"
+COND_COLUMN = "cond-column"
+COND_OP = "cond-op"
+COND_VALUE = "cond-value"
+COND_ADD = "cond-add"
+REPEATS_MORE = "repeats-more"
+SFIMP_RUN = "sfimp-run"
+CENTERED = "centered"
+EXCLUDE_NEGATIVE = "exclude-negative"
+EXCLUDE_SELECTED = "exclude-selected"
+EXCLUDE_CLEAR = "exclude-clear"
+EXCLUDED_INFO = "excluded-info"
+OBS_INFO = "obs-info"
+
+# background job
+PROGRESS = "progress"
+PROGRESS_LABEL = "progress-label"
+PROGRESS_BOX = "progress-box"
+CANCEL = "cancel"
+
+# views
+PFI_GRAPH = "pfi-graph"
+PFI_INFO = "pfi-info"
+SFIMP_GRAPH = "sfimp-graph"
+SFIMP_INFO = "sfimp-info"
+PFI_TABLE = "pfi-table"
+PI_GRAPH = "pi-graph"
+ICI_GRAPH = "ici-graph"
+ICI_TABLE = "ici-table"
+ICI_INFO = "ici-info"
+ICE_GRAPH = "ice-graph"
+CIU_GRAPH = "ciu-graph"
+INFLUENCE_GRAPH = "influence-graph"
+GLOBAL_CI_GRAPH = "global-ci-graph"
+OBS_TABLE = "obs-table"
+IMPACT_TABLE = "impact-table"
+ALE_GRAPH = "ale-graph"
+
+# export
+DOWNLOAD = "download"
+EXPORT_PFI = "export-pfi"
+EXPORT_ICI = "export-ici"
+EXPORT_CIU = "export-ciu"
+EXPORT_REPORT = "export-report"
+
+# loading your own files
+MODEL_UPLOAD = "model-upload"     # button: opens the file chooser, POSTs to /upload
+DATA_UPLOAD = "data-upload"
+MODEL_FILES = "model-files"       # dcc.Store: [{"id", "name", "size"}] (server-side file ids)
+DATA_FILE = "data-file"           # dcc.Store: {"id", "name", "size"}
+MODEL_FILES_INFO = "model-files-info"
+DATA_FILE_INFO = "data-file-info"
+MODEL_ERROR = "model-error"
+DATA_ERROR = "data-error"
+TARGET_SELECT = "target-select"
+TARGET_ERROR = "target-error"
+OUTPUT_SELECT = "output-select"
+LOSS_SELECT = "loss-select"
+TYPES_CHECKLIST = "types-checklist"
+TYPES_BOX = "types-box"
+ADD_TO_CURRENT = "add-to-current"
+LOAD_BUTTON = "load-button"
+LOAD_STATUS = "load-status"

@@ -1,0 +1,229 @@
+"""Page layout: functions that build components and compute nothing."""
+
+from __future__ import annotations
+
+from dash import dash_table, dcc, html
+
+from . import ids
+from .demos import DEMOS
+
+OPERATORS = ["==", "!=", "<", "<=", ">", ">=", "between", "in", "not in", "is missing", "is not missing"]
+LOSSES = {
+    "regression": [("squared_error", "squared error"), ("absolute_error", "absolute error")],
+    "classification": [("log_loss", "log loss"), ("brier", "Brier score"), ("zero_one", "0-1 loss")],
+}
+
+
+def graph(graph_id: str, *, height: int = 380, filename: str | None = None) -> dcc.Graph:
+    return dcc.Graph(
+        id=graph_id,
+        style={"height": f"{height}px"},
+        config={
+            "displaylogo": False,
+            "toImageButtonOptions": {"format": "png", "filename": filename or graph_id, "scale": 2},
+        },
+    )
+
+
+def table(table_id: str, *, page_size: int = 12, row_selectable=None) -> dash_table.DataTable:
+    return dash_table.DataTable(
+        id=table_id,
+        page_size=page_size,
+        sort_action="native",
+        style_table={"overflowX": "auto"},
+        style_cell={"fontFamily": "inherit", "fontSize": "13px", "padding": "3px 8px", "textAlign": "right"},
+        style_header={"fontWeight": "600", "backgroundColor": "#f3f4f6"},
+        row_selectable=row_selectable,
+    )
+
+
+def panel(title: str, *children, help_text: str | None = None, extra=None, class_name: str = "panel"):
+    header = [html.H3(title)]
+    if extra is not None:
+        header.append(html.Div(extra, className="panel-tools"))
+    body = [html.Div(header, className="panel-header")]
+    if help_text:
+        body.append(html.P(help_text, className="help"))
+    body.extend(children)
+    return html.Section(body, className=class_name)
+
+
+def error_line(error_id: str) -> html.Div:
+    return html.Div(id=error_id, className="field-error", role="alert")
+
+
+def load_panel(config) -> html.Details:
+    pickle_note = (
+        "Pickle/joblib files are accepted on this server (the operator trusts them)."
+        if config.allow_pickle
+        else "Pickle and joblib files are refused: loading them runs code from the file. "
+        "Save with skops.io.dump(model, 'model.skops') or export to ONNX."
+    )
+    return html.Details([
+        html.Summary("Load your own model and data"),
+        html.Div([
+            html.Div([
+                html.Label("Model files (.skops, .onnx)"),
+                html.Button("Choose model files…", id=ids.MODEL_UPLOAD, className="button"),
+                html.Div(id=ids.MODEL_FILES_INFO, className="file-info"),
+                error_line(ids.MODEL_ERROR),
+                html.Div([
+                    html.P("This skops file contains types that are not defined by scikit-learn, NumPy or SciPy. "
+                           "Tick only the ones you trust:"),
+                    dcc.Checklist(id=ids.TYPES_CHECKLIST, options=[], value=[]),
+                ], id=ids.TYPES_BOX, style={"display": "none"}),
+                html.P(pickle_note, className="help"),
+            ], className="load-field"),
+            html.Div([
+                html.Label("Data file (.csv, .parquet) with the target column"),
+                html.Button("Choose data file…", id=ids.DATA_UPLOAD, className="button"),
+                html.Div(id=ids.DATA_FILE_INFO, className="file-info"),
+                error_line(ids.DATA_ERROR),
+                dcc.Checklist(id=ids.ADD_TO_CURRENT, options=[
+                    {"label": " no data file: add the models to the data shown now", "value": "add"}], value=[]),
+            ], className="load-field"),
+            html.Div([
+                html.Label("Target column"),
+                dcc.Dropdown(id=ids.TARGET_SELECT, options=[], placeholder="choose the target column"),
+                error_line(ids.TARGET_ERROR),
+                html.Label("Loss"),
+                dcc.Dropdown(id=ids.LOSS_SELECT, options=[], placeholder="default from the task"),
+                html.Label("Class to explain (classifiers)"),
+                dcc.Dropdown(id=ids.OUTPUT_SELECT, options=[], placeholder="default: the last class"),
+            ], className="load-field"),
+            html.Div([
+                html.Button("Load", id=ids.LOAD_BUTTON, className="button primary"),
+                html.Div(id=ids.LOAD_STATUS, className="field-error", role="alert"),
+            ], className="load-field"),
+        ], className="load-grid"),
+        dcc.Store(id=ids.MODEL_FILES, data=[]),
+        dcc.Store(id=ids.DATA_FILE, data=None),
+    ], className="load-panel")
+
+
+def header():
+    return html.Header([
+        html.Div([
+            html.H1("Why it performs"),
+            html.Span("model-agnostic feature importance: PFI · SFIMP · PI/ICI · ICE/PD · CIU", className="tagline"),
+        ], className="brand"),
+        html.Div([
+            html.Label("Data set", htmlFor=ids.WS_SELECT),
+            dcc.Dropdown(id=ids.WS_SELECT, options=[{"label": v, "value": k} for k, v in DEMOS.items()],
+                         clearable=False, style={"minWidth": "300px"}),
+        ], className="control"),
+        html.Div([
+            html.Label("Model for curves and CIU", htmlFor=ids.MODEL_SELECT),
+            dcc.Dropdown(id=ids.MODEL_SELECT, options=[], clearable=False, style={"minWidth": "180px"}),
+        ], className="control"),
+        html.Div([
+            html.Label("Feature", htmlFor=ids.FEATURE_SELECT),
+            dcc.Dropdown(id=ids.FEATURE_SELECT, options=[], clearable=False, style={"minWidth": "180px"}),
+        ], className="control"),
+    ], className="header")
+
+
+def subgroup_bar():
+    return html.Div([
+        html.Div([
+            html.Label("Subgroup"),
+            dcc.Dropdown(id=ids.COND_COLUMN, options=[], placeholder="column", style={"width": "150px"}),
+            dcc.Dropdown(id=ids.COND_OP, options=OPERATORS, value="==", clearable=False, style={"width": "110px"}),
+            dcc.Input(id=ids.COND_VALUE, type="text", placeholder="value (a, b for between/in)",
+                      debounce=True, style={"width": "170px"}),
+            html.Button("Add condition", id=ids.COND_ADD, className="button"),
+        ], className="builder"),
+        html.Div([
+            dcc.Input(id=ids.SUBGROUP_TEXT, type="text", debounce=False, n_submit=0,
+                      placeholder="or type a condition, e.g. X3 == 0 and X1 > -1", className="subgroup-text"),
+            html.Button("Apply", id=ids.SUBGROUP_APPLY, className="button primary"),
+            html.Button("Clear", id=ids.SUBGROUP_CLEAR, className="button"),
+            html.Span(id=ids.SUBGROUP_SIZE, className="subgroup-size"),
+        ], className="builder"),
+        error_line(ids.SUBGROUP_ERROR),
+    ], className="subgroup-bar")
+
+
+def progress_bar():
+    return html.Div([
+        html.Progress(id=ids.PROGRESS, value="0", max="1"),
+        html.Span(id=ids.PROGRESS_LABEL, className="progress-label"),
+        html.Button("Cancel", id=ids.CANCEL, className="button", disabled=True),
+    ], id=ids.PROGRESS_BOX, className="progress-box", style={"visibility": "hidden"})
+
+
+def views():
+    return html.Div([
+        panel("Permutation feature importance", graph(ids.PFI_GRAPH, height=360, filename="pfi"),
+              html.Div(id=ids.PFI_INFO, className="help"),
+              extra=html.Button("More repetitions", id=ids.REPEATS_MORE, className="button small"),
+              help_text="Eq. 8 of Casalicchio et al.: error increase when a feature is permuted, mean and spread "
+                        "over repetitions, on the selected rows. Click a bar to select the feature."),
+        panel("Shapley feature importance (SFIMP)", graph(ids.SFIMP_GRAPH, height=360, filename="sfimp"),
+              html.Div(id=ids.SFIMP_INFO, className="help"),
+              extra=html.Button("Compute SFIMP", id=ids.SFIMP_RUN, className="button small"),
+              help_text="Eq. 10-11: each feature's share of the model's performance; the legend gives the "
+                        "model's error (Fig. 5a). Computed on request: it costs many model calls."),
+        panel("Conditional PFI: all data, subgroup, complement", table(ids.PFI_TABLE),
+              html.Div([
+                  html.Button("Export CSV", id=ids.EXPORT_PFI, className="button small"),
+              ], className="panel-foot"),
+              help_text="Eq. 9: the mean ICI integral over the rows of each group (no new model calls)."),
+        panel("PI curves", graph(ids.PI_GRAPH, height=420, filename="pi"),
+              help_text="Partial importance of the feature for all rows and each subgroup (Fig. 4); the dashed "
+                        "line is the global PFI; the margin shows the feature's distribution (Fig. 6)."),
+        panel("ICI curves", graph(ids.ICI_GRAPH, height=440, filename="ici"),
+              html.Div(id=ids.ICI_INFO, className="help"),
+              help_text="One curve per observation; green: largest integral, red: smallest. Click a curve to "
+                        "select that observation everywhere."),
+        panel("ICE curves and PD", graph(ids.ICE_GRAPH, height=440, filename="ice"),
+              extra=dcc.Checklist(id=ids.CENTERED, options=[{"label": " centred ICE", "value": "c"}], value=[]),
+              help_text="How predictions move with the feature; same observations and highlights as ICI."),
+        panel("Most and least influential observations", table(ids.ICI_TABLE, page_size=10),
+              html.Div([
+                  html.Button("Exclude negative integrals", id=ids.EXCLUDE_NEGATIVE, className="button small"),
+                  html.Button("Exclude selected observation", id=ids.EXCLUDE_SELECTED, className="button small"),
+                  html.Button("Clear exclusions", id=ids.EXCLUDE_CLEAR, className="button small"),
+                  html.Button("Export CSV", id=ids.EXPORT_ICI, className="button small"),
+              ], className="panel-foot"),
+              html.Div(id=ids.EXCLUDED_INFO, className="help"),
+              help_text="Local PFI = integral of an observation's ICI curve; excluding observations recomputes "
+                        "the PFI (Table 2, row 3). Click a row to select the observation."),
+        panel("CIU of the selected observation", graph(ids.CIU_GRAPH, height=380, filename="ciu"),
+              html.Div(id=ids.OBS_INFO, className="help"),
+              help_text="Contextual importance (transparent) and utility (solid, CI x CU) of Främling (Fig. 3)."),
+        panel("Contextual influence", graph(ids.INFLUENCE_GRAPH, height=380, filename="influence"),
+              html.Div(html.Button("Export CSV", id=ids.EXPORT_CIU, className="button small"), className="panel-foot"),
+              help_text="Influence = CI x (CU - 0.5) (Eq. 10): positive features push the output up."),
+        panel("Selected observation", table(ids.OBS_TABLE, page_size=15),
+              help_text="Its feature values, prediction and target."),
+        panel("Global contextual importance", graph(ids.GLOBAL_CI_GRAPH, height=380, filename="global-ci"),
+              help_text="Mean CI over the explained rows of the selection."),
+        panel("ICE feature impact", table(ids.IMPACT_TABLE),
+              help_text="Ruler paper: impact, in-distribution impact, heterogeneity (interactions) and "
+                        "non-linearity per feature; PD importance (FIRM) for comparison."),
+        panel("Accumulated local effects", graph(ids.ALE_GRAPH, height=380, filename="ale"),
+              help_text="ALE of the feature read off its ICE tensor (Scholbeck et al., Sec. 3)."),
+    ], className="views")
+
+
+def page(config) -> html.Div:
+    return html.Div([
+        dcc.Location(id=ids.URL, refresh="callback-nav"),
+        dcc.Store(id=ids.STATE),
+        dcc.Store(id=ids.RESULTS),
+        dcc.Store(id=ids.JOB_REQUEST),
+        dcc.Store(id=ids.JOB_DONE),
+        dcc.Store(id=ids.LOADED_WS),
+        dcc.Store(id=ids.NEGATIVE),
+        dcc.Download(id=ids.DOWNLOAD),
+        header(),
+        load_panel(config),
+        subgroup_bar(),
+        html.Div([
+            html.Div(id=ids.STATUS, className="status", role="status"),
+            progress_bar(),
+            html.Button("Download HTML report", id=ids.EXPORT_REPORT, className="button"),
+        ], className="status-bar"),
+        views(),
+    ], className="page")

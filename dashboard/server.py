@@ -1,0 +1,88 @@
+"""The Dash app factory: layout, callbacks, background-callback manager and upload route."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import diskcache
+from dash import Dash, DiskcacheManager
+from flask import jsonify, request
+from werkzeug.exceptions import RequestEntityTooLarge
+
+from . import layout
+from .callbacks import register_all
+from .config import Config
+from .loaders import DATA_SUFFIXES, MODEL_SUFFIXES
+from .state import Context, make_context
+
+log = logging.getLogger(__name__)
+_FORM_OVERHEAD = 64 * 1024
+
+
+def create_app(config: Config) -> Dash:
+    ctx = make_context(config)
+    jobs_cache = diskcache.Cache(str(config.cache_path / "jobs"))
+    app = Dash(
+        __name__,
+        title="Why it performs",
+        assets_folder=str(_assets_folder()),
+        background_callback_manager=DiskcacheManager(jobs_cache, expire=3600),
+        suppress_callback_exceptions=False,
+    )
+    app.server.secret_key = config.secret_key
+    app.layout = layout.page(config)
+    register_all(app, ctx)
+    add_upload_route(app.server, ctx)
+    app._wip_context = ctx  # for tests and benchmarks (read-only handle; no per-user data)
+    return app
+
+
+def _assets_folder():
+    from pathlib import Path
+
+    return Path(__file__).resolve().parent.parent / "assets"
+
+
+def add_upload_route(server, ctx: Context) -> None:
+    """POST /upload (multipart, field ``file``): streams the file to the upload folder.
+
+    The size limit is enforced by Werkzeug while it reads the body (before anything is
+    decoded); the answer is JSON ``{"id", "name", "size"}`` or ``{"error"}``. The id is a
+    random token: the only handle callbacks get.
+    """
+    limit = config_limit = ctx.config.upload_limit_mb * 2**20
+    suffixes = {"model": MODEL_SUFFIXES, "data": DATA_SUFFIXES}
+    last_purge = [0.0]
+
+    @server.route("/upload", methods=["POST"])
+    def upload():
+        if time.time() - last_purge[0] > 600:
+            last_purge[0] = time.time()
+            ctx.store.purge_uploads(ctx.config.upload_ttl_hours)
+        request.max_content_length = limit + _FORM_OVERHEAD
+        too_big = (f"The file is larger than this server's upload limit of {ctx.config.upload_limit_mb} MiB "
+                   "(option --upload-limit-mb).")
+        if request.content_length is not None and request.content_length > limit + _FORM_OVERHEAD:
+            return jsonify(error=too_big), 413
+        try:
+            kind = request.form.get("kind", "")
+            file = request.files.get("file")
+        except RequestEntityTooLarge:
+            return jsonify(error=too_big), 413
+        if kind not in suffixes:
+            return jsonify(error="The upload must say whether it is a 'model' or 'data' file."), 400
+        if file is None or not file.filename:
+            return jsonify(error="No file was sent (form field 'file')."), 400
+        name = file.filename
+        suffix = "." + name.rsplit(".", 1)[-1].lower() if "." in name else ""
+        if suffix not in suffixes[kind]:
+            return jsonify(error=f"{name}: a {kind} file must end in {', '.join(suffixes[kind])} (got "
+                                 f"{suffix or 'no suffix'})."), 400
+        token, path = ctx.store.new_upload(name)
+        file.save(path)
+        size = path.stat().st_size
+        if size > config_limit:
+            path.unlink()
+            return jsonify(error=too_big), 413
+        return jsonify(id=token, name=name, size=size)

@@ -1,0 +1,77 @@
+"""Drill-down state: what the URL holds, and the server context callbacks share.
+
+The state (workspace, model, feature, subgroup, selected observation, display options)
+lives in the URL query string and in a ``dcc.Store``; nothing per user lives in the
+server's memory. :class:`Context` bundles what every callback needs: configuration, the
+on-disk store and the model-loading policy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from urllib.parse import parse_qs, urlencode
+
+from .config import Config
+from .demos import DEFAULT_DEMO
+from .loaders import Policy
+from .store import Store
+
+DEFAULT_REPEATS = 10
+MAX_REPEATS = 200
+_KEYS = ("ws", "model", "feature", "subgroup", "obs", "centered", "repeats", "sfimp", "exclude")
+
+
+@dataclass(frozen=True)
+class Context:
+    config: Config
+    store: Store
+    policy: Policy
+
+
+def make_context(config: Config) -> Context:
+    store = Store(config.cache_path, size_limit_mb=config.cache_size_mb)
+    policy = Policy(allow_pickle=config.allow_pickle, allow_user_types=config.allow_user_types,
+                    max_bytes=config.upload_limit_mb * 2**20)
+    return Context(config=config, store=store, policy=policy)
+
+
+def default_state() -> dict:
+    return {"ws": DEFAULT_DEMO, "model": None, "feature": None, "subgroup": "", "obs": None,
+            "centered": False, "repeats": DEFAULT_REPEATS, "sfimp": False, "exclude": []}
+
+
+def state_from_search(search: str | None) -> dict:
+    """Parse a query string (``?ws=demo-x3&feature=X1&subgroup=X3%20%3D%3D%200``) leniently:
+    unknown keys are ignored and bad values fall back to defaults (validated later)."""
+    state = default_state()
+    query = parse_qs((search or "").lstrip("?"), keep_blank_values=False)
+    one = {k: v[-1] for k, v in query.items() if k in _KEYS and v}
+    for key in ("ws", "model", "feature", "subgroup", "obs"):
+        if key in one:
+            state[key] = one[key][:2000]
+    state["centered"] = one.get("centered") == "1"
+    state["sfimp"] = one.get("sfimp") == "1"
+    try:
+        state["repeats"] = min(max(int(one.get("repeats", DEFAULT_REPEATS)), 2), MAX_REPEATS)
+    except ValueError:
+        state["repeats"] = DEFAULT_REPEATS
+    if one.get("exclude"):
+        state["exclude"] = [e for e in one["exclude"].split(",") if e][:5000]
+    return state
+
+
+def search_from_state(state: dict) -> str:
+    """The query string of a state; default values are left out to keep URLs short."""
+    query = {"ws": state.get("ws")}
+    for key in ("model", "feature", "subgroup", "obs"):
+        if state.get(key) not in (None, ""):
+            query[key] = str(state[key])
+    if state.get("centered"):
+        query["centered"] = "1"
+    if state.get("sfimp"):
+        query["sfimp"] = "1"
+    if state.get("repeats", DEFAULT_REPEATS) != DEFAULT_REPEATS:
+        query["repeats"] = str(state["repeats"])
+    if state.get("exclude"):
+        query["exclude"] = ",".join(str(e) for e in state["exclude"])
+    return "?" + urlencode(query)

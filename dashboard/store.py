@@ -1,0 +1,251 @@
+"""Server-side state on disk: uploaded files, workspaces, demo models and the result cache.
+
+Everything a session sees is reached through a workspace id. Demo workspaces have fixed
+public ids (``demo-x3`` ...); a workspace built from uploads gets a random 128-bit token,
+so one session cannot guess or enumerate another's. Workspaces are immutable: adding a
+model makes a new workspace, so a shared URL always shows what it showed.
+
+Results are cached in one :class:`diskcache.Cache` under keys derived from the SHA-256 of
+the model file, of the data and of the parameters (:func:`result_key`), so a second visit,
+a second session on the same files or a second gunicorn worker gets them at once.
+
+Layout of ``cache_dir``::
+
+    uploads/<token>/<name>      files as uploaded (deleted after upload_ttl_hours)
+    data/<sha>.parquet          parsed data sets, by content hash
+    models/<sha><suffix>        model files, by content hash
+    workspaces/<id>.json        workspace records
+    demos/                      demo models (.skops) and data, built at first use
+    results/                    diskcache: computed results
+    jobs/                       diskcache: Dash background-callback manager
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import secrets
+import shutil
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import diskcache
+import numpy as np
+import pandas as pd
+
+RESULT_VERSION = "r1"  # bump when a result's meaning changes, to orphan old entries
+_TOKEN = re.compile(r"^[A-Za-z0-9_-]{16,64}$")
+_DEMO_ID = re.compile(r"^demo-[a-z0-9]+$")
+
+
+@dataclass(frozen=True)
+class ModelEntry:
+    name: str            # shown to the user (file name without suffix, or the demo model's name)
+    path: str            # relative to cache_dir
+    sha: str             # SHA-256 of the file
+    accepted_types: tuple = ()
+    features: tuple = () # the data columns the model reads, in its order
+
+    @property
+    def key(self) -> str:
+        return self.sha[:16]
+
+
+@dataclass(frozen=True)
+class Workspace:
+    id: str
+    title: str
+    data_path: str       # parquet, relative to cache_dir
+    data_sha: str
+    target: str
+    task: str            # "regression" or "classification"
+    loss: str
+    output: Any = None   # class whose probability is explained (classifiers)
+    models: tuple[ModelEntry, ...] = ()
+    demo: bool = False
+    features: tuple = () # model inputs (the same for every model of the workspace)
+    warnings: tuple = field(default=())
+
+    def model(self, name: str | None) -> ModelEntry:
+        for entry in self.models:
+            if entry.name == name:
+                return entry
+        return self.models[0]
+
+    def to_json(self) -> str:
+        record = asdict(self)
+        record["models"] = [asdict(m) for m in self.models]
+        return json.dumps(record, default=_json_default)
+
+    @classmethod
+    def from_json(cls, text: str) -> Workspace:
+        record = json.loads(text)
+        record["models"] = tuple(
+            ModelEntry(**{**m, "accepted_types": tuple(m["accepted_types"]), "features": tuple(m["features"])})
+            for m in record["models"])
+        record["features"] = tuple(record["features"])
+        record["warnings"] = tuple(record.get("warnings", ()))
+        return cls(**record)
+
+
+def _json_default(value):
+    if isinstance(value, np.generic):
+        return value.item()
+    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+
+
+class Store:
+    """File layout and caches under one folder shared by all workers of a deployment."""
+
+    def __init__(self, root: str | Path, *, size_limit_mb: int = 2048):
+        self.root = Path(root).resolve()
+        for sub in ("uploads", "data", "models", "workspaces", "demos"):
+            (self.root / sub).mkdir(parents=True, exist_ok=True)
+        self.results = diskcache.Cache(
+            str(self.root / "results"), size_limit=int(size_limit_mb) * 2**20,
+            eviction_policy="least-recently-used",
+        )
+
+    # --- files -----------------------------------------------------------------------
+    def path(self, relative: str) -> Path:
+        return self.root / relative
+
+    def new_upload(self, filename: str) -> tuple[str, Path]:
+        token = secrets.token_urlsafe(16)
+        folder = self.root / "uploads" / token
+        folder.mkdir(parents=True)
+        return token, folder / safe_name(filename)
+
+    def upload_path(self, token: str) -> Path | None:
+        """The file of an upload token, or None (unknown, malformed or expired token)."""
+        if not isinstance(token, str) or not _TOKEN.match(token):
+            return None
+        folder = self.root / "uploads" / token
+        files = [p for p in folder.iterdir()] if folder.is_dir() else []
+        return files[0] if len(files) == 1 else None
+
+    def purge_uploads(self, ttl_hours: float) -> int:
+        """Delete uploads older than the configured lifetime; returns how many."""
+        limit = time.time() - ttl_hours * 3600
+        removed = 0
+        for folder in (self.root / "uploads").iterdir():
+            try:
+                if folder.stat().st_mtime < limit:
+                    shutil.rmtree(folder, ignore_errors=True)
+                    removed += 1
+            except FileNotFoundError:
+                continue
+        return removed
+
+    def keep_data(self, frame: pd.DataFrame) -> tuple[str, str]:
+        """Store a parsed data set by content hash; returns (relative path, sha)."""
+        sha = frame_sha(frame)
+        rel = f"data/{sha}.parquet"
+        if not self.path(rel).exists():
+            _atomic_write(self.path(rel), lambda p: frame.to_parquet(p))
+        return rel, sha
+
+    def keep_model(self, source: Path, suffix: str) -> tuple[str, str]:
+        sha = file_sha(source)
+        rel = f"models/{sha}{suffix}"
+        if not self.path(rel).exists():
+            _atomic_write(self.path(rel), lambda p: shutil.copyfile(source, p))
+        return rel, sha
+
+    # --- workspaces ------------------------------------------------------------------
+    def save_workspace(self, ws: Workspace) -> None:
+        _atomic_write(self.root / "workspaces" / f"{ws.id}.json", lambda p: Path(p).write_text(ws.to_json()))
+
+    def workspace(self, ws_id: str) -> Workspace | None:
+        """A workspace by id, or None for an unknown or malformed id (never a path escape)."""
+        if not isinstance(ws_id, str) or not (_TOKEN.match(ws_id) or _DEMO_ID.match(ws_id)):
+            return None
+        file = self.root / "workspaces" / f"{ws_id}.json"
+        if not file.exists():
+            if _DEMO_ID.match(ws_id):
+                from .demos import build_demo  # trained at first use
+
+                return build_demo(self, ws_id)
+            return None
+        return Workspace.from_json(file.read_text())
+
+    def data(self, ws: Workspace) -> pd.DataFrame:
+        return read_parquet_cached(str(self.path(ws.data_path)), ws.data_sha)
+
+    # --- results ---------------------------------------------------------------------
+    def get(self, key: str):
+        return self.results.get(key, default=None)
+
+    def has(self, key: str) -> bool:
+        return key in self.results
+
+    def put(self, key: str, value) -> None:
+        self.results.set(key, value)
+
+
+def result_key(kind: str, ws: Workspace, model: ModelEntry | None = None, **params) -> str:
+    """Cache key from the content hashes of data and model, the task settings and params."""
+    spec = {
+        "v": RESULT_VERSION, "kind": kind, "data": ws.data_sha, "target": ws.target,
+        "loss": ws.loss, "output": ws.output, "model": None if model is None else model.sha,
+        "params": params,
+    }
+    digest = hashlib.sha256(json.dumps(spec, sort_keys=True, default=str).encode()).hexdigest()
+    return f"{kind}:{digest[:40]}"
+
+
+def new_workspace_id() -> str:
+    return secrets.token_urlsafe(16)
+
+
+def safe_name(filename: str) -> str:
+    """A file name without any path part or odd characters (for the upload folder)."""
+    base = os.path.basename(str(filename or "").replace("\\", "/")) or "upload"
+    cleaned = re.sub(r"[^A-Za-z0-9._-]", "_", base)[:120].lstrip(".")
+    return cleaned or "upload"
+
+
+def file_sha(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def frame_sha(frame: pd.DataFrame) -> str:
+    digest = hashlib.sha256()
+    digest.update(json.dumps([str(c) for c in frame.columns]).encode())
+    digest.update(json.dumps([str(t) for t in frame.dtypes]).encode())
+    digest.update(pd.util.hash_pandas_object(frame, index=True).to_numpy().tobytes())
+    return digest.hexdigest()
+
+
+_PARQUET_CACHE: dict[str, pd.DataFrame] = {}
+
+
+def read_parquet_cached(path: str, sha: str) -> pd.DataFrame:
+    """Parsed data by content hash: a small per-process cache of immutable, shared data
+    (not per-user state: the same content gives the same frame for every session)."""
+    frame = _PARQUET_CACHE.get(sha)
+    if frame is None:
+        frame = pd.read_parquet(path)
+        if len(_PARQUET_CACHE) >= 8:
+            _PARQUET_CACHE.pop(next(iter(_PARQUET_CACHE)))
+        _PARQUET_CACHE[sha] = frame
+    return frame
+
+
+def _atomic_write(target: Path, write) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.{secrets.token_hex(6)}.tmp")
+    try:
+        write(tmp)
+        os.replace(tmp, target)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
