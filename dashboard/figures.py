@@ -3,7 +3,8 @@
 No model calls, no I/O, nothing global set at import; the only randomness is a seeded
 ``np.random.default_rng(random_state)`` choosing which ICI/ICE curves to draw. Every bar and
 curve point a user may click carries ``customdata`` naming the feature or the observation
-(row label), so callbacks read the selection from ``clickData`` and never from the figure's
+(row label; a plain list, since plotly.js leaves typed-array customdata out of a WebGL
+trace's click event), so callbacks read the selection from ``clickData`` and never from the figure's
 data arrays.
 
 Papers: seed 000 = Casalicchio, Molnar & Bischl (2018), "Visualizing the Feature Importance
@@ -163,7 +164,7 @@ def pfi_figure(pfi: Mapping[str, pd.DataFrame], *, selected=None, title: str | N
         if repeats.size:
             fig.add_trace(go.Scatter(
                 x=repeats.ravel(), y=np.repeat([str(f) for f in order], repeats.shape[1]),
-                customdata=np.repeat(np.array(names, dtype=object), repeats.shape[1]),
+                customdata=np.repeat(np.array(names, dtype=object), repeats.shape[1]).tolist(),
                 mode="markers", marker=dict(color=color, size=4, opacity=0.45, line_width=0),
                 showlegend=False, offsetgroup=str(model), legendgroup=str(model), name=f"{model} repeats",
                 hovertemplate=f"{model}<br>%{{customdata}}: one permutation %{{x:.4g}}<extra></extra>",
@@ -338,7 +339,7 @@ def _curves_figure(prof: FeatureProfile, kind: str, *, max_curves: int, n_points
     xs[:, :-1], ys[:, :-1] = x[cols], curves[np.ix_(drawn, cols)]
     hover = "row %{customdata}<br>" + f"{prof.feature} = " + "%{x}<br>y = %{y:.4g}<extra></extra>"
     fig.add_trace(go.Scattergl(
-        x=xs.ravel(), y=ys.ravel(), customdata=np.repeat(labels[drawn], width), mode="lines",
+        x=xs.ravel(), y=ys.ravel(), customdata=np.repeat(labels[drawn], width).tolist(), mode="lines",
         line=dict(color=CURVE_COLOR, width=1), opacity=CURVE_OPACITY, connectgaps=False,
         name=f"{kind} curves ({drawn.size})", hovertemplate=hover,
     ))
@@ -352,7 +353,7 @@ def _curves_figure(prof: FeatureProfile, kind: str, *, max_curves: int, n_points
 
     def one(pos: int, name: str, color: str, line_width: float) -> None:
         fig.add_trace(go.Scattergl(
-            x=x, y=curves[pos], customdata=np.repeat(labels[pos:pos + 1], n_grid),
+            x=x, y=curves[pos], customdata=np.repeat(labels[pos:pos + 1], n_grid).tolist(),
             mode="lines+markers" if prof.categorical else "lines", name=name,
             line=dict(color=color, width=line_width), hovertemplate=hover,
         ))
@@ -415,7 +416,7 @@ def ciu_figure(ciu: pd.DataFrame, *, title: str | None = None) -> go.Figure:
     if flagged.any():
         fig.add_trace(go.Scatter(
             x=df["CI"].to_numpy(float)[flagged], y=np.array(y, dtype=object)[flagged],
-            customdata=np.array(names, dtype=object)[flagged], mode="markers+text", text=["out of range"] * int(flagged.sum()),
+            customdata=np.array(names, dtype=object)[flagged].tolist(), mode="markers+text", text=["out of range"] * int(flagged.sum()),
             textposition="middle right", marker=dict(symbol="triangle-left", color=SMALLEST_COLOR, size=10),
             name="out of range", hovertext=np.array(hover, dtype=object)[flagged],
             hovertemplate="%{hovertext}<extra></extra>",
@@ -494,8 +495,12 @@ def ale_figure(ale: pd.DataFrame, *, feature) -> go.Figure:
 # --- misc -------------------------------------------------------------------------------------
 def empty_figure(message: str) -> go.Figure:
     """A blank figure showing ``message`` in its centre (no data, missing target, errors)."""
+    import html
+    import textwrap
+
     fig = go.Figure()
-    fig.add_annotation(text=message, x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False,
+    text = "<br>".join(html.escape(line) for line in textwrap.wrap(str(message), 60)) or " "
+    fig.add_annotation(text=text, x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False,
                        font=dict(size=15, color="#555555"))
     return _style(fig, "", "empty", height=MIN_HEIGHT, xaxis=dict(visible=False), yaxis=dict(visible=False))
 

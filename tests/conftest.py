@@ -71,3 +71,12 @@ def forest_clf(clf_data):
         remainder="passthrough",
     )
     return make_pipeline(pre, RandomForestClassifier(n_estimators=20, random_state=0)).fit(X, y)
+
+
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item, call):
+    """Expose each phase's report on the test item (``item.rep_call``) for fixtures that
+    save evidence (screenshots, server logs) when a test failed."""
+    outcome = yield
+    report = outcome.get_result()
+    setattr(item, f"rep_{report.when}", report)

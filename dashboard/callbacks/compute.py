@@ -79,15 +79,16 @@ def run_request(ctx, request: dict, set_progress=None) -> dict:
 
 
 def register(app, ctx) -> None:
+    # STATE -> resolve -> JOB_REQUEST -> run_job -> JOB_DONE -> finish -> RESULTS: no cycle
+    # (the renderer would not re-run a callback that fed the job that just finished).
     @app.callback(
         Output(ids.RESULTS, "data"),
         Output(ids.JOB_REQUEST, "data"),
         Output(ids.STATUS, "children"),
         Input(ids.STATE, "data"),
-        Input(ids.JOB_DONE, "data"),
     )
-    def resolve(state, done):
-        return resolve_state(ctx, state, done)
+    def resolve(state):
+        return resolve_state(ctx, state, None)
 
     @app.callback(
         Output(ids.JOB_DONE, "data"),
@@ -108,9 +109,28 @@ def register(app, ctx) -> None:
         return run_request(ctx, request, set_progress)
 
     @app.callback(
+        Output(ids.RESULTS, "data", allow_duplicate=True),
+        Output(ids.STATUS, "children", allow_duplicate=True),
+        Input(ids.JOB_DONE, "data"),
+        State(ids.STATE, "data"),
+        prevent_initial_call=True,
+    )
+    def finish(done, state):
+        return finish_job(ctx, state, done)
+
+    @app.callback(
         Output(ids.STATUS, "children", allow_duplicate=True),
         Input(ids.CANCEL, "n_clicks"),
         prevent_initial_call=True,
     )
     def cancelled(_n):
         return "Cancelled. Change a setting (or reload the page) to compute again."
+
+
+def finish_job(ctx, state, done):
+    """After a job: the results if the current state is now complete, its error if it
+    failed; nothing while a newer job (for a newer state) is still running."""
+    results, request, status = resolve_state(ctx, state, done)
+    if request is not no_update and request is not None:
+        return no_update, no_update
+    return results, status

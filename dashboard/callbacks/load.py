@@ -56,7 +56,7 @@ def describe_models(ctx, files):
                 errors.append(f"{f['name']}: the upload expired; choose the file again.")
                 continue
             try:
-                types.extend(model_untrusted_types(path, policy=ctx.policy))
+                types.extend(model_untrusted_types(path, policy=ctx.policy, name=f["name"]))
             except LoadError as exc:
                 errors.append(str(exc))
     options = [{"label": f" {t}", "value": t, "disabled": not ctx.policy.allow_user_types} for t in sorted(set(types))]

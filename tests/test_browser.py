@@ -1,0 +1,312 @@
+"""Browser tests: headless Debian Chromium (Playwright) against ``gunicorn app:server -w 2``.
+
+The server runs as users would run it (two workers, background callbacks through the
+shared disk cache) with its own cache folder. Screenshots of each flow are saved under
+``test-output/screenshots/`` (override with WIP_TEST_OUTPUT).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+pytestmark = pytest.mark.browser
+
+ROOT = Path(__file__).resolve().parent.parent
+OUTPUT = Path(os.environ.get("WIP_TEST_OUTPUT", ROOT / "test-output")) / "screenshots"
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
+TIMEOUT = 90_000  # ms; the first visit trains the demo and runs its ICE/ICI passes
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def server(tmp_path_factory):
+    """gunicorn with two workers on a free loopback port, its own cache folder."""
+    if not Path(CHROMIUM).exists():
+        pytest.fail("Debian's chromium is missing: run the suite with `python tests/run.py` (installs it).")
+    import requests
+
+    cache = tmp_path_factory.mktemp("wip-cache")
+    port = _free_port()
+    env = {**os.environ, "WIP_CACHE_DIR": str(cache), "WIP_SECRET_KEY": "test-secret", "WIP_UPLOAD_LIMIT_MB": "5"}
+    log = open(cache / "gunicorn.log", "w")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gunicorn", "-c", str(ROOT / "gunicorn.conf.py"), "app:server", "-w", "2",
+         "-b", f"127.0.0.1:{port}", "--no-control-socket"],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        try:
+            if requests.get(url + "/", timeout=2).status_code == 200:
+                break
+        except requests.RequestException:
+            time.sleep(0.3)
+    else:
+        proc.terminate()
+        pytest.fail("gunicorn did not start:\n" + (cache / "gunicorn.log").read_text()[-3000:])
+    yield {"url": url, "proc": proc, "cache": cache}
+    proc.terminate()
+    try:
+        proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+    log.close()
+
+
+@pytest.fixture(scope="session")
+def chrome():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def tab(chrome, server, request):
+    """A fresh browser context per test (its own session); fails on page errors."""
+    context = chrome.new_context(viewport={"width": 1400, "height": 1800}, accept_downloads=True)
+    pg = context.new_page()
+    pg.set_default_timeout(TIMEOUT)
+    errors = []
+    pg.on("pageerror", lambda e: errors.append(str(e)))
+    pg.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    yield pg
+    failed = getattr(request.node, "rep_call", None) is not None and request.node.rep_call.failed
+    if failed:
+        shot(pg, f"FAILED-{request.node.name}")
+        print((server["cache"] / "gunicorn.log").read_text()[-4000:])
+    context.close()
+    assert errors == [], f"browser errors: {errors}"
+
+
+def shot(tab, name: str) -> None:
+    OUTPUT.mkdir(parents=True, exist_ok=True)
+    tab.screenshot(path=str(OUTPUT / f"{name}.png"), full_page=True)
+
+
+def wait_views(tab) -> None:
+    """Until the ICI view shows curves of the current state (its legend names the extremes)."""
+    tab.wait_for_selector("#ici-graph .main-svg")
+    tab.wait_for_function(
+        "() => { const g = document.querySelector('#ici-graph .js-plotly-plot');"
+        " return g && g._fullData && g._fullData.some(t => (t.name || '').startsWith('largest integral')); }")
+    tab.wait_for_function("() => !document.querySelector('._dash-loading-callback')")
+
+
+def table_column(tab, table_id: str, header_prefix: str) -> dict:
+    """{feature: value} from a DataTable column whose header starts with header_prefix."""
+    return tab.evaluate(
+        """([tid, prefix]) => {
+            const t = document.querySelector('#' + tid + ' table');
+            const heads = Array.from(t.querySelectorAll('th')).map(h => h.innerText.trim());
+            const col = heads.findIndex(h => h.startsWith(prefix));
+            const out = {};
+            for (const tr of t.querySelectorAll('tr')) {
+                const cells = tr.querySelectorAll('td');
+                if (cells.length > col && col >= 0) out[cells[0].innerText.trim()] = parseFloat(cells[col].innerText);
+            }
+            return out;
+        }""", [table_id, header_prefix])
+
+
+def test_gunicorn_serves_layout_and_callbacks(server):
+    """gunicorn -w 2 answers the tab, the layout and the callback map."""
+    import requests
+
+    url = server["url"]
+    assert requests.get(url + "/", timeout=10).status_code == 200
+    layout = requests.get(url + "/_dash-layout", timeout=10)
+    assert layout.status_code == 200 and "ici-graph" in layout.text
+    deps = requests.get(url + "/_dash-dependencies", timeout=10).json()
+    assert any("job-done" in d["output"] for d in deps)
+
+
+def test_demo_renders_pi_and_ici(server, tab):
+    """The demo opens on PI and ICI curves, the extremes highlighted, the URL holding the state."""
+    tab.goto(server["url"] + "/")
+    wait_views(tab)
+    ici = tab.evaluate("() => document.querySelector('#ici-graph .js-plotly-plot')._fullData.map(t => [t.type, t.name])")
+    assert ici[0][0] == "scattergl"
+    assert any(name.startswith("smallest integral") for _, name in ici)
+    pi_names = tab.evaluate("() => document.querySelector('#pi-graph .js-plotly-plot')._fullData.map(t => t.name || '')")
+    assert any(n.startswith("all (n=500)") for n in pi_names)
+    assert "ws=demo-x3" in tab.url and "feature=X1" in tab.url
+    shot(tab, "demo-pi-ici")
+
+
+def test_subgroup_x3_changes_the_ranking(server, tab):
+    """X3 == 0: X1 becomes far more important than X2 (Table 1 of seed 000); X3 == 1 the reverse."""
+    tab.goto(server["url"] + "/?ws=demo-x3")
+    wait_views(tab)
+    overall = table_column(tab, "pfi-table", "all")
+    assert 0.6 < overall["X1"] / overall["X2"] < 1.6
+    tab.fill("#subgroup-text", "X3 == 0")
+    tab.click("#subgroup-apply")
+    tab.wait_for_function("() => location.search.includes('subgroup=')")
+    tab.wait_for_selector("#pfi-table th:has-text('subgroup')")
+    sub = table_column(tab, "pfi-table", "subgroup")
+    comp = table_column(tab, "pfi-table", "complement")
+    assert sub["X1"] > 10 * sub["X2"]
+    assert comp["X2"] > 10 * comp["X1"]
+    # the permutation PFI bars are recomputed on the subgroup: X1 on top
+    tab.wait_for_function(
+        "() => { const g = document.querySelector('#pfi-graph .js-plotly-plot');"
+        " return g && (g.layout.title.text || '').includes('subgroup'); }")
+    bars = tab.evaluate(
+        "() => { const t = document.querySelector('#pfi-graph .js-plotly-plot')._fullData.find(t => t.type === 'bar');"
+        " const y = Array.from(t.y), x = Array.from(t.x); return Object.fromEntries(y.map((f, i) => [f, x[i]])); }")
+    assert bars["X1"] > 5 * bars["X2"]
+    assert "subgroup (n=" in tab.inner_text("#pfi-table")
+    tab.wait_for_function(  # PI curves of all rows, the subgroup and its complement (Fig. 4)
+        "() => { const n = document.querySelector('#pi-graph .js-plotly-plot')._fullData.map(t => t.name || '');"
+        " return n.some(s => s.startsWith('all (n=500)')) && n.some(s => s.startsWith('X3 == 0 (n='))"
+        " && n.some(s => s.startsWith('not (X3 == 0) (n=')); }")
+    shot(tab, "subgroup-x3-0")
+
+
+def _click_curve(tab, trace_prefix: str):
+    """Click the peak of a named ICI trace; returns that trace's row label."""
+    target = tab.evaluate(
+        """(prefix) => {
+            const g = document.querySelector('#ici-graph .js-plotly-plot');
+            const t = g._fullData.find(t => (t.name || '').startsWith(prefix));
+            const xs = Array.from(t.x), ys = Array.from(t.y);
+            const k = ys.indexOf(Math.max(...ys.filter(Number.isFinite)));  // its peak: no other curve near
+            const fl = g._fullLayout, xa = fl.xaxis, ya = fl.yaxis;
+            const box = g.getBoundingClientRect();
+            return {px: box.left + xa._offset + xa.l2p(xs[k]), py: box.top + ya._offset + ya.l2p(ys[k]),
+                    row: String(Array.from(t.customdata)[k])};
+        }""", trace_prefix)
+    tab.mouse.move(target["px"], target["py"])
+    tab.wait_for_timeout(300)
+    tab.mouse.click(target["px"], target["py"])
+    return target["row"]
+
+
+def test_click_ici_curve_shows_its_ciu(server, tab):
+    """Clicking an ICI curve selects that observation: URL, CIU title and observation table."""
+    tab.goto(server["url"] + "/?ws=demo-x3&feature=X2")
+    wait_views(tab)
+    row = _click_curve(tab, "largest integral")
+    tab.wait_for_function(f"() => location.search.includes('obs={row}')")
+    tab.wait_for_function(
+        f"() => {{ const g = document.querySelector('#ciu-graph .js-plotly-plot');"
+        f" return g && (g.layout.title.text || '').includes('row {row}'); }}")
+    ciu_features = tab.evaluate(
+        "() => Array.from(document.querySelector('#ciu-graph .js-plotly-plot')._fullData[0].y)")
+    assert set(ciu_features) == {"X1", "X2", "X3"}
+    assert "prediction" in tab.inner_text("#obs-table")
+    shot(tab, "ici-click-ciu")
+
+
+def _choose_files(tab, button: str, paths):
+    with tab.expect_file_chooser() as chooser:
+        tab.click(button)
+    chooser.value.set_files([str(p) for p in paths])
+
+
+@pytest.fixture(scope="module")
+def upload_files(tmp_path_factory):
+    """A skops pipeline (forest on mixed types) with its CSV, a pickle, and bad data files."""
+    from sklearn.compose import ColumnTransformer
+    from sklearn.ensemble import RandomForestClassifier
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OneHotEncoder
+    import skops.io as sio
+
+    folder = tmp_path_factory.mktemp("uploads")
+    rng = np.random.default_rng(0)
+    n = 300
+    data = pd.DataFrame({
+        "income": rng.normal(50, 10, n).round(2),
+        "age": rng.integers(18, 80, n),
+        "region": rng.choice(["north", "south", "east"], n),
+    })
+    score = (data.income - 50) / 10 + (data.region == "south") * 1.0 + rng.normal(0, 0.5, n)
+    data["approved"] = np.where(score > 0.3, "yes", "no")
+    X, y = data.drop(columns="approved"), data["approved"]
+    pre = ColumnTransformer([("cat", OneHotEncoder(handle_unknown="ignore"), ["region"])], remainder="passthrough")
+    model = make_pipeline(pre, RandomForestClassifier(n_estimators=30, random_state=0)).fit(X, y)
+    sio.dump(model, folder / "credit.skops")
+    data.to_csv(folder / "credit.csv", index=False)
+    (folder / "sheet.csv").write_bytes(b"PK\x03\x04" + b"\x00" * 200)
+    import pickle
+    (folder / "model.pkl").write_bytes(pickle.dumps(model))
+    return folder
+
+
+def test_upload_skops_and_csv_renders_views(server, tab, upload_files):
+    """A .skops pipeline and its CSV load through the upload route and every view renders."""
+    tab.goto(server["url"] + "/")
+    wait_views(tab)
+    tab.click("summary:has-text('Load your own')")
+    _choose_files(tab, "#model-upload", [upload_files / "credit.skops"])
+    tab.wait_for_selector("#model-files-info:has-text('credit.skops')")
+    _choose_files(tab, "#data-upload", [upload_files / "credit.csv"])
+    tab.wait_for_selector("#data-file-info:has-text('300 rows')")
+    tab.click("#load-button")
+    tab.wait_for_function("() => !location.search.includes('demo-x3') && location.search.includes('ws=')")
+    wait_views(tab)
+    features = tab.evaluate(
+        "() => Array.from(document.querySelector('#pfi-graph .js-plotly-plot')._fullData[0].y)")
+    assert set(features) == {"income", "age", "region"}
+    assert tab.inner_text("#model-error").strip() == ""
+    shot(tab, "upload-skops-csv")
+
+
+def test_bad_upload_shows_error_and_page_keeps_working(server, tab, upload_files):
+    """An Excel file renamed .csv gets a message next to the data input; the views still work."""
+    tab.goto(server["url"] + "/?ws=demo-x3")
+    wait_views(tab)
+    tab.click("summary:has-text('Load your own')")
+    _choose_files(tab, "#data-upload", [upload_files / "sheet.csv"])
+    tab.wait_for_selector("#data-error:has-text('Excel')")
+    tab.click("#load-button")
+    tab.wait_for_selector("#model-error:has-text('at least one model')")
+    tab.fill("#subgroup-text", "X3 == 1")
+    tab.click("#subgroup-apply")
+    tab.wait_for_selector("#pfi-table th:has-text('subgroup')")
+    shot(tab, "bad-upload")
+
+
+def test_pickle_upload_is_refused(server, tab, upload_files):
+    """A pickle model is refused by default with the reason shown; nothing is unpickled."""
+    tab.goto(server["url"] + "/?ws=demo-x3")
+    wait_views(tab)
+    tab.click("summary:has-text('Load your own')")
+    _choose_files(tab, "#model-upload", [upload_files / "model.pkl"])
+    tab.wait_for_selector("#model-error:has-text('refused')")
+    text = tab.inner_text("#model-error")
+    assert "run code" in text and "skops" in text
+    shot(tab, "pickle-refused")
+
+
+def test_bad_subgroup_shows_error_next_to_the_box(server, tab):
+    """A malformed condition is explained next to the box; the previous state stays."""
+    tab.goto(server["url"] + "/?ws=demo-x3")
+    wait_views(tab)
+    tab.fill("#subgroup-text", "X9 == 0")
+    tab.click("#subgroup-apply")
+    tab.wait_for_selector("#subgroup-error:has-text('X9')")
+    assert "subgroup=" not in tab.url
