@@ -153,8 +153,13 @@ def observation_views(ctx, results):
     local = summary["local"][state["feature"]]
     row = _row_label(state.get("obs"), summary["rows"])
     if row is None:
-        row = local.idxmax()
-        how = f"no observation selected: showing row {row}, the largest ICI integral for {state['feature']}"
+        eligible = local
+        if mask is not None:
+            inside = mask.reindex(local.index).fillna(False).to_numpy(bool)
+            eligible = local[inside] if inside.any() else local
+        row = eligible.idxmax()
+        where = " in the subgroup" if eligible is not local else ""
+        how = f"no observation selected: showing row {row}, the largest ICI integral{where} for {state['feature']}"
     else:
         how = f"row {row}"
     ciu = jobs.observation_ciu(summary, row)
