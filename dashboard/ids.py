@@ -47,6 +47,7 @@ PI_GRAPH = "pi-graph"
 ICI_GRAPH = "ici-graph"
 ICI_TABLE = "ici-table"
 ICI_INFO = "ici-info"
+HOVER_INFO = "hover-info"        # the hovered curve's observation values
 ICE_GRAPH = "ice-graph"
 CIU_GRAPH = "ciu-graph"
 INFLUENCE_GRAPH = "influence-graph"

@@ -18,6 +18,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import pickle
+import signal
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
@@ -39,13 +42,15 @@ class Task:
     key: str             # cache key of the result the task writes (profiles: the summary)
     model: str           # model name within the workspace
     params: dict
+    also: tuple = ()     # further keys the task writes (profiles: one per feature)
 
     def to_dict(self) -> dict:
-        return {"kind": self.kind, "key": self.key, "model": self.model, "params": self.params}
+        return {"kind": self.kind, "key": self.key, "model": self.model, "params": self.params,
+                "also": list(self.also)}
 
     @classmethod
     def from_dict(cls, record: dict) -> Task:
-        return cls(record["kind"], record["key"], record["model"], record["params"])
+        return cls(record["kind"], record["key"], record["model"], record["params"], tuple(record.get("also", ())))
 
 
 # --- keys --------------------------------------------------------------------------------
@@ -88,7 +93,7 @@ def plan(ws: Workspace, *, focus: str, n_rows: int, condition: str, excluded, n_
         "pfi": {m.name: pfi_key(ws, m, rows, n_repeats) for m in ws.models},
         "sfimp": {m.name: sfimp_key(ws, m, rows) for m in ws.models} if sfimp else {},
     }
-    tasks = [Task("profiles", keys["summary"], focus_entry.name, settings)]
+    tasks = [Task("profiles", keys["summary"], focus_entry.name, settings, tuple(keys["profiles"].values()))]
     tasks += [Task("pfi", keys["pfi"][m.name], m.name,
                    {"condition": condition, "excluded": list(excluded or ()), "n_repeats": int(n_repeats)})
               for m in ws.models]
@@ -98,7 +103,8 @@ def plan(ws: Workspace, *, focus: str, n_rows: int, condition: str, excluded, n_
 
 
 def missing(store: Store, tasks: list[dict]) -> list[dict]:
-    return [t for t in tasks if not store.has(t["key"])]
+    """The tasks with a result not in the cache (evicted or dropped as damaged included)."""
+    return [t for t in tasks if not all(store.has(k) for k in (t["key"], *t.get("also", ())))]
 
 
 # --- rows --------------------------------------------------------------------------------
@@ -124,6 +130,72 @@ def _label(value, index: pd.Index):
 
 # --- running -----------------------------------------------------------------------------
 Progress = Callable[[int, int, str], None]
+
+
+def _die_with_parent(parent: int) -> None:
+    """Linux: get SIGKILL when the parent dies (a cancelled or killed job takes its model
+    process with it, so no orphan keeps computing and writing)."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() != parent:  # the parent died before prctl took effect
+        os._exit(1)
+
+
+def isolated(fn, *args, what: str = "The model"):
+    """Run ``fn(*args)`` in a forked child process and return its result.
+
+    User models are loaded and called only in here: a crafted or broken model that crashes
+    its process (skops does not validate tree arrays; native code may abort) ends this
+    child, and the caller gets a :class:`compute.ModelError` saying so, while the background
+    job and the server worker above it keep running. Exceptions raised by ``fn`` are
+    re-raised in the caller (as a ``ModelError`` if they cannot be pickled).
+    """
+    read_fd, write_fd = os.pipe()
+    parent = os.getpid()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns
+        os.close(read_fd)
+        code = 0
+        try:
+            _die_with_parent(parent)
+            try:
+                result = ("ok", fn(*args))
+            except BaseException as exc:  # noqa: BLE001 - handed to the parent
+                result = ("error", exc)
+            try:
+                payload = pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
+            except Exception as exc:
+                detail = f"{type(result[1]).__name__}: {result[1]}" if result[0] == "error" else repr(exc)
+                payload = pickle.dumps(("error", compute.ModelError(detail[:500])))
+            with os.fdopen(write_fd, "wb") as pipe:
+                pipe.write(payload)
+        except BaseException:
+            code = 1
+        finally:
+            os._exit(code)
+    os.close(write_fd)
+    with os.fdopen(read_fd, "rb") as pipe:
+        payload = pipe.read()
+    _, status = os.waitpid(pid, 0)
+    if not payload:
+        if os.WIFSIGNALED(status):
+            number = os.WTERMSIG(status)
+            how = f"was killed by signal {number} ({signal.Signals(number).name})"
+        else:
+            how = f"exited with status {os.WEXITSTATUS(status)}"
+        raise compute.ModelError(
+            f"{what} stopped the process that was running it: it {how}. The file may be damaged or "
+            "crafted, or the model needs more memory than the server allows. The server keeps running; "
+            "try another model file.")
+    kind, value = pickle.loads(payload)
+    if kind == "error":
+        raise value
+    return value
 
 
 def run(store: Store, ws: Workspace, tasks: list[dict], *, policy, n_jobs: int = 1,

@@ -174,6 +174,7 @@ def views():
               help_text="Partial importance of the feature for all rows and each subgroup (Fig. 4); the dashed "
                         "line is the global PFI; the margin shows the feature's distribution (Fig. 6)."),
         panel("ICI curves", graph(ids.ICI_GRAPH, filename="ici"),
+              html.Div(id=ids.HOVER_INFO, className="hover-info"),
               html.Div(id=ids.ICI_INFO, className="help"),
               help_text="One curve per observation; green: largest integral, red: smallest. Click a curve to "
                         "select that observation everywhere."),

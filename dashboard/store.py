@@ -24,7 +24,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
+import pickle
 import re
 import secrets
 import shutil
@@ -37,7 +39,8 @@ import diskcache
 import numpy as np
 import pandas as pd
 
-RESULT_VERSION = "r1"  # bump when a result's meaning changes, to orphan old entries
+log = logging.getLogger(__name__)
+RESULT_VERSION = "r2"  # bump when a result's meaning changes, to orphan old entries
 _TOKEN = re.compile(r"^[A-Za-z0-9_-]{16,64}$")
 _DEMO_ID = re.compile(r"^demo-[a-z0-9]+$")
 
@@ -178,13 +181,60 @@ class Store:
 
     # --- results ---------------------------------------------------------------------
     def get(self, key: str):
-        return self.results.get(key, default=None)
+        """A cached result, or None when absent, evicted, or corrupt (then it is deleted, so
+        the next request recomputes it: a damaged entry is never served)."""
+        try:
+            blob = self.results.get(key, default=None, retry=True)
+        except Exception:  # unreadable value file, damaged database row
+            log.warning("result %s unreadable; dropped", key)
+            self._drop(key)
+            return None
+        if blob is None:
+            return None
+        value = unseal(blob)
+        if value is _CORRUPT:
+            log.warning("result %s failed its checksum; dropped", key)
+            self._drop(key)
+            return None
+        return value
 
     def has(self, key: str) -> bool:
         return key in self.results
 
     def put(self, key: str, value) -> None:
-        self.results.set(key, value)
+        self.results.set(key, seal(value), retry=True)
+
+    def _drop(self, key: str) -> None:
+        try:
+            self.results.delete(key, retry=True)
+        except Exception:
+            log.exception("could not delete result %s", key)
+
+
+_MAGIC = b"WIP1"
+_CORRUPT = object()
+
+
+def seal(value) -> bytes:
+    """Pickle a result with a SHA-256 of the bytes in front (checked by :func:`unseal`)."""
+    payload = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+    return _MAGIC + hashlib.sha256(payload).digest() + payload
+
+
+def unseal(blob):
+    """The value of a sealed blob, or ``_CORRUPT`` when it is truncated or altered.
+
+    Only blobs our own workers wrote reach ``pickle.loads`` (the cache folder is private to
+    the server, and the checksum rejects partial or damaged writes)."""
+    if not isinstance(blob, (bytes, bytearray)) or len(blob) < 36 or blob[:4] != _MAGIC:
+        return _CORRUPT
+    digest, payload = blob[4:36], blob[36:]
+    if hashlib.sha256(payload).digest() != digest:
+        return _CORRUPT
+    try:
+        return pickle.loads(payload)
+    except Exception:
+        return _CORRUPT
 
 
 def result_key(kind: str, ws: Workspace, model: ModelEntry | None = None, **params) -> str:

@@ -28,6 +28,23 @@ def request_id(tasks: list[dict]) -> str:
     return hashlib.sha256(json.dumps(sorted(t["key"] for t in tasks)).encode()).hexdigest()[:20]
 
 
+def plan_state(ctx, ws, state: dict) -> dict:
+    """Cache keys and tasks of a state. Views call this too, rather than trusting keys sent
+    back by the browser: a client can only reach results of a state it can name."""
+    n_rows = len(ctx.store.data(ws))
+    return jobs.plan(ws, focus=state.get("model"), n_rows=n_rows, condition=state.get("subgroup", ""),
+                     excluded=state.get("exclude") or [], n_repeats=state.get("repeats", 10),
+                     sfimp=bool(state.get("sfimp")), max_curves=ctx.config.max_curves,
+                     grid_budget=ctx.config.grid_budget)
+
+
+def _readable(ctx, keys: dict, state: dict) -> bool:
+    """Read (and checksum) the entries the views will read first; a damaged one is
+    dropped by the store, so it is recomputed rather than shown as missing."""
+    needed = [keys["summary"], keys["profiles"].get(state.get("feature"), keys["summary"])]
+    return all(ctx.store.get(k) is not None for k in needed)
+
+
 def resolve_state(ctx, state: dict | None, done: dict | None):
     """Returns (results, job request, status message)."""
     if not state or not state.get("ws"):
@@ -35,12 +52,10 @@ def resolve_state(ctx, state: dict | None, done: dict | None):
     ws = ctx.store.workspace(state["ws"])
     if ws is None:
         return {"error": f"Data set {state['ws']!r} is not available."}, no_update, None
-    data = ctx.store.data(ws)
-    planned = jobs.plan(ws, focus=state["model"], n_rows=len(data), condition=state.get("subgroup", ""),
-                        excluded=state.get("exclude") or [], n_repeats=state.get("repeats", 10),
-                        sfimp=bool(state.get("sfimp")), max_curves=ctx.config.max_curves,
-                        grid_budget=ctx.config.grid_budget)
+    planned = plan_state(ctx, ws, state)
     todo = jobs.missing(ctx.store, planned["tasks"])
+    if not todo and not _readable(ctx, planned["keys"], state):
+        todo = jobs.missing(ctx.store, planned["tasks"])  # the damaged entries were dropped
     rid = request_id(planned["tasks"])
     if not todo:
         return {"state": state, "keys": planned["keys"]}, no_update, None
@@ -67,7 +82,8 @@ def run_request(ctx, request: dict, set_progress=None) -> dict:
         ws = ctx.store.workspace(request["ws"])
         if ws is None:
             raise compute.InputError(f"Data set {request['ws']!r} is not available.")
-        jobs.run(ctx.store, ws, request["tasks"], policy=ctx.policy, n_jobs=ctx.config.n_jobs, progress=progress)
+        names = ", ".join(sorted({t["model"] for t in request["tasks"]}))
+        jobs.isolated(_run_tasks, ctx, ws, request["tasks"], progress, what=f"Model {names}")
         return {"request": request["request"], "ok": True}
     except compute.ExplainError as exc:
         return {"request": request["request"], "error": str(exc)}
@@ -76,6 +92,10 @@ def run_request(ctx, request: dict, set_progress=None) -> dict:
         return {"request": request["request"],
                 "error": f"The computation failed ({type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else ''}). "
                          "Try another model or data set; the server keeps running."}
+
+
+def _run_tasks(ctx, ws, tasks, progress) -> None:
+    jobs.run(ctx.store, ws, tasks, policy=ctx.policy, n_jobs=ctx.config.n_jobs, progress=progress)
 
 
 def register(app, ctx) -> None:

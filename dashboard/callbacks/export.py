@@ -22,8 +22,7 @@ def export_table(ctx, which: str, results):
     loaded = views._load(ctx, results)
     if loaded is None:
         return None
-    state, ws, data, mask = loaded
-    keys = results["keys"]
+    state, ws, data, mask, keys = loaded
     summary = ctx.store.get(keys["summary"])
     if which == ids.EXPORT_PFI:
         if summary is None:
@@ -55,7 +54,7 @@ def report_html(ctx, results, base_url: str = "") -> str | None:
     loaded = views._load(ctx, results)
     if loaded is None:
         return None
-    state, ws, data, mask = loaded
+    state, ws, data, mask, _ = loaded
     glob = views.global_views(ctx, results)
     feat = views.feature_views(ctx, results)
     obs = views.observation_views(ctx, results)

@@ -28,6 +28,7 @@ from ..loaders import (
     model_untrusted_types,
     read_data,
 )
+from ..jobs import isolated
 from ..store import ModelEntry, Workspace, new_workspace_id
 
 log = logging.getLogger(__name__)
@@ -98,7 +99,17 @@ def _lines(messages):
 
 def load_workspace(ctx, model_files, data_file, target, loss, output, accepted, add_to_current, state) -> dict:
     """Validate the uploads and create a workspace. Returns {"ws": id, "warnings": [...]} or
-    {"errors": {field: message}}. Runs in the background job (models are loaded here)."""
+    {"errors": {field: message}}. Runs in the background job; the models are loaded and
+    tried in a child process of it (:func:`dashboard.jobs.isolated`)."""
+    names = ", ".join(f.get("name", "?") for f in (model_files or []))
+    try:
+        return isolated(_load_workspace, ctx, model_files, data_file, target, loss, output, accepted,
+                        add_to_current, state, what=f"Loading {names or 'the model'}")
+    except compute.ModelError as exc:
+        return {"errors": {"model": str(exc)}}
+
+
+def _load_workspace(ctx, model_files, data_file, target, loss, output, accepted, add_to_current, state) -> dict:
     errors: dict[str, str] = {}
     models = [f for f in (model_files or []) if not f.get("error")]
     current = ctx.store.workspace((state or {}).get("ws")) if add_to_current else None

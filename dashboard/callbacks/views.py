@@ -4,26 +4,31 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from dash import Input, Output
+from dash import Input, Output, State
 
 import compute
 
 from .. import figures, ids, jobs
+from .compute import plan_state
+from .drilldown import normalize
 
 N_INFLUENTIAL = 10
 
 
 def _load(ctx, results):
-    """Workspace, data and the subgroup mask of a results record (None when not ready)."""
-    if not results or "keys" not in results:
+    """State, workspace, data, subgroup mask and cache keys of a results record (None when
+    not ready). The keys are planned again from the state, never taken from the browser."""
+    if not results or "keys" not in results or not isinstance(results.get("state"), dict):
         return None
     state = results["state"]
-    ws = ctx.store.workspace(state["ws"])
+    ws = ctx.store.workspace(state.get("ws"))
     if ws is None:
         return None
+    state, _ = normalize(ctx, dict(state))
     data = ctx.store.data(ws)
     mask = jobs.select_rows(data, state["subgroup"]) if state.get("subgroup") else None
-    return state, ws, data, mask
+    keys = plan_state(ctx, ws, state)["keys"]
+    return state, ws, data, mask, keys
 
 
 def _stale(message: str):
@@ -37,8 +42,7 @@ def global_views(ctx, results):
         message = (results or {}).get("error") or "Waiting for results…"
         empty = figures.empty_figure(message)
         return empty, "", empty, "", [], [], empty, [], [], ""
-    state, ws, data, mask = loaded
-    keys = results["keys"]
+    state, ws, data, mask, keys = loaded
     summary = ctx.store.get(keys["summary"])
     pfi = {name: ctx.store.get(key) for name, key in keys["pfi"].items()}
     pfi = {name: frame for name, frame in pfi.items() if frame is not None}
@@ -98,8 +102,7 @@ def feature_views(ctx, results):
         message = (results or {}).get("error") or "Waiting for results…"
         empty = figures.empty_figure(message)
         return empty, empty, empty, [], [], "", empty, []
-    state, ws, data, mask = loaded
-    keys = results["keys"]
+    state, ws, data, mask, keys = loaded
     feature = state["feature"]
     prof = ctx.store.get(keys["profiles"].get(feature, ""))
     summary = ctx.store.get(keys["summary"])
@@ -145,8 +148,8 @@ def observation_views(ctx, results):
     if loaded is None:
         empty = figures.empty_figure((results or {}).get("error") or "Waiting for results…")
         return empty, empty, "", [], []
-    state, ws, data, mask = loaded
-    summary = ctx.store.get(results["keys"]["summary"])
+    state, ws, data, mask, keys = loaded
+    summary = ctx.store.get(keys["summary"])
     if summary is None:
         empty = figures.empty_figure("Waiting for the ICE/ICI pass…")
         return empty, empty, "", [], []
@@ -177,7 +180,48 @@ def observation_views(ctx, results):
     return ciu_fig, infl_fig, info, obs_rows, obs_cols
 
 
+def hover_text(ctx, hover, state) -> str:
+    """The hovered curve's observation: its row label and feature values, one line."""
+    row = None
+    try:
+        row = hover["points"][0].get("customdata")
+    except (KeyError, IndexError, TypeError, AttributeError):
+        return ""
+    if row is None or not state:
+        return ""
+    ws = ctx.store.workspace(state.get("ws"))
+    if ws is None:
+        return ""
+    data = ctx.store.data(ws)
+    label = jobs._label(row, data.index)
+    if label not in data.index:
+        return ""
+    values = data.loc[label]
+    shown = ", ".join(f"{c} = {_short(v)}" for c, v in values.items())
+    return f"row {row}: {shown}"
+
+
+def _short(value) -> str:
+    if isinstance(value, (float, np.floating)):
+        return f"{value:.4g}"
+    text = str(value)
+    return text if len(text) <= 24 else text[:23] + "…"
+
+
 def register(app, ctx) -> None:
+    @app.callback(
+        Output(ids.HOVER_INFO, "children"),
+        Input(ids.ICI_GRAPH, "hoverData"),
+        Input(ids.ICE_GRAPH, "hoverData"),
+        State(ids.STATE, "data"),
+        prevent_initial_call=True,
+    )
+    def hovered(ici_hover, ice_hover, state):
+        from dash import ctx as dash_ctx
+
+        hover = ici_hover if dash_ctx.triggered_id == ids.ICI_GRAPH else ice_hover
+        return hover_text(ctx, hover, state)
+
     @app.callback(
         Output(ids.PFI_GRAPH, "figure"),
         Output(ids.PFI_INFO, "children"),
