@@ -46,7 +46,7 @@ _HELP = {
     "upload_ttl_hours": "hours an uploaded file is kept",
     "allow_pickle": "accept pickle/joblib model files: they EXECUTE CODE when loaded; only for files you trust",
     "allow_user_types": "let users accept skops types that scikit-learn, NumPy and SciPy do not define",
-    "secret_key": "Flask secret key (default: random per start; set it when running several workers)",
+    "secret_key": "signs background-job handles; workers sharing a cache folder share the key kept there",
     "max_curves": "observations explained per feature (ICI/ICE curves)",
     "grid_budget": "largest n_obs x n_grid per feature before the observed grid becomes a quantile grid",
     "n_jobs": "threads per model call inside a background job",
@@ -68,7 +68,7 @@ def _convert(kind, raw: str, name: str):
         raise SystemExit(f"Environment variable {env_name(name)} must be {kind.__name__} (got {raw!r}).") from exc
 
 
-def from_env(environ=None) -> Config:
+def from_env(environ=None, *, with_secret: bool = True) -> Config:
     """Defaults overridden by ``WIP_*`` environment variables."""
     environ = os.environ if environ is None else environ
     values = {}
@@ -77,7 +77,7 @@ def from_env(environ=None) -> Config:
         if raw is not None:
             values[f.name] = _convert(type(getattr(Config, f.name)), raw, f.name)
     config = Config(**values)
-    if not config.secret_key:
+    if with_secret and not config.secret_key:
         # Several workers need one key: derive a stable one from a file in the cache folder.
         values["secret_key"] = _shared_secret(config.cache_path)
         config = Config(**values)
@@ -86,18 +86,22 @@ def from_env(environ=None) -> Config:
 
 def parse_args(argv=None, environ=None) -> Config:
     """Command-line options; each defaults to its environment variable, then to the built-in."""
-    base = from_env(environ)
+    base = from_env(environ, with_secret=False)
     parser = argparse.ArgumentParser(description="Why it performs: feature-importance dashboard.")
     for f in fields(Config):
         flag = "--" + f.name.replace("_", "-")
         default = getattr(base, f.name)
-        help_text = f"{_HELP[f.name]} (env {env_name(f.name)}; default {default!r})"
+        shown = "random, kept in the cache folder" if f.name == "secret_key" and not default else (
+            "(set)" if f.name == "secret_key" else repr(default))
+        help_text = f"{_HELP[f.name]} (env {env_name(f.name)}; default {shown})"
         if isinstance(default, bool):
             parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=default, help=help_text)
         else:
             parser.add_argument(flag, type=type(default), default=default, help=help_text)
-    args = parser.parse_args(argv)
-    return Config(**vars(args))
+    args = vars(parser.parse_args(argv))
+    if not args["secret_key"]:  # one key per cache folder, shared by the workers using it
+        args["secret_key"] = _shared_secret(Path(args["cache_dir"]).resolve())
+    return Config(**args)
 
 
 def _shared_secret(cache_path: Path) -> str:

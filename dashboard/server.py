@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import shutil
 import time
 
 import diskcache
@@ -83,6 +84,6 @@ def add_upload_route(server, ctx: Context) -> None:
         file.save(path)
         size = path.stat().st_size
         if size > config_limit:
-            path.unlink()
+            shutil.rmtree(path.parent, ignore_errors=True)
             return jsonify(error=too_big), 413
         return jsonify(id=token, name=name, size=size)

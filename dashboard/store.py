@@ -255,8 +255,9 @@ def new_workspace_id() -> str:
 def safe_name(filename: str) -> str:
     """A file name without any path part or odd characters (for the upload folder)."""
     base = os.path.basename(str(filename or "").replace("\\", "/")) or "upload"
-    cleaned = re.sub(r"[^A-Za-z0-9._-]", "_", base)[:120].lstrip(".")
-    return cleaned or "upload"
+    stem, suffix = os.path.splitext(re.sub(r"[^A-Za-z0-9._-]", "_", base))
+    stem = stem[:100].lstrip(".") or "upload"
+    return stem + suffix[:16]
 
 
 def file_sha(path: Path) -> str:

@@ -95,9 +95,9 @@ def update_state(ctx, state: dict | None, trigger: str | None, inputs: dict) -> 
         if value is not None:
             state["obs"] = str(value)
     elif trigger == ids.ICI_TABLE:
-        cell, rows = inputs.get("active_cell"), inputs.get("table_rows") or []
-        if cell and 0 <= cell.get("row", -1) < len(rows):
-            state["obs"] = str(rows[cell["row"]].get("row"))
+        cell = inputs.get("active_cell") or {}
+        if cell.get("row_id") is not None:  # the record's id (its row label), not its page position
+            state["obs"] = str(cell["row_id"])
     elif trigger in (ids.SUBGROUP_APPLY, ids.SUBGROUP_TEXT):
         state["subgroup"] = (inputs.get("subgroup_text") or "").strip()
     elif trigger == ids.SUBGROUP_CLEAR:

@@ -44,7 +44,7 @@ def export_table(ctx, which: str, results):
     if which == ids.EXPORT_CIU:
         if summary is None:
             return None
-        row = state.get("obs") or summary["local"][state["feature"]].idxmax()
+        row, _ = views.selected_row(summary, state, mask)
         return _frame_csv(jobs.observation_ciu(summary, row), f"ciu-row-{row}.csv")
     return None
 

@@ -124,6 +124,8 @@ def feature_views(ctx, results):
     info = (f"{table.attrs['n_negative']} of {table.attrs['n']} observations have a negative ICI integral "
             f"for {feature}.")
     rows, cols = figures.table_data(table, index_name="row")
+    for record, label in zip(rows, table.index):  # DataTable's active_cell.row_id: sort/page proof
+        record["id"] = str(label)
     negative = [str(r) for r in prof.rows[prof.local_importance < 0]]
     if prof.categorical:
         ale_fig = figures.empty_figure(f"ALE needs a numeric feature; {feature} is categorical.")
@@ -142,6 +144,24 @@ def _row_label(value, rows: pd.Index):
     return label if label in rows else None
 
 
+def selected_row(summary: dict, state: dict, mask) -> tuple:
+    """The observation CIU explains and how it was chosen: the selected one if it is among
+    the explained rows, else the largest ICI integral of the feature (in the subgroup)."""
+    row = _row_label(state.get("obs"), summary["rows"])
+    if row is not None:
+        return row, f"row {row}"
+    local = summary["local"][state["feature"]]
+    eligible = local
+    if mask is not None:
+        inside = mask.reindex(local.index).fillna(False).to_numpy(bool)
+        eligible = local[inside] if inside.any() else local
+    row = eligible.idxmax()
+    where = " in the subgroup" if eligible is not local else ""
+    note = " (the selected one is not among the explained rows)" if state.get("obs") is not None else ""
+    return row, (f"no observation selected{note}: showing row {row}, the largest ICI integral{where} "
+                 f"for {state['feature']}")
+
+
 def observation_views(ctx, results):
     """CIU and influence of the selected observation (default: the largest ICI integral)."""
     loaded = _load(ctx, results)
@@ -153,18 +173,8 @@ def observation_views(ctx, results):
     if summary is None:
         empty = figures.empty_figure("Waiting for the ICE/ICI pass…")
         return empty, empty, "", [], []
+    row, how = selected_row(summary, state, mask)
     local = summary["local"][state["feature"]]
-    row = _row_label(state.get("obs"), summary["rows"])
-    if row is None:
-        eligible = local
-        if mask is not None:
-            inside = mask.reindex(local.index).fillna(False).to_numpy(bool)
-            eligible = local[inside] if inside.any() else local
-        row = eligible.idxmax()
-        where = " in the subgroup" if eligible is not local else ""
-        how = f"no observation selected: showing row {row}, the largest ICI integral{where} for {state['feature']}"
-    else:
-        how = f"row {row}"
     ciu = jobs.observation_ciu(summary, row)
     output = f" of P({ws.output})" if ws.output is not None else ""
     title = f"CIU{output}, {how}"

@@ -1,0 +1,644 @@
+"""dashboard logic without a browser: state, controller, jobs, views, export, store, upload, load, config.
+
+Callbacks are thin wrappers around plain functions taking a ``Context``; these tests call the
+functions on a context built by ``create_app`` on a temporary cache folder, with the demo-x3
+results (X3 interaction simulation, random forest, 200 explained rows) computed once.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import time
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+import plotly
+import pytest
+import skops.io as sio
+from dash import no_update
+from numpy.testing import assert_allclose
+from sklearn.linear_model import LinearRegression
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+
+import compute
+from dashboard import figures, ids, jobs
+from dashboard.callbacks.compute import finish_job, resolve_state, run_request
+from dashboard.callbacks.drilldown import build_condition, control_options, normalize, parse_values, update_state
+from dashboard.callbacks.export import export_table, report_html
+from dashboard.callbacks.load import describe_data, describe_models, load_outputs, load_workspace
+from dashboard.callbacks.views import feature_views, global_views, observation_views
+from dashboard.config import Config, from_env, parse_args
+from dashboard.server import create_app
+from dashboard.state import (
+    DEFAULT_REPEATS,
+    MAX_REPEATS,
+    default_state,
+    search_from_state,
+    state_from_search,
+)
+from dashboard.store import Store, result_key, safe_name
+
+FEATURES = ["X1", "X2", "X3"]
+
+
+# --- fixtures ------------------------------------------------------------------------------
+@pytest.fixture(scope="session")
+def app(tmp_path_factory):
+    return create_app(Config(cache_dir=str(tmp_path_factory.mktemp("wip-cache")), max_curves=200))
+
+
+@pytest.fixture(scope="session")
+def ctx(app):
+    return app._wip_context
+
+
+def _resolved(ctx, state):
+    """The results record of a state, computing what is missing first."""
+    results, request, _ = resolve_state(ctx, state, None)
+    if isinstance(request, dict):
+        assert run_request(ctx, request).get("ok"), "background job failed"
+        results, request, _ = resolve_state(ctx, state, None)
+    assert isinstance(results, dict) and "keys" in results
+    return results
+
+
+@pytest.fixture(scope="session")
+def state(ctx):
+    state, error = normalize(ctx, default_state())
+    assert error is None
+    return state
+
+
+@pytest.fixture(scope="session")
+def results(ctx, state):
+    return _resolved(ctx, state)
+
+
+@pytest.fixture(scope="session")
+def sub_state(state):
+    return {**state, "subgroup": "X3 == 0"}
+
+
+@pytest.fixture(scope="session")
+def sub_results(ctx, sub_state):
+    return _resolved(ctx, sub_state)
+
+
+@pytest.fixture(scope="session")
+def data(ctx):
+    return ctx.store.data(ctx.store.workspace("demo-x3"))
+
+
+@pytest.fixture(scope="session")
+def summary(ctx, results):
+    return ctx.store.get(results["keys"]["summary"])
+
+
+@pytest.fixture(scope="session")
+def profiles(ctx, results):
+    return {f: ctx.store.get(key) for f, key in results["keys"]["profiles"].items()}
+
+
+@pytest.fixture(scope="session")
+def x3_zero(data):
+    return data["X3"] == 0
+
+
+def _inputs(state, **values):
+    """Controller inputs as ``register`` builds them (the previous subgroup from the state)."""
+    return {"previous_subgroup": state.get("subgroup", ""), **values}
+
+
+# --- state in the URL ----------------------------------------------------------------------
+def test_search_round_trip_keeps_every_field():
+    """state_from_search(search_from_state(s)) == s, with quotes, spaces, == and exclusions."""
+    s = {**default_state(), "ws": "demo-x3", "model": "random forest", "feature": "X2",
+         "subgroup": "`my col` == 'a b' and city == \"São Paulo\" and X3 == 0 and X1 >= -1.5",
+         "obs": "17", "centered": True, "repeats": 40, "sfimp": True, "exclude": ["17", "250", "3"]}
+    assert state_from_search(search_from_state(s)) == s
+
+
+@pytest.mark.parametrize("query, repeats", [
+    ("?repeats=abc", DEFAULT_REPEATS),
+    ("?repeats=1e3", DEFAULT_REPEATS),
+    ("?repeats=99999999999999", MAX_REPEATS),
+    ("?repeats=-4", 2),
+])
+def test_bad_repeats_in_query_fall_back(query, repeats):
+    """A non-integer repeats falls back to the default; out-of-range ones are clipped."""
+    assert state_from_search("?ws=demo-x3&" + query.lstrip("?"))["repeats"] == repeats
+
+
+def test_unknown_query_keys_are_ignored():
+    """Keys the state does not know leave the default state untouched."""
+    assert state_from_search("?ws=demo-x3&evil=1&__proto__=x") == {**default_state(), "ws": "demo-x3"}
+
+
+# --- controller ----------------------------------------------------------------------------
+def test_pfi_bar_click_selects_feature(ctx, state):
+    """A click on a PFI bar (customdata = feature name) selects that feature."""
+    new, error = update_state(ctx, state, ids.PFI_GRAPH, _inputs(state, click={"points": [{"customdata": "X2"}]}))
+    assert (new["feature"], error) == ("X2", None)
+
+
+def test_ici_curve_click_selects_observation(ctx, state):
+    """A click on an ICI curve (customdata = row label 17) selects observation "17"."""
+    new, error = update_state(ctx, state, ids.ICI_GRAPH, _inputs(state, click={"points": [{"customdata": 17}]}))
+    assert (new["obs"], error) == ("17", None)
+
+
+def test_bad_subgroup_keeps_previous(ctx, state):
+    """An unknown column is reported by name and the previous subgroup stays."""
+    before = {**state, "subgroup": "X1 > 0"}
+    new, error = update_state(ctx, before, ids.SUBGROUP_APPLY, _inputs(before, subgroup_text="X9 == 0"))
+    assert "X9" in error
+    assert new["subgroup"] == "X1 > 0"
+
+
+def test_empty_subgroup_is_refused(ctx, state):
+    """A condition selecting 0 rows is refused with a message and not applied."""
+    before = {**state, "subgroup": "X1 > 0"}
+    new, error = update_state(ctx, before, ids.SUBGROUP_APPLY, _inputs(before, subgroup_text="X1 > 1000"))
+    assert "selects 0 of 500 rows" in error
+    assert new["subgroup"] == "X1 > 0"
+
+
+@pytest.mark.parametrize("current, expected", [("", "X3 == 0"), ("X1 > 0", "(X1 > 0) and X3 == 0")])
+def test_condition_builder_ands_with_subgroup(ctx, state, current, expected):
+    """The builder's X3 == 0 becomes the subgroup, ANDed with an existing one."""
+    before = {**state, "subgroup": current}
+    new, error = update_state(ctx, before, ids.COND_ADD,
+                              _inputs(before, cond_column="X3", cond_op="==", cond_value="0"))
+    assert (new["subgroup"], error) == (expected, None)
+
+
+def test_between_needs_two_values(ctx, state):
+    """'between' with one value is an error and leaves the subgroup as it was."""
+    new, error = update_state(ctx, state, ids.COND_ADD,
+                              _inputs(state, cond_column="X1", cond_op="between", cond_value="0"))
+    assert "two values" in error
+    assert new["subgroup"] == state["subgroup"]
+
+
+def test_build_condition_between_and_parse_values():
+    """Typed values parse to numbers, booleans and unquoted strings; between takes two."""
+    assert parse_values("1, 2.5, 'a', true") == [1, 2.5, "a", True]
+    assert build_condition("X1", "between", "0, 1.5") == "X1 between 0 and 1.5"
+
+
+def test_unknown_workspace_falls_back_to_demo(ctx, state):
+    """An unknown workspace id shows the default demo with an error naming the id."""
+    new, error = update_state(ctx, state, ids.WS_SELECT, _inputs(state, ws="abcdefghijklmnopqrstuv"))
+    assert new["ws"] == "demo-x3"
+    assert "abcdefghijklmnopqrstuv" in error
+
+
+def test_more_repetitions_double_up_to_max(ctx, state):
+    """'More repetitions' doubles repeats and stops at MAX_REPEATS."""
+    seen, current = [], state
+    for _ in range(6):
+        current, _ = update_state(ctx, current, ids.REPEATS_MORE, _inputs(current))
+        seen.append(current["repeats"])
+    assert seen == [20, 40, 80, 160, MAX_REPEATS, MAX_REPEATS]
+
+
+def test_exclude_negative_selected_and_clear(ctx, state):
+    """Exclusions accumulate (negative rows, then the selected one) and clear to []."""
+    s1, _ = update_state(ctx, state, ids.EXCLUDE_NEGATIVE, _inputs(state, negative=["7", "5"]))
+    s2, _ = update_state(ctx, {**s1, "obs": "17"}, ids.EXCLUDE_SELECTED, _inputs(s1))
+    s3, _ = update_state(ctx, s2, ids.EXCLUDE_CLEAR, _inputs(s2))
+    assert (s1["exclude"], s2["exclude"], s3["exclude"]) == (["5", "7"], ["17", "5", "7"], [])
+
+
+def test_control_options_list_models_features_and_columns(ctx, state):
+    """The dropdowns of demo-x3: its model, its features and all columns for the builder."""
+    demos, models, features, columns = control_options(ctx, state)
+    assert "demo-x3" in [d["value"] for d in demos]
+    assert (models, features) == (["random forest"], FEATURES)
+    assert [c["value"] for c in columns] == FEATURES + ["Y"]
+
+
+def test_ici_table_click_on_second_page_selects_that_row(app, ctx, state, results):
+    """A click on the first row of the ICI table's second page selects that row."""
+    rows = feature_views(ctx, results)[3]
+    page_size = app.layout[ids.ICI_TABLE].page_size
+    assert len(rows) > page_size
+    clicked = rows[page_size]
+    # what dash-table sends: the viewport (page) row index, and row_id only when rows have an "id"
+    cell = {"row": 0, "column": 0, "column_id": "row"}
+    if "id" in clicked:
+        cell["row_id"] = clicked["id"]
+    new, _ = update_state(ctx, state, ids.ICI_TABLE, _inputs(state, active_cell=cell, table_rows=rows))
+    assert new["obs"] == str(clicked["row"])
+
+
+# --- resolving a state ---------------------------------------------------------------------
+def test_cached_state_resolves_without_request(ctx, state, results):
+    """Once computed, a state resolves to its result keys with no job request."""
+    again, request, status = resolve_state(ctx, state, None)
+    assert again == results
+    assert not isinstance(request, dict) and status is None
+
+
+def test_new_subgroup_needs_only_pfi_tasks(ctx, state, results):
+    """A new subgroup reuses the cached profiles: every missing task is a permutation PFI."""
+    _, request, _ = resolve_state(ctx, {**state, "subgroup": "X1 > 0.123"}, None)
+    assert [t["kind"] for t in request["tasks"]] == ["pfi"]
+
+
+def test_finish_job_reports_the_job_error(ctx, state, results):
+    """A failed job for the current state shows its error as results and status."""
+    pending = {**state, "subgroup": "X2 > 0.456"}
+    _, request, _ = resolve_state(ctx, pending, None)
+    out, status = finish_job(ctx, pending, {"request": request["request"], "error": "model crashed"})
+    assert (out["error"], status) == ("model crashed", "model crashed")
+
+
+# --- aggregations of the summary -----------------------------------------------------------
+def test_conditional_pfi_all_is_eq9(summary, profiles):
+    """The 'all' column is the mean ICI integral and equals each profile's importance (Eq. 9)."""
+    table = jobs.conditional_pfi(summary)
+    for f, prof in profiles.items():
+        assert_allclose(table.loc[f, "all"], np.mean(prof.local_importance), rtol=1e-12)
+        assert_allclose(table.loc[f, "all"], prof.importance, rtol=1e-12)
+
+
+def test_conditional_pfi_reproduces_table1(summary, x3_zero):
+    """On X3 == 0 X1's PFI is > 10x X2's, on the complement the reverse (seed 000, Table 1)."""
+    table = jobs.conditional_pfi(summary, x3_zero)
+    assert table.loc["X1", "subgroup"] > 10 * table.loc["X2", "subgroup"]
+    assert table.loc["X2", "complement"] > 10 * table.loc["X1", "complement"]
+    assert table.attrs["counts"]["subgroup"] + table.attrs["counts"]["complement"] == len(summary["rows"])
+
+
+def test_conditional_pfi_without_excluded_is_kept_mean(summary):
+    """The 'without excluded' column is the mean ICI integral over the rows kept."""
+    rows = summary["rows"]
+    excluded = [str(rows[0]), str(rows[5]), str(rows[9])]
+    table = jobs.conditional_pfi(summary, None, excluded)
+    kept = summary["local"].drop(index=[rows[0], rows[5], rows[9]])
+    assert_allclose(table["without excluded"].reindex(FEATURES), kept[FEATURES].mean(), rtol=1e-12)
+    assert table.attrs["counts"]["without excluded"] == len(rows) - 3
+
+
+def test_global_ci_is_mean_relative_ice_range(summary, profiles):
+    """Global CI equals a loop over rows of (ICE max - ICE min) / (output range)."""
+    lo, hi = summary["out_range"]
+    expected = {}
+    for f, prof in profiles.items():
+        ranges = [max(prof.pred[i].max(), prof.base_pred[i]) - min(prof.pred[i].min(), prof.base_pred[i])
+                  for i in range(len(prof.rows))]
+        expected[f] = np.mean(ranges) / (hi - lo)
+    assert_allclose(jobs.global_ci(summary)["CI"].reindex(FEATURES), pd.Series(expected)[FEATURES], rtol=1e-10)
+
+
+def test_observation_ciu_matches_ciu_from_profiles(summary, profiles):
+    """CIU read off the summary equals compute.ciu_from_profiles for the same row."""
+    row = summary["rows"][7]
+    ours = jobs.observation_ciu(summary, str(row))
+    ref = compute.ciu_from_profiles(profiles, row, out_range=summary["out_range"])
+    for col in ("CI", "CU", "influence"):
+        assert_allclose(ours[col].reindex(FEATURES), ref[col].reindex(FEATURES), atol=1e-12)
+
+
+def test_influential_top_bottom_and_negatives(profiles):
+    """influential lists the k largest and k smallest ICI integrals and counts negatives."""
+    prof = profiles["X1"]
+    local = pd.Series(prof.local_importance, index=prof.rows)
+    table = jobs.influential(prof, k=3)
+    assert list(table.index[:3]) == list(local.sort_values(ascending=False).index[:3])
+    assert list(table.index[3:]) == list(local.sort_values().index[:3])
+    assert table.attrs["n_negative"] == int((local < 0).sum())
+
+
+def test_select_rows_with_exclusions(data):
+    """select_rows is the condition minus the excluded labels (given as strings or ints)."""
+    zero = data.index[data["X3"] == 0]
+    mask = jobs.select_rows(data, "X3 == 0", [str(zero[0]), int(zero[1]), "not-a-row"])
+    expected = (data["X3"] == 0) & ~data.index.isin(zero[:2])
+    assert mask.equals(expected)
+
+
+def test_rows_id_order_insensitive_and_specific():
+    """rows_id ignores the order and type of exclusions, and differs for other selections."""
+    a = jobs.rows_id("X3 == 0", ["2", "1"])
+    assert re.fullmatch(r"[0-9a-f]{24}", a)
+    assert a == jobs.rows_id("X3 == 0", ["1", "2"]) == jobs.rows_id(" X3 == 0 ", [1, 2])
+    assert len({a, jobs.rows_id("X3 == 0", ["1"]), jobs.rows_id("X3 == 1", ["1", "2"]), jobs.rows_id("", [])}) == 4
+
+
+def test_result_key_depends_on_content_only(ctx):
+    """result_key changes with model sha, data sha, loss or params, not with names or titles."""
+    ws = ctx.store.workspace("demo-x3")
+    model = ws.models[0]
+    base = result_key("pfi", ws, model, rows="r", n_repeats=10)
+    changed = [result_key("pfi", ws, replace(model, sha="0" * 64), rows="r", n_repeats=10),
+               result_key("pfi", replace(ws, data_sha="0" * 64), model, rows="r", n_repeats=10),
+               result_key("pfi", replace(ws, loss="absolute_error"), model, rows="r", n_repeats=10),
+               result_key("pfi", ws, model, rows="r", n_repeats=20)]
+    same = [result_key("pfi", ws, replace(model, name="renamed"), rows="r", n_repeats=10),
+            result_key("pfi", replace(ws, title="other title"), model, n_repeats=10, rows="r")]
+    assert base not in changed and len(set(changed)) == 4
+    assert same == [base, base]
+
+
+# --- views -----------------------------------------------------------------------------------
+def test_ici_green_curve_is_largest_integral(ctx, results, profiles):
+    """The green ICI curve is the row with the largest ICI integral of the feature."""
+    ici = feature_views(ctx, results)[1]
+    green = [t for t in ici.data if t.line.color == figures.LARGEST_COLOR]
+    prof = profiles["X1"]
+    assert len(green) == 1
+    assert green[0].customdata[0] == prof.rows[np.argmax(prof.local_importance)]
+
+
+def test_pi_figure_has_subgroup_and_complement(ctx, sub_results, profiles, x3_zero):
+    """With a subgroup the PI figure has 3 curves: all, the subgroup and its complement."""
+    pi = feature_views(ctx, sub_results)[0]
+    curves = [t for t in pi.data if t.type == "scatter"]
+    prof = profiles["X1"]
+    inside = x3_zero.reindex(prof.rows).to_numpy(bool)
+    assert len(curves) == 3
+    assert_allclose(curves[0].y, prof.pi)
+    assert_allclose(curves[1].y, prof.subset(inside).pi)
+    assert_allclose(curves[2].y, prof.subset(~inside).pi)
+
+
+def test_pfi_table_has_group_columns_with_counts(ctx, sub_results, summary, x3_zero):
+    """The conditional PFI table has all / subgroup / complement columns with their n."""
+    columns = global_views(ctx, sub_results)[5]
+    n_sub = int(x3_zero.reindex(summary["rows"]).sum())
+    n_all = len(summary["rows"])
+    assert [c["name"] for c in columns] == [
+        "feature", f"all (n={n_all})", f"subgroup (n={n_sub})", f"complement (n={n_all - n_sub})"]
+
+
+def test_observation_view_defaults_to_largest_integral(ctx, results, summary):
+    """With no observation selected the CIU view shows the largest ICI integral's row."""
+    _, _, info, rows, _ = observation_views(ctx, results)
+    best = summary["local"]["X1"].idxmax()
+    assert f"row {best}," in info
+    ici = next(r["value"] for r in rows if r["column"] == "ICI integral (X1)")
+    assert_allclose(float(ici), summary["local"]["X1"].max(), rtol=1e-6)
+
+
+# --- export ----------------------------------------------------------------------------------
+def test_export_pfi_csv_parses_back(ctx, results, summary):
+    """The PFI CSV download parses back to the conditional PFI of every feature."""
+    out = export_table(ctx, ids.EXPORT_PFI, results)
+    assert isinstance(out, dict) and out["filename"] == "pfi.csv"
+    frame = pd.read_csv(io.StringIO(out["content"]), index_col=0)
+    assert sorted(frame.index) == FEATURES
+    assert_allclose(frame["all"].reindex(FEATURES), summary["local"][FEATURES].mean(), rtol=1e-9)
+
+
+def test_report_is_one_self_contained_document(ctx, results):
+    """The HTML report is one document with plotly.js inline once, no remote scripts."""
+    html = report_html(ctx, results)
+    banner = re.findall(r"\* plotly\.js v\d+\.\d+\.\d+", html)
+    assert html.count("<html") == 1 and html.count("</html>") == 1
+    assert len(banner) == 1 and plotly.offline.get_plotlyjs()[:300] in html
+    assert 'src="http' not in html and "src='http" not in html
+    assert all(f in html for f in FEATURES)
+
+
+def test_export_ciu_of_unexplained_obs_falls_back(ctx, state, summary, data):
+    """Export CIU with an obs outside the explained rows exports the row the view shows."""
+    outside = next(r for r in data.index if r not in summary["rows"])
+    results = _resolved(ctx, {**state, "obs": str(outside)})
+    best = summary["local"]["X1"].idxmax()
+    assert f"row {best}," in observation_views(ctx, results)[2]
+    assert export_table(ctx, ids.EXPORT_CIU, results)["filename"] == f"ciu-row-{best}.csv"
+
+
+def test_export_ciu_default_row_is_the_views(ctx, sub_state, sub_results, summary, x3_zero):
+    """With a subgroup and no obs, the CIU CSV is of the row the CIU view shows."""
+    results = _resolved(ctx, {**sub_state, "feature": "X2"})
+    local = summary["local"]["X2"]
+    best = local[x3_zero.reindex(local.index).to_numpy(bool)].idxmax()
+    assert f"row {best}," in observation_views(ctx, results)[2]
+    assert export_table(ctx, ids.EXPORT_CIU, results)["filename"] == f"ciu-row-{best}.csv"
+
+
+# --- store -----------------------------------------------------------------------------------
+@pytest.mark.parametrize("name", ["../../etc/passwd", "..\\..\\boot.ini", "..", ".bashrc", "/abs/x.csv"])
+def test_safe_name_strips_paths(name):
+    """safe_name leaves no path separator and no leading dot."""
+    cleaned = safe_name(name)
+    assert cleaned and "/" not in cleaned and "\\" not in cleaned and not cleaned.startswith(".")
+
+
+@pytest.mark.parametrize("token", ["../x", "a" * 200, "", None, 17, "unknown-but-well-formed-token"])
+def test_upload_path_refuses_bad_or_unknown_tokens(tmp_path, token):
+    """upload_path is None for malformed, over-long and unknown tokens."""
+    assert Store(tmp_path).upload_path(token) is None
+
+
+def test_upload_path_finds_a_new_upload(tmp_path):
+    """A token from new_upload leads back to its file."""
+    store = Store(tmp_path)
+    token, path = store.new_upload("../data.csv")
+    path.write_text("a\n1\n")
+    assert store.upload_path(token) == path
+    assert path.parent.parent == store.root / "uploads"
+
+
+def test_workspace_refuses_path_escape(tmp_path):
+    """A workspace id that is a path is refused (None), not read."""
+    store = Store(tmp_path)
+    (tmp_path / "etc.json").write_text("{}")
+    assert store.workspace("../../etc") is None
+    assert store.workspace("../etc") is None
+
+
+def test_purge_uploads_deletes_only_old_folders(tmp_path):
+    """purge_uploads removes folders older than the TTL and keeps fresh ones."""
+    store = Store(tmp_path)
+    old, old_path = store.new_upload("old.csv")
+    fresh, fresh_path = store.new_upload("fresh.csv")
+    old_path.write_text("x")
+    fresh_path.write_text("x")
+    past = time.time() - 3 * 3600
+    os.utime(old_path.parent, (past, past))
+    assert store.purge_uploads(ttl_hours=2) == 1
+    assert store.upload_path(old) is None and not old_path.parent.exists()
+    assert store.upload_path(fresh) == fresh_path
+
+
+# --- upload route ----------------------------------------------------------------------------
+@pytest.fixture(scope="session")
+def small_app(tmp_path_factory):
+    return create_app(Config(cache_dir=str(tmp_path_factory.mktemp("wip-small")), upload_limit_mb=1))
+
+
+def _post(app, **form):
+    return app.server.test_client().post("/upload", data=form, content_type="multipart/form-data")
+
+
+def test_upload_stores_data_file(app, ctx):
+    """A CSV posted as kind=data answers {id, name, size} and lands in uploads/<id>/."""
+    body = b"a,b\n1,2\n3,4\n"
+    res = _post(app, kind="data", file=(io.BytesIO(body), "table.csv"))
+    reply = res.get_json()
+    assert res.status_code == 200 and set(reply) == {"id", "name", "size"}
+    assert (reply["name"], reply["size"]) == ("table.csv", len(body))
+    path = ctx.store.upload_path(reply["id"])
+    assert path == ctx.store.root / "uploads" / reply["id"] / "table.csv"
+    assert path.read_bytes() == body
+
+
+def test_upload_wrong_suffix_is_400(app):
+    """A data upload with a .txt name is refused with a message naming the suffix."""
+    res = _post(app, kind="data", file=(io.BytesIO(b"a\n1\n"), "table.txt"))
+    assert res.status_code == 400 and ".txt" in res.get_json()["error"]
+
+
+def test_upload_without_kind_is_400(app):
+    """An upload that does not say model or data is refused."""
+    res = _post(app, file=(io.BytesIO(b"a\n1\n"), "table.csv"))
+    assert res.status_code == 400 and "'model' or 'data'" in res.get_json()["error"]
+
+
+def test_upload_over_limit_is_413_and_not_stored(small_app):
+    """A 1.2 MB body on a 1 MiB server is refused (413, naming the limit); nothing is stored."""
+    uploads = small_app._wip_context.store.root / "uploads"
+    before = set(os.listdir(uploads))
+    res = _post(small_app, kind="data", file=(io.BytesIO(b"x" * int(1.2 * 2**20)), "big.csv"))
+    assert res.status_code == 413 and "1 MiB" in res.get_json()["error"]
+    assert set(os.listdir(uploads)) == before
+
+
+def test_upload_just_over_limit_leaves_no_folder(small_app):
+    """A file just over the limit (within the form overhead) is refused and leaves nothing."""
+    uploads = small_app._wip_context.store.root / "uploads"
+    before = set(os.listdir(uploads))
+    res = _post(small_app, kind="data", file=(io.BytesIO(b"x" * (2**20 + 10_000)), "big.csv"))
+    assert res.status_code == 413
+    assert set(os.listdir(uploads)) == before
+
+
+# --- load your own ---------------------------------------------------------------------------
+@pytest.fixture(scope="session")
+def frame():
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame(rng.normal(size=(80, 2)), columns=["a", "b"])
+    df["y"] = 2 * df["a"] - df["b"] + 0.1 * rng.normal(size=len(df))
+    return df
+
+
+@pytest.fixture(scope="session")
+def pipeline(frame):
+    return make_pipeline(StandardScaler(), LinearRegression()).fit(frame[["a", "b"]], frame["y"])
+
+
+def _upload(ctx, name, write):
+    token, path = ctx.store.new_upload(name)
+    write(path)
+    return {"id": token, "name": name, "size": path.stat().st_size}
+
+
+@pytest.fixture(scope="session")
+def data_upload(ctx, frame):
+    return _upload(ctx, "table.csv", lambda p: frame.to_csv(p, index=False))
+
+
+@pytest.fixture(scope="session")
+def model_upload(ctx, pipeline):
+    return _upload(ctx, "linear.skops", lambda p: sio.dump(pipeline, p))
+
+
+def test_pickle_upload_refused_unopened(ctx, monkeypatch):
+    """A .pkl upload is refused with a pointer to skops, and the file is never opened."""
+    import pickle
+
+    import joblib
+
+    def opened(*_a, **_k):
+        raise AssertionError("the pickle file was opened")
+
+    monkeypatch.setattr(pickle, "load", opened)
+    monkeypatch.setattr(pickle, "loads", opened)
+    monkeypatch.setattr(joblib, "load", opened)
+    upload = _upload(ctx, "m.pkl", lambda p: p.write_bytes(b"\x80\x04not really a pickle"))
+    _, errors, options, _ = describe_models(ctx, [upload])
+    assert len(errors) == 1 and "skops" in errors[0].children and "refused" in errors[0].children
+    assert options == []
+
+
+def test_describe_data_offers_columns_as_targets(ctx, data_upload):
+    """A CSV upload is described by its size and offers its columns, the last as target."""
+    info, error, columns, target, _ = describe_data(ctx, data_upload)
+    assert (error, columns, target) == (None, ["a", "b", "y"], "y")
+    assert "80 rows × 3 columns" in info
+
+
+def test_load_workspace_creates_random_token_workspace(ctx, model_upload, data_upload):
+    """Loading a skops model and a CSV twice gives two unguessable ids with the model's features."""
+    first = load_workspace(ctx, [model_upload], data_upload, "y", None, None, [], False, None)
+    second = load_workspace(ctx, [model_upload], data_upload, "y", None, None, [], False, None)
+    assert re.fullmatch(r"[A-Za-z0-9_-]{16,}", first["ws"]) and first["ws"] != second["ws"]
+    ws = ctx.store.workspace(first["ws"])
+    assert (ws.task, ws.loss, ws.models[0].features) == ("regression", "squared_error", ("a", "b"))
+
+
+def test_load_workspace_missing_target_is_target_error(ctx, model_upload, data_upload):
+    """A target that is not a column is reported on the target field."""
+    out = load_workspace(ctx, [model_upload], data_upload, "yy", None, None, [], False, None)
+    assert set(out) == {"errors"} and set(out["errors"]) == {"target"}
+    assert "'yy'" in out["errors"]["target"]
+
+
+def test_load_workspace_classifier_loss_for_regressor(ctx, model_upload, data_upload):
+    """log_loss for a regressor is reported on the loss field."""
+    out = load_workspace(ctx, [model_upload], data_upload, "y", "log_loss", None, [], False, None)
+    assert set(out["errors"]) == {"loss"} and "log_loss" in out["errors"]["loss"]
+
+
+def test_load_outputs_puts_loss_error_in_status():
+    """A loss error is shown as the load status; nothing is loaded."""
+    loaded, model_err, data_err, target_err, status = load_outputs({"errors": {"loss": "bad loss"}})
+    assert (model_err, data_err, target_err, status) == (None, None, None, "bad loss")
+    assert loaded is no_update
+
+
+def test_long_model_file_name_still_computes(ctx, pipeline, data_upload):
+    """A model whose file name is 130+ characters loads and its results compute."""
+    upload = _upload(ctx, "m" * 130 + ".skops", lambda p: sio.dump(pipeline, p))
+    out = load_workspace(ctx, [upload], data_upload, "y", None, None, [], False, None)
+    state, _ = normalize(ctx, {**default_state(), "ws": out["ws"]})
+    _, request, _ = resolve_state(ctx, state, None)
+    assert run_request(ctx, request) == {"request": request["request"], "ok": True}
+
+
+# --- configuration ---------------------------------------------------------------------------
+def test_parse_args_overrides_env(tmp_path):
+    """Command-line options override the environment (port, allow_pickle)."""
+    config = parse_args(["--port", "9000", "--allow-pickle"], environ={"WIP_CACHE_DIR": str(tmp_path)})
+    assert (config.port, config.allow_pickle, config.cache_dir) == (9000, True, str(tmp_path))
+
+
+def test_bad_env_port_exits_naming_variable(tmp_path):
+    """WIP_PORT=abc stops with a message naming WIP_PORT."""
+    with pytest.raises(SystemExit, match="WIP_PORT"):
+        parse_args([], environ={"WIP_CACHE_DIR": str(tmp_path), "WIP_PORT": "abc"})
+
+
+def test_secret_key_kept_in_cache_dir_option(tmp_path, monkeypatch):
+    """With --cache-dir D the shared secret key is kept in D (README: 'kept in the cache folder')."""
+    monkeypatch.chdir(tmp_path)
+    chosen = tmp_path / "chosen"
+    config = parse_args(["--cache-dir", str(chosen)], environ={})
+    key_file = chosen / "secret_key"
+    assert key_file.exists() and key_file.read_text().strip() == config.secret_key
+
+
+def test_help_does_not_print_secret_key(tmp_path, capsys):
+    """python app.py --help does not print the secret key."""
+    secret = from_env({"WIP_CACHE_DIR": str(tmp_path)}).secret_key  # the key kept in the folder
+    with pytest.raises(SystemExit):
+        parse_args(["--help"], environ={"WIP_CACHE_DIR": str(tmp_path)})
+    assert secret not in "".join(capsys.readouterr().out.split())
