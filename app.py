@@ -47,6 +47,7 @@ def main(argv=None) -> None:
 
 if __name__ == "__main__":
     main()
-else:  # imported by gunicorn: configuration from WIP_* environment variables
+else:  # imported by gunicorn (or a Celery worker): configuration from WIP_* environment variables
     app = create_app(from_env())
     server = app.server
+    celery_app = app._wip_celery  # `celery -A app:celery_app worker` when WIP_CELERY_BROKER is set

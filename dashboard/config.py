@@ -30,6 +30,7 @@ class Config:
     grid_budget: int = 300_000             # max n_obs x n_grid rows per feature for the observed grid
     n_jobs: int = 1                        # threads per model call inside a background job
     warm: bool = True                      # compute the default demo at start-up (python app.py)
+    celery_broker: str = ""                # e.g. redis://host:6379/0: background jobs on Celery workers
     debug: bool = False
 
     @property
@@ -51,6 +52,8 @@ _HELP = {
     "grid_budget": "largest n_obs x n_grid per feature before the observed grid becomes a quantile grid",
     "n_jobs": "threads per model call inside a background job",
     "warm": "compute the default demo at start-up",
+    "celery_broker": "run background jobs on Celery workers through this broker (redis://...) instead of "
+                     "forked children of the web workers",
     "debug": "Dash debug mode (never in production)",
 }
 

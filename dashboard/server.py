@@ -23,20 +23,38 @@ _FORM_OVERHEAD = 64 * 1024
 
 def create_app(config: Config) -> Dash:
     ctx = make_context(config)
-    jobs_cache = diskcache.Cache(str(config.cache_path / "jobs"))
+    manager, celery_app = background_manager(config)
     app = Dash(
         __name__,
         title="Why it performs",
         assets_folder=str(_assets_folder()),
-        background_callback_manager=DiskcacheManager(jobs_cache, expire=3600),
+        background_callback_manager=manager,
         suppress_callback_exceptions=False,
     )
+    app._wip_celery = celery_app
     app.server.secret_key = config.secret_key
     app.layout = layout.page(config)
     register_all(app, ctx)
     add_upload_route(app.server, ctx)
     app._wip_context = ctx  # for tests and benchmarks (read-only handle; no per-user data)
     return app
+
+
+def background_manager(config: Config):
+    """Where background jobs run: forked children of the web worker, coordinated through a
+    disk cache in the shared cache folder (one machine), or Celery workers behind a broker
+    such as Redis (``--celery-broker``; compute workers may then live on other machines,
+    sharing the cache folder, e.g. over NFS). Returns (manager, celery app or None)."""
+    if config.celery_broker:
+        from celery import Celery
+        from dash import CeleryManager
+
+        celery_app = Celery("why_it_performs", broker=config.celery_broker, backend=config.celery_broker)
+        celery_app.conf.update(task_acks_late=True, worker_prefetch_multiplier=1, result_expires=3600,
+                               broker_connection_retry_on_startup=True)
+        return CeleryManager(celery_app, expire=3600), celery_app
+    jobs_cache = diskcache.Cache(str(config.cache_path / "jobs"))
+    return DiskcacheManager(jobs_cache, expire=3600), None
 
 
 def _assets_folder():

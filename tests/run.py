@@ -1,7 +1,7 @@
 """Run the whole test suite: unit tests and browser tests (README's second command).
 
-Browser tests need Debian's ``chromium`` and ``chromium-driver``. When they are missing
-and we are root, they are installed with apt first (the machines have the Debian mirror
+Browser tests need Debian's ``chromium`` and ``chromium-driver``, the Celery test
+``redis-server``. When they are missing and we are root, they are installed with apt first (the machines have the Debian mirror
 but no browser downloads: never ``playwright install``). Extra arguments go to pytest.
 """
 
@@ -13,20 +13,25 @@ import subprocess
 import sys
 
 
-def ensure_chromium() -> None:
-    if shutil.which("chromium") and shutil.which("chromedriver"):
+PACKAGES = {"chromium": "chromium", "chromedriver": "chromium-driver", "redis-server": "redis-server"}
+
+
+def ensure_system_packages() -> None:
+    """Debian packages the browser and Celery tests need (browsers never come from the web)."""
+    missing = [pkg for exe, pkg in PACKAGES.items() if not shutil.which(exe)]
+    if not missing:
         return
     if os.geteuid() != 0 or not shutil.which("apt-get"):
-        sys.exit("Browser tests need Debian's chromium and chromium-driver: "
-                 "apt-get install -y chromium chromium-driver (as root).")
+        sys.exit(f"The browser and Celery tests need Debian packages: apt-get install -y {' '.join(missing)} "
+                 "(as root).")
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
     subprocess.run(["apt-get", "update", "-qq"], check=True, env=env)
-    subprocess.run(["apt-get", "install", "-y", "-qq", "--no-install-recommends", "chromium", "chromium-driver"],
+    subprocess.run(["apt-get", "install", "-y", "-qq", "--no-install-recommends", *missing],
                    check=True, env=env, stdout=subprocess.DEVNULL)
 
 
 def main() -> int:
-    ensure_chromium()
+    ensure_system_packages()
     return subprocess.call([sys.executable, "-m", "pytest", "-q", *sys.argv[1:]])
 
 
