@@ -24,6 +24,7 @@ CI is 0, CU is undefined (NaN) and the influence is 0.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
@@ -33,11 +34,15 @@ from .prediction import Predictor, Segment, predict_rows, predict_segments, unmo
 from .results import FeatureProfile
 from .sampling import is_categorical, make_grid
 from .validation import (
+    check_choice,
     check_frame,
     check_int,
     check_n_jobs,
     check_players,
+    check_real,
     check_rng,
+    is_label,
+    is_real,
     make_predictor,
 )
 
@@ -134,12 +139,23 @@ def global_contextual_importance(
     """
     X = check_frame(X)
     rng = check_rng(random_state)
+    n_instances = check_int(n_instances, "n_instances", low=1, none_ok=True)
     if instances is None:
-        n_instances = check_int(n_instances, "n_instances", low=1, none_ok=True)
         take = np.arange(len(X)) if n_instances is None or n_instances >= len(X) else np.sort(
             rng.choice(len(X), n_instances, replace=False))
         instances = list(X.index[take])
-    table = _ciu(model, X, list(instances), features, output, n_samples, 0.5, out_range,
+    elif isinstance(instances, (list, tuple, pd.Index, np.ndarray, pd.Series)):
+        instances = list(instances)
+    elif is_label(instances):
+        instances = [instances]  # one row label
+    else:
+        raise InputError(
+            f"The 'instances' parameter must be row labels of X (got {type(instances).__name__}); "
+            f"for the rows of a DataFrame pass its index."
+        )
+    if not instances:
+        raise InputError("The 'instances' parameter names no rows; give at least one row label of X.")
+    table = _ciu(model, X, instances, features, output, n_samples, 0.5, out_range,
                  rng, "increasing", n_jobs, chunk_rows, single=False)
     grouped = table.groupby(level="feature", sort=False)
     return pd.DataFrame({
@@ -156,22 +172,35 @@ def ciu_from_profiles(profiles, row, *, out_range, phi0=0.5, utility="increasing
     grids from :func:`compute.feature_profile` include the min and max): ymin and ymax are
     then the extremes of the row's ICE curve, y its unmodified prediction.
     """
-    if utility not in UTILITIES:
-        raise InputError(f"The 'utility' parameter must be one of {list(UTILITIES)!r} (got {utility!r}).")
+    phi0, utility = _check_utility(phi0, utility)
+    out_range = _check_range(out_range)
+    if not isinstance(profiles, Mapping):
+        raise InputError(
+            f"The 'profiles' parameter must be a dict {{feature: FeatureProfile}} (got "
+            f"{type(profiles).__name__})."
+        )
+    if not profiles:
+        raise InputError("The 'profiles' dict is empty; pass at least one FeatureProfile.")
+    if not is_label(row):
+        raise InputError(f"The 'row' must be one row label (got {type(row).__name__} {row!r}).")
     names, ymin, ymax, y = [], [], [], []
     for name, prof in profiles.items():
         if not isinstance(prof, FeatureProfile):
-            raise InputError(f"profiles[{name!r}] is not a FeatureProfile.")
-        where = np.flatnonzero(prof.rows == row)
+            raise InputError(
+                f"The 'profiles' value {name!r} must be a FeatureProfile (got {type(prof).__name__})."
+            )
+        where = np.flatnonzero(prof.rows.isin([row]))
         if where.size == 0:
-            raise InputError(f"Row {row!r} is not among the rows explained by the profile of {name!r}.")
+            raise InputError(
+                f"The 'row' {row!r} is not among the rows explained by the profile of {name!r}."
+            )
         ice = prof.pred[where[0]]
         names.append(name)
         y_row = prof.base_pred[where[0]]
         ymin.append(min(ice.min(), y_row))
         ymax.append(max(ice.max(), y_row))
         y.append(y_row)
-    out = ciu_table(ymin, ymax, y, _check_range(out_range), phi0=phi0, utility=utility)
+    out = ciu_table(ymin, ymax, y, out_range, phi0=phi0, utility=utility)
     return pd.DataFrame(out, index=pd.Index(names, name="feature"))[COLUMNS]
 
 
@@ -184,15 +213,15 @@ def _ciu(model, X, instances, features, output, n_samples, phi0, out_range, rand
     n_samples = check_int(n_samples, "n_samples", low=0, high=1_000_000)
     chunk_rows = check_int(chunk_rows, "chunk_rows", low=1, none_ok=True)
     n_jobs = check_n_jobs(n_jobs)
-    if not isinstance(phi0, (int, float)) or not 0 <= phi0 <= 1:
-        raise InputError(f"The 'phi0' parameter must be a number in [0, 1] (got {phi0!r}).")
-    if utility not in UTILITIES:
-        raise InputError(f"The 'utility' parameter must be one of {list(UTILITIES)!r} (got {utility!r}).")
+    phi0, utility = _check_utility(phi0, utility)
     rng = check_rng(random_state)
-    predictor, positions = _with_instances(predictor, Xm, instances)
+    if out_range is not None:
+        out_range = _check_range(out_range)
+    predictor, positions = _with_instances(predictor, Xm, instances,
+                                           "'instance'" if single else "'instances' entry")
     if out_range is None:
-        out_range = (0.0, 1.0) if predictor.is_classifier else _prediction_range(predictor, len(Xm), chunk_rows, n_jobs)
-    out_range = _check_range(out_range)
+        out_range = (0.0, 1.0) if predictor.is_classifier else _check_range(
+            _prediction_range(predictor, len(Xm), chunk_rows, n_jobs), derived=True)
 
     design = predictor.design
     n_inst = positions.size
@@ -202,6 +231,12 @@ def _ciu(model, X, instances, features, output, n_samples, phi0, out_range, rand
     for group in players.values():
         swept = _swept_values(Xm, group, n_samples, rng)
         n_vals = len(next(iter(swept.values())))
+        if n_vals == 0:
+            raise InputError(
+                f"The 'n_samples' must be >= 1 to sweep a group of {len(group)} numeric columns "
+                f"(more than {MAX_CORNERS.bit_length() - 1}: too many corners to enumerate) "
+                f"(got {n_samples})."
+            )
         cast = {c: design.cast(c, v) for c, v in swept.items()}
 
         def make_block(a, b, cast=cast, n_vals=n_vals):
@@ -226,25 +261,36 @@ def _ciu(model, X, instances, features, output, n_samples, phi0, out_range, rand
     return table.droplevel("instance") if single else table
 
 
-def _with_instances(predictor: Predictor, Xm: pd.DataFrame, instances):
-    """Positions of the instances in the design; one-row DataFrames are appended to it."""
+def _with_instances(predictor: Predictor, Xm: pd.DataFrame, instances, what: str):
+    """Positions of the instances in the design; one-row DataFrames are appended to it.
+
+    ``what`` names the parameter in messages (``'instance'`` or ``'instances' entry``).
+    """
     positions, extra = [], []
     for inst in instances:
         if isinstance(inst, pd.DataFrame):
             if len(inst) != 1:
-                raise InputError(f"An 'instance' DataFrame must have exactly one row (got {len(inst)}).")
+                raise InputError(f"The {what} DataFrame must have exactly one row (got {len(inst)}).")
             missing = [c for c in Xm.columns if c not in inst.columns]
             if missing:
-                raise InputError(f"The 'instance' lacks columns {missing!r}.")
+                raise InputError(f"The {what} lacks columns {missing!r}.")
             extra.append(inst[list(Xm.columns)])
             positions.append(len(Xm) + len(extra) - 1)
+        elif not is_label(inst):
+            hint = "; for a row of X pass its label, or X.loc[[label]]" if isinstance(inst, pd.Series) else ""
+            raise InputError(
+                f"The {what} must be a row label of X or a one-row DataFrame (got "
+                f"{type(inst).__name__}{hint})."
+            )
         elif inst in Xm.index:
             loc = Xm.index.get_loc(inst)
             if not isinstance(loc, (int, np.integer)):
-                raise InputError(f"Row label {inst!r} is not unique in X; pass the row as a one-row DataFrame.")
+                raise InputError(
+                    f"The {what} label {inst!r} is not unique in X; pass the row as a one-row DataFrame."
+                )
             positions.append(int(loc))
         else:
-            raise InputError(f"The 'instance' {inst!r} is neither a row label of X nor a one-row DataFrame.")
+            raise InputError(f"The {what} {inst!r} is neither a row label of X nor a one-row DataFrame.")
     if extra:
         combined = pd.concat([Xm, *extra], ignore_index=True)
         for col in Xm.columns:  # keep the data's dtypes (a concat may widen them)
@@ -294,17 +340,21 @@ def _prediction_range(predictor: Predictor, n_rows: int, chunk_rows, n_jobs) -> 
     return float(pred.min()), float(pred.max())
 
 
-def _check_range(out_range) -> tuple[float, float]:
-    try:
-        low, high = (float(v) for v in out_range)
-    except (TypeError, ValueError) as exc:
-        raise InputError(f"The 'out_range' parameter must be a pair (MIN, MAX) (got {out_range!r}).") from exc
-    if not (np.isfinite(low) and np.isfinite(high) and high > low):
-        raise InputError(
-            f"The 'out_range' must satisfy MIN < MAX (got ({low}, {high})); a model with constant "
-            f"predictions over X has no output range: pass out_range explicitly."
-        )
-    return low, high
+def _check_range(out_range, *, derived: bool = False) -> tuple[float, float]:
+    """``(MIN, MAX)`` as two finite floats with MIN < MAX; ``derived``: from the predictions."""
+    if isinstance(out_range, (str, bytes)) or np.ndim(out_range) != 1 or len(out_range) != 2:
+        raise InputError(f"The 'out_range' parameter must be a pair (MIN, MAX) (got {out_range!r}).")
+    low, high = out_range
+    if not (is_real(low) and is_real(high) and high > low):
+        hint = ("; the model's predictions over X are constant, so pass out_range explicitly"
+                if derived else "")
+        raise InputError(f"The 'out_range' must be two finite numbers with MIN < MAX (got {out_range!r}){hint}.")
+    return float(low), float(high)
+
+
+def _check_utility(phi0, utility) -> tuple[float, str]:
+    phi0 = check_real(phi0, "phi0", low=0.0, high=1.0)
+    return phi0, check_choice(utility, "utility", UTILITIES)
 
 
 def _label(instance):

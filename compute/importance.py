@@ -8,7 +8,8 @@ import pandas as pd
 from .errors import InputError
 from .prediction import Segment, predict_segments, unmodified_segment
 from .validation import (
-    check_feature,
+    check_choice,
+    check_features,
     check_frame,
     check_int,
     check_n_jobs,
@@ -56,7 +57,7 @@ def permutation_importance(
     n_repeats : int, default 10
         Number of permutations per feature.
     kind : {"difference", "ratio"}
-    features : list of column labels, optional
+    features : column label or list of column labels, optional
         Default: every input of the model.
     random_state : int, Generator or None, default 0
         Results do not depend on ``n_jobs`` or ``chunk_rows`` for a given seed.
@@ -72,14 +73,9 @@ def permutation_importance(
     """
     X = check_frame(X)
     predictor, Xm = make_predictor(model, X, output)
-    features = list(Xm.columns) if features is None else list(features)
-    if not features:
-        raise InputError("The 'features' list is empty; name at least one column.")
-    for feature in features:
-        check_feature(Xm.columns, feature)
+    features = check_features(features, Xm.columns)
     n_repeats = check_int(n_repeats, "n_repeats", low=1, high=100_000)
-    if kind not in KINDS:
-        raise InputError(f"The 'kind' parameter must be one of {list(KINDS)!r} (got {kind!r}).")
+    kind = check_choice(kind, "kind", KINDS)
     chunk_rows = check_int(chunk_rows, "chunk_rows", low=1, none_ok=True)
     n_jobs = check_n_jobs(n_jobs)
     rng = check_rng(random_state)

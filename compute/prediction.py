@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 from joblib import Parallel, delayed
 
-from .errors import ModelError
+from .errors import InputError, ModelError
 from .intervention import Design
 from .losses import Loss
 
@@ -66,10 +66,26 @@ class Predictor:
                 f"The model returned an array of shape {out.shape} for {n_rows} rows; "
                 f"expected {expected}."
             )
-        if not self.is_classifier:
-            return out.astype(float, copy=False)
-        if not self.has_proba:  # labels -> class positions
+        if self.is_classifier and not self.has_proba:  # labels -> class positions
             return pd.Index(self.classes).get_indexer(out)
+        method = "predict_proba" if self.is_classifier else "predict"
+        if not self.is_classifier:
+            try:
+                out = out.astype(float, copy=False)
+            except (TypeError, ValueError) as exc:
+                example = out.ravel()[0] if out.size else None
+                raise ModelError(
+                    f"The model's {method} returned non-numeric values (dtype {out.dtype}, e.g. "
+                    f"{example!r}); a regressor must return numbers. Is it a classifier without "
+                    f"classes_?"
+                ) from exc
+        bad = ~np.isfinite(out)
+        if bad.any():
+            n_bad = int(bad.any(axis=1).sum()) if bad.ndim == 2 else int(bad.sum())
+            raise ModelError(
+                f"The model's {method} returned NaN or infinite values for {n_bad} of {n_rows} rows; "
+                f"check the data for values the model cannot handle."
+            )
         return out
 
     def value(self, raw: np.ndarray) -> np.ndarray:
@@ -129,7 +145,8 @@ def predict_pass(
         raw = predictor.raw(make_block(start, stop))
         values[start:stop] = predictor.value(raw)
         if losses is not None:
-            losses[start:stop] = loss.fn(y_enc[obs_of(start, stop)], raw)
+            target = y_enc[obs_of(start, stop)]
+            losses[start:stop] = loss.fn(target, raw) if loss.builtin else _custom_loss(loss, target, raw)
 
     if n_workers == 1 or len(bounds) == 1:
         for start, stop in bounds:
@@ -208,6 +225,27 @@ def predict_rows(
     """Values (and losses, given ``loss``) of the unmodified rows at positions ``rows``."""
     return predict_segments(predictor, [unmodified_segment(predictor, rows)], y_enc=y_enc,
                             loss=loss, chunk_rows=chunk_rows, n_jobs=n_jobs)
+
+
+def _custom_loss(loss: Loss, y, raw: np.ndarray) -> np.ndarray:
+    """Call a user's loss callable; its failures and wrong outputs name the 'loss' parameter."""
+    n_rows = len(raw)
+    try:
+        out = np.asarray(loss.fn(y, raw), dtype=float)
+    except Exception as exc:  # the callable is the user's: any failure is its own
+        raise InputError(
+            f"The 'loss' callable failed on {n_rows} rows: {type(exc).__name__}: {_shorten(str(exc))}"
+        ) from exc
+    if out.shape != (n_rows,):
+        raise InputError(
+            f"The 'loss' callable returned shape {out.shape} for {n_rows} rows; it must return one "
+            f"loss per row, shape ({n_rows},)."
+        )
+    if np.isnan(out).any():
+        raise InputError(
+            f"The 'loss' callable returned NaN for {int(np.isnan(out).sum())} of {n_rows} rows."
+        )
+    return out
 
 
 def _effective_jobs(n_jobs: int | None) -> int:

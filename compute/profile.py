@@ -13,9 +13,11 @@ from .results import FeatureProfile
 from .sampling import Grid, make_grid, sample_rows
 from .validation import (
     check_feature,
+    check_features,
     check_frame,
     check_grid,
     check_int,
+    check_kwargs,
     check_n_jobs,
     check_rng,
     encode_target,
@@ -86,12 +88,14 @@ def feature_profile(
     X = check_frame(X)
     predictor, Xm = make_predictor(model, X, output)
     check_feature(Xm.columns, feature)
-    grid = check_grid(grid)
+    grid = check_grid(grid, Xm[feature])
     n_obs = check_int(n_obs, "n_obs", low=1, none_ok=True)
     chunk_rows = check_int(chunk_rows, "chunk_rows", low=1, none_ok=True)
     n_jobs = check_n_jobs(n_jobs)
     rng = check_rng(random_state)
-    loss_obj = resolve_loss(loss, predictor) if y is not None else None
+    loss_obj = resolve_loss(loss, predictor)  # checked even when unused (y=None)
+    if y is None:
+        loss_obj = None
     y_enc = encode_target(y, len(X), predictor, loss_obj) if y is not None else None
     grid_obj = _checked_grid(Xm[feature], grid, grid_weights)
     rows = sample_rows(len(X), n_obs, rng)
@@ -108,16 +112,10 @@ def feature_profile(
 def feature_profiles(model, X, y=None, features=None, *, n_jobs=1, **kwargs) -> dict:
     """:func:`feature_profile` for several features (default: all the model's inputs),
     features in parallel threads. Returns ``{feature: FeatureProfile}`` in input order."""
+    check_kwargs(kwargs, feature_profile, "feature_profiles", taken=("model", "X", "y", "feature", "n_jobs"))
     X = check_frame(X)
     _, Xm = make_predictor(model, X, kwargs.get("output"))
-    if features is None:
-        features = list(Xm.columns)
-    elif isinstance(features, str) or not hasattr(features, "__iter__"):
-        features = [features]  # one column label, not a sequence of characters
-    else:
-        features = list(features)
-    for feature in features:
-        check_feature(Xm.columns, feature)
+    features = check_features(features, Xm.columns)  # one label is a list of one
     n_jobs = check_n_jobs(n_jobs)
     run = delayed(lambda f: feature_profile(model, X, y, f, n_jobs=1, **kwargs))
     profiles = Parallel(n_jobs=n_jobs, prefer="threads")(run(f) for f in features)
@@ -126,7 +124,12 @@ def feature_profiles(model, X, y=None, features=None, *, n_jobs=1, **kwargs) -> 
 
 def _checked_grid(column: pd.Series, grid, grid_weights) -> Grid:
     if grid_weights is not None:
-        weights = np.asarray(grid_weights, dtype=float)
+        try:
+            weights = np.asarray(grid_weights, dtype=float)
+        except (TypeError, ValueError) as exc:
+            raise InputError(
+                f"The 'grid_weights' must be numbers, one per grid point (got {grid_weights!r})."
+            ) from exc
         if isinstance(grid, (str, int)) or weights.shape != (len(grid),):
             raise InputError("'grid_weights' needs an array 'grid' of the same length.")
         if not np.all(np.isfinite(weights)) or (weights < 0).any() or weights.sum() <= 0:

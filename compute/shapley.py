@@ -32,17 +32,20 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .errors import InputError
+from .errors import InputError, ModelError
 from .losses import Loss
 from .prediction import Predictor, predict_pass, predict_rows
 from .sampling import sample_rows
 from .validation import (
     check_frame,
     check_int,
+    check_kwargs,
+    check_model,
     check_n_jobs,
+    check_players,
+    check_real,
     check_rng,
     check_target,
-    check_players,
     make_predictor,
 )
 
@@ -156,8 +159,7 @@ def shapley_importance(
     n_obs = check_int(n_obs, "n_obs", low=2, none_ok=True)
     max_rows = check_int(max_rows, "max_rows", low=1)
     chunk_rows = check_int(chunk_rows, "chunk_rows", low=1, none_ok=True)
-    if not (isinstance(tol, (int, float)) and tol > 0):
-        raise InputError(f"The 'tol' parameter must be a positive number (got {tol!r}).")
+    tol = check_real(tol, "tol", low=0.0, strict=True, allowed="a positive number")
     n_jobs = check_n_jobs(n_jobs)
     rng = check_rng(random_state)
     loss_obj, y_enc = check_target(y, len(X), predictor, loss, "shapley_importance")
@@ -199,10 +201,20 @@ def compare_shapley_importance(models: Mapping[str, object], X, y, **kwargs) -> 
     std_error, proportion, model_error (one row per model and player).
     """
     if not isinstance(models, Mapping) or not models:
-        raise InputError("'models' must be a non-empty dict {name: fitted model}.")
+        raise InputError(
+            f"The 'models' must be a non-empty dict {{name: fitted model}} (got "
+            f"{type(models).__name__}{' (empty)' if isinstance(models, Mapping) else ''})."
+        )
+    check_kwargs(kwargs, shapley_importance, "compare_shapley_importance")
+    for name, model in models.items():
+        check_model(model, f"Model {name!r} in 'models'")
     frames = []
     for name, model in models.items():
-        frame = shapley_importance(model, X, y, **kwargs).to_frame().reset_index()
+        try:
+            result = shapley_importance(model, X, y, **kwargs)
+        except ModelError as exc:
+            raise ModelError(f"Model {name!r} in 'models': {exc}") from exc
+        frame = result.to_frame().reset_index()
         frame.insert(0, "model", name)
         frames.append(frame)
     return pd.concat(frames, ignore_index=True)

@@ -8,8 +8,9 @@ these checks trust their inputs.
 from __future__ import annotations
 
 import difflib
+import inspect
 import numbers
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 
 import numpy as np
 import pandas as pd
@@ -18,7 +19,8 @@ from .errors import InputError
 from .intervention import Design
 from .losses import CLASSIFICATION_LOSSES, REGRESSION_LOSSES, Loss, builtin_loss
 from .prediction import Predictor
-from .sampling import MAX_GRID
+from .results import FeatureProfile
+from .sampling import MAX_GRID, is_categorical
 
 
 def check_frame(X, name: str = "X") -> pd.DataFrame:
@@ -39,21 +41,126 @@ def check_frame(X, name: str = "X") -> pd.DataFrame:
     return X
 
 
-def check_feature(columns, feature, name: str = "feature") -> None:
-    """Raise if ``feature`` is not one of ``columns``, suggesting close matches."""
+def check_feature(columns, feature, name: str = "feature", *, param: str | None = None) -> None:
+    """Raise if ``feature`` is not one of ``columns``, suggesting close matches.
+
+    ``param`` names the list parameter the label came from (``"features"``), if any.
+    """
     columns = list(columns)
+    if not is_label(feature):
+        if param:
+            raise InputError(
+                f"The {param!r} parameter must hold column labels (got {type(feature).__name__} "
+                f"{feature!r} among them)."
+            )
+        raise InputError(
+            f"The {name!r} parameter must be one column label (got {type(feature).__name__} {feature!r})."
+        )
     if feature in columns:
         return
+    if feature is None and param is None and name == "feature":
+        raise InputError(f"The 'feature' parameter is required: name one of the columns {_shown(columns)!r}.")
     hint = difflib.get_close_matches(str(feature), [str(c) for c in columns], n=3)
     suggestion = f" Did you mean {', '.join(repr(h) for h in hint)}?" if hint else ""
-    shown = columns if len(columns) <= 20 else columns[:20] + ["..."]
+    source = f" in {param!r}" if param else ""
     raise InputError(
-        f"Unknown {name} {feature!r}: it is not a column the model uses.{suggestion} "
-        f"Columns: {shown!r}."
+        f"Unknown {name} {feature!r}{source}: it is not a column the model uses.{suggestion} "
+        f"Columns: {_shown(columns)!r}."
     )
 
 
+def check_features(features, columns, name: str = "features") -> list:
+    """A list of distinct known columns: None is every column, one label is a list of one."""
+    columns = list(columns)
+    if features is None:
+        return columns
+    if isinstance(features, (list, tuple, pd.Index, np.ndarray, pd.Series)):
+        features = list(features)
+    elif isinstance(features, (str, numbers.Number)) or (
+        is_label(features) and not isinstance(features, (Mapping, set, frozenset))
+    ):
+        features = [features]
+    else:
+        raise InputError(
+            f"The {name!r} parameter must be a column label or a list of them (got "
+            f"{type(features).__name__})."
+        )
+    if not features:
+        raise InputError(f"The {name!r} list is empty; name at least one column.")
+    for feature in features:
+        check_feature(columns, feature, param=name)
+    seen = set()
+    for feature in features:
+        if feature in seen:
+            raise InputError(f"The {name!r} parameter names {feature!r} twice; name each column once.")
+        seen.add(feature)
+    return features
+
+
+def check_kwargs(kwargs: Mapping, target, function: str, *, taken=("model", "X", "y")) -> None:
+    """Raise for keywords that ``function`` forwards to ``target`` but ``target`` does not take.
+
+    ``taken`` are the parameters of ``target`` that ``function`` fills itself.
+    """
+    allowed = [
+        p.name for p in inspect.signature(target).parameters.values()
+        if p.name not in taken and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+    ]
+    for key in kwargs:
+        if key not in allowed:
+            raise InputError(
+                f"The {key!r} keyword is not a parameter of {function}; it passes on "
+                f"{', '.join(allowed)}."
+            )
+
+
+def check_profile(prof, name: str = "prof") -> FeatureProfile:
+    if not isinstance(prof, FeatureProfile):
+        raise InputError(
+            f"The {name!r} parameter must be a FeatureProfile, as feature_profile returns "
+            f"(got {type(prof).__name__})."
+        )
+    return prof
+
+
+def check_choice(value, name: str, choices) -> str:
+    """``value`` must be one of the strings ``choices``."""
+    if not (isinstance(value, str) and value in choices):
+        raise InputError(f"The {name!r} parameter must be one of {list(choices)!r} (got {value!r}).")
+    return value
+
+
+def is_real(value) -> bool:
+    """A finite real number that is not a bool."""
+    real = isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
+    return real and bool(np.isfinite(value))
+
+
+def check_real(value, name: str, *, low: float | None = None, high: float | None = None,
+               strict: bool = False, allowed: str | None = None) -> float:
+    """A finite real number (not a bool) within ``[low, high]`` (``(low, ...`` when ``strict``).
+
+    ``allowed`` replaces the generated description of the allowed values in the message.
+    """
+    ok = is_real(value)
+    if ok and low is not None:
+        ok = value > low if strict else value >= low
+    if ok and high is not None:
+        ok = value <= high
+    if not ok:
+        if allowed is None:
+            if low is not None and high is not None:
+                allowed = f"a number in [{low:g}, {high:g}]"
+            elif low is not None:
+                allowed = f"a finite number {'>' if strict else '>='} {low:g}"
+            else:
+                allowed = "a finite number"
+        raise InputError(f"The {name!r} parameter must be {allowed} (got {value!r}).")
+    return float(value)
+
+
 def check_int(value, name: str, *, low: int, high: int | None = None, none_ok: bool = False):
+    """An int (not a bool, not a float) within ``[low, high]``; None when ``none_ok``."""
     if value is None and none_ok:
         return None
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
@@ -76,20 +183,28 @@ def check_n_jobs(n_jobs) -> int:
 
 
 def check_rng(random_state) -> np.random.Generator:
-    if random_state is None or isinstance(random_state, (numbers.Integral, np.random.SeedSequence)):
-        if isinstance(random_state, (bool, np.bool_)):
-            raise InputError(f"The 'random_state' parameter must be an int, a Generator or None (got {random_state!r}).")
-        return np.random.default_rng(random_state)
     if isinstance(random_state, np.random.Generator):
         return random_state
+    if isinstance(random_state, np.random.SeedSequence) or random_state is None:
+        return np.random.default_rng(random_state)
+    if (
+        isinstance(random_state, numbers.Integral)
+        and not isinstance(random_state, (bool, np.bool_))
+        and random_state >= 0
+    ):
+        return np.random.default_rng(int(random_state))
+    shown = repr(random_state) if isinstance(random_state, (numbers.Number, str)) else type(random_state).__name__
     raise InputError(
-        f"The 'random_state' parameter must be an int, a numpy Generator or None "
-        f"(got {type(random_state).__name__})."
+        f"The 'random_state' parameter must be an int >= 0, a numpy Generator or None "
+        f"(got {shown})."
     )
 
 
 def check_grid(grid, column: pd.Series | None = None):
-    """Accept "observed", an int in [2, MAX_GRID] or an array with at least two points."""
+    """Accept "observed", an int in [2, MAX_GRID] or an array with at least two points.
+
+    Given the feature's ``column``, an array grid of a numeric feature must hold numbers.
+    """
     if isinstance(grid, str):
         if grid != "observed":
             raise InputError(
@@ -100,6 +215,11 @@ def check_grid(grid, column: pd.Series | None = None):
     if isinstance(grid, numbers.Integral) and not isinstance(grid, (bool, np.bool_)):
         check_int(grid, "grid", low=2, high=MAX_GRID)
         return int(grid)
+    if isinstance(grid, (bool, np.bool_)):
+        raise InputError(
+            f"The 'grid' parameter must be \"observed\", an int in [2, {MAX_GRID}] or an array "
+            f"(got {grid!r})."
+        )
     try:
         points = np.asarray(grid)
     except Exception as exc:
@@ -107,19 +227,32 @@ def check_grid(grid, column: pd.Series | None = None):
     if points.ndim != 1 or points.size < 2:
         raise InputError(
             f"The 'grid' parameter must be \"observed\", an int in [2, {MAX_GRID}] or a 1-d array "
-            f"of at least two points (got {points.size} point(s))."
+            f"of at least two points (got {points.size} point(s), shape {points.shape})."
         )
+    if column is not None and not is_categorical(column):
+        try:
+            numbers_ = points.astype(float)
+        except (TypeError, ValueError) as exc:
+            raise InputError(
+                f"The 'grid' of numeric feature {column.name!r} must hold numbers (got dtype "
+                f"{points.dtype}, e.g. {points[0]!r})."
+            ) from exc
+        if not np.all(np.isfinite(numbers_)):
+            raise InputError("The 'grid' array contains NaN or infinite values.")
+        return numbers_
     if points.dtype.kind in "fiu" and not np.all(np.isfinite(points.astype(float))):
         raise InputError("The 'grid' array contains NaN or infinite values.")
     return points
 
 
+def check_model(model, what: str = "The 'model'") -> None:
+    if not hasattr(model, "predict") and not hasattr(model, "predict_proba"):
+        raise InputError(f"{what} must have a predict method (got {type(model).__name__}).")
+
+
 def make_predictor(model, X: pd.DataFrame, output=None) -> tuple[Predictor, pd.DataFrame]:
     """Wrap ``model`` and return it with X restricted to the model's input columns."""
-    if not hasattr(model, "predict") and not hasattr(model, "predict_proba"):
-        raise InputError(
-            f"The 'model' must have a predict method (got {type(model).__name__})."
-        )
+    check_model(model)
     names = getattr(model, "feature_names_in_", None)
     as_frame = True
     if names is not None:
@@ -127,7 +260,7 @@ def make_predictor(model, X: pd.DataFrame, output=None) -> tuple[Predictor, pd.D
         missing = [c for c in names if c not in X.columns]
         if missing:
             raise InputError(
-                f"The data lacks columns the model was fitted on: {missing!r}. "
+                f"'X' lacks columns the model was fitted on: {missing!r}. "
                 f"Data columns: {list(X.columns)!r}."
             )
         if list(X.columns) != names:
@@ -136,7 +269,7 @@ def make_predictor(model, X: pd.DataFrame, output=None) -> tuple[Predictor, pd.D
         as_frame = False  # fitted on arrays: feed arrays, in X's column order
         if X.shape[1] != model.n_features_in_:
             raise InputError(
-                f"The model expects {model.n_features_in_} features but X has {X.shape[1]} columns."
+                f"The model expects {model.n_features_in_} features but 'X' has {X.shape[1]} columns."
             )
     classes = getattr(model, "classes_", None)
     has_proba = hasattr(model, "predict_proba")
@@ -146,6 +279,11 @@ def make_predictor(model, X: pd.DataFrame, output=None) -> tuple[Predictor, pd.D
         if output is None:
             output_index = len(classes) - 1
         else:
+            if not is_label(output) or np.ndim(output) != 0:
+                raise InputError(
+                    f"The 'output' class must be one of the model's classes {classes.tolist()!r} "
+                    f"(got {type(output).__name__} {output!r})."
+                )
             matches = np.flatnonzero(classes == output)
             if matches.size == 0:
                 raise InputError(
@@ -167,7 +305,7 @@ def resolve_loss(loss, predictor: Predictor) -> Loss:
         name = getattr(loss, "__name__", "custom")
         return Loss(name, loss, needs_proba=clf and predictor.has_proba, builtin=False)
     known = CLASSIFICATION_LOSSES if clf else REGRESSION_LOSSES
-    if loss not in REGRESSION_LOSSES + CLASSIFICATION_LOSSES:
+    if not isinstance(loss, str) or loss not in REGRESSION_LOSSES + CLASSIFICATION_LOSSES:
         raise InputError(
             f"The 'loss' parameter must be one of {list(known)!r} or a callable (got {loss!r})."
         )
@@ -254,17 +392,39 @@ def check_players(features, columns: list) -> dict[str, tuple]:
     seen: dict = {}
     for name, group in items:
         if not group:
-            raise InputError(f"Player {name!r} has no columns.")
+            raise InputError(f"Player {name!r} in 'features' has no columns; give it at least one.")
         for col in group:
-            check_feature(columns, col)
+            check_feature(columns, col, param="features")
             if col in seen:
-                raise InputError(f"Column {col!r} belongs to two players: {seen[col]!r} and {name!r}.")
+                raise InputError(
+                    f"Column {col!r} belongs to two players in 'features': {seen[col]!r} and {name!r}; "
+                    f"a column may belong to one player only."
+                )
             seen[col] = name
     names = [name for name, _ in items]
     if len(set(names)) != len(names):
-        raise InputError(f"Player names must be unique (got {names!r}).")
+        raise InputError(f"Player names in 'features' must be unique (got {names!r}).")
     return dict(items)
 
 
 def _as_group(cols) -> tuple:
     return tuple(cols) if isinstance(cols, (list, tuple)) else (cols,)
+
+
+def is_label(value) -> bool:
+    """Whether ``value`` can be a column or row label (hashable, not an array)."""
+    if isinstance(value, (np.ndarray, pd.Series, pd.Index, pd.DataFrame)):
+        return False
+    return isinstance(value, Hashable) and _hashes(value)
+
+
+def _hashes(value) -> bool:
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return True
+
+
+def _shown(columns: list) -> list:
+    return columns if len(columns) <= 20 else columns[:20] + ["..."]

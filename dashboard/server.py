@@ -36,6 +36,7 @@ def create_app(config: Config) -> Dash:
     app.layout = layout.page(config)
     register_all(app, ctx)
     add_upload_route(app.server, ctx)
+    ctx.store.purge_uploads(config.upload_ttl_hours)  # files past their lifetime go at start-up too
     app._wip_context = ctx  # for tests and benchmarks (read-only handle; no per-user data)
     return app
 

@@ -132,7 +132,9 @@ class Store:
         return files[0] if len(files) == 1 else None
 
     def purge_uploads(self, ttl_hours: float) -> int:
-        """Delete uploads older than the configured lifetime; returns how many."""
+        """Delete uploads, and workspaces made from uploads, older than the configured
+        lifetime, then the data and model files no remaining workspace uses (demo files are
+        kept). Returns how many uploads and workspaces were deleted."""
         limit = time.time() - ttl_hours * 3600
         removed = 0
         for folder in (self.root / "uploads").iterdir():
@@ -142,6 +144,26 @@ class Store:
                     removed += 1
             except FileNotFoundError:
                 continue
+        used: set[str] = set()
+        for record in (self.root / "workspaces").glob("*.json"):
+            try:
+                ws = Workspace.from_json(record.read_text())
+                if not ws.demo and record.stat().st_mtime < limit:
+                    record.unlink()
+                    removed += 1
+                    continue
+            except (FileNotFoundError, ValueError, KeyError, TypeError):
+                continue
+            used.add(ws.data_path)
+            used.update(m.path for m in ws.models)
+        for sub in ("data", "models"):
+            for file in (self.root / sub).iterdir():
+                rel = f"{sub}/{file.name}"
+                try:
+                    if rel not in used and file.stat().st_mtime < limit:
+                        file.unlink()
+                except FileNotFoundError:
+                    continue
         return removed
 
     def keep_data(self, frame: pd.DataFrame) -> tuple[str, str]:

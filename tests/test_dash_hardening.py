@@ -221,3 +221,25 @@ def test_random_small_tables_load_or_get_a_message(tmp_path_factory, rows, names
         assert exc.field == "data" and "t.csv" in str(exc)
     else:
         assert isinstance(frame, pd.DataFrame) and len(frame) >= 1
+
+
+def test_expired_uploads_workspaces_and_their_files_are_deleted(tmp_path):
+    """Past the lifetime: upload folders, upload workspaces and their unused files go; demos stay."""
+    app = create_app(Config(cache_dir=str(tmp_path / "ttl"), upload_ttl_hours=1))
+    store = app._wip_context.store
+    demo = store.workspace("demo-x3")
+    token, path = store.new_upload("old.csv")
+    path.write_text("a,b\n1,2\n")
+    rel, sha = store.keep_data(pd.DataFrame({"a": [1.0, 2.0], "b": [3.0, 4.0]}))
+    ws = Workspace(id=new_workspace_id(), title="old", data_path=rel, data_sha=sha, target="b",
+                   task="regression", loss="squared_error", models=demo.models, features=("a",))
+    store.save_workspace(ws)
+    old = time.time() - 2 * 3600
+    for file in (path.parent, store.root / "workspaces" / f"{ws.id}.json", store.path(rel)):
+        os.utime(file, (old, old))
+    for file in store.path("models").iterdir():  # the demo's models are old too, but in use
+        os.utime(file, (old, old))
+    assert store.purge_uploads(1) == 2
+    assert store.upload_path(token) is None and store.workspace(ws.id) is None
+    assert not store.path(rel).exists()
+    assert store.workspace("demo-x3") is not None and all(store.path(m.path).exists() for m in demo.models)
