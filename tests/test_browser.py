@@ -273,6 +273,25 @@ def test_upload_skops_and_csv_renders_views(server, tab, upload_files):
     assert set(features) == {"income", "age", "region"}
     assert tab.inner_text("#model-error").strip() == ""
     shot(tab, "upload-skops-csv")
+    # another session sees none of it: not listed, and a guessed id shows the demo
+    own_ws = dict(p.split("=", 1) for p in tab.evaluate("location.search").lstrip("?").split("&"))["ws"]
+    other = tab.context.browser.new_context(viewport={"width": 1400, "height": 1800}).new_page()
+    other.set_default_timeout(TIMEOUT)
+    try:
+        other.goto(server["url"] + "/")
+        wait_views(other)
+        other.click("#ws-select")
+        options = other.inner_text("#ws-select")
+        assert "credit" not in options
+        guessed = own_ws[:-2] + ("AA" if not own_ws.endswith("AA") else "BB")
+        other.goto(server["url"] + f"/?ws={guessed}")
+        other.wait_for_selector("#subgroup-error:has-text('not available')")
+        wait_views(other)
+        assert "ws=demo-x3" in other.url
+        names = other.evaluate("() => Array.from(document.querySelector('#pfi-graph .js-plotly-plot')._fullData[0].y)")
+        assert set(names) == {"X1", "X2", "X3"}
+    finally:
+        other.context.close()
 
 
 def test_bad_upload_shows_error_and_page_keeps_working(server, tab, upload_files):
