@@ -1,0 +1,253 @@
+"""Scale-out path: background callbacks on Celery workers through Redis instead of diskcache.
+
+``WIP_CELERY_BROKER=redis://...`` makes the web workers enqueue background callbacks to the
+broker; ``celery -A app:celery_app worker`` runs them (on this machine here, on other
+machines in production, sharing the cache folder and the broker). The test starts
+Debian's ``redis-server`` on a free loopback port, one Celery worker, ``gunicorn app:server
+-w 2`` with the same configuration, and drives the demo in headless Chromium: the views
+must render from jobs that ran on the Celery worker, and the web workers must not have
+created the diskcache job store (``<cache>/jobs``) that local forked jobs would use.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.browser
+
+ROOT = Path(__file__).resolve().parent.parent
+OUTPUT = Path(os.environ.get("WIP_TEST_OUTPUT", ROOT / "test-output")) / "screenshots"
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
+FIRST_VISIT_MS = 120_000   # trains the demo (web worker) and runs its ICE/ICI passes (Celery worker)
+STEP_MS = 60_000           # a subgroup: one permutation-PFI job on the Celery worker
+START_S = 60               # each process up (imports of dash, sklearn, celery on a loaded machine)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _tail(path: Path, n: int = 4000) -> str:
+    try:
+        return path.read_text(errors="replace")[-n:]
+    except OSError:
+        return f"({path} unreadable)"
+
+
+def _stop(proc: subprocess.Popen, timeout: float = 20) -> None:
+    """Terminate a process we started, by its PID, then kill it and whatever of its
+    descendants (prefork children, gunicorn workers) outlived it."""
+    import psutil
+
+    if proc.poll() is not None:
+        return
+    try:
+        descendants = psutil.Process(proc.pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        descendants = []
+    proc.terminate()
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=10)
+    _, alive = psutil.wait_procs(descendants, timeout=5)
+    for child in alive:
+        try:
+            child.kill()
+        except psutil.NoSuchProcess:
+            pass
+
+
+def _start(cmd, *, env, log_path: Path, request) -> subprocess.Popen:
+    with open(log_path, "w") as log:  # the child keeps its own descriptor
+        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    request.addfinalizer(lambda: _stop(proc))
+    return proc
+
+
+@pytest.fixture(scope="module")
+def wip_cluster_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("wip-celery")
+
+
+@pytest.fixture(scope="module")
+def wip_redis(wip_cluster_dir, request):
+    """Debian's redis-server on a free loopback port, no persistence; its broker URL."""
+    exe = shutil.which("redis-server")
+    if exe is None:
+        pytest.fail("redis-server is missing: run the suite with `python tests/run.py`, which installs it.")
+    import redis
+
+    port = _free_port()
+    log_path = wip_cluster_dir / "redis.log"
+    proc = _start([exe, "--port", str(port), "--save", "", "--appendonly", "no", "--bind", "127.0.0.1",
+                   "--dir", str(wip_cluster_dir)], env=dict(os.environ), log_path=log_path, request=request)
+    client = redis.Redis(host="127.0.0.1", port=port, socket_connect_timeout=1, socket_timeout=2)
+    deadline = time.time() + 20
+    while True:
+        try:
+            if client.ping():
+                break
+        except redis.RedisError:
+            pass
+        if proc.poll() is not None or time.time() > deadline:
+            pytest.fail("redis-server did not answer PING:\n" + _tail(log_path))
+        time.sleep(0.2)
+    client.close()
+    return f"redis://127.0.0.1:{port}/0"
+
+
+@pytest.fixture(scope="module")
+def wip_env(wip_redis, wip_cluster_dir):
+    """One configuration for web and compute processes: broker, cache folder, secret."""
+    cache = wip_cluster_dir / "cache"
+    cache.mkdir()
+    env = {**os.environ, "WIP_CELERY_BROKER": wip_redis, "WIP_CACHE_DIR": str(cache),
+           "WIP_SECRET_KEY": "celery-test", "PYTHONUNBUFFERED": "1"}
+    return {"env": env, "cache": cache}
+
+
+class _Worker:
+    def __init__(self, proc: subprocess.Popen, log: Path):
+        self.proc, self.log = proc, log
+
+    def text(self) -> str:
+        return self.log.read_text(errors="replace") if self.log.exists() else ""
+
+    def wait_ready(self, timeout: float = START_S) -> None:
+        deadline = time.time() + timeout
+        while not re.search(r"celery@\S+ ready", self.text()):
+            if self.proc.poll() is not None or time.time() > deadline:
+                pytest.fail("the Celery worker did not become ready:\n" + _tail(self.log))
+            time.sleep(0.3)
+
+
+@pytest.fixture(scope="module")
+def wip_worker(wip_env, wip_cluster_dir, request):
+    """One Celery worker (one prefork child) importing the app from the repository root.
+    Started here, awaited by ``wip_web`` once gunicorn is up (both import in parallel)."""
+    log_path = wip_cluster_dir / "celery.log"
+    proc = _start([sys.executable, "-m", "celery", "-A", "app:celery_app", "worker", "--concurrency", "1",
+                   "--pool", "prefork", "--loglevel", "INFO", "--without-gossip", "--without-mingle",
+                   "--without-heartbeat"], env=wip_env["env"], log_path=log_path, request=request)
+    return _Worker(proc, log_path)
+
+
+@pytest.fixture(scope="module")
+def wip_web(wip_env, wip_worker, wip_cluster_dir, request):
+    """gunicorn -w 2 with the Celery configuration, on a free loopback port."""
+    import requests
+
+    if not Path(CHROMIUM).exists():
+        pytest.fail("Debian's chromium is missing: run the suite with `python tests/run.py` (installs it).")
+    port = _free_port()
+    log_path = wip_cluster_dir / "gunicorn.log"
+    proc = _start([sys.executable, "-m", "gunicorn", "-c", str(ROOT / "gunicorn.conf.py"), "app:server", "-w", "2",
+                   "-b", f"127.0.0.1:{port}", "--no-control-socket"],
+                  env=wip_env["env"], log_path=log_path, request=request)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.time() + START_S
+    while True:
+        try:
+            if requests.get(url + "/", timeout=3).status_code == 200:
+                break
+        except requests.RequestException:
+            pass
+        if proc.poll() is not None or time.time() > deadline:
+            pytest.fail("gunicorn did not start:\n" + _tail(log_path))
+        time.sleep(0.3)
+    wip_worker.wait_ready()
+    return {"url": url, "log": log_path}
+
+
+@pytest.fixture(scope="module")
+def wip_chromium():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+        yield b
+        b.close()
+
+
+def _shot(tab, name: str) -> None:
+    OUTPUT.mkdir(parents=True, exist_ok=True)
+    tab.screenshot(path=str(OUTPUT / f"{name}.png"), full_page=True)
+
+
+@pytest.fixture
+def wip_tab(wip_chromium, wip_web, wip_worker, request):
+    context = wip_chromium.new_context(viewport={"width": 1400, "height": 1800})
+    tab = context.new_page()
+    tab.set_default_timeout(STEP_MS)
+    errors = []
+    tab.on("pageerror", lambda e: errors.append(str(e)))
+    tab.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    tab.errors = errors
+    yield tab
+    report = getattr(request.node, "rep_call", None)
+    if report is not None and report.failed:
+        try:
+            _shot(tab, f"FAILED-{request.node.name}")
+        except Exception as exc:  # noqa: BLE001 - evidence only
+            print(f"no screenshot: {exc}")
+        print("--- gunicorn log ---\n" + _tail(wip_web["log"]))
+        print("--- celery log ---\n" + _tail(wip_worker.log))
+    context.close()
+
+
+def _wait_ici(tab, timeout: int) -> None:
+    """Until the ICI view shows curves (its legend names the largest integral)."""
+    tab.wait_for_selector("#ici-graph .main-svg", timeout=timeout)
+    tab.wait_for_function(
+        "() => { const g = document.querySelector('#ici-graph .js-plotly-plot');"
+        " return g && g._fullData && g._fullData.some(t => (t.name || '').startsWith('largest integral')); }",
+        timeout=timeout)
+
+
+def test_background_callbacks_run_on_celery(wip_web, wip_worker, wip_env, wip_tab):
+    tab = wip_tab
+    t0 = time.time()
+    tab.goto(wip_web["url"] + "/?ws=demo-x3")
+    _wait_ici(tab, FIRST_VISIT_MS)
+    print(f"ICI view after {time.time() - t0:.1f} s")  # shown when the test fails
+    tab.fill("#subgroup-text", "X3 == 0")
+    tab.click("#subgroup-apply")
+    tab.wait_for_function("() => location.search.includes('subgroup=')")
+    tab.wait_for_selector("#pfi-table th:has-text('subgroup')", timeout=STEP_MS)
+    tab.wait_for_function(  # the permutation PFI of the subgroup: a job on the worker too
+        "() => { const g = document.querySelector('#pfi-graph .js-plotly-plot');"
+        " return g && (g.layout.title.text || '').includes('subgroup'); }", timeout=STEP_MS)
+    tab.wait_for_function("() => !document.querySelector('._dash-loading-callback')")
+    assert "subgroup (n=" in tab.inner_text("#pfi-table")
+    print(f"subgroup views after {time.time() - t0:.1f} s")
+    _shot(tab, "celery-demo")
+
+    # The jobs ran on the Celery worker (the first visit's ICE/ICI passes, then the
+    # subgroup's permutation PFI) ...
+    log = wip_worker.text()
+    received = re.findall(r"Task background_callback_\w+\[([^\]]+)\] received", log)
+    succeeded = re.findall(r"Task background_callback_\w+\[([^\]]+)\] succeeded", log)
+    assert len(received) >= 2, "the Celery worker did not receive both jobs:\n" + log[-4000:]
+    assert succeeded and set(succeeded) <= set(received), "no job succeeded on the Celery worker:\n" + log[-4000:]
+    assert " raised unexpected" not in log and "background job failed" not in log, log[-4000:]
+    # ... and not in forked children of the web workers: DiskcacheManager's job store,
+    # <cache>/jobs, was never created (CeleryManager keeps its handles in Redis).
+    jobs = wip_env["cache"] / "jobs"
+    assert not jobs.exists() or not any(jobs.iterdir()), f"web workers used a diskcache job store: {list(jobs.iterdir())}"
+    assert "Traceback" not in wip_web["log"].read_text(errors="replace"), _tail(wip_web["log"])
+    assert tab.errors == [], f"browser errors: {tab.errors}"
