@@ -3,8 +3,9 @@
 No model calls, no I/O, nothing global set at import; the only randomness is a seeded
 ``np.random.default_rng(random_state)`` choosing which ICI/ICE curves to draw. Every bar and
 curve point a user may click carries ``customdata`` naming the feature or the observation
-(row label; a plain list, since plotly.js leaves typed-array customdata out of a WebGL
-trace's click event), so callbacks read the selection from ``clickData`` and never from the figure's
+(row label; the big curve trace keeps it a numeric array, sent as a compact typed array:
+plotly.js leaves that out of a WebGL click event, so a clientside callback reads it from the
+graph by point number), so callbacks read the selection from ``clickData`` and never from the figure's
 data arrays.
 
 Papers: seed 000 = Casalicchio, Molnar & Bischl (2018), "Visualizing the Feature Importance
@@ -25,7 +26,16 @@ from plotly.subplots import make_subplots
 from compute.results import FeatureProfile
 
 # --- theme -------------------------------------------------------------------------------
-TEMPLATE = "plotly_white"
+# The look of plotly's "plotly_white", spelled out: naming the template makes plotly.py copy
+# and validate all of it for every figure (~90 ms each, most of a view switch's time).
+_GRID = "#EBF0F8"
+_AXIS = dict(gridcolor=_GRID, linecolor=_GRID, zerolinecolor=_GRID, zerolinewidth=2, automargin=True,
+             ticks="", title=dict(standoff=15))
+TEMPLATE = dict(layout=dict(
+    paper_bgcolor="white", plot_bgcolor="white", font=dict(color="#2a3f5f"),
+    colorway=["#636efa", "#EF553B", "#00cc96", "#ab63fa", "#FFA15A", "#19d3f3", "#FF6692", "#B6E880"],
+    hoverlabel=dict(align="left"), hovermode="closest", xaxis=_AXIS, yaxis=_AXIS,
+))
 MARGIN = dict(l=10, r=10, t=85, b=40)
 ALL_COLOR = "#4c72b0"  # all data: PI/PD summary line, single-model bars
 CURVE_COLOR = "#8c8c8c"  # background ICI/ICE curves and marginal distribution
@@ -41,8 +51,13 @@ PX_PER_FEATURE, MIN_HEIGHT = 28, 300
 MISSING_LABEL = "(missing)"
 
 
+def _figure(*traces) -> go.Figure:
+    """A figure born with our template (setting one later first copies plotly's default)."""
+    return go.Figure(data=list(traces) or None, layout=dict(template=TEMPLATE))
+
+
 def _style(fig: go.Figure, title: str, uirevision: str, **layout) -> go.Figure:
-    fig.update_layout(template=TEMPLATE, margin=MARGIN, uirevision=uirevision,
+    fig.update_layout(margin=MARGIN, uirevision=uirevision,
                       title=dict(text=title, x=0.01, xanchor="left", y=0.99, yref="container", yanchor="top",
                                  font_size=14),
                       legend=dict(orientation="h", yanchor="bottom", y=1.01, xanchor="right", x=1.0),
@@ -148,7 +163,7 @@ def pfi_figure(pfi: Mapping[str, pd.DataFrame], *, selected=None, title: str | N
     first = pfi[models[0]].attrs
     kind, loss = first.get("kind", "difference"), first.get("loss", "loss")
     n_repeats = sum(str(c).startswith("repeat_") for c in pfi[models[0]].columns)
-    fig = go.Figure()
+    fig = _figure()
     for k, (model, df) in enumerate(pfi.items()):
         df = df.reindex(order)
         color = MODEL_COLORS[k % len(MODEL_COLORS)]
@@ -190,7 +205,7 @@ def sfimp_figure(sfimp: Mapping[str, Any], *, selected=None) -> go.Figure:
     models = list(sfimp)
     order = _sort_features(pd.concat({m: r.values for m, r in sfimp.items()}, axis=1))
     loss = _loss_name(getattr(sfimp[models[0]], "params", None))
-    fig = go.Figure()
+    fig = _figure()
     for k, (model, res) in enumerate(sfimp.items()):
         values = res.values.reindex(order).to_numpy(float)
         share = res.proportions.reindex(order).to_numpy(float)
@@ -225,7 +240,8 @@ def pi_figure(prof: FeatureProfile, groups: Mapping[str, np.ndarray] | None = No
         return empty_figure("PI curves need the target: this data has no target column.")
     x = _x_values(prof)
     loss = _loss_name(prof.params)
-    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, row_heights=[0.2, 0.8], vertical_spacing=0.03)
+    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, row_heights=[0.2, 0.8], vertical_spacing=0.03,
+                        figure=_figure())
     values = prof.x if x_all is None else x_all
     if prof.categorical:
         labels = pd.Series([_level_label(v) for v in np.asarray(values, dtype=object)])
@@ -332,14 +348,14 @@ def _curves_figure(prof: FeatureProfile, kind: str, *, max_curves: int, n_points
         smallest = smallest[~np.isin(smallest, largest)]  # a row is drawn once
     sel = _position(prof.rows, selected)
 
-    fig = go.Figure()
+    fig = _figure()
     width = cols.size + 1  # each curve is followed by a gap (NaN; None on a category axis)
     xs = np.full((drawn.size, width), None if prof.categorical else np.nan, dtype=x.dtype)
     ys = np.full((drawn.size, width), np.nan)
     xs[:, :-1], ys[:, :-1] = x[cols], curves[np.ix_(drawn, cols)]
     hover = "row %{customdata}<br>" + f"{prof.feature} = " + "%{x}<br>y = %{y:.4g}<extra></extra>"
     fig.add_trace(go.Scattergl(
-        x=xs.ravel(), y=ys.ravel(), customdata=np.repeat(labels[drawn], width).tolist(), mode="lines",
+        x=xs.ravel(), y=ys.ravel(), customdata=np.repeat(labels[drawn], width), mode="lines",
         line=dict(color=CURVE_COLOR, width=1), opacity=CURVE_OPACITY, connectgaps=False,
         name=f"{kind} curves ({drawn.size})", hovertemplate=hover,
     ))
@@ -407,7 +423,7 @@ def ciu_figure(ciu: pd.DataFrame, *, title: str | None = None) -> go.Figure:
              for f, r in zip(order, df.itertuples())]
     common = dict(y=y, orientation="h", customdata=names, hovertext=hover,
                   hovertemplate="%{hovertext}<extra></extra>")
-    fig = go.Figure()
+    fig = _figure()
     fig.add_trace(go.Bar(x=df["CI"].to_numpy(float), name="CI (contextual importance)",
                          marker=dict(color=ALL_COLOR), opacity=CI_OPACITY, **common))
     fig.add_trace(go.Bar(x=(df["CI"] * df["CU"]).to_numpy(float), name="CI × CU (contextual utility)",
@@ -435,7 +451,7 @@ def influence_figure(ciu: pd.DataFrame) -> go.Figure:
         return empty_figure("No contextual influence computed yet.")
     order = list(ciu["influence"].abs().sort_values(ascending=False, na_position="last", kind="stable").index)
     infl = ciu["influence"].reindex(order).to_numpy(float)
-    fig = go.Figure(go.Bar(
+    fig = _figure(go.Bar(
         x=infl, y=[str(f) for f in order], orientation="h", customdata=[_json_label(f) for f in order],
         marker_color=[POSITIVE_COLOR if v >= 0 else NEGATIVE_COLOR for v in infl], name="influence",
         hovertemplate="%{customdata}: influence %{x:.4g}<extra></extra>",
@@ -455,7 +471,7 @@ def global_ci_figure(global_ci: pd.DataFrame, *, selected=None) -> go.Figure:
     share = df["out_of_range_share"].to_numpy(float) if "out_of_range_share" in df else np.full(len(df), np.nan)
     hover = [f"{f}<br>mean CI = {ci:.3g} ± {sd:.3g}" + ("" if np.isnan(s) else f"<br>out of range: {100 * s:.0f}%")
              for f, ci, sd, s in zip(order, df["CI"], df["CI_std"], share)]
-    fig = go.Figure(go.Bar(
+    fig = _figure(go.Bar(
         x=df["CI"].to_numpy(float), y=[str(f) for f in order], orientation="h",
         customdata=[_json_label(f) for f in order], hovertext=hover, hovertemplate="%{hovertext}<extra></extra>",
         error_x=dict(type="data", array=df["CI_std"].to_numpy(float), thickness=1.2), name="global CI",
@@ -478,7 +494,8 @@ def ale_figure(ale: pd.DataFrame, *, feature) -> go.Figure:
     if ale is None or ale.empty:
         return empty_figure(f"No ALE computed for {feature}.")
     grid = ale["grid"].to_numpy(float)
-    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, row_heights=[0.78, 0.22], vertical_spacing=0.03)
+    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, row_heights=[0.78, 0.22], vertical_spacing=0.03,
+                        figure=_figure())
     fig.add_trace(go.Scatter(x=grid, y=ale["ale"].to_numpy(float), mode="lines+markers", name="ALE",
                              line=dict(color=ALL_COLOR, width=3),
                              hovertemplate=f"{feature} = %{{x:.4g}}<br>ALE %{{y:.4g}}<extra></extra>"), row=1, col=1)
@@ -498,7 +515,7 @@ def empty_figure(message: str) -> go.Figure:
     import html
     import textwrap
 
-    fig = go.Figure()
+    fig = _figure()
     text = "<br>".join(html.escape(line) for line in textwrap.wrap(str(message), 60)) or " "
     fig.add_annotation(text=text, x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False,
                        font=dict(size=15, color="#555555"))

@@ -7,6 +7,7 @@ JOB_REQUEST = "job-request"     # dcc.Store: tasks for the background job
 JOB_DONE = "job-done"           # dcc.Store: what the last background job reported
 LOADED_WS = "loaded-ws"         # dcc.Store: workspace id produced by "Load"
 STATUS = "status"
+CLICKED_ROW = "clicked-row"    # dcc.Store: {"row", "t"} from a click on an ICI/ICE curve
 NEGATIVE = "negative"          # dcc.Store: rows with a negative ICI integral (for "exclude")
 
 # drill-down controls

@@ -218,6 +218,7 @@ def page(config) -> html.Div:
         dcc.Store(id=ids.JOB_DONE),
         dcc.Store(id=ids.LOADED_WS),
         dcc.Store(id=ids.NEGATIVE),
+        dcc.Store(id=ids.CLICKED_ROW),
         dcc.Download(id=ids.DOWNLOAD),
         header(),
         load_panel(config),

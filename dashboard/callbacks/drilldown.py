@@ -90,6 +90,10 @@ def update_state(ctx, state: dict | None, trigger: str | None, inputs: dict) -> 
         value = _click_value(inputs.get("click"))
         if value is not None:
             state["feature"] = str(value)
+    elif trigger == ids.CLICKED_ROW:
+        clicked = inputs.get("clicked") or {}
+        if clicked.get("row") is not None:
+            state["obs"] = str(clicked["row"])
     elif trigger in (ids.ICI_GRAPH, ids.ICE_GRAPH):
         value = _click_value(inputs.get("click"))
         if value is not None:
@@ -150,7 +154,38 @@ def normalize(ctx, state: dict, *, previous_subgroup: str = "", error=None) -> t
     return state, error
 
 
+# A click on a curve: its row label from the point's customdata, or (WebGL traces leave
+# typed-array customdata out of click events) from the graph's data by point number.
+CLICKED_ROW_JS = """
+function(iciClick, iceClick) {
+    const trig = (dash_clientside.callback_context.triggered || [])[0];
+    if (!trig) { return dash_clientside.no_update; }
+    const graphId = trig.prop_id.split('.')[0];
+    const click = graphId === 'ici-graph' ? iciClick : iceClick;
+    const point = click && click.points && click.points[0];
+    if (!point) { return dash_clientside.no_update; }
+    let row = point.customdata;
+    if (row === undefined || row === null) {
+        const gd = document.querySelector('#' + graphId + ' .js-plotly-plot');
+        const trace = gd && gd._fullData && gd._fullData[point.curveNumber];
+        const data = trace && trace.customdata;
+        row = data ? data[point.pointNumber] : undefined;
+    }
+    if (row === undefined || row === null) { return dash_clientside.no_update; }
+    return {row: row, t: Date.now()};
+}
+"""
+
+
 def register(app, ctx) -> None:
+    app.clientside_callback(
+        CLICKED_ROW_JS,
+        Output(ids.CLICKED_ROW, "data"),
+        Input(ids.ICI_GRAPH, "clickData"),
+        Input(ids.ICE_GRAPH, "clickData"),
+        prevent_initial_call=True,
+    )
+
     @app.callback(
         Output(ids.STATE, "data"),
         Output(ids.URL, "search"),
@@ -171,8 +206,7 @@ def register(app, ctx) -> None:
         Input(ids.PFI_GRAPH, "clickData"),
         Input(ids.SFIMP_GRAPH, "clickData"),
         Input(ids.GLOBAL_CI_GRAPH, "clickData"),
-        Input(ids.ICI_GRAPH, "clickData"),
-        Input(ids.ICE_GRAPH, "clickData"),
+        Input(ids.CLICKED_ROW, "data"),
         Input(ids.ICI_TABLE, "active_cell"),
         Input(ids.SUBGROUP_APPLY, "n_clicks"),
         Input(ids.SUBGROUP_TEXT, "n_submit"),
@@ -193,16 +227,15 @@ def register(app, ctx) -> None:
         State(ids.NEGATIVE, "data"),
         State(ids.STATE, "data"),
     )
-    def controller(search, ws, model, feature, pfi_click, sfimp_click, ci_click, ici_click, ice_click,
+    def controller(search, ws, model, feature, pfi_click, sfimp_click, ci_click, clicked,
                    active_cell, _apply, _submit, _clear, _add, _more, _sfimp, centered, _ex_sel, _ex_neg,
                    _ex_clear, loaded, subgroup_text, cond_column, cond_op, cond_value, table_rows,
                    negative, state):
         trigger = dash_ctx.triggered_id
-        clicks = {ids.PFI_GRAPH: pfi_click, ids.SFIMP_GRAPH: sfimp_click, ids.GLOBAL_CI_GRAPH: ci_click,
-                  ids.ICI_GRAPH: ici_click, ids.ICE_GRAPH: ice_click}
+        clicks = {ids.PFI_GRAPH: pfi_click, ids.SFIMP_GRAPH: sfimp_click, ids.GLOBAL_CI_GRAPH: ci_click}
         inputs = {
             "search": search, "ws": ws, "model": model, "feature": feature, "click": clicks.get(trigger),
-            "active_cell": active_cell, "table_rows": table_rows, "subgroup_text": subgroup_text,
+            "clicked": clicked, "active_cell": active_cell, "table_rows": table_rows, "subgroup_text": subgroup_text,
             "cond_column": cond_column, "cond_op": cond_op, "cond_value": cond_value, "centered": centered,
             "loaded": loaded, "previous_subgroup": (state or {}).get("subgroup", ""),
             "negative": negative or [],
