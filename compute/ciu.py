@@ -189,14 +189,14 @@ def ciu_from_profiles(profiles, row, *, out_range, phi0=0.5, utility="increasing
             raise InputError(
                 f"The 'profiles' value {name!r} must be a FeatureProfile (got {type(prof).__name__})."
             )
-        where = np.flatnonzero(prof.rows.isin([row]))
-        if where.size == 0:
+        where = _row_position(prof.rows, row)
+        if where is None:
             raise InputError(
                 f"The 'row' {row!r} is not among the rows explained by the profile of {name!r}."
             )
-        ice = prof.pred[where[0]]
+        ice = prof.pred[where]
         names.append(name)
-        y_row = prof.base_pred[where[0]]
+        y_row = prof.base_pred[where]
         ymin.append(min(ice.min(), y_row))
         ymax.append(max(ice.max(), y_row))
         y.append(y_row)
@@ -233,9 +233,8 @@ def _ciu(model, X, instances, features, output, n_samples, phi0, out_range, rand
         n_vals = len(next(iter(swept.values())))
         if n_vals == 0:
             raise InputError(
-                f"The 'n_samples' must be >= 1 to sweep a group of {len(group)} numeric columns "
-                f"(more than {MAX_CORNERS.bit_length() - 1}: too many corners to enumerate) "
-                f"(got {n_samples})."
+                f"The 'n_samples' parameter must be >= 1 to sweep a group of {len(group)} numeric "
+                f"columns, too many to enumerate their corners (got {n_samples})."
             )
         cast = {c: design.cast(c, v) for c, v in swept.items()}
 
@@ -302,6 +301,19 @@ def _with_instances(predictor: Predictor, Xm: pd.DataFrame, instances, what: str
     return predictor, np.asarray(positions, dtype=np.intp)
 
 
+def _row_position(rows: pd.Index, row) -> int | None:
+    """Position of the first row labelled ``row``, None when there is none."""
+    try:
+        loc = rows.get_loc(row)
+    except (KeyError, TypeError, ValueError):  # not a label of this index (Arrow raises ValueError)
+        return None
+    if isinstance(loc, slice):
+        return loc.start
+    if isinstance(loc, np.ndarray):
+        return int(np.flatnonzero(loc)[0])
+    return int(loc)
+
+
 def _swept_values(Xm: pd.DataFrame, group: tuple, n_samples: int, rng) -> dict:
     """Values of the group's columns to sweep (equal-length arrays, one entry per point)."""
     if len(group) == 1:
@@ -342,7 +354,7 @@ def _prediction_range(predictor: Predictor, n_rows: int, chunk_rows, n_jobs) -> 
 
 def _check_range(out_range, *, derived: bool = False) -> tuple[float, float]:
     """``(MIN, MAX)`` as two finite floats with MIN < MAX; ``derived``: from the predictions."""
-    if isinstance(out_range, (str, bytes)) or np.ndim(out_range) != 1 or len(out_range) != 2:
+    if isinstance(out_range, (str, bytes, Mapping)) or not hasattr(out_range, "__len__") or len(out_range) != 2:
         raise InputError(f"The 'out_range' parameter must be a pair (MIN, MAX) (got {out_range!r}).")
     low, high = out_range
     if not (is_real(low) and is_real(high) and high > low):

@@ -11,7 +11,6 @@ per feature (two intervened rows per observation).
 
 from __future__ import annotations
 
-import numbers
 from collections.abc import Mapping
 
 import numpy as np
@@ -22,7 +21,17 @@ from .prediction import Predictor, predict_pass
 from .profile import feature_profiles
 from .results import FeatureProfile
 from .sampling import MAX_GRID, is_categorical, make_grid
-from .validation import check_feature, check_frame, check_int, check_n_jobs, make_predictor
+from .validation import (
+    check_feature,
+    check_features,
+    check_frame,
+    check_int,
+    check_n_jobs,
+    check_profile,
+    check_real,
+    is_real,
+    make_predictor,
+)
 
 IMPACT_COLUMNS = ("impact", "signed_impact", "in_distribution_impact", "heterogeneity", "non_linearity")
 #: Default finite-difference step of the marginal effects, as a fraction of the feature's sd.
@@ -81,12 +90,13 @@ def ice_impact(prof: FeatureProfile, *, alpha: float = 0.0, sd: float | None = N
     Series indexed by ``impact, signed_impact, in_distribution_impact, heterogeneity,
     non_linearity``.
     """
-    alpha = _check_real(alpha, "alpha", low=0.0)
+    prof = check_profile(prof)
+    alpha = check_real(alpha, "alpha", low=0.0)
     if prof.categorical:
         values = _level_impact(prof.pred, pd.Index(prof.grid).get_indexer(prof.x), alpha)
     else:
         sd = _weighted_sd(prof.grid, prof.grid_weights) if sd is None else sd
-        sd = _check_real(sd, "sd", low=0.0, strict=True)  # 0 when the grid weights sit on one point
+        sd = check_real(sd, "sd", low=0.0, strict=True)  # 0 when the grid weights sit on one point
         values = _numeric_impact(prof.pred, prof.grid, prof.x, sd, alpha)
     return pd.Series(values, index=list(IMPACT_COLUMNS), name=prof.feature, dtype=float)
 
@@ -112,9 +122,9 @@ def ice_feature_impact(
     standard deviation of the feature over all non-missing values in X.
     """
     X = check_frame(X)
-    alpha = _check_real(alpha, "alpha", low=0.0)
+    alpha = check_real(alpha, "alpha", low=0.0)
     profiles = feature_profiles(
-        model, X, None, _as_list(features), grid=grid, output=output, n_obs=n_obs,
+        model, X, None, features, grid=grid, output=output, n_obs=n_obs,
         random_state=random_state, n_jobs=n_jobs, chunk_rows=chunk_rows,
     )
     rows = [
@@ -182,7 +192,7 @@ def pd_importance(prof: FeatureProfile) -> float:
     observed grid (weights = frequencies) is exactly the 1/n standard deviation over the n
     observations. The paper's 1/(n-1) form is this times ``sqrt(n / (n - 1))``.
     """
-    curve = prof.pd
+    curve = check_profile(prof).pd
     if prof.categorical:
         return float((curve.max() - curve.min()) / 4.0)
     return _weighted_sd(curve, prof.grid_weights)
@@ -196,7 +206,7 @@ def pd_variance_importance(
     ``importance``. Arguments as in :func:`compute.feature_profiles`; keep the default
     ``grid="observed"`` for the estimator of the paper (over the observed values)."""
     profiles = feature_profiles(
-        model, X, None, _as_list(features), grid=grid, output=output, n_obs=n_obs,
+        model, X, None, features, grid=grid, output=output, n_obs=n_obs,
         random_state=random_state, n_jobs=n_jobs, chunk_rows=chunk_rows,
     )
     values = pd.DataFrame({"importance": [pd_importance(p) for p in profiles.values()]})
@@ -256,7 +266,7 @@ def ale_from_profile(prof: FeatureProfile) -> pd.DataFrame:
     this equals ``ale_curve(..., n_intervals=n_intervals)``. Rows whose own value lies
     outside the grid's range are left out. Same columns as :func:`ale_curve`.
     """
-    if prof.categorical:
+    if check_profile(prof).categorical:
         raise InputError(f"ALE needs a numeric feature; {prof.feature!r} is categorical.")
     inside = (prof.x >= prof.grid[0]) & (prof.x <= prof.grid[-1])
     if not inside.any():
@@ -380,7 +390,7 @@ def _check_at(at, Xm: pd.DataFrame) -> tuple[str, dict]:
                 raise InputError(
                     f"The 'at' value {value!r} is not a level of {column!r}; its levels are {levels!r}."
                 )
-        elif not _is_real(value):
+        elif not is_real(value):
             raise InputError(
                 f"The 'at' value of numeric column {column!r} must be a finite number (got {value!r})."
             )
@@ -407,7 +417,7 @@ def _check_steps(step, Xm: pd.DataFrame, features: list) -> list[float]:
         h = given.get(feature)
         if h is None:  # features are not constant (checked), so sd > 0
             h = DEFAULT_STEP * _column_sd(Xm[feature])
-        steps.append(_check_real(h, "step", low=0.0, strict=True))
+        steps.append(check_real(h, "step", low=0.0, strict=True))
     return steps
 
 
@@ -417,18 +427,10 @@ def _numeric_features(Xm: pd.DataFrame, features, what: str) -> list:
         features = [c for c in Xm.columns if not is_categorical(Xm[c])]
         if not features:
             raise InputError(f"{what} needs numeric features, and the model has none.")
-    features = _as_list(features)
+    features = check_features(features, Xm.columns)
     for feature in features:
-        check_feature(Xm.columns, feature)
         _numeric_values(Xm[feature], what)
     return features
-
-
-def _as_list(features) -> list | None:
-    """A single column label or a list of them (None stays None: every input)."""
-    if features is None or isinstance(features, (list, tuple, pd.Index, np.ndarray)):
-        return None if features is None else list(features)
-    return [features]
 
 
 def _numeric_values(column: pd.Series, what: str) -> np.ndarray:
@@ -458,15 +460,3 @@ def _column_sd(column: pd.Series) -> float:
 def _weighted_sd(values: np.ndarray, weights: np.ndarray) -> float:
     mean = weights @ values
     return float(np.sqrt(weights @ (values - mean) ** 2))
-
-
-def _is_real(value) -> bool:
-    real = isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
-    return real and bool(np.isfinite(value))
-
-
-def _check_real(value, name: str, *, low: float, strict: bool = False) -> float:
-    if not (_is_real(value) and (value > low if strict else value >= low)):
-        bound = f"> {low:g}" if strict else f">= {low:g}"
-        raise InputError(f"The {name!r} parameter must be a finite number {bound} (got {value!r}).")
-    return float(value)

@@ -130,10 +130,18 @@ def _checked_grid(column: pd.Series, grid, grid_weights) -> Grid:
             raise InputError(
                 f"The 'grid_weights' must be numbers, one per grid point (got {grid_weights!r})."
             ) from exc
-        if isinstance(grid, (str, int)) or weights.shape != (len(grid),):
-            raise InputError("'grid_weights' needs an array 'grid' of the same length.")
+        if isinstance(grid, (str, int)):
+            raise InputError(f"The 'grid_weights' needs an array 'grid' of the same length (got grid={grid!r}).")
+        if weights.shape != (len(grid),):
+            raise InputError(
+                f"The 'grid_weights' needs an array 'grid' of the same length (got {weights.size} "
+                f"weight(s) for {len(grid)} grid points)."
+            )
         if not np.all(np.isfinite(weights)) or (weights < 0).any() or weights.sum() <= 0:
-            raise InputError("'grid_weights' must be finite, non-negative and not all zero.")
+            raise InputError(
+                f"The 'grid_weights' must be finite, non-negative and not all zero (got "
+                f"{np.array2string(weights, threshold=6)})."
+            )
     grid_obj = make_grid(column, grid, grid_weights)
     if grid_obj.values.size < 2:
         raise InputError(

@@ -125,7 +125,10 @@ class FeatureProfile:
         """
         keep = self._mask_positions(mask)
         if keep.size == 0:
-            raise InputError(f"The subgroup selects 0 of the {len(self.rows)} explained rows; choose another condition.")
+            raise InputError(
+                f"The subgroup 'mask' selects 0 of the {len(self.rows)} explained rows; choose another "
+                f"condition."
+            )
         take = lambda a: None if a is None else a[keep]  # noqa: E731
         return replace(
             self,
@@ -140,25 +143,30 @@ class FeatureProfile:
 
     def _mask_positions(self, mask) -> np.ndarray:
         if isinstance(mask, pd.Series):
+            if not mask.index.is_unique:
+                raise InputError("The subgroup 'mask' Series has duplicated row labels.")
             aligned = mask.reindex(self.rows)
             if aligned.isna().any():
                 missing = self.rows[aligned.isna().to_numpy()][:5].tolist()
-                raise InputError(f"The subgroup mask has no value for rows {missing!r}.")
+                raise InputError(f"The subgroup 'mask' has no value for rows {missing!r}.")
             values = aligned.to_numpy()
         else:
             values = np.asarray(mask)
             if values.shape != (len(self.rows),):
                 raise InputError(
-                    f"A subgroup mask array must have one entry per explained row "
-                    f"({len(self.rows)}), got shape {values.shape}."
+                    f"The subgroup 'mask' array must have one entry per explained row "
+                    f"({len(self.rows)}) (got shape {values.shape})."
                 )
         if values.dtype != bool:
-            raise InputError(f"A subgroup mask must be boolean (got dtype {values.dtype}).")
+            raise InputError(f"The subgroup 'mask' must be boolean (got dtype {values.dtype}).")
         return np.flatnonzero(values)
 
     def extremes(self, k: int = 1) -> Extremes:
         """Row labels of the ``k`` largest and ``k`` smallest ICI integrals (Fig. 6)."""
+        from .validation import check_int  # validation imports this module
+
+        k = check_int(k, "k", low=1)
         local = self.local_importance
-        k = min(int(k), local.size)
+        k = min(k, local.size)
         order = np.argsort(local, kind="stable")
         return Extremes(largest=self.rows[order[::-1][:k]], smallest=self.rows[order[:k]])

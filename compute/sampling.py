@@ -118,7 +118,7 @@ def _level_grid(column: pd.Series, grid) -> Grid:
         unknown = [w for w in wanted if w not in list(values)]
         if unknown:
             raise InputError(
-                f"Grid values {unknown!r} are not levels of feature {column.name!r}; "
+                f"The 'grid' values {unknown!r} are not levels of feature {column.name!r}; "
                 f"its levels are {list(values)!r}."
             )
         values, weights = values[keep], weights[keep]

@@ -51,6 +51,8 @@ from .validation import (
 
 #: Most intervened rows evaluated per batch of coalitions (bounds memory to a few floats each).
 BATCH_ROWS = 2_000_000
+#: Most feature orderings ``n_permutations`` may ask for.
+MAX_ORDERINGS = 100_000
 
 
 @dataclass(frozen=True, eq=False)
@@ -130,10 +132,10 @@ def shapley_importance(
         ``{name: column or list of columns}``, e.g. the columns of a one-hot block or a
         correlated pair. Model inputs that belong to no player keep their observed values.
     n_permutations : int, optional
-        Number of feature orderings to sample (rounded up to an even number: antithetic
-        pairs). Default: exact enumeration when there are at most ``exact_max_players``
-        players, otherwise orderings are sampled until every standard error is at most
-        ``tol * |total|`` or ``max_rows`` model rows have been evaluated.
+        Number of feature orderings to sample, at most 100000 (rounded up to an even
+        number: antithetic pairs). Default: exact enumeration when there are at most
+        ``exact_max_players`` players, otherwise orderings are sampled until every standard
+        error is at most ``tol * |total|`` or ``max_rows`` model rows have been evaluated.
     n_obs_permutations : int, default 5
         Observation permutations tau_l estimating each coalition's error (m_obs of
         Algorithm 2), shared by all coalitions.
@@ -154,7 +156,7 @@ def shapley_importance(
     predictor, Xm = make_predictor(model, X, output)
     players = check_players(features, list(Xm.columns))
     n_obs_permutations = check_int(n_obs_permutations, "n_obs_permutations", low=1, high=10_000)
-    n_permutations = check_int(n_permutations, "n_permutations", low=1, none_ok=True)
+    n_permutations = check_int(n_permutations, "n_permutations", low=1, high=MAX_ORDERINGS, none_ok=True)
     exact_max_players = check_int(exact_max_players, "exact_max_players", low=1, high=20)
     n_obs = check_int(n_obs, "n_obs", low=2, none_ok=True)
     max_rows = check_int(max_rows, "max_rows", low=1)

@@ -50,7 +50,7 @@ from datetime import date
 import numpy as np
 import pandas as pd
 
-from compute.errors import SubgroupError
+from compute.errors import InputError, SubgroupError
 
 __all__ = ["format_condition", "parse_subgroup"]
 
@@ -453,10 +453,12 @@ def parse_subgroup(condition: str, X: pd.DataFrame) -> pd.Series:
         the problem in ``condition``.
     """
     if not isinstance(condition, str):
-        raise SubgroupError(f"Subgroup condition must be a string, got {type(condition).__name__}.")
+        raise SubgroupError(f"The subgroup 'condition' must be a string (got {type(condition).__name__}).")
     if not condition.strip():
-        raise SubgroupError("Subgroup condition is empty; write e.g. \"x1 > 0 and group == 'a'\".",
+        raise SubgroupError("The subgroup 'condition' is empty; write e.g. \"x1 > 0 and group == 'a'\".",
                             position=None)
+    if not isinstance(X, pd.DataFrame):
+        raise InputError(f"'X' must be a pandas DataFrame (got {type(X).__name__}).")
     tree = _Parser(condition).parse()
     return pd.Series(_Evaluator(condition, X).evaluate(tree), index=X.index, dtype=bool)
 
@@ -494,17 +496,17 @@ def format_condition(column: Hashable, op: str, value: object = None) -> str:
         return f"{name} {op} {_format_literal(value)}"
     if op in ("in", "not in"):
         if isinstance(value, (str, bytes)) or not isinstance(value, (Sequence, set, np.ndarray, pd.Series)):
-            raise SubgroupError(f"Operator {op!r} needs a list of values, got {value!r}.")
+            raise SubgroupError(f"The 'value' of operator {op!r} needs a list of values (got {value!r}).")
         return f"{name} {op} [{', '.join(_format_literal(v) for v in value)}]"
     if op == "between":
         if isinstance(value, str) or not isinstance(value, Sequence) or len(value) != 2:
-            raise SubgroupError(f"Operator 'between' needs a (low, high) pair, got {value!r}.")
+            raise SubgroupError(f"The 'value' of operator 'between' must be a (low, high) pair (got {value!r}).")
         return f"{name} between {_format_literal(value[0])} and {_format_literal(value[1])}"
     if op in ("is missing", "is not missing"):
         if value is not None:
-            raise SubgroupError(f"Operator {op!r} takes no value, got {value!r}.")
+            raise SubgroupError(f"Operator {op!r} takes no value; leave 'value' as None (got {value!r}).")
         return f"{name} {op}"
-    raise SubgroupError(f"Unknown subgroup operator {op!r}; use one of "
+    raise SubgroupError(f"Unknown subgroup operator {op!r}: the 'op' parameter must be one of "
                         "==, !=, <, <=, >, >=, in, not in, between, is missing, is not missing.")
 
 
@@ -515,10 +517,11 @@ def _format_literal(value: object) -> str:
         return str(int(value))
     if isinstance(value, (float, np.floating)):
         if not np.isfinite(value):
-            raise SubgroupError(f"Cannot compare with {value!r}; use 'is missing' for missing values.")
+            raise SubgroupError(f"The 'value' {value!r} cannot be compared; use 'is missing' for missing values.")
         return repr(float(value))
     if isinstance(value, date):
         value = value.isoformat()
     if isinstance(value, str):
         return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
-    raise SubgroupError(f"Cannot use {value!r} ({type(value).__name__}) as a subgroup value.")
+    raise SubgroupError(f"Cannot use {value!r} ({type(value).__name__}) as a subgroup 'value'; use a "
+                        f"number, bool, string or date.")

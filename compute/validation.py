@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import difflib
 import inspect
+import math
 import numbers
-from collections.abc import Hashable, Mapping
+from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
@@ -76,9 +77,7 @@ def check_features(features, columns, name: str = "features") -> list:
         return columns
     if isinstance(features, (list, tuple, pd.Index, np.ndarray, pd.Series)):
         features = list(features)
-    elif isinstance(features, (str, numbers.Number)) or (
-        is_label(features) and not isinstance(features, (Mapping, set, frozenset))
-    ):
+    elif is_label(features):
         features = [features]
     else:
         raise InputError(
@@ -132,8 +131,12 @@ def check_choice(value, name: str, choices) -> str:
 
 def is_real(value) -> bool:
     """A finite real number that is not a bool."""
-    real = isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
-    return real and bool(np.isfinite(value))
+    if not isinstance(value, numbers.Real) or isinstance(value, (bool, np.bool_)):
+        return False
+    try:
+        return math.isfinite(float(value))
+    except OverflowError:  # an int too large for a float
+        return False
 
 
 def check_real(value, name: str, *, low: float | None = None, high: float | None = None,
@@ -163,11 +166,11 @@ def check_int(value, name: str, *, low: int, high: int | None = None, none_ok: b
     """An int (not a bool, not a float) within ``[low, high]``; None when ``none_ok``."""
     if value is None and none_ok:
         return None
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
-        raise InputError(f"The {name!r} parameter must be an int (got {value!r}).")
-    if value < low or (high is not None and value > high):
+    is_int = isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
+    if not is_int or value < low or (high is not None and value > high):
         bound = f"in [{low}, {high}]" if high is not None else f">= {low}"
-        raise InputError(f"The {name!r} parameter must be an int {bound} (got {value}).")
+        allowed = f"an int {bound}{' or None' if none_ok else ''}"
+        raise InputError(f"The {name!r} parameter must be {allowed} (got {value!r}).")
     return int(value)
 
 
@@ -415,10 +418,6 @@ def is_label(value) -> bool:
     """Whether ``value`` can be a column or row label (hashable, not an array)."""
     if isinstance(value, (np.ndarray, pd.Series, pd.Index, pd.DataFrame)):
         return False
-    return isinstance(value, Hashable) and _hashes(value)
-
-
-def _hashes(value) -> bool:
     try:
         hash(value)
     except TypeError:

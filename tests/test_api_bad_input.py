@@ -29,15 +29,21 @@ X.index = [f"r{i}" for i in range(len(X))]
 Y = X.a.to_numpy() + 2 * X.b.to_numpy() + 0.1 * _rng.normal(size=len(X))
 OLS = LinearRegression().fit(X, Y)
 
-XC = pd.DataFrame({
-    "num": _rng.normal(size=40),
-    "city": pd.array(_rng.choice(["paris", "rome", "oslo"], size=40), dtype="str"),
-    "flag": _rng.random(40) < 0.5,
-})
+XC = pd.DataFrame(
+    {
+        "num": _rng.normal(size=40),
+        "city": pd.array(_rng.choice(["paris", "rome", "oslo"], size=40), dtype="str"),
+        "flag": _rng.random(40) < 0.5,
+    }
+)
 YC = np.where(XC.num > 0, "hi", "lo")
 CLF = make_pipeline(
-    ColumnTransformer([("num", StandardScaler(), ["num"]),
-                       ("cat", OneHotEncoder(handle_unknown="ignore"), ["city", "flag"])]),
+    ColumnTransformer(
+        [
+            ("num", StandardScaler(), ["num"]),
+            ("cat", OneHotEncoder(handle_unknown="ignore"), ["city", "flag"]),
+        ]
+    ),
     LogisticRegression(),
 ).fit(XC, YC)
 
@@ -113,16 +119,30 @@ def prof(y=True, feature="a"):
 CALLS = {
     "feature_profile": (compute.feature_profile, lambda: dict(model=OLS, X=X, y=Y, feature="a")),
     "feature_profiles": (compute.feature_profiles, lambda: dict(model=OLS, X=X, y=Y, features=["a"])),
-    "permutation_importance": (compute.permutation_importance, lambda: dict(model=OLS, X=X, y=Y, n_repeats=2)),
-    "shapley_importance": (compute.shapley_importance, lambda: dict(model=OLS, X=X, y=Y, n_obs_permutations=2)),
-    "compare_shapley_importance": (compute.compare_shapley_importance,
-                                   lambda: dict(models={"ols": OLS}, X=X, y=Y, n_obs_permutations=2)),
-    "contextual_importance": (compute.contextual_importance,
-                              lambda: dict(model=OLS, X=X, instance="r0", n_samples=5)),
-    "global_contextual_importance": (compute.global_contextual_importance,
-                                     lambda: dict(model=OLS, X=X, n_samples=5)),
-    "ciu_from_profiles": (compute.ciu_from_profiles,
-                          lambda: dict(profiles={"a": prof()}, row="r0", out_range=(-5, 5))),
+    "permutation_importance": (
+        compute.permutation_importance,
+        lambda: dict(model=OLS, X=X, y=Y, n_repeats=2),
+    ),
+    "shapley_importance": (
+        compute.shapley_importance,
+        lambda: dict(model=OLS, X=X, y=Y, n_obs_permutations=2),
+    ),
+    "compare_shapley_importance": (
+        compute.compare_shapley_importance,
+        lambda: dict(models={"ols": OLS}, X=X, y=Y, n_obs_permutations=2),
+    ),
+    "contextual_importance": (
+        compute.contextual_importance,
+        lambda: dict(model=OLS, X=X, instance="r0", n_samples=5),
+    ),
+    "global_contextual_importance": (
+        compute.global_contextual_importance,
+        lambda: dict(model=OLS, X=X, n_samples=5),
+    ),
+    "ciu_from_profiles": (
+        compute.ciu_from_profiles,
+        lambda: dict(profiles={"a": prof()}, row="r0", out_range=(-5, 5)),
+    ),
     "ice_feature_impact": (compute.ice_feature_impact, lambda: dict(model=OLS, X=X)),
     "ice_impact": (compute.ice_impact, lambda: dict(prof=prof())),
     "ale_curve": (compute.ale_curve, lambda: dict(model=OLS, X=X, feature="a", n_intervals=3)),
@@ -132,8 +152,10 @@ CALLS = {
     "pd_variance_importance": (compute.pd_variance_importance, lambda: dict(model=OLS, X=X)),
     "parse_subgroup": (compute.parse_subgroup, lambda: dict(condition="a > 0", X=X)),
     "format_condition": (compute.format_condition, lambda: dict(column="a", op=">", value=0)),
-    "FeatureProfile.subset": (lambda prof, mask: prof.subset(mask),
-                              lambda: dict(prof=prof(), mask=np.ones(20, dtype=bool))),
+    "FeatureProfile.subset": (
+        lambda prof, mask: prof.subset(mask),
+        lambda: dict(prof=prof(), mask=np.ones(20, dtype=bool)),
+    ),
     "FeatureProfile.extremes": (lambda prof, k: prof.extremes(k), lambda: dict(prof=prof(), k=1)),
 }
 
@@ -153,52 +175,99 @@ MODEL_FUNCTIONS = {
 
 #: Bad values of the shared knobs: (value, error, match).
 SHARED = {
-    "n_jobs": [(0, "'n_jobs' parameter must be a positive int"), (1.5, "'n_jobs'"), ("2", "'n_jobs'"),
-               (True, "'n_jobs'")],
-    "chunk_rows": [(0, r"'chunk_rows' parameter must be an int >= 1 \(got 0\)"), (-3, "'chunk_rows'"),
-                   (2.5, "'chunk_rows'"), (True, "'chunk_rows'"), ("100", "'chunk_rows'")],
-    "random_state": [(-1, "'random_state' parameter must be"), (1.5, "'random_state'"),
-                     ("seed", "'random_state'"), (True, "'random_state'")],
+    "n_jobs": [
+        (0, "'n_jobs' parameter must be a positive int"),
+        (1.5, "'n_jobs'"),
+        ("2", "'n_jobs'"),
+        (True, "'n_jobs'"),
+    ],
+    "chunk_rows": [
+        (0, r"'chunk_rows' parameter must be an int >= 1 or None \(got 0\)"),
+        (-3, "'chunk_rows'"),
+        (2.5, "'chunk_rows'"),
+        (True, "'chunk_rows'"),
+        ("100", "'chunk_rows'"),
+    ],
+    "random_state": [
+        (-1, "'random_state' parameter must be"),
+        (1.5, "'random_state'"),
+        ("seed", "'random_state'"),
+        (True, "'random_state'"),
+    ],
     "output": [("yes", "'output' parameter is only for classifiers")],
-    "n_obs": [(0, "'n_obs' parameter must be an int >= "), (-2, "'n_obs'"), (2.5, "'n_obs'"),
-              (True, "'n_obs'"), ("5", "'n_obs'"), (np.nan, "'n_obs'")],
-    "grid": [(1, r"'grid' parameter must be an int in \[2, 10000\]"), (0, "'grid'"), (True, "'grid'"),
-             ("quantiles", "'grid' parameter must be \"observed\""), ([0.5], "'grid'.*at least two"),
-             ([0.0, np.nan], "'grid' array contains NaN"), (["lo", "hi"], "'grid'.*numbers"),
-             (2.5, "'grid'"), (None, "'grid'"), (np.ones((2, 2)), "'grid'")],
-    "loss": [("hinge", "'loss' parameter must be one of"), (3, "'loss' parameter must be one of"),
-             ("log_loss", "loss 'log_loss' is for a classifier"),
-             (raising_loss, "'loss' callable failed.*KeyError"),
-             (scalar_loss, "'loss' callable returned")],
-    "y": [(Y[:-1], "'X' has 20 rows but 'y' has 19"),
-          (np.where(np.arange(20) == 3, np.nan, Y), "'y' has 1 missing value.*position 3"),
-          (np.where(np.arange(20) == 3, np.inf, Y), "'y' contains infinite values"),
-          (np.c_[Y, Y], "'y' must be one-dimensional"),
-          (np.array(["u"] * 20), "'y' has dtype"),
-          (5.0, "'y' must be one-dimensional")],
+    "n_obs": [
+        (0, "'n_obs' parameter must be an int >= "),
+        (-2, "'n_obs'"),
+        (2.5, "'n_obs'"),
+        (True, "'n_obs'"),
+        ("5", "'n_obs'"),
+        (np.nan, "'n_obs'"),
+    ],
+    "grid": [
+        (1, r"'grid' parameter must be an int in \[2, 10000\]"),
+        (0, "'grid'"),
+        (True, "'grid'"),
+        ("quantiles", "'grid' parameter must be \"observed\""),
+        ([0.5], "'grid'.*at least two"),
+        ([0.0, np.nan], "'grid' array contains NaN"),
+        (["lo", "hi"], "'grid'.*numbers"),
+        (2.5, "'grid'"),
+        (None, "'grid'"),
+        (np.ones((2, 2)), "'grid'"),
+    ],
+    "loss": [
+        ("hinge", "'loss' parameter must be one of"),
+        (3, "'loss' parameter must be one of"),
+        ("log_loss", "loss 'log_loss' is for a classifier"),
+        (raising_loss, "'loss' callable failed.*KeyError"),
+        (scalar_loss, "'loss' callable returned"),
+    ],
+    "y": [
+        (Y[:-1], "'X' has 20 rows but 'y' has 19"),
+        (np.where(np.arange(20) == 3, np.nan, Y), "'y' has 1 missing value.*position 3"),
+        (np.where(np.arange(20) == 3, np.inf, Y), "'y' contains infinite values"),
+        (np.c_[Y, Y], "'y' must be one-dimensional"),
+        (np.array(["u"] * 20), "'y' has dtype"),
+        (5.0, "'y' must be one-dimensional"),
+    ],
 }
 
-#: Bad model or X for every function that takes them: (kwargs, error, match).
+#: Bad model or X for every function that takes them: (tag, kwargs, error, match).
 MODEL_AND_X = [
-    (dict(model=object()), InputError, "'model' must have a predict method"),
-    (dict(model=None), InputError, "'model' must have a predict method"),
-    (dict(model=Raising()), ModelError, "predict failed on .* ZeroDivisionError: division by zero"),
-    (dict(model=WrongShape()), ModelError, r"shape \(\d+, 3\).*expected \(\d+,\)"),
-    (dict(model=WrongLength()), ModelError, r"shape \(\d+,\) for \d+ rows"),
-    (dict(model=Words()), ModelError, "model's predict returned non-numeric values"),
-    (dict(model=NaNs()), ModelError, "model's predict returned NaN"),
-    (dict(X=[[1.0, 2.0, 3.0]]), InputError, "'X' must be a pandas DataFrame"),
-    (dict(X=None), InputError, "'X' must be a pandas DataFrame"),
-    (dict(X=np.ones(3)), InputError, "'X' must be 2-dimensional"),
-    (dict(X=X.iloc[:0]), InputError, "'X' has no rows"),
-    (dict(X=X.iloc[:, :0]), InputError, "'X' has no columns"),
-    (dict(X=pd.concat([X, X.a], axis=1)), InputError, r"'X' has duplicated column names: \['a'\]"),
-    (dict(X=X.drop(columns="c")), InputError, r"'X' lacks columns the model was fitted on: \['c'\]"),
+    ("model-no-predict", dict(model=object()), InputError, "'model' must have a predict method"),
+    ("model-None", dict(model=None), InputError, "'model' must have a predict method"),
+    (
+        "model-raises",
+        dict(model=Raising()),
+        ModelError,
+        "predict failed on .* ZeroDivisionError: division by zero",
+    ),
+    ("model-3-columns", dict(model=WrongShape()), ModelError, r"shape \(\d+, 3\).*expected \(\d+,\)"),
+    ("model-short", dict(model=WrongLength()), ModelError, r"shape \(\d+,\) for \d+ rows"),
+    ("model-strings", dict(model=Words()), ModelError, "model's predict returned non-numeric values"),
+    ("model-nan", dict(model=NaNs()), ModelError, "model's predict returned NaN"),
+    ("X-list", dict(X=[[1.0, 2.0, 3.0]]), InputError, "'X' must be a pandas DataFrame"),
+    ("X-None", dict(X=None), InputError, "'X' must be a pandas DataFrame"),
+    ("X-1d", dict(X=np.ones(3)), InputError, "'X' must be 2-dimensional"),
+    ("X-no-rows", dict(X=X.iloc[:0]), InputError, "'X' has no rows"),
+    ("X-no-columns", dict(X=X.iloc[:, :0]), InputError, "'X' has no columns"),
+    (
+        "X-duplicated",
+        dict(X=pd.concat([X, X.a], axis=1)),
+        InputError,
+        r"'X' has duplicated column names: \['a'\]",
+    ),
+    (
+        "X-lacks-column",
+        dict(X=X.drop(columns="c")),
+        InputError,
+        r"'X' lacks columns the model was fitted on: \['c'\]",
+    ),
 ]
 
 FEATURE_LISTS = [  # the 'features' of feature_profiles, PFI, ICE impact, PD variance, AME
-    ([], "'features' parameter names no feature"),
-    (["a", "zz"], "Unknown feature 'zz'.*'features'"),
+    ([], "The 'features' list is empty; name at least one column"),
+    (["a", "zz"], "Unknown feature 'zz' in 'features'"),
     (["a", "a"], r"'features' parameter names 'a' twice"),
     ("zz", "Unknown feature 'zz'"),
     ({"g": "a"}, "'features' parameter must be a column label or a list"),
@@ -208,11 +277,11 @@ FEATURE_LISTS = [  # the 'features' of feature_profiles, PFI, ICE impact, PD var
 PLAYERS = [  # the 'features' of SFIMP and CIU: columns or groups of them
     ([], "'features' parameter names no players"),
     (["zz"], "Unknown feature 'zz'"),
-    ([[]], "'features' parameter: player '' has no columns"),
-    ({"g": []}, "'features' parameter: player 'g' has no columns"),
+    ([[]], "Player '' in 'features' has no columns"),
+    ({"g": []}, "Player 'g' in 'features' has no columns"),
     ({"g": ["a", "zz"]}, "Unknown feature 'zz'"),
-    (["a", "a"], "'features' parameter: column 'a' belongs to two players"),
-    ({"g": ["a", "b"], "h": "a"}, "'features' parameter: column 'a' belongs to two players"),
+    (["a", "a"], "Column 'a' belongs to two players in 'features'"),
+    ({"g": ["a", "b"], "h": "a"}, "Column 'a' belongs to two players in 'features': 'g' and 'h'"),
     ("a", "'features' parameter must be None, a list"),
     (5, "'features' parameter must be None, a list"),
 ]
@@ -225,17 +294,20 @@ def _cases():
         out.append(pytest.param(name, kwargs, error, match, id=f"{name}-{tag or '-'.join(kwargs)}"))
 
     for name, knobs in MODEL_FUNCTIONS.items():
-        for kwargs, error, match in MODEL_AND_X:
-            add(name, kwargs, error, match, f"{next(iter(kwargs))}={type(next(iter(kwargs.values()))).__name__}"
-                f"{'' if not isinstance(kwargs.get('X'), pd.DataFrame) else kwargs['X'].shape}")
+        for tag, kwargs, error, match in MODEL_AND_X:
+            add(name, kwargs, error, match, tag)
         for knob in sorted(knobs):
             for value, match in SHARED[knob]:
                 add(name, {knob: value}, InputError, match, f"{knob}={value!r}"[:40])
         if "y" in knobs and name != "feature_profile" and name != "feature_profiles":
             add(name, {"y": None}, InputError, "needs the target 'y'")
-    add("feature_profiles", {"grid": 1}, InputError, "'grid' parameter")
-    for name in ("feature_profiles", "permutation_importance", "ice_feature_impact",
-                 "pd_variance_importance", "marginal_effects"):
+    for name in (
+        "feature_profiles",
+        "permutation_importance",
+        "ice_feature_impact",
+        "pd_variance_importance",
+        "marginal_effects",
+    ):
         for value, match in FEATURE_LISTS:
             add(name, {"features": value}, InputError, match, f"features={value!r}")
     for name in ("shapley_importance", "contextual_importance", "global_contextual_importance"):
@@ -243,12 +315,24 @@ def _cases():
             add(name, {"features": value}, InputError, match, f"features={value!r}")
 
     # feature_profile
-    for value, match in [("zz", "Unknown feature 'zz'.*Did you mean"), (None, "'feature' parameter is required"),
-                         (["a"], "'feature' parameter must be one column label")]:
+    for value, match in [
+        ("aa", "Unknown feature 'aa'.*Did you mean 'a'"),
+        (None, "'feature' parameter is required"),
+        (["a"], "'feature' parameter must be one column label"),
+    ]:
         add("feature_profile", {"feature": value}, InputError, match, f"feature={value!r}")
-    add("feature_profile", {"X": X.assign(a=1.0)}, InputError, "Feature 'a' has a single distinct value", "constant")
+    add(
+        "feature_profile",
+        {"X": X.assign(a=1.0)},
+        InputError,
+        "Feature 'a' has a single distinct value",
+        "constant",
+    )
     for kw, match in [
-        (dict(grid=[0.0, 1.0], grid_weights=[1.0]), "'grid_weights' needs an array 'grid' of the same length"),
+        (
+            dict(grid=[0.0, 1.0], grid_weights=[1.0]),
+            "'grid_weights' needs an array 'grid' of the same length",
+        ),
         (dict(grid_weights=[1.0] * 20), "'grid_weights' needs an array 'grid'"),
         (dict(grid=[0.0, 1.0], grid_weights=[-1.0, 2.0]), "'grid_weights' must be finite, non-negative"),
         (dict(grid=[0.0, 1.0], grid_weights=[np.nan, 1.0]), "'grid_weights' must be finite"),
@@ -259,50 +343,122 @@ def _cases():
     clf = dict(model=CLF, X=XC, y=YC, feature="num")
     for kw, match in [
         (dict(output="huge"), r"'output' class 'huge' is not one of the model's classes \['hi', 'lo'\]"),
-        (dict(output=["hi", "lo"]), "'output' class"),
-        (dict(y=np.where(np.arange(40) == 0, "extreme", YC)), r"'y' contains labels the model does not know: \['extreme'\]"),
+        (dict(output=["hi", "lo"]), "'output' class must be one of the model's classes"),
+        (
+            dict(y=np.where(np.arange(40) == 0, "extreme", YC)),
+            r"'y' contains labels the model does not know: \['extreme'\]",
+        ),
         (dict(loss="squared_error"), "loss 'squared_error' is for a regressor"),
         (dict(model=NoProba(), loss="log_loss"), "loss 'log_loss' needs class probabilities"),
-        (dict(feature="city", grid=["paris", "tokyo"]), r"'grid' values \['tokyo'\] are not levels of feature 'city'"),
+        (
+            dict(feature="city", grid=["paris", "tokyo"]),
+            r"'grid' values \['tokyo'\] are not levels of feature 'city'",
+        ),
     ]:
         add("feature_profile", clf | kw, InputError, match, "clf-" + "-".join(kw))
-    add("feature_profile", dict(X=X.assign(a=np.nan)), InputError, "Feature 'a' has no non-missing values", "all-nan")
+    add(
+        "feature_profile",
+        dict(X=X.assign(a=np.nan)),
+        InputError,
+        "Feature 'a' has no non-missing values",
+        "all-nan",
+    )
 
     # feature_profiles: forwarded keywords
-    add("feature_profiles", {"n_repeats": 3}, InputError, "'n_repeats' is not a parameter of feature_profile")
-    add("feature_profiles", {"feature": "a"}, InputError, "'feature' is not a parameter of feature_profiles")
+    add(
+        "feature_profiles",
+        {"n_repeats": 3},
+        InputError,
+        "'n_repeats' keyword is not a parameter of feature_profiles",
+    )
+    add(
+        "feature_profiles",
+        {"feature": "a"},
+        InputError,
+        "'feature' keyword is not a parameter of feature_profiles",
+    )
 
     # permutation_importance
-    for value, match in [(0, r"'n_repeats' parameter must be an int in \[1, 100000\] \(got 0\)"),
-                         (-1, "'n_repeats'"), (2.5, "'n_repeats'"), ("3", "'n_repeats'"), (True, "'n_repeats'"),
-                         (None, "'n_repeats'"), (10**6, "'n_repeats'")]:
+    for value, match in [
+        (0, r"'n_repeats' parameter must be an int in \[1, 100000\] \(got 0\)"),
+        (-1, "'n_repeats'"),
+        (2.5, "'n_repeats'"),
+        ("3", "'n_repeats'"),
+        (True, "'n_repeats'"),
+        (None, "'n_repeats'"),
+        (10**6, "'n_repeats'"),
+    ]:
         add("permutation_importance", {"n_repeats": value}, InputError, match, f"n_repeats={value!r}")
     for value in ("percent", None, 1, ["ratio"]):
-        add("permutation_importance", {"kind": value}, InputError,
-            r"'kind' parameter must be one of \['difference', 'ratio'\]", f"kind={value!r}")
-    add("permutation_importance", dict(y=OLS.predict(X), kind="ratio"), InputError,
-        "ratio form of PFI is undefined.*kind='difference'", "ratio-zero-error")
+        add(
+            "permutation_importance",
+            {"kind": value},
+            InputError,
+            r"'kind' parameter must be one of \['difference', 'ratio'\]",
+            f"kind={value!r}",
+        )
+    add(
+        "permutation_importance",
+        dict(y=OLS.predict(X), kind="ratio"),
+        InputError,
+        "ratio form of PFI is undefined.*kind='difference'",
+        "ratio-zero-error",
+    )
 
     # shapley_importance
-    for knob, values in [("n_permutations", [0, -2, "4", True, 2.5]), ("n_obs_permutations", [0, 1.5, None]),
-                         ("exact_max_players", [0, 21, "3"]), ("n_obs", [1]), ("max_rows", [0, None])]:
+    for knob, values in [
+        ("n_permutations", [0, -2, "4", True, 2.5, 2**70]),
+        ("n_obs_permutations", [0, 1.5, None]),
+        ("exact_max_players", [0, 21, "3"]),
+        ("n_obs", [1]),
+        ("max_rows", [0, None]),
+    ]:
         for value in values:
-            add("shapley_importance", {knob: value}, InputError, f"'{knob}' parameter must be an int",
-                f"{knob}={value!r}")
+            add(
+                "shapley_importance",
+                {knob: value},
+                InputError,
+                f"'{knob}' parameter must be an int",
+                f"{knob}={value!r}",
+            )
     for value in (0, -1.0, np.nan, "0.1", True, None):
-        add("shapley_importance", {"tol": value}, InputError,
-            "'tol' parameter must be a finite number > 0", f"tol={value!r}")
+        add(
+            "shapley_importance",
+            {"tol": value},
+            InputError,
+            "'tol' parameter must be a positive number",
+            f"tol={value!r}",
+        )
 
     # compare_shapley_importance
     for value in ({}, [OLS], None):
-        add("compare_shapley_importance", {"models": value}, InputError,
-            "'models' must be a non-empty dict", f"models={type(value).__name__}")
-    add("compare_shapley_importance", {"models": {"m": object()}}, InputError,
-        "Model 'm' in 'models': The 'model' must have a predict method", "models-no-predict")
-    add("compare_shapley_importance", {"models": {"m": Raising()}}, ModelError,
-        "Model 'm' in 'models': .*predict failed", "models-raising")
-    add("compare_shapley_importance", {"n_repeats": 2}, InputError,
-        "'n_repeats' is not a parameter of shapley_importance")
+        add(
+            "compare_shapley_importance",
+            {"models": value},
+            InputError,
+            "'models' must be a non-empty dict",
+            f"models={type(value).__name__}",
+        )
+    add(
+        "compare_shapley_importance",
+        {"models": {"m": object()}},
+        InputError,
+        "Model 'm' in 'models' must have a predict method",
+        "models-no-predict",
+    )
+    add(
+        "compare_shapley_importance",
+        {"models": {"m": Raising()}},
+        ModelError,
+        "Model 'm' in 'models': .*predict failed",
+        "models-raising",
+    )
+    add(
+        "compare_shapley_importance",
+        {"n_repeats": 2},
+        InputError,
+        "'n_repeats' keyword is not a parameter of compare_shapley_importance",
+    )
     add("compare_shapley_importance", {"tol": -1}, InputError, "'tol' parameter")
     add("compare_shapley_importance", {"y": None}, InputError, "needs the target 'y'")
 
@@ -316,112 +472,282 @@ def _cases():
         (X.iloc[:0], "'instance' DataFrame must have exactly one row"),
         (X[["a", "b"]].iloc[:1], r"'instance' lacks columns \['c'\]"),
     ]:
-        add("contextual_importance", {"instance": value}, InputError, match, f"instance={type(value).__name__}-{value if isinstance(value, str) else ''}")
-    add("contextual_importance", dict(X=X.set_axis(["r0"] * 20)), InputError,
-        "'instance' label 'r0' is not unique in X", "instance-not-unique")
+        add(
+            "contextual_importance",
+            {"instance": value},
+            InputError,
+            match,
+            f"instance={type(value).__name__}-{value if isinstance(value, str) else ''}",
+        )
+    add(
+        "contextual_importance",
+        dict(X=X.set_axis(["r0"] * 20)),
+        InputError,
+        "'instance' label 'r0' is not unique in X",
+        "instance-not-unique",
+    )
     for name in ("contextual_importance", "global_contextual_importance"):
         for value in (-1, 1.5, "10", True, None):
-            add(name, {"n_samples": value}, InputError, "'n_samples' parameter must be an int", f"n_samples={value!r}")
-        for value, match in [((1, 0), "'out_range'.*MIN < MAX"), ((1, 1), "'out_range'.*MIN < MAX"),
-                             ((0, np.nan), "'out_range'.*MIN < MAX"), ("wide", "'out_range' parameter must be a pair"),
-                             ((0, 1, 2), "'out_range' parameter must be a pair"), (5, "'out_range' parameter must be a pair")]:
+            add(
+                name,
+                {"n_samples": value},
+                InputError,
+                "'n_samples' parameter must be an int",
+                f"n_samples={value!r}",
+            )
+        for value, match in [
+            ((1, 0), "'out_range'.*MIN < MAX"),
+            ((1, 1), "'out_range'.*MIN < MAX"),
+            ((0, np.nan), "'out_range'.*MIN < MAX"),
+            ("wide", "'out_range' parameter must be a pair"),
+            ((0, 1, 2), "'out_range' parameter must be a pair"),
+            (5, "'out_range' parameter must be a pair"),
+        ]:
             add(name, {"out_range": value}, InputError, match, f"out_range={value!r}")
     for value in (-0.1, 1.5, np.nan, "0.5", True, None):
-        add("contextual_importance", {"phi0": value}, InputError,
-            r"'phi0' parameter must be a number in \[0, 1\]", f"phi0={value!r}")
+        add(
+            "contextual_importance",
+            {"phi0": value},
+            InputError,
+            r"'phi0' parameter must be a number in \[0, 1\]",
+            f"phi0={value!r}",
+        )
     for value in ("sideways", None, 1):
-        add("contextual_importance", {"utility": value}, InputError,
-            r"'utility' parameter must be one of \['increasing', 'decreasing'\]", f"utility={value!r}")
+        add(
+            "contextual_importance",
+            {"utility": value},
+            InputError,
+            r"'utility' parameter must be one of \['increasing', 'decreasing'\]",
+            f"utility={value!r}",
+        )
     wide = pd.DataFrame(_rng.normal(size=(5, 11)), columns=[f"w{j}" for j in range(11)])
-    add("contextual_importance", dict(model=RowMean(), X=wide, instance=0, features=[list(wide.columns)],
-                                      n_samples=0), InputError,
-        "'n_samples' must be >= 1 to sweep a group of 11 numeric columns", "group-without-sweep")
-    for value, match in [([], "'instances' parameter names no rows"),
-                         (["nope"], "'instances' 'nope' is neither a row label"),
-                         (X, "'instances' parameter must be row labels of X"),
-                         ([["r0"]], "'instances' must be a row label of X or a one-row DataFrame")]:
-        add("global_contextual_importance", {"instances": value}, InputError, match,
-            f"instances={type(value).__name__}-{len(value)}")
+    add(
+        "contextual_importance",
+        dict(model=RowMean(), X=wide, instance=0, features=[list(wide.columns)], n_samples=0),
+        InputError,
+        "'n_samples' parameter must be >= 1 to sweep a group of 11 numeric columns",
+        "group-without-sweep",
+    )
+    for value, match in [
+        ([], "'instances' parameter names no rows"),
+        (["nope"], "'instances' entry 'nope' is neither a row label"),
+        (X, "'instances' parameter must be row labels of X"),
+        ([["r0"]], "'instances' entry must be a row label of X or a one-row DataFrame"),
+    ]:
+        add(
+            "global_contextual_importance",
+            {"instances": value},
+            InputError,
+            match,
+            f"instances={type(value).__name__}-{len(value)}",
+        )
     for value in (0, "3", True, 2.5):
-        add("global_contextual_importance", {"n_instances": value}, InputError,
-            "'n_instances' parameter must be an int", f"n_instances={value!r}")
-    add("global_contextual_importance", {"instances": ["r0"], "n_instances": -1}, InputError,
-        "'n_instances' parameter must be an int", "n_instances-with-instances")
+        add(
+            "global_contextual_importance",
+            {"n_instances": value},
+            InputError,
+            "'n_instances' parameter must be an int",
+            f"n_instances={value!r}",
+        )
+    add(
+        "global_contextual_importance",
+        {"instances": ["r0"], "n_instances": -1},
+        InputError,
+        "'n_instances' parameter must be an int",
+        "n_instances-with-instances",
+    )
 
     # ciu_from_profiles
-    for value, match in [([prof()], "'profiles' parameter must be a dict"), ({}, "'profiles' dict is empty"),
-                         (None, "'profiles' parameter must be a dict"),
-                         ({"a": "x"}, "'profiles' value 'a' must be a FeatureProfile \\(got str\\)")]:
+    for value, match in [
+        ([prof()], "'profiles' parameter must be a dict"),
+        ({}, "'profiles' dict is empty"),
+        (None, "'profiles' parameter must be a dict"),
+        ({"a": "x"}, "'profiles' value 'a' must be a FeatureProfile \\(got str\\)"),
+    ]:
         add("ciu_from_profiles", {"profiles": value}, InputError, match, f"profiles={value!r}"[:40])
-    for value, match in [("nope", "'row' 'nope' is not among the rows explained by the profile of 'a'"),
-                         (["r0", "r1"], "'row' must be one row label"), (None, "'row' None is not among")]:
+    for value, match in [
+        ("nope", "'row' 'nope' is not among the rows explained by the profile of 'a'"),
+        (["r0", "r1"], "'row' must be one row label"),
+        (None, "'row' None is not among"),
+    ]:
         add("ciu_from_profiles", {"row": value}, InputError, match, f"row={value!r}")
-    for value, match in [(None, "'out_range' parameter must be a pair"), ((1, 0), "'out_range'.*MIN < MAX"),
-                         ((np.inf, 1), "'out_range'.*MIN < MAX")]:
+    for value, match in [
+        (None, "'out_range' parameter must be a pair"),
+        ((1, 0), "'out_range'.*MIN < MAX"),
+        ((np.inf, 1), "'out_range'.*MIN < MAX"),
+    ]:
         add("ciu_from_profiles", {"out_range": value}, InputError, match, f"out_range={value!r}")
     for value in (2, -1, "a", np.nan, True):
-        add("ciu_from_profiles", {"phi0": value}, InputError, r"'phi0' parameter must be a number in \[0, 1\]",
-            f"phi0={value!r}")
+        add(
+            "ciu_from_profiles",
+            {"phi0": value},
+            InputError,
+            r"'phi0' parameter must be a number in \[0, 1\]",
+            f"phi0={value!r}",
+        )
     add("ciu_from_profiles", {"utility": "up"}, InputError, "'utility' parameter must be one of")
+    add(
+        "ciu_from_profiles",
+        {"row": object()},
+        InputError,
+        "'row' <object .*> is not among the rows",
+        "row-object",
+    )
+    add(
+        "contextual_importance",
+        {"phi0": 2**70},
+        InputError,
+        r"'phi0' parameter must be a number in \[0, 1\]",
+        "phi0-huge-int",
+    )
+    add(
+        "ice_impact",
+        {"alpha": 10**400},
+        InputError,
+        "'alpha' parameter must be a finite number",
+        "alpha-huge-int",
+    )
 
     # profile-based functions
     for name in ("ice_impact", "ale_from_profile", "pd_importance"):
         for value in (None, "a", X, {"a": 1}):
-            add(name, {"prof": value}, InputError, "'prof' parameter must be a FeatureProfile",
-                f"prof={type(value).__name__}")
+            add(
+                name,
+                {"prof": value},
+                InputError,
+                "'prof' parameter must be a FeatureProfile",
+                f"prof={type(value).__name__}",
+            )
     for value in (-1.0, np.nan, np.inf, "1", True, None):
-        add("ice_impact", {"alpha": value}, InputError, "'alpha' parameter must be a finite number >= 0",
-            f"alpha={value!r}")
-        add("ice_feature_impact", {"alpha": value}, InputError, "'alpha' parameter must be a finite number >= 0",
-            f"alpha={value!r}")
+        add(
+            "ice_impact",
+            {"alpha": value},
+            InputError,
+            "'alpha' parameter must be a finite number >= 0",
+            f"alpha={value!r}",
+        )
+        add(
+            "ice_feature_impact",
+            {"alpha": value},
+            InputError,
+            "'alpha' parameter must be a finite number >= 0",
+            f"alpha={value!r}",
+        )
     for value in (0.0, -1.0, np.nan, "1", True):
-        add("ice_impact", {"sd": value}, InputError, "'sd' parameter must be a finite number > 0",
-            f"sd={value!r}")
-    add("ale_from_profile", {"prof": prof(feature="city")}, InputError, "ALE needs a numeric feature; 'city' is categorical")
+        add(
+            "ice_impact",
+            {"sd": value},
+            InputError,
+            "'sd' parameter must be a finite number > 0",
+            f"sd={value!r}",
+        )
+    add(
+        "ale_from_profile",
+        {"prof": prof(feature="city")},
+        InputError,
+        "ALE needs a numeric feature; 'city' is categorical",
+    )
 
     # ale_curve
-    for value, match in [("zz", "Unknown feature 'zz'"), (None, "'feature' parameter is required"),
-                         (["a"], "'feature' parameter must be one column label")]:
+    for value, match in [
+        ("zz", "Unknown feature 'zz'"),
+        (None, "'feature' parameter is required"),
+        (["a"], "'feature' parameter must be one column label"),
+    ]:
         add("ale_curve", {"feature": value}, InputError, match, f"feature={value!r}")
     for value in (1, 0, -3, 2.5, "5", True, None, 10**6):
-        add("ale_curve", {"n_intervals": value}, InputError, r"'n_intervals' parameter must be an int",
-            f"n_intervals={value!r}")
-    add("ale_curve", dict(model=CLF, X=XC, feature="city"), InputError, "ALE needs a numeric feature, but 'city' is categorical")
+        add(
+            "ale_curve",
+            {"n_intervals": value},
+            InputError,
+            r"'n_intervals' parameter must be an int",
+            f"n_intervals={value!r}",
+        )
+    add(
+        "ale_curve",
+        dict(model=CLF, X=XC, feature="city"),
+        InputError,
+        "ALE needs a numeric feature, but 'city' is categorical",
+    )
     add("ale_curve", dict(X=X.assign(a=2.0)), InputError, r"Feature 'a' is constant \(2.0\)", "constant")
-    add("ale_curve", dict(X=X.assign(a=np.nan)), InputError, "Feature 'a' has no non-missing values", "all-nan")
+    add(
+        "ale_curve",
+        dict(X=X.assign(a=np.nan)),
+        InputError,
+        "Feature 'a' has no non-missing values",
+        "all-nan",
+    )
 
     # marginal_effects
-    for value, match in [("median", "'at' parameter must be None \\(AME\\), \"mean\""), ({}, "'at' parameter"),
-                         (5, "'at' parameter"), (["a"], "'at' parameter"),
-                         ({"zz": 1.0}, "Unknown column in 'at' 'zz'"),
-                         ({"a": "x"}, "'at' value of numeric column 'a' must be a finite number"),
-                         ({"a": np.nan}, "'at' value of numeric column 'a'"), ({"a": True}, "'at' value of numeric column 'a'")]:
+    for value, match in [
+        ("median", "'at' parameter must be None \\(AME\\), \"mean\""),
+        ({}, "'at' parameter"),
+        (5, "'at' parameter"),
+        (["a"], "'at' parameter"),
+        ({"zz": 1.0}, "Unknown column in 'at' 'zz'"),
+        ({"a": "x"}, "'at' value of numeric column 'a' must be a finite number"),
+        ({"a": np.nan}, "'at' value of numeric column 'a'"),
+        ({"a": True}, "'at' value of numeric column 'a'"),
+    ]:
         add("marginal_effects", {"at": value}, InputError, match, f"at={value!r}")
-    add("marginal_effects", dict(model=CLF, X=XC, at={"city": "tokyo"}), InputError,
-        "'at' value 'tokyo' is not a level of 'city'", "at-level")
-    add("marginal_effects", dict(model=CLF, X=XC, features=["city"]), InputError,
-        "A marginal effect needs a numeric feature, but 'city' is categorical", "features-categorical")
-    add("marginal_effects", dict(X=X.assign(a=1.0), features=["a"]), InputError, "Feature 'a' is constant", "constant")
-    for value, match in [(0.0, r"'step' parameter must be a finite number > 0 \(got 0.0\)"), (-1.0, "'step'"),
-                         (np.nan, "'step'"), ("x", "'step'"), (True, "'step'"), ([0.1], "'step'"),
-                         ({"zz": 0.1}, r"'step' dict names \['zz'\]"), ({"a": 0.0}, "'step'")]:
+    add(
+        "marginal_effects",
+        dict(model=CLF, X=XC, at={"city": "tokyo"}),
+        InputError,
+        "'at' value 'tokyo' is not a level of 'city'",
+        "at-level",
+    )
+    add(
+        "marginal_effects",
+        dict(model=CLF, X=XC, features=["city"]),
+        InputError,
+        "A marginal effect needs a numeric feature, but 'city' is categorical",
+        "features-categorical",
+    )
+    add(
+        "marginal_effects",
+        dict(X=X.assign(a=1.0), features=["a"]),
+        InputError,
+        "Feature 'a' is constant",
+        "constant",
+    )
+    for value, match in [
+        (0.0, r"'step' parameter must be a finite number > 0 \(got 0.0\)"),
+        (-1.0, "'step'"),
+        (np.nan, "'step'"),
+        ("x", "'step'"),
+        (True, "'step'"),
+        ([0.1], "'step'"),
+        ({"zz": 0.1}, r"'step' dict names \['zz'\]"),
+        ({"a": 0.0}, "'step'"),
+    ]:
         add("marginal_effects", {"step": value}, InputError, match, f"step={value!r}")
 
     # parse_subgroup and format_condition
-    for value, match in [(None, "The subgroup 'condition' must be a string \\(got NoneType\\)"),
-                         (5, "'condition' must be a string"), ("", "'condition' is empty"),
-                         ("   ", "'condition' is empty"), ("a = 0", "Subgroup 'a = 0': use '==' to compare"),
-                         ("zz > 0", "unknown column 'zz'")]:
+    for value, match in [
+        (None, "The subgroup 'condition' must be a string \\(got NoneType\\)"),
+        (5, "'condition' must be a string"),
+        ("", "'condition' is empty"),
+        ("   ", "'condition' is empty"),
+        ("a = 0", "Subgroup 'a = 0': use '==' to compare"),
+        ("zz > 0", "unknown column 'zz'"),
+    ]:
         add("parse_subgroup", {"condition": value}, InputError, match, f"condition={value!r}")
-    for value, match in [(None, "'X' must be a pandas DataFrame"), ([[1, 2]], "'X' must be a pandas DataFrame"),
-                         ({"a": [1, 2]}, "'X' must be a pandas DataFrame")]:
+    for value, match in [
+        (None, "'X' must be a pandas DataFrame"),
+        ([[1, 2]], "'X' must be a pandas DataFrame"),
+        ({"a": [1, 2]}, "'X' must be a pandas DataFrame"),
+    ]:
         add("parse_subgroup", {"X": value}, InputError, match, f"X={type(value).__name__}")
     for kw, match in [
         (dict(op="~"), "Unknown subgroup operator '~': the 'op' parameter must be one of"),
         (dict(op=None), "the 'op' parameter must be one of"),
         (dict(op="in", value="abc"), "The 'value' of operator 'in' needs a list of values"),
         (dict(op="in", value=5), "The 'value' of operator 'in' needs a list"),
-        (dict(op="between", value=(1, 2, 3)), r"The 'value' of operator 'between' must be a \(low, high\) pair"),
+        (
+            dict(op="between", value=(1, 2, 3)),
+            r"The 'value' of operator 'between' must be a \(low, high\) pair",
+        ),
         (dict(op="between", value=5), r"'value' of operator 'between' must be a \(low, high\) pair"),
         (dict(op="is missing", value=1), "Operator 'is missing' takes no value; leave 'value' as None"),
         (dict(op="==", value=np.nan), "The 'value' nan cannot be compared; use 'is missing'"),
@@ -431,17 +757,38 @@ def _cases():
         add("format_condition", kw, InputError, match, "-".join(f"{k}={v!r}" for k, v in kw.items())[:40])
 
     # FeatureProfile methods
-    for value, match in [(np.ones(5, dtype=bool), r"'mask' array must have one entry per explained row \(20\)"),
-                         (np.ones(20, dtype=int), "'mask' must be boolean \\(got dtype int64\\)"),
-                         (None, "'mask' array must have one entry"), (np.ones((20, 1), dtype=bool), "'mask' array"),
-                         (["yes"] * 20, "'mask' must be boolean"),
-                         (pd.Series(True, index=["r0", "r1"]), r"'mask' has no value for rows \['r2'"),
-                         (np.zeros(20, dtype=bool), "The subgroup 'mask' selects 0 of the 20 explained rows"),
-                         (pd.Series(False, index=X.index), "selects 0 of the 20")]:
-        add("FeatureProfile.subset", {"mask": value}, InputError, match, f"mask={type(value).__name__}-{np.shape(value)}")
+    for value, match in [
+        (np.ones(5, dtype=bool), r"'mask' array must have one entry per explained row \(20\)"),
+        (np.ones(20, dtype=int), "'mask' must be boolean \\(got dtype int64\\)"),
+        (None, "'mask' array must have one entry"),
+        (np.ones((20, 1), dtype=bool), "'mask' array"),
+        (["yes"] * 20, "'mask' must be boolean"),
+        (pd.Series(True, index=["r0", "r1"]), r"'mask' has no value for rows \['r2'"),
+        (np.zeros(20, dtype=bool), "The subgroup 'mask' selects 0 of the 20 explained rows"),
+        (pd.Series(False, index=X.index), "selects 0 of the 20"),
+    ]:
+        add(
+            "FeatureProfile.subset",
+            {"mask": value},
+            InputError,
+            match,
+            f"mask={type(value).__name__}-{np.shape(value)}",
+        )
     for value in (0, -1, "2", 1.5, True, None):
-        add("FeatureProfile.extremes", {"k": value}, InputError, r"'k' parameter must be an int >= 1", f"k={value!r}")
-    add("FeatureProfile.extremes", {"prof": prof(y=False)}, InputError, "needs the target: pass y", "no-target")
+        add(
+            "FeatureProfile.extremes",
+            {"k": value},
+            InputError,
+            r"'k' parameter must be an int >= 1",
+            f"k={value!r}",
+        )
+    add(
+        "FeatureProfile.extremes",
+        {"prof": prof(y=False)},
+        InputError,
+        "needs the target: pass y",
+        "no-target",
+    )
     return out
 
 
