@@ -14,7 +14,7 @@ worker_class = "gthread"
 # the timeout covers the slowest plain callback (a large CSV upload being parsed).
 timeout = int(os.environ.get("WIP_TIMEOUT", "120"))
 graceful_timeout = 30
-keepalive = 5
+keepalive = 75                     # above browsers' idle reuse: fewer connection resets
 limit_request_line = 8190          # the drill-down state travels in the URL
 limit_request_fields = 100
 max_requests = 2000                # recycle workers now and then (bounded memory)

@@ -16,12 +16,14 @@ subgroup or observation needs no new prediction. Permutation PFI with repetition
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
 import pickle
 import signal
 from collections.abc import Callable
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -201,8 +203,6 @@ def isolated(fn, *args, what: str = "The model"):
 def run(store: Store, ws: Workspace, tasks: list[dict], *, policy, n_jobs: int = 1,
         progress: Progress | None = None) -> None:
     """Compute the missing tasks and cache their results (inside a background job)."""
-    from .loaders import load_model
-
     progress = progress or (lambda done, total, label: None)
     todo = [Task.from_dict(t) for t in missing(store, tasks)]
     data = store.data(ws)
@@ -211,41 +211,63 @@ def run(store: Store, ws: Workspace, tasks: list[dict], *, policy, n_jobs: int =
     steps = sum(len(ws.model(t.model).features) if t.kind == "profiles" else 1 for t in todo)
     done = 0
     for task in todo:
-        entry = ws.model(task.model)
-        if entry.name not in models:
-            progress(done, steps, f"loading model {entry.name}")
-            path = store.path(entry.path)
-            # the file passed the upload limit when it arrived (demo models are ours)
-            file_policy = replace(policy, max_bytes=max(policy.max_bytes, path.stat().st_size))
-            models[entry.name] = load_model(path, name=entry.name, policy=file_policy,
-                                            accepted_types=entry.accepted_types)
-        model = models[entry.name]
-        X = data[list(entry.features)]
-        if task.kind == "profiles":
-            def step(feature, i, _entry=entry):
-                progress(done + i, steps, f"{_entry.name}: ICE/ICI pass for {feature}")
-            store.put(task.key, _profiles(store, ws, entry, model, X, y, task.params, n_jobs, step))
-            done += len(entry.features)
-        elif task.kind == "pfi":
-            progress(done, steps, f"{entry.name}: permutation importance ({task.params['n_repeats']} repeats)")
-            mask = select_rows(data, task.params["condition"], task.params["excluded"]).to_numpy()
-            _need_rows(mask, 2)
-            result = compute.permutation_importance(
-                model, X[mask], y[mask], loss=ws.loss, n_repeats=task.params["n_repeats"],
-                output=ws.output, random_state=SEED, n_jobs=n_jobs)
-            result.attrs["n_rows"] = int(mask.sum())
-            store.put(task.key, result)
-            done += 1
-        elif task.kind == "sfimp":
-            progress(done, steps, f"{entry.name}: Shapley feature importance")
-            mask = select_rows(data, task.params["condition"], task.params["excluded"]).to_numpy()
-            _need_rows(mask, 2)
-            result = compute.shapley_importance(
-                model, X[mask], y[mask], loss=ws.loss, output=ws.output, random_state=SEED,
-                n_jobs=n_jobs, exact_max_players=10, tol=0.02, max_rows=4_000_000)
-            store.put(task.key, result)
-            done += 1
+        with task_lock(store, task.key):  # another session may be computing the same task
+            if not missing(store, [task.to_dict()]):
+                done += len(ws.model(task.model).features) if task.kind == "profiles" else 1
+                continue
+            done = _run_task(store, ws, task, data, y, models, policy, n_jobs, progress, done, steps)
     progress(steps, steps, "done")
+
+
+@contextmanager
+def task_lock(store: Store, key: str):
+    """An exclusive lock per task across processes and machines sharing the cache folder
+    (``flock``: released by the kernel if the holder dies, so a killed job blocks no one)."""
+    folder = store.root / "locks"
+    folder.mkdir(exist_ok=True)
+    path = folder / (hashlib.sha256(key.encode()).hexdigest()[:32] + ".lock")
+    with open(path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _run_task(store, ws, task, data, y, models, policy, n_jobs, progress, done, steps) -> int:
+    """Compute one task into the cache; returns the progress count after it."""
+    from .loaders import load_model
+
+    entry = ws.model(task.model)
+    if entry.name not in models:
+        progress(done, steps, f"loading model {entry.name}")
+        path = store.path(entry.path)
+        # the file passed the upload limit when it arrived (demo models are ours)
+        file_policy = replace(policy, max_bytes=max(policy.max_bytes, path.stat().st_size))
+        models[entry.name] = load_model(path, name=entry.name, policy=file_policy,
+                                        accepted_types=entry.accepted_types)
+    model = models[entry.name]
+    X = data[list(entry.features)]
+    if task.kind == "profiles":
+        def step(feature, i):
+            progress(done + i, steps, f"{entry.name}: ICE/ICI pass for {feature}")
+        store.put(task.key, _profiles(store, ws, entry, model, X, y, task.params, n_jobs, step))
+        return done + len(entry.features)
+    mask = select_rows(data, task.params["condition"], task.params["excluded"]).to_numpy()
+    _need_rows(mask, 2)
+    if task.kind == "pfi":
+        progress(done, steps, f"{entry.name}: permutation importance ({task.params['n_repeats']} repeats)")
+        result = compute.permutation_importance(
+            model, X[mask], y[mask], loss=ws.loss, n_repeats=task.params["n_repeats"],
+            output=ws.output, random_state=SEED, n_jobs=n_jobs)
+        result.attrs["n_rows"] = int(mask.sum())
+    else:
+        progress(done, steps, f"{entry.name}: Shapley feature importance")
+        result = compute.shapley_importance(
+            model, X[mask], y[mask], loss=ws.loss, output=ws.output, random_state=SEED,
+            n_jobs=n_jobs, exact_max_players=10, tol=0.02, max_rows=4_000_000)
+    store.put(task.key, result)
+    return done + 1
 
 
 def _need_rows(mask: np.ndarray, least: int) -> None:

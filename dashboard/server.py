@@ -37,6 +37,10 @@ def create_app(config: Config) -> Dash:
     register_all(app, ctx)
     add_upload_route(app.server, ctx)
     ctx.store.purge_uploads(config.upload_ttl_hours)  # files past their lifetime go at start-up too
+    # Dash registers its script bundles on the first request, after flagging setup as done:
+    # a second thread's request meanwhile gets "dash is not a registered library" (500).
+    # One request here, before any real traffic, closes that window.
+    app.server.test_client().get("/")
     app._wip_context = ctx  # for tests and benchmarks (read-only handle; no per-user data)
     return app
 

@@ -321,6 +321,25 @@ def test_pickle_upload_is_refused(server, tab, upload_files):
     shot(tab, "pickle-refused")
 
 
+def test_sessions_asking_for_the_same_new_results_at_once_all_get_them(server, chrome):
+    """Three sessions open the same uncomputed drill-down together: each gets its results
+    (their jobs must not share a result slot) and the page of none stays on "Computing"."""
+    url = server["url"] + "/?ws=demo-x3&feature=X2&subgroup=X1%20%3E%200.25&repeats=16"
+    contexts = [chrome.new_context(viewport={"width": 1400, "height": 1800}) for _ in range(3)]
+    try:
+        pages = [c.new_page() for c in contexts]
+        for p in pages:
+            p.set_default_timeout(TIMEOUT)
+            p.goto(url, wait_until="commit")
+        for p in pages:
+            p.wait_for_selector("#pfi-table th:has-text('subgroup')")
+            wait_views(p)
+            assert "Computing" not in p.inner_text("#status")
+    finally:
+        for c in contexts:
+            c.close()
+
+
 def test_bad_subgroup_shows_error_next_to_the_box(server, tab):
     """A malformed condition is explained next to the box; the previous state stays."""
     tab.goto(server["url"] + "/?ws=demo-x3")

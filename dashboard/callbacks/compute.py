@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import secrets
 import logging
 import traceback
 
@@ -66,7 +67,10 @@ def resolve_state(ctx, state: dict | None, done: dict | None):
             message = ("The results did not fit in the result cache (its size limit is too small for them); "
                        "raise --cache-size-mb.")
             return {"error": message, "state": state}, no_update, message
-    request = {"request": rid, "ws": ws.id, "tasks": todo}
+    # The nonce gives each session's job its own result slot: Dash names a job's result after
+    # its arguments, and sessions asking for the same results at once would otherwise share
+    # (and steal) one slot. jobs.run locks per task, so the work itself is done once.
+    request = {"request": rid, "ws": ws.id, "tasks": todo, "nonce": secrets.token_hex(8)}
     n_profiles = sum(t["kind"] == "profiles" for t in todo)
     what = "ICE/ICI passes" if n_profiles else "importance"
     return no_update, request, f"Computing {what} for {ws.title}…"

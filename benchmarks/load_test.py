@@ -1,0 +1,1225 @@
+"""Load test: N concurrent sessions drive the dashboard over HTTP, the way the Dash renderer does.
+
+No browser: each session is a small emulation of the Dash renderer (``dash-renderer``'s
+``handleServerside``) over ``requests``, so 20-50 sessions fit on a 2-core machine. A session
+
+1. loads the page: ``GET /`` (reads ``_dash-config``: the ``end_id`` token the renderer echoes
+   as ``?endId=`` on every callback request), ``GET /_dash-layout`` (the initial value of every
+   component property) and ``GET /_dash-dependencies`` (the callback map), then fires the
+   initial callbacks (all server-side callbacks without ``prevent_initial_call``);
+2. then does ``--actions`` user actions, a seeded random mix of
+   - feature switches: ``feature-select.value`` set to another feature (X1/X2/X3), and
+   - subgroup changes: ``subgroup-text.value`` typed (no callback listens to it) and
+     ``subgroup-apply.n_clicks`` + 1 (``X3 == 0``, ``X3 == 1``, ``X1 > 0``), or
+     ``subgroup-clear.n_clicks`` + 1,
+   with a think time between actions.
+
+Every event is propagated like the renderer does it: the callbacks with a changed property
+as Input are fired (``POST /_dash-update-component`` with ``output``, ``outputs``, ``inputs``
+and ``state`` filled from the session's current property values, ``changedPropIds``); a
+callback waits while another pending callback can still change one of its inputs
+(transitively); callbacks that are ready together are sent in parallel (up to ``--lanes``
+connections, as a browser does); a callback is never re-fired by its own outputs; the values
+returned (``{"multi": true, "response": {id: {prop: value}}}``) become the session's property
+values and trigger the next callbacks. For the demo this is: controller -> ``resolve`` -> the
+three views (``render_global``, ``render_feature``, ``render_observation``) in parallel.
+Background callbacks (``run_job``) follow Dash's protocol: the first answer carries the signed
+``cacheKey``/``job`` handles, then the session polls every ``interval`` ms (inputs nulled, as
+the renderer does) until the answer has a ``response``.
+
+One action = the whole chain of requests an event causes. Recorded: per-request latency
+(by callback), per-action latency (by kind), HTTP errors (status not 200/204, no answer),
+Dash errors (a callback answer without ``response``) and check failures (the state or the
+results do not show what the user asked for, a view came back empty, a results record with
+an error). Actions that needed a background computation in the measured phase are counted.
+
+The script starts its own ``gunicorn -c gunicorn.conf.py app:server -w 2`` on a free loopback
+port with a fresh cache folder (``WIP_CACHE_DIR``; ``WIP_SECRET_KEY=load``) or targets
+``--url`` (loopback addresses only). Before the measured phase one session warms the cache:
+the demo's ICE/ICI passes and PFI of all rows and of every subgroup used (the measured phase
+is cached interaction; ``--cold`` skips this, so the first sessions trigger the computations).
+
+Bounded: at most ``--max-requests`` requests and ``--max-seconds`` seconds in the measured
+phase (sessions stop at the bound; a cut action is not an error), ``--timeout`` per request,
+``--warm-timeout`` for the warm-up. Loopback only: nothing is sent elsewhere (proxies from
+the environment are ignored).
+
+Run::
+
+    python benchmarks/load_test.py --quick            # 5 sessions x 5 actions, < 60 s
+    python benchmarks/load_test.py                    # 20 sessions x 30 actions
+    python benchmarks/load_test.py --sessions 50
+    python benchmarks/load_test.py --url http://127.0.0.1:8050   # a server you started
+
+Prints sessions held concurrently, actions and requests served, errors, requests/s,
+p50/p95/p99 latency per request and per action, and (with psutil) the CPU seconds of the
+gunicorn processes, of this script and of everything else on the machine (other jobs:
+a noisy machine is reported as such). Writes ``benchmarks/out/load_test.json`` (``--out``).
+Exit status 1 when any request or check failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import ipaddress
+import json
+import os
+import platform
+import random
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import requests
+
+try:
+    import psutil
+except ImportError:  # CPU and memory of the server are then not reported
+    psutil = None
+
+try:
+    import orjson
+
+    def loads(raw: bytes):
+        return orjson.loads(raw)
+
+    def dumps(obj) -> bytes:
+        return orjson.dumps(obj)
+except ImportError:
+    def loads(raw: bytes):
+        return json.loads(raw)
+
+    def dumps(obj) -> bytes:
+        return json.dumps(obj, separators=(",", ":")).encode()
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "benchmarks" / "out" / "load_test.json"
+LOOPBACK_NAMES = {"127.0.0.1", "localhost", "::1"}
+SUBGROUPS = ("X3 == 0", "X3 == 1", "X1 > 0")
+QUICK = {"sessions": 5, "actions": 5, "max_seconds": 25.0}   # with the warm-up, < 60 s on 2 idle cores
+MAX_CALLS_PER_ACTION = 40          # a runaway chain (callbacks firing each other) is an error
+
+# Readable names of the dashboard's callbacks, by their first output (generic fallback: "id.prop").
+CALLBACK_NAMES = {
+    "state.data": "controller", "results.data": "resolve", "job-done.data": "run_job",
+    "pfi-graph.figure": "render_global", "pi-graph.figure": "render_feature",
+    "ciu-graph.figure": "render_observation", "hover-info.children": "hovered",
+    "loss-select.options": "loss_options",
+}
+DUPLICATE_NAMES = {"results.data": "finish", "status.children": "cancelled"}  # allow_duplicate outputs
+VIEWS = ("render_global", "render_feature", "render_observation")
+
+
+# --- errors ---------------------------------------------------------------------------------
+class Stop(Exception):
+    """The request or time budget is spent: the session ends (not an error)."""
+
+
+class RequestFailed(Exception):
+    """An HTTP error, no answer, or a Dash answer without ``response``."""
+
+
+class CheckFailed(Exception):
+    """The answers arrived but do not show what the user asked for."""
+
+
+def _chain(exc: BaseException):
+    """An exception and its causes and contexts, and the exceptions in its args (urllib3 wraps)."""
+    seen, todo = [], [exc]
+    while todo:
+        e = todo.pop()
+        if e is None or any(e is s for s in seen):
+            continue
+        seen.append(e)
+        todo += [e.__cause__, e.__context__] + [a for a in getattr(e, "args", ()) if isinstance(a, BaseException)]
+        reason = getattr(e, "reason", None)
+        if isinstance(reason, BaseException):
+            todo.append(reason)
+    return seen
+
+
+# --- the callback map -----------------------------------------------------------------------
+def _split_output(output: str) -> list[tuple[str, str]]:
+    """``..a.b...c.d..`` (several outputs) or ``a.b`` -> [(id, property with any @hash)]."""
+    parts = output[2:-2].split("...") if output.startswith("..") else [output]
+    out = []
+    for part in parts:
+        cid, _, prop = part.rpartition(".")
+        out.append((cid, prop))
+    return out
+
+
+class Callback:
+    def __init__(self, dep: dict):
+        self.output = dep["output"]
+        self.multi = self.output.startswith("..")
+        self.outputs = _split_output(self.output)
+        self.inputs = [(i["id"], i["property"]) for i in dep.get("inputs", [])]
+        self.state = [(s["id"], s["property"]) for s in dep.get("state", [])]
+        self.prevent_initial_call = bool(dep.get("prevent_initial_call"))
+        self.clientside = bool(dep.get("clientside_function"))
+        self.background = dep.get("background") or dep.get("long") or None
+        self.input_keys = {f"{c}.{p}" for c, p in self.inputs}
+        self.output_keys = {f"{c}.{p.split('@')[0]}" for c, p in self.outputs}
+        first_id, first_prop = self.outputs[0]
+        key = f"{first_id}.{first_prop.split('@')[0]}"
+        self.name = DUPLICATE_NAMES.get(key, key + "@dup") if "@" in first_prop else CALLBACK_NAMES.get(key, key)
+        self.downstream: set[str] = set()   # every property this callback can change, transitively
+
+    def __repr__(self):
+        return f"<Callback {self.name}>"
+
+
+class CallbackMap:
+    def __init__(self, deps: list[dict]):
+        self.callbacks = [Callback(d) for d in deps]
+        self.by_input: dict[str, list[Callback]] = {}
+        for cb in self.callbacks:
+            for key in cb.input_keys:
+                self.by_input.setdefault(key, []).append(cb)
+        for cb in self.callbacks:
+            seen, frontier = set(cb.output_keys), list(cb.output_keys)
+            while frontier:
+                key = frontier.pop()
+                for nxt in self.by_input.get(key, ()):
+                    if nxt is cb:
+                        continue
+                    for out in nxt.output_keys - seen:
+                        seen.add(out)
+                        frontier.append(out)
+            cb.downstream = seen
+
+    def initial(self) -> list[Callback]:
+        return [cb for cb in self.callbacks if not cb.prevent_initial_call and not cb.clientside]
+
+
+_MAP_CACHE: dict[bytes, CallbackMap] = {}
+_MAP_LOCK = threading.Lock()
+
+
+def callback_map(raw: bytes) -> CallbackMap:
+    """Parsed once per distinct ``/_dash-dependencies`` body (every session still fetches it)."""
+    with _MAP_LOCK:
+        if raw not in _MAP_CACHE:
+            _MAP_CACHE[raw] = CallbackMap(loads(raw))
+        return _MAP_CACHE[raw]
+
+
+def layout_props(node, out: dict, types: dict) -> dict:
+    """Every property of every component with an id in a ``/_dash-layout`` tree, as "id.prop"
+    (and each such component's type in ``types``)."""
+    if isinstance(node, list):
+        for child in node:
+            layout_props(child, out, types)
+    elif isinstance(node, dict) and "props" in node and "type" in node:
+        props = node.get("props") or {}
+        cid = props.get("id")
+        if isinstance(cid, str):
+            types[cid] = node["type"]
+        for prop, value in props.items():
+            if isinstance(cid, str) and prop != "id":
+                out[f"{cid}.{prop}"] = value
+            if isinstance(value, (dict, list)):
+                layout_props(value, out, types)
+    return out
+
+
+def mount_changes(props: dict, types: dict, url: str, search: str) -> set[str]:
+    """What components set on themselves when the page mounts (dash-core-components):
+    ``dcc.Location`` sets pathname, search, href and hash from the address bar; a memory
+    ``dcc.Store`` whose ``data`` is explicitly null sets ``data`` to its (empty) stored value,
+    undefined. Callbacks with these properties as Input fire (``prevent_initial_call`` or not)."""
+    changed = set()
+    for cid, kind in types.items():
+        if kind == "Location":
+            for prop, value in (("pathname", "/"), ("search", search), ("href", url), ("hash", "")):
+                props[f"{cid}.{prop}"] = value
+                changed.add(f"{cid}.{prop}")
+        elif kind == "Store" and f"{cid}.data" in props and props[f"{cid}.data"] is None:
+            del props[f"{cid}.data"]
+            changed |= {f"{cid}.data", f"{cid}.modified_timestamp"}
+    return changed
+
+
+# --- measurements ---------------------------------------------------------------------------
+def percentile(values, q: float):
+    if not values:
+        return None
+    data = sorted(values)
+    pos = (len(data) - 1) * q / 100.0
+    lo = int(pos)
+    hi = min(lo + 1, len(data) - 1)
+    return data[lo] + (data[hi] - data[lo]) * (pos - lo)
+
+
+def summary_ms(seconds: list[float], nbytes: list[int] | None = None) -> dict:
+    if not seconds:
+        return {"n": 0}
+    out = {"n": len(seconds), "mean": 1000 * sum(seconds) / len(seconds),
+           **{f"p{q}": 1000 * percentile(seconds, q) for q in (50, 95, 99)}, "max": 1000 * max(seconds)}
+    if nbytes:
+        out["mean_response_kib"] = sum(nbytes) / len(nbytes) / 1024
+    return out
+
+
+class Stats:
+    """Thread-safe record of one phase, and its request and time budget."""
+
+    def __init__(self, max_requests: int, max_seconds: float):
+        self.lock = threading.Lock()
+        self.max_requests = max_requests
+        self.deadline = time.monotonic() + max_seconds
+        self.stop = threading.Event()
+        self.issued = 0
+        self.requests: list[tuple] = []     # (kind, seconds, status, bytes in, bytes out, ok)
+        self.actions: list[dict] = []
+        self.errors: list[str] = []
+        self.n_errors = {"http": 0, "dash": 0, "check": 0}
+        self.resets: list[str] = []          # connections reset under a request, retried
+        self.active = 0
+        self.max_active = 0
+        self.events: list[tuple[float, int]] = []  # (monotonic time, active sessions after it)
+        self.sessions = {"started": 0, "completed": 0, "stopped_by_budget": 0, "gave_up": 0}
+
+    def restart_clock(self, max_seconds: float) -> None:
+        self.deadline = time.monotonic() + max_seconds
+
+    def acquire(self) -> None:
+        """Count one request; raise Stop when a bound is reached."""
+        if self.stop.is_set():
+            raise Stop()
+        if time.monotonic() > self.deadline:
+            self.stop.set()
+            raise Stop()
+        with self.lock:
+            if self.issued >= self.max_requests:
+                self.stop.set()
+                raise Stop()
+            self.issued += 1
+
+    def remaining(self) -> float:
+        return self.deadline - time.monotonic()
+
+    def request(self, kind, seconds, status, nbytes_in, nbytes_out, ok) -> None:
+        with self.lock:
+            self.requests.append((kind, seconds, status, nbytes_in, nbytes_out, ok))
+
+    def error(self, category: str, message: str) -> None:
+        with self.lock:
+            self.n_errors[category] += 1
+            if len(self.errors) < 200:
+                self.errors.append(f"[{category}] {message}")
+
+    def reset(self, message: str) -> None:
+        with self.lock:
+            self.resets.append(message)
+
+    def action(self, record: dict) -> None:
+        with self.lock:
+            self.actions.append(record)
+
+    def session(self, delta: int) -> None:
+        with self.lock:
+            self.active += delta
+            self.max_active = max(self.max_active, self.active)
+            self.events.append((time.monotonic(), self.active))
+
+    def held(self, n: int) -> dict:
+        """Time with all n sessions active, and the time-averaged number of active sessions."""
+        if not self.events:
+            return {"all_active_seconds": 0.0, "mean_active": 0.0}
+        full = weighted = 0.0
+        for (t0, active), (t1, _) in zip(self.events, self.events[1:]):
+            weighted += active * (t1 - t0)
+            if active >= n:
+                full += t1 - t0
+        span = self.events[-1][0] - self.events[0][0]
+        return {"all_active_seconds": full, "mean_active": weighted / span if span > 0 else 0.0}
+
+
+# --- one emulated browser tab ---------------------------------------------------------------
+class Client:
+    def __init__(self, base: str, stats: Stats, *, lanes: int, timeout: float, job_timeout: float,
+                 assets: bool = False, retry: bool = True):
+        self.base = base.rstrip("/")
+        self.stats = stats
+        self.lanes = max(1, lanes)
+        self.timeout = timeout
+        self.job_timeout = job_timeout
+        self.assets = assets
+        self.retry = retry
+        self._tls = threading.local()
+        self._sessions: list[requests.Session] = []
+        self._sessions_lock = threading.Lock()
+        self._pool: ThreadPoolExecutor | None = None
+        self.prefix = "/"
+        self.end_id = None
+        self.map: CallbackMap | None = None
+        self.props: dict = {}
+        self.props_lock = threading.Lock()
+        self._action: dict | None = None
+
+    # transport
+    def _session(self) -> requests.Session:
+        s = getattr(self._tls, "session", None)
+        if s is None:
+            s = requests.Session()
+            s.trust_env = False          # no proxies or netrc from the environment: loopback only
+            s.headers.update({"Accept": "application/json", "Content-Type": "application/json"})
+            self._tls.session = s
+            with self._sessions_lock:
+                self._sessions.append(s)
+        return s
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+        for s in self._sessions:
+            s.close()
+
+    def _http(self, kind: str, method: str, path: str, *, params=None, body: bytes | None = None):
+        """One request, timed and recorded. Returns (status, content bytes).
+
+        A request whose connection, reused from the pool, was reset or closed before any
+        answer came is retried once on a new connection (unless ``--no-retry``), as browsers
+        do (Chromium resends a request when a reused keep-alive connection fails before the
+        response headers); each such reset is counted (``resets_retried``) with how long the
+        connection had been idle."""
+        self.stats.acquire()
+        session = self._session()
+        idle = time.monotonic() - getattr(self._tls, "last_end", time.monotonic())
+        start = time.perf_counter()
+        try:
+            try:
+                resp = session.request(method, self.base + path, params=params, data=body, timeout=self.timeout)
+            except requests.ConnectionError as exc:
+                reset = any(isinstance(e, (ConnectionResetError, BrokenPipeError, http.client.RemoteDisconnected))
+                            for e in _chain(exc))
+                if not (reset and self.retry and hasattr(self._tls, "last_end")):
+                    raise
+                self.stats.reset(f"{kind}: {type(exc).__name__} after {time.perf_counter() - start:.2f} s on a "
+                                 f"connection idle for {idle:.1f} s; retried")
+                self.stats.acquire()
+                start = time.perf_counter()
+                resp = session.request(method, self.base + path, params=params, data=body, timeout=self.timeout)
+            content = resp.content
+        except requests.RequestException as exc:
+            seconds = time.perf_counter() - start
+            self._tls.last_end = time.monotonic()
+            self.stats.request(kind, seconds, None, 0, len(body or b""), False)
+            self._count(kind)
+            conn = f"a connection idle for {idle:.1f} s" if hasattr(self._tls, "last_end") else "a new connection"
+            self.stats.error("http", f"{kind}: no answer after {seconds:.1f} s on {conn}: "
+                                     f"{type(exc).__name__}: {exc}"[:400])
+            raise RequestFailed(kind) from exc
+        seconds = time.perf_counter() - start
+        self._tls.last_end = time.monotonic()
+        ok = resp.status_code in (200, 204)
+        self.stats.request(kind, seconds, resp.status_code, len(content), len(body or b""), ok)
+        self._count(kind)
+        if not ok:
+            text = content[:300].decode("utf-8", "replace").replace("\n", " ")
+            self.stats.error("http", f"{kind}: HTTP {resp.status_code}: {text}")
+            raise RequestFailed(kind)
+        return resp.status_code, content
+
+    def _count(self, kind: str) -> None:
+        if self._action is not None:
+            with self.props_lock:
+                self._action["requests"] += 1
+
+    def _url(self, name: str) -> str:
+        return self.prefix.rstrip("/") + "/" + name
+
+    # the page
+    def load(self, search: str = "") -> list[str]:
+        _, html = self._http("GET /", "GET", "/" + search)
+        text = html.decode("utf-8", "replace")
+        m = re.search(r'<script id="_dash-config" type="application/json">(.*?)</script>', text, re.DOTALL)
+        if not m:
+            self.stats.error("dash", "GET /: no _dash-config in the page")
+            raise RequestFailed("GET /")
+        config = json.loads(m.group(1))
+        self.prefix = config.get("requests_pathname_prefix") or "/"
+        self.end_id = config.get("end_id")
+        if self.assets:
+            for url in re.findall(r'<script src="([^"]+)"', text) + re.findall(r'<link rel="stylesheet" href="([^"]+)"', text):
+                if url.startswith("/"):
+                    self._http("asset", "GET", url)
+        _, raw_layout = self._http("GET /_dash-layout", "GET", self._url("_dash-layout"))
+        _, raw_deps = self._http("GET /_dash-dependencies", "GET", self._url("_dash-dependencies"))
+        types: dict = {}
+        props = layout_props(loads(raw_layout), {}, types)
+        mounted = mount_changes(props, types, self.base + "/" + search, search)
+        with self.props_lock:
+            self.props = props
+        self.map = callback_map(raw_deps)
+        pending = {cb: cb.input_keys & mounted for cb in self.map.initial()}
+        for key in mounted:
+            for cb in self.map.by_input.get(key, ()):
+                if not cb.clientside:
+                    pending.setdefault(cb, set()).add(key)
+        return self.run(pending)
+
+    # events
+    def set_prop(self, key: str, value) -> None:
+        with self.props_lock:
+            self.props[key] = value
+
+    def get(self, key: str, default=None):
+        with self.props_lock:
+            return self.props.get(key, default)
+
+    def event(self, *changed: str) -> list[str]:
+        """The user changed these properties: fire their callbacks and everything that follows."""
+        pending = {}
+        for key in changed:
+            for cb in self.map.by_input.get(key, ()):
+                if not cb.clientside:
+                    pending.setdefault(cb, set()).add(key)
+        return self.run(pending)
+
+    def click(self, button: str) -> list[str]:
+        key = f"{button}.n_clicks"
+        self.set_prop(key, (self.get(key) or 0) + 1)
+        return self.event(key)
+
+    def run(self, pending: dict) -> list[str]:
+        """The renderer's loop: fire the ready callbacks (in parallel), apply their answers,
+        queue the callbacks they trigger; until nothing is pending. Returns the callbacks fired."""
+        fired: list[str] = []
+        while pending:
+            ready = [cb for cb in pending
+                     if not any(cb.input_keys & other.downstream for other in pending if other is not cb)]
+            if not ready:        # a cycle: fire all (the renderer would too, eventually)
+                ready = list(pending)
+            batch = [(cb, pending.pop(cb)) for cb in ready]
+            if len(fired) + len(batch) > MAX_CALLS_PER_ACTION:
+                self.stats.error("check", f"runaway chain: {fired + [cb.name for cb, _ in batch]}")
+                raise CheckFailed("runaway chain")
+            if len(batch) == 1 or self.lanes == 1:
+                answers = [self.fire(cb, changed) for cb, changed in batch]
+            else:
+                if self._pool is None:
+                    self._pool = ThreadPoolExecutor(max_workers=self.lanes)
+                futures = [self._pool.submit(self.fire, cb, changed) for cb, changed in batch]
+                answers, failure = [], None
+                for fut in futures:      # wait for all (as the browser does) before raising
+                    try:
+                        answers.append(fut.result())
+                    except (RequestFailed, Stop, CheckFailed) as exc:
+                        failure = failure or exc
+                        answers.append(None)
+                if failure is not None:
+                    raise failure
+            for (cb, _), updates in zip(batch, answers):
+                fired.append(cb.name)
+                for key in self._apply(updates):
+                    for nxt in self.map.by_input.get(key, ()):
+                        if nxt is not cb and not nxt.clientside:
+                            pending.setdefault(nxt, set()).add(key)
+        return fired
+
+    def _apply(self, updates: dict) -> list[str]:
+        changed = []
+        with self.props_lock:
+            for cid, props in (updates or {}).items():
+                for prop, value in props.items():
+                    key = f"{cid}.{prop}"
+                    self.props[key] = value
+                    changed.append(key)
+        return changed
+
+    def _payload(self, cb: Callback, changed: set) -> dict:
+        with self.props_lock:
+            def vals(pairs):
+                out = []
+                for cid, prop in pairs:
+                    item = {"id": cid, "property": prop}
+                    key = f"{cid}.{prop}"
+                    if key in self.props:       # undefined values are left out, as JSON.stringify does
+                        item["value"] = self.props[key]
+                    out.append(item)
+                return out
+
+            outputs = [{"id": cid, "property": prop} for cid, prop in cb.outputs]
+            payload = {"output": cb.output, "outputs": outputs if cb.multi else outputs[0],
+                       "inputs": vals(cb.inputs), "changedPropIds": sorted(changed),
+                       "parsedChangedPropsIds": sorted(changed)}
+            if cb.state:
+                payload["state"] = vals(cb.state)
+        return payload
+
+    def fire(self, cb: Callback, changed: set) -> dict:
+        """POST one callback (and poll it if it runs in the background); returns its updates."""
+        payload = self._payload(cb, changed)
+        body = dumps(payload)
+        params = {"endId": self.end_id} if self.end_id else None
+        path = self._url("_dash-update-component")
+        status, content = self._http(cb.name, "POST", path, params=params, body=body)
+        if status == 204:          # PreventUpdate
+            return {}
+        data = self._json(cb.name, content)
+        if "response" in data:
+            return self._updates(cb, data)
+        if not cb.background:
+            self.stats.error("dash", f"{cb.name}: answer without 'response': {content[:200]!r}")
+            raise RequestFailed(cb.name)
+        cache_key, job = data.get("cacheKey"), data.get("job")
+        if not cache_key or not job:
+            self.stats.error("dash", f"{cb.name}: background answer without cacheKey/job: {content[:200]!r}")
+            raise RequestFailed(cb.name)
+        if self._action is not None:
+            with self.props_lock:
+                self._action["jobs"] += 1
+        # the renderer polls with the handles and the inputs' values nulled
+        polled = dict(payload, inputs=[{**i, "value": None} for i in payload["inputs"]])
+        if "state" in payload:
+            polled["state"] = [{**s, "value": None} for s in payload["state"]]
+        body = dumps(polled)
+        params = {**(params or {}), "cacheKey": cache_key, "job": job}
+        interval = float((cb.background or {}).get("interval", 500)) / 1000.0
+        deadline = time.monotonic() + self.job_timeout
+        while True:
+            if self.stats.stop.wait(interval):
+                raise Stop()
+            if time.monotonic() > deadline:
+                self.stats.error("check", f"{cb.name}: the background job did not finish in {self.job_timeout:.0f} s")
+                raise CheckFailed(cb.name)
+            status, content = self._http(cb.name + " (poll)", "POST", path, params=params, body=body)
+            if status == 204:
+                return {}
+            data = self._json(cb.name, content)
+            side = {}
+            for extra in ("sideUpdate", "progress"):   # applied, as the renderer does (no callback listens)
+                for key, value in (data.get(extra) or {}).items():
+                    if isinstance(value, dict) and "." not in key:   # {id: {prop: value}}
+                        side.setdefault(key, {}).update(value)
+                    else:                                            # {"id.prop": value}
+                        cid, _, prop = key.rpartition(".")
+                        side.setdefault(cid, {})[prop] = value
+            if side:
+                self._apply(side)
+            if "response" in data:
+                return self._updates(cb, data)
+
+    def _json(self, kind: str, content: bytes) -> dict:
+        try:
+            data = loads(content)
+        except ValueError:
+            self.stats.error("dash", f"{kind}: not JSON: {content[:200]!r}")
+            raise RequestFailed(kind) from None
+        if not isinstance(data, dict):
+            self.stats.error("dash", f"{kind}: not a JSON object: {content[:200]!r}")
+            raise RequestFailed(kind)
+        return data
+
+    @staticmethod
+    def _updates(cb: Callback, data: dict) -> dict:
+        response = data["response"]
+        if data.get("multi"):
+            return response
+        cid = cb.output[: cb.output.rfind(".")]   # older single-output shape {"props": {...}}
+        return {cid: response.get("props", response)}
+
+    # the user's actions
+    def start_action(self, kind: str, detail: str) -> dict:
+        self._action = {"kind": kind, "detail": detail, "requests": 0, "jobs": 0}
+        return self._action
+
+    def end_action(self) -> None:
+        self._action = None
+
+
+# --- checks ---------------------------------------------------------------------------------
+def check_views(client: Client, fired: list[str], what: str, *, feature=None, subgroup=None) -> None:
+    """The state and the results show what the user asked for, and the views were rendered."""
+    problems = []
+    state = client.get("state.data") or {}
+    results = client.get("results.data") or {}
+    if not isinstance(state, dict) or not state.get("ws"):
+        problems.append(f"no state ({state!r:.120})")
+    if not isinstance(results, dict) or "keys" not in results:
+        problems.append(f"no results ({results!r:.200})")
+    elif results.get("error"):
+        problems.append(f"results error: {results['error']}")
+    rstate = results.get("state") if isinstance(results, dict) else None
+    rstate = rstate if isinstance(rstate, dict) else {}
+    if feature is not None and (state.get("feature") != feature or rstate.get("feature") != feature):
+        problems.append(f"asked feature {feature!r}, state has {state.get('feature')!r}, results {rstate.get('feature')!r}")
+    if subgroup is not None and ((state.get("subgroup") or "") != subgroup or (rstate.get("subgroup") or "") != subgroup):
+        problems.append(f"asked subgroup {subgroup!r}, state has {state.get('subgroup')!r}, "
+                        f"results {rstate.get('subgroup')!r}")
+    error_box = client.get("subgroup-error.children")
+    if error_box:
+        problems.append(f"subgroup error shown: {error_box!r:.200}")
+    missing = [v for v in VIEWS if v not in fired]
+    if missing:
+        problems.append(f"views not rendered: {missing} (fired {fired})")
+    for graph in ("pfi-graph", "ici-graph", "pi-graph"):
+        fig = client.get(f"{graph}.figure") or {}
+        if not (isinstance(fig, dict) and fig.get("data")):
+            title = ((fig or {}).get("layout") or {}).get("title") if isinstance(fig, dict) else None
+            problems.append(f"{graph} has no traces (title {title!r:.120})")
+    if problems:
+        client.stats.error("check", f"{what}: " + "; ".join(problems))
+        raise CheckFailed(what)
+
+
+def do_action(client: Client, stats: Stats, kind: str, detail: str, fn) -> bool:
+    """Run one action; record its latency. Returns False if it failed."""
+    record = client.start_action(kind, detail)
+    start = time.perf_counter()
+    ok, cut = True, False
+    try:
+        fn()
+    except Stop:
+        cut = True
+    except (RequestFailed, CheckFailed):
+        ok = False
+    except Exception as exc:  # noqa: BLE001 - a bug here must not hang the run
+        ok = False
+        where = traceback.extract_tb(exc.__traceback__)[-1]
+        stats.error("check", f"{kind} {detail}: {type(exc).__name__}: {exc} (load_test.py line {where.lineno})"[:400])
+    finally:
+        client.end_action()
+    record.update(seconds=time.perf_counter() - start, ok=ok, cut=cut)
+    if not cut:
+        stats.action(record)
+    if cut:
+        raise Stop()
+    return ok
+
+
+def load_page(client: Client, stats: Stats, search: str = "") -> bool:
+    def go():
+        fired = client.load(search)
+        check_views(client, fired, "page load")
+    return do_action(client, stats, "load", search or "/", go)
+
+
+def switch_feature(client: Client, stats: Stats, feature: str) -> bool:
+    def go():
+        client.set_prop("feature-select.value", feature)
+        fired = client.event("feature-select.value")
+        check_views(client, fired, f"feature {feature}", feature=feature)
+    return do_action(client, stats, "feature", feature, go)
+
+
+def apply_subgroup(client: Client, stats: Stats, text: str) -> bool:
+    def go():
+        if text:
+            client.set_prop("subgroup-text.value", text)   # typing: no callback listens to it
+            fired = client.click("subgroup-apply")
+        else:
+            fired = client.click("subgroup-clear")
+        check_views(client, fired, f"subgroup {text or '(clear)'}", subgroup=text)
+    return do_action(client, stats, "subgroup", text or "(clear)", go)
+
+
+def features_of(client: Client) -> list[str]:
+    options = client.get("feature-select.options") or []
+    return [o["value"] if isinstance(o, dict) else o for o in options]
+
+
+# --- the server -----------------------------------------------------------------------------
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def check_loopback(url: str) -> str:
+    """The URL, if its host is a loopback address (and resolves only to loopback addresses)."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if parts.scheme not in ("http", "https") or host not in LOOPBACK_NAMES:
+        raise SystemExit(f"refusing {url!r}: only http(s)://127.0.0.1, localhost or [::1] (loopback) may be targeted")
+    try:
+        addresses = {a[4][0] for a in socket.getaddrinfo(host, parts.port or 80, proto=socket.IPPROTO_TCP)}
+    except OSError as exc:
+        raise SystemExit(f"cannot resolve {host!r}: {exc}") from None
+    if not addresses or not all(ipaddress.ip_address(a.split("%")[0]).is_loopback for a in addresses):
+        raise SystemExit(f"refusing {url!r}: {host} resolves to {sorted(addresses)}, not only loopback")
+    return f"{parts.scheme}://{parts.netloc}"
+
+
+class Server:
+    """gunicorn -c gunicorn.conf.py app:server on a free loopback port (as tests/test_browser.py)."""
+
+    def __init__(self, cache_dir: Path, workers: int, threads: int | None):
+        self.cache_dir = cache_dir
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log_path = cache_dir / "gunicorn.log"
+        env = {**os.environ, "WIP_CACHE_DIR": str(cache_dir), "WIP_SECRET_KEY": "load"}
+        cmd = [sys.executable, "-m", "gunicorn", "-c", str(ROOT / "gunicorn.conf.py"), "app:server",
+               "-w", str(workers), "-b", f"127.0.0.1:{self.port}", "--no-control-socket"]
+        if threads:
+            cmd += ["--threads", str(threads)]
+        self.cmd = cmd
+        self._log = open(self.log_path, "w")  # noqa: SIM115 - open while gunicorn runs
+        self.proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT)
+        self.pid = self.proc.pid
+
+    def wait_ready(self, seconds: float = 90.0) -> None:
+        deadline = time.monotonic() + seconds
+        with requests.Session() as s:
+            s.trust_env = False
+            while time.monotonic() < deadline:
+                if self.proc.poll() is not None:
+                    break
+                try:
+                    if s.get(self.url + "/", timeout=5).status_code == 200:
+                        return
+                except requests.RequestException:
+                    pass
+                time.sleep(0.3)
+        tail = self.log_path.read_text(errors="replace")[-3000:]
+        self.stop()
+        raise SystemExit(f"gunicorn did not start:\n{tail}")
+
+    def stop(self) -> None:
+        """SIGTERM to the master by its PID; then SIGKILL to any process of its tree left (by PID)."""
+        tree = []
+        if psutil is not None:
+            try:
+                tree = psutil.Process(self.pid).children(recursive=True)
+            except psutil.Error:
+                tree = []
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=10)
+        for child in tree:
+            try:
+                if child.is_running() and child.status() != psutil.STATUS_ZOMBIE:
+                    child.kill()
+            except psutil.Error:
+                pass
+        self._log.close()
+
+    def log_report(self, since: int = 0) -> dict:
+        text = self.log_path.read_text(errors="replace")[since:]
+        lines = text.splitlines()
+        bad = [ln for ln in lines if re.search(r"Traceback|\bERROR\b|CRITICAL|WORKER TIMEOUT|Exception", ln)]
+        return {"errors": len(bad), "first": bad[:10],
+                "worker_boots": sum("Booting worker" in ln for ln in lines),
+                "worker_recycles": sum("Autorestarting worker" in ln for ln in lines)}
+
+
+def listener_pid(url: str):
+    """The gunicorn master serving a --url (best effort, for CPU figures)."""
+    if psutil is None:
+        return None
+    port = urlsplit(url).port or 80
+    try:
+        for conn in psutil.net_connections(kind="tcp"):
+            if conn.status == psutil.CONN_LISTEN and conn.laddr and conn.laddr.port == port and conn.pid:
+                proc = psutil.Process(conn.pid)
+                parent = proc.parent()
+                if parent is not None and parent.cmdline() == proc.cmdline():
+                    proc = parent
+                return proc.pid
+    except (psutil.Error, OSError):
+        return None
+    return None
+
+
+class Monitor(threading.Thread):
+    """CPU seconds and memory of the server's process tree, this script and the whole machine.
+
+    The tree (gunicorn master, workers, background jobs and their forks) is sampled every
+    0.25 s; each process's own CPU time is kept under (pid, start time), so processes that end
+    during the run count up to their last sample (a process shorter than a sample is missed)."""
+
+    def __init__(self, pid):
+        super().__init__(daemon=True)
+        self.pid = pid
+        self.halt = threading.Event()
+        self.peak_rss = 0
+        self.peak_procs = 0
+        self.first: dict = {}
+        self.last: dict = {}
+
+    def sample(self) -> bool:
+        if psutil is None or self.pid is None:
+            return False
+        try:
+            root = psutil.Process(self.pid)
+            procs = [root] + root.children(recursive=True)
+        except psutil.Error:
+            return False
+        rss = n = 0
+        for proc in procs:
+            try:
+                with proc.oneshot():
+                    key = (proc.pid, proc.create_time())
+                    t = proc.cpu_times()
+                    rss += proc.memory_info().rss
+            except psutil.Error:
+                continue
+            self.last[key] = t.user + t.system
+            n += 1
+        self.peak_rss = max(self.peak_rss, rss)
+        self.peak_procs = max(self.peak_procs, n)
+        return True
+
+    def tree_cpu(self):
+        if not self.last:
+            return None
+        return sum(v - self.first.get(k, 0.0) for k, v in self.last.items())
+
+    @staticmethod
+    def machine_busy():
+        if psutil is None:
+            return None
+        t = psutil.cpu_times()
+        return sum(t) - t.idle - getattr(t, "iowait", 0) - getattr(t, "guest", 0) - getattr(t, "guest_nice", 0)
+
+    def begin(self):
+        self.t0 = time.monotonic()
+        if self.sample():
+            self.first = dict(self.last)
+        self.client0 = time.process_time()
+        self.machine0 = self.machine_busy()
+        self.load0 = os.getloadavg()
+        self.start()
+
+    def run(self):
+        while not self.halt.wait(0.25):
+            self.sample()
+
+    def end(self) -> dict:
+        self.halt.set()
+        self.join(timeout=5)
+        wall = time.monotonic() - self.t0
+        self.sample()
+        cpu = self.tree_cpu()
+        client = time.process_time() - self.client0
+        machine1 = self.machine_busy()
+        out = {"wall_seconds": wall, "client_cpu_seconds": client,
+               "loadavg_before": self.load0, "loadavg_after": os.getloadavg(), "cpus": os.cpu_count()}
+        if cpu is not None:
+            out["server_cpu_seconds"] = cpu
+            out["server_cores_used"] = cpu / wall if wall > 0 else None
+            out["server_processes_seen"] = len(self.last)
+            out["server_peak_rss_mb"] = self.peak_rss / 2**20
+            out["server_peak_processes"] = self.peak_procs
+        if self.machine0 is not None:
+            busy = machine1 - self.machine0
+            out["machine_cpu_seconds"] = busy
+            if "server_cpu_seconds" in out:
+                other = busy - out["server_cpu_seconds"] - client
+                out["other_cpu_seconds"] = other
+                out["other_cores_used"] = other / wall if wall > 0 else None
+        return out
+
+
+# --- phases ---------------------------------------------------------------------------------
+def warm_up(base: str, args, subgroups) -> dict:
+    """One session computes what the measured phase visits; then checks it is all cached."""
+    stats = Stats(max_requests=100_000, max_seconds=args.warm_timeout)
+    client = Client(base, stats, lanes=args.lanes, timeout=max(args.timeout, 120), job_timeout=args.warm_timeout)
+    start = time.perf_counter()
+    try:
+        if not load_page(client, stats):
+            raise SystemExit("warm-up: the page did not load:\n  " + "\n  ".join(stats.errors[:10]))
+        features = features_of(client)
+        for text in list(subgroups) + [""]:
+            apply_subgroup(client, stats, text)
+        jobs_first = sum(a["jobs"] for a in stats.actions)
+        jobs_second = None
+        if not args.quick:                         # second pass: all cached now? (the measured phase counts it too)
+            n_first = len(stats.actions)
+            for feature in features[1:] + features[:1]:
+                switch_feature(client, stats, feature)
+            for text in list(subgroups) + [""]:
+                apply_subgroup(client, stats, text)
+            jobs_second = sum(a["jobs"] for a in stats.actions[n_first:])
+    except Stop:
+        raise SystemExit(f"warm-up did not finish in {args.warm_timeout:.0f} s") from None
+    finally:
+        client.close()
+    errors = sum(stats.n_errors.values())
+    if errors:
+        raise SystemExit("warm-up failed:\n  " + "\n  ".join(stats.errors[:10]))
+    return {"seconds": time.perf_counter() - start, "jobs": jobs_first, "jobs_on_second_pass": jobs_second,
+            "features": features, "subgroups": list(subgroups), "requests": len(stats.requests),
+            "actions": [{k: a[k] for k in ("kind", "detail", "seconds", "jobs", "requests")} for a in stats.actions]}
+
+
+def session_main(i: int, base: str, args, stats: Stats, subgroups, barrier: threading.Barrier) -> None:
+    rng = random.Random(args.seed * 100_003 + i)
+    client = Client(base, stats, lanes=args.lanes, timeout=args.timeout, job_timeout=args.job_timeout,
+                    assets=args.assets, retry=not args.no_retry)
+    try:
+        barrier.wait()
+    except threading.BrokenBarrierError:
+        return
+    if args.ramp > 0 and stats.stop.wait(args.ramp * i / max(args.sessions, 1)):
+        return
+    stats.session(+1)
+    with stats.lock:
+        stats.sessions["started"] += 1
+    outcome = "completed"
+    failures_in_a_row = 0
+    try:
+        ok = load_page(client, stats)
+        failures_in_a_row = 0 if ok else 1
+        for _ in range(args.actions):
+            if failures_in_a_row >= 3:
+                outcome = "gave_up"
+                break
+            if args.think > 0 and stats.stop.wait(args.think * rng.uniform(0.5, 1.5)):
+                raise Stop()
+            features = features_of(client) or ["X1", "X2", "X3"]
+            state = client.get("state.data") or {}
+            if client.map is None:          # the page load failed: the user reloads
+                ok = load_page(client, stats)
+            elif rng.random() < 0.5:
+                choices = [f for f in features if f != state.get("feature")] or features
+                ok = switch_feature(client, stats, rng.choice(choices))
+            else:
+                current = (state.get("subgroup") or "")
+                choices = [s for s in list(subgroups) + [""] if s != current]
+                ok = apply_subgroup(client, stats, rng.choice(choices))
+            failures_in_a_row = 0 if ok else failures_in_a_row + 1
+    except Stop:
+        outcome = "stopped_by_budget"
+    finally:
+        stats.session(-1)
+        with stats.lock:
+            stats.sessions[outcome] += 1
+        client.close()
+
+
+def measure(base: str, args, subgroups) -> tuple[Stats, float]:
+    stats = Stats(max_requests=args.max_requests, max_seconds=args.max_seconds + 3600)
+    barrier = threading.Barrier(args.sessions + 1)
+    threads = [threading.Thread(target=session_main, args=(i, base, args, stats, subgroups, barrier),
+                                name=f"session-{i}", daemon=True) for i in range(args.sessions)]
+    for t in threads:
+        t.start()
+    stats.restart_clock(args.max_seconds)
+    start = time.perf_counter()
+    barrier.wait()
+    hard_end = time.monotonic() + args.max_seconds + args.timeout + 30
+    for t in threads:
+        t.join(timeout=max(0.0, hard_end - time.monotonic()))
+    stats.stop.set()
+    return stats, time.perf_counter() - start
+
+
+def report(stats: Stats, wall: float, args) -> dict:
+    reqs = stats.requests
+    by_kind: dict[str, list[float]] = {}
+    bytes_by_kind: dict[str, list[int]] = {}
+    for kind, sec, _status, nbytes, *_ in reqs:
+        by_kind.setdefault(kind, []).append(sec)
+        bytes_by_kind.setdefault(kind, []).append(nbytes)
+    acts = stats.actions
+    by_action: dict[str, list[float]] = {}
+    for a in acts:
+        by_action.setdefault(a["kind"], []).append(a["seconds"])
+    served = sum(1 for r in reqs if r[5])
+    return {
+        "wall_seconds": wall,
+        "sessions": {"asked": args.sessions, **stats.sessions, "max_concurrent": stats.max_active,
+                     **stats.held(args.sessions)},
+        "actions": {"total": len(acts), "ok": sum(a["ok"] for a in acts),
+                    "by_kind": {k: len(v) for k, v in sorted(by_action.items())},
+                    "needed_computation": sum(1 for a in acts if a["jobs"]),
+                    "per_second": len(acts) / wall if wall > 0 else None},
+        "requests": {"total": len(reqs), "served": served, "per_second": served / wall if wall > 0 else None,
+                     "bytes_in": sum(r[3] for r in reqs), "bytes_out": sum(r[4] for r in reqs),
+                     "budget_hit": stats.issued >= args.max_requests},
+        "errors": {"total": sum(stats.n_errors.values()), **stats.n_errors, "first": stats.errors[:20]},
+        "resets_retried": {"total": len(stats.resets), "first": stats.resets[:20]},
+        "latency_ms": {
+            "request": summary_ms([r[1] for r in reqs]),
+            "request_by_kind": {k: summary_ms(v, bytes_by_kind[k]) for k, v in sorted(by_kind.items())},
+            "action": summary_ms([a["seconds"] for a in acts]),
+            "action_by_kind": {k: summary_ms(v) for k, v in sorted(by_action.items())},
+        },
+        "requests_per_action": (sum(a["requests"] for a in acts) / len(acts)) if acts else None,
+    }
+
+
+def fmt(s: dict) -> str:
+    if not s.get("n"):
+        return "n=0"
+    text = f"n={s['n']:<5} p50 {s['p50']:7.1f}  p95 {s['p95']:7.1f}  p99 {s['p99']:7.1f}  max {s['max']:7.1f}"
+    if "mean_response_kib" in s:
+        text += f"   {s['mean_response_kib']:7.1f} KiB/answer"
+    return text
+
+
+def print_report(res: dict, resources: dict, warm: dict | None, args, target: str) -> None:
+    s, a, r, e, lat = res["sessions"], res["actions"], res["requests"], res["errors"], res["latency_ms"]
+    print(f"\nmeasured phase: {res['wall_seconds']:.1f} s wall against {target}")
+    print(f"  sessions   : {s['asked']} asked, {s['started']} started, max {s['max_concurrent']} concurrently active "
+          f"(all {s['asked']} active for {s['all_active_seconds']:.1f} s, mean {s['mean_active']:.1f}); "
+          f"{s['completed']} completed, {s['stopped_by_budget']} stopped by the budget, {s['gave_up']} gave up")
+    print(f"  actions    : {a['total']} ({', '.join(f'{k} {v}' for k, v in a['by_kind'].items())}), "
+          f"{a['ok']} ok, {a['needed_computation']} needed a computation, {a['per_second']:.1f}/s; "
+          f"{res['requests_per_action'] or 0:.1f} requests per action")
+    print(f"  requests   : {r['served']} served of {r['total']} ({r['per_second']:.1f}/s), "
+          f"{r['bytes_in'] / 2**20:.1f} MiB down, {r['bytes_out'] / 2**20:.1f} MiB up"
+          + ("; request budget reached" if r["budget_hit"] else ""))
+    print(f"  errors     : {e['total']} (http {e['http']}, dash {e['dash']}, check {e['check']})")
+    for msg in e["first"][:5]:
+        print(f"      {msg[:300]}")
+    resets = res["resets_retried"]
+    if resets["total"]:
+        print(f"  resets     : {resets['total']} request(s) hit a keep-alive connection the server closed, "
+              "retried once on a new connection (as a browser does)")
+        for msg in resets["first"][:3]:
+            print(f"      {msg[:300]}")
+    print(f"  latency ms per request : {fmt(lat['request'])}")
+    for kind, v in lat["request_by_kind"].items():
+        print(f"      {kind:<24} {fmt(v)}")
+    print(f"  latency ms per action  : {fmt(lat['action'])}")
+    for kind, v in lat["action_by_kind"].items():
+        print(f"      {kind:<24} {fmt(v)}")
+    cpus = resources.get("cpus")
+    line = f"  CPU        : {cpus} cores; this script {resources['client_cpu_seconds']:.1f} s"
+    if "server_cpu_seconds" in resources:
+        line = (f"  CPU        : {cpus} cores; server (gunicorn tree) {resources['server_cpu_seconds']:.1f} s "
+                f"= {resources['server_cores_used']:.2f} cores, peak RSS {resources['server_peak_rss_mb']:.0f} MiB "
+                f"in {resources['server_peak_processes']} processes; this script {resources['client_cpu_seconds']:.1f} s")
+        if "other_cpu_seconds" in resources:
+            line += f"; other processes {resources['other_cpu_seconds']:.1f} s = {resources['other_cores_used']:.2f} cores"
+    print(line)
+    if resources.get("server_cpu_per_action") is not None:
+        print(f"  capacity   : {resources['server_cpu_per_action']:.2f} server CPU-seconds per action -> at most "
+              f"~{resources['capacity_actions_per_second']:.1f} actions/s if the server had all {cpus} cores")
+    print(f"  load avg   : before {' '.join(f'{x:.2f}' for x in resources['loadavg_before'])}, "
+          f"after {' '.join(f'{x:.2f}' for x in resources['loadavg_after'])}")
+    if resources.get("other_cores_used") is not None and resources["other_cores_used"] > 0.2:
+        print(f"  NOTE: other processes used {resources['other_cores_used']:.2f} cores during the run: the "
+              "machine was shared, latencies are pessimistic")
+
+
+# --- main -----------------------------------------------------------------------------------
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("--sessions", type=int, default=20, help="concurrent sessions")
+    p.add_argument("--actions", type=int, default=30, help="actions per session after its page load")
+    p.add_argument("--think", type=float, default=0.2, help="think time between actions, seconds (x U(0.5, 1.5))")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--max-requests", type=int, default=5000, help="request budget of the measured phase")
+    p.add_argument("--max-seconds", type=float, default=120.0, help="time budget of the measured phase")
+    p.add_argument("--quick", action="store_true",
+                   help="5 sessions x 5 actions, 25 s budget, no second warm-up pass (< 60 s in all on idle cores)")
+    p.add_argument("--url", help="target this server (loopback only) instead of starting gunicorn")
+    p.add_argument("--cache-dir", help="cache folder of the gunicorn started here (default: a temporary one)")
+    p.add_argument("--workers", type=int, default=2, help="gunicorn workers")
+    p.add_argument("--threads", type=int, default=None, help="gunicorn threads per worker (default: gunicorn.conf.py)")
+    p.add_argument("--cold", action="store_true", help="no warm-up: the measured phase includes the first computations")
+    p.add_argument("--subgroups", default=";".join(SUBGROUPS), help="subgroups to apply, separated by ';'")
+    p.add_argument("--lanes", type=int, default=6, help="parallel connections per session (a browser uses 6)")
+    p.add_argument("--ramp", type=float, default=0.0, help="spread the session starts over this many seconds")
+    p.add_argument("--assets", action="store_true", help="page loads also fetch the page's scripts and stylesheets")
+    p.add_argument("--timeout", type=float, default=120.0,
+                   help="per request, seconds (the renderer has none; gunicorn.conf.py's worker timeout is 120)")
+    p.add_argument("--job-timeout", type=float, default=300.0, help="a background job in the measured phase, seconds")
+    p.add_argument("--warm-timeout", type=float, default=600.0, help="the warm-up, seconds")
+    p.add_argument("--no-retry", action="store_true",
+                   help="count a reset keep-alive connection as an error instead of retrying once as browsers do")
+    p.add_argument("--out", default=str(OUT), help="JSON report")
+    args = p.parse_args(argv)
+    if args.quick:
+        args.sessions, args.actions = QUICK["sessions"], QUICK["actions"]
+        args.max_seconds = min(args.max_seconds, QUICK["max_seconds"])
+    if args.sessions < 1 or args.actions < 0 or args.max_requests < 1 or args.max_seconds <= 0:
+        p.error("--sessions >= 1, --actions >= 0, --max-requests >= 1, --max-seconds > 0")
+    subgroups = tuple(s.strip() for s in args.subgroups.split(";") if s.strip())
+
+    server = None
+    tmp = None
+    started = time.perf_counter()
+    try:
+        if args.url:
+            base = check_loopback(args.url)
+            server_pid = listener_pid(base)
+            target = f"{base} (given)"
+        else:
+            if args.cache_dir:
+                cache = Path(args.cache_dir).resolve()
+                cache.mkdir(parents=True, exist_ok=True)
+            else:
+                tmp = cache = Path(tempfile.mkdtemp(prefix="wip-load-"))
+            server = Server(cache, args.workers, args.threads)
+            print(f"starting: {' '.join(server.cmd[1:])} (pid {server.pid}, cache {cache})", flush=True)
+            server.wait_ready()
+            base, server_pid = server.url, server.pid
+            threads = f", {args.threads} threads" if args.threads else ""
+            target = f"gunicorn -w {args.workers} (gthread{threads}) at {base}"
+        print(f"load test: {args.sessions} sessions x (page load + {args.actions} actions), think {args.think} s, "
+              f"seed {args.seed}, bounds {args.max_requests} requests / {args.max_seconds:.0f} s; "
+              f"{os.cpu_count()} CPUs, load avg {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
+
+        warm = None
+        if not args.cold:
+            warm = warm_up(base, args, subgroups)
+            print(f"warm-up: {warm['seconds']:.1f} s, {warm['jobs']} background job(s) computed the demo and the "
+                  f"subgroups {', '.join(subgroups)}"
+                  + ("" if warm["jobs_on_second_pass"] is None else
+                     f"; second pass: {warm['jobs_on_second_pass']} job(s)"), flush=True)
+        log_mark = server.log_path.stat().st_size if server else 0
+
+        monitor = Monitor(server_pid)
+        monitor.begin()
+        stats, wall = measure(base, args, subgroups)
+        resources = monitor.end()
+        res = report(stats, wall, args)
+        if resources.get("server_cpu_seconds") is not None and res["actions"]["total"]:
+            per_action = resources["server_cpu_seconds"] / res["actions"]["total"]
+            resources["server_cpu_per_action"] = per_action
+            resources["capacity_actions_per_second"] = (os.cpu_count() or 1) / per_action if per_action > 0 else None
+        log = server.log_report(log_mark) if server else None
+        print_report(res, resources, warm, args, target)
+        if log is not None:
+            print(f"  server log : {log['errors']} error line(s), {log['worker_recycles']} worker recycle(s) "
+                  f"(max_requests), {log['worker_boots']} worker boot(s) during the measured phase")
+            for line in log["first"][:5]:
+                print(f"      {line[:300]}")
+
+        out = {
+            "config": {k: v for k, v in vars(args).items()},
+            "target": target,
+            "environment": {"python": platform.python_version(), "platform": platform.platform(),
+                            "cpus": os.cpu_count(), "requests": requests.__version__,
+                            "psutil": getattr(psutil, "__version__", None)},
+            "warm_up": warm, "measured": res, "resources": resources, "server_log": log,
+            "total_seconds": time.perf_counter() - started,
+        }
+        path = Path(args.out)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(out, indent=2, default=str))
+        print(f"total {time.perf_counter() - started:.1f} s; wrote {path}")
+        return 1 if res["errors"]["total"] else 0
+    finally:
+        if server is not None:
+            server.stop()
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
