@@ -73,6 +73,23 @@ def forest_clf(clf_data):
     return make_pipeline(pre, RandomForestClassifier(n_estimators=20, random_state=0)).fit(X, y)
 
 
+@pytest.fixture(scope="session")
+def chrome():
+    """Debian's Chromium, headless, driven by Playwright: one per test session, shared by the
+    browser and Celery tests (the sync API cannot run two drivers in one process)."""
+    import shutil
+
+    from playwright.sync_api import sync_playwright
+
+    executable = shutil.which("chromium") or "/usr/bin/chromium"
+    args = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
+            "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=executable, headless=True, args=args)
+        yield browser
+        browser.close()
+
+
 @pytest.hookimpl(hookwrapper=True, tryfirst=True)
 def pytest_runtest_makereport(item, call):
     """Expose each phase's report on the test item (``item.rep_call``) for fixtures that

@@ -26,8 +26,6 @@ pytestmark = pytest.mark.browser
 ROOT = Path(__file__).resolve().parent.parent
 OUTPUT = Path(os.environ.get("WIP_TEST_OUTPUT", ROOT / "test-output")) / "screenshots"
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
 TIMEOUT = 90_000  # ms; the first visit trains the demo and runs its ICE/ICI passes
 
 
@@ -70,16 +68,6 @@ def server(tmp_path_factory):
     except subprocess.TimeoutExpired:
         proc.kill()
     log.close()
-
-
-@pytest.fixture(scope="session")
-def chrome():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
-        yield b
-        b.close()
 
 
 @pytest.fixture

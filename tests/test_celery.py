@@ -27,8 +27,6 @@ pytestmark = pytest.mark.browser
 ROOT = Path(__file__).resolve().parent.parent
 OUTPUT = Path(os.environ.get("WIP_TEST_OUTPUT", ROOT / "test-output")) / "screenshots"
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
 FIRST_VISIT_MS = 120_000   # trains the demo (web worker) and runs its ICE/ICI passes (Celery worker)
 STEP_MS = 60_000           # a subgroup: one permutation-PFI job on the Celery worker
 START_S = 60               # each process up (imports of dash, sklearn, celery on a loaded machine)
@@ -175,13 +173,9 @@ def wip_web(wip_env, wip_worker, wip_cluster_dir, request):
 
 
 @pytest.fixture(scope="module")
-def wip_chromium():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
-        yield b
-        b.close()
+def wip_chromium(chrome):
+    """The session's one Chromium (conftest): Playwright's sync API allows one driver at a time."""
+    return chrome
 
 
 def _shot(tab, name: str) -> None:
