@@ -67,11 +67,11 @@ from dash._utils import to_json
 
 from dashboard import ids
 from dashboard.callbacks.compute import resolve_state, run_request
-from dashboard.callbacks.drilldown import control_options, normalize, update_state
+from dashboard.callbacks.drilldown import controller_outputs, normalize
 from dashboard.callbacks.views import feature_views, global_views, observation_views
 from dashboard.config import Config
 from dashboard.server import create_app
-from dashboard.state import default_state, search_from_state
+from dashboard.state import default_state
 from dashboard.store import ModelEntry, Workspace, new_workspace_id
 
 N_ROWS = 1000                 # test rows = explained rows = ICI curves
@@ -177,12 +177,7 @@ def _response(outputs, values) -> bytes:
 
 def controller(ctx, state, trigger, inputs):
     """The body of the ``controller`` callback (dashboard/callbacks/drilldown.py)."""
-    new, error = update_state(ctx, state, trigger, inputs)
-    if new == state and trigger != ids.URL and error is None:
-        return (no_update,) * 6 + (None,) + (no_update,) * 5
-    subgroup_box = no_update if (error and trigger in (ids.SUBGROUP_APPLY, ids.SUBGROUP_TEXT)) else new["subgroup"]
-    return (new, search_from_state(new), new["ws"], new["model"], new["feature"], subgroup_box, error,
-            ["c"] if new["centered"] else [], *control_options(ctx, new))
+    return controller_outputs(ctx, state, trigger, inputs)
 
 
 def switch(ctx, state, trigger, inputs, breakdown: dict | None = None) -> tuple[dict, dict, dict]:

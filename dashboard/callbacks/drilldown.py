@@ -240,12 +240,18 @@ def register(app, ctx) -> None:
             "loaded": loaded, "previous_subgroup": (state or {}).get("subgroup", ""),
             "negative": negative or [],
         }
-        new, error = update_state(ctx, state, trigger, inputs)
-        if new == state and trigger != ids.URL and error is None:
-            return (no_update,) * 6 + (None,) + (no_update,) * 5
-        subgroup_box = no_update if (error and trigger in (ids.SUBGROUP_APPLY, ids.SUBGROUP_TEXT)) else new["subgroup"]
-        return (new, search_from_state(new), new["ws"], new["model"], new["feature"], subgroup_box, error,
-                ["c"] if new["centered"] else [], *control_options(ctx, new))
+        return controller_outputs(ctx, state, trigger, inputs)
+
+
+def controller_outputs(ctx, state, trigger, inputs) -> tuple:
+    """The controller's outputs for one event: state, URL search, control values, the
+    subgroup box and its error, the centred toggle and the dropdown options."""
+    new, error = update_state(ctx, state, trigger, inputs)
+    if new == state and trigger != ids.URL and error is None:
+        return (no_update,) * 6 + (None,) + (no_update,) * 5
+    subgroup_box = no_update if (error and trigger in (ids.SUBGROUP_APPLY, ids.SUBGROUP_TEXT)) else new["subgroup"]
+    return (new, search_from_state(new), new["ws"], new["model"], new["feature"], subgroup_box, error,
+            ["c"] if new["centered"] else [], *control_options(ctx, new))
 
 
 def control_options(ctx, state):
