@@ -6,7 +6,6 @@ import logging
 import shutil
 import time
 
-import diskcache
 from dash import Dash, DiskcacheManager
 from flask import jsonify, request
 from werkzeug.exceptions import RequestEntityTooLarge
@@ -16,6 +15,7 @@ from .callbacks import register_all
 from .config import Config
 from .loaders import DATA_SUFFIXES, MODEL_SUFFIXES
 from .state import Context, make_context
+from .store import ForkSafeCache
 
 log = logging.getLogger(__name__)
 _FORM_OVERHEAD = 64 * 1024
@@ -58,7 +58,7 @@ def background_manager(config: Config):
         celery_app.conf.update(task_acks_late=True, worker_prefetch_multiplier=1, result_expires=3600,
                                broker_connection_retry_on_startup=True)
         return CeleryManager(celery_app, expire=3600), celery_app
-    jobs_cache = diskcache.Cache(str(config.cache_path / "jobs"))
+    jobs_cache = ForkSafeCache(str(config.cache_path / "jobs"))  # job processes fork from threads
     return DiskcacheManager(jobs_cache, expire=3600), None
 
 
