@@ -31,6 +31,9 @@ class Config:
     n_jobs: int = 1                        # threads per model call inside a background job
     warm: bool = True                      # compute the default demo at start-up (python app.py)
     celery_broker: str = ""                # e.g. redis://host:6379/0: background jobs on Celery workers
+    load_timeout: float = 120.0            # seconds per file check or model load (isolated process)
+    job_timeout: float = 1800.0            # seconds per background computation (isolated process)
+    job_memory_mb: int = 4096              # address-space limit of each isolated process
     debug: bool = False
 
     @property
@@ -54,6 +57,9 @@ _HELP = {
     "warm": "compute the default demo at start-up",
     "celery_broker": "run background jobs on Celery workers through this broker (redis://...) instead of "
                      "forked children of the web workers",
+    "load_timeout": "seconds a data-file check or model load may take before it is stopped",
+    "job_timeout": "seconds one background computation may take before it is stopped",
+    "job_memory_mb": "memory (address space, MiB) of each process that reads a file or runs a model",
     "debug": "Dash debug mode (never in production)",
 }
 

@@ -19,9 +19,6 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import json
-import os
-import pickle
-import signal
 from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -132,72 +129,6 @@ def _label(value, index: pd.Index):
 
 # --- running -----------------------------------------------------------------------------
 Progress = Callable[[int, int, str], None]
-
-
-def _die_with_parent(parent: int) -> None:
-    """Linux: get SIGKILL when the parent dies (a cancelled or killed job takes its model
-    process with it, so no orphan keeps computing and writing)."""
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
-    if os.getppid() != parent:  # the parent died before prctl took effect
-        os._exit(1)
-
-
-def isolated(fn, *args, what: str = "The model"):
-    """Run ``fn(*args)`` in a forked child process and return its result.
-
-    User models are loaded and called only in here: a crafted or broken model that crashes
-    its process (skops does not validate tree arrays; native code may abort) ends this
-    child, and the caller gets a :class:`compute.ModelError` saying so, while the background
-    job and the server worker above it keep running. Exceptions raised by ``fn`` are
-    re-raised in the caller (as a ``ModelError`` if they cannot be pickled).
-    """
-    read_fd, write_fd = os.pipe()
-    parent = os.getpid()
-    pid = os.fork()
-    if pid == 0:  # the child: never returns
-        os.close(read_fd)
-        code = 0
-        try:
-            _die_with_parent(parent)
-            try:
-                result = ("ok", fn(*args))
-            except BaseException as exc:  # noqa: BLE001 - handed to the parent
-                result = ("error", exc)
-            try:
-                payload = pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
-            except Exception as exc:
-                detail = f"{type(result[1]).__name__}: {result[1]}" if result[0] == "error" else repr(exc)
-                payload = pickle.dumps(("error", compute.ModelError(detail[:500])))
-            with os.fdopen(write_fd, "wb") as pipe:
-                pipe.write(payload)
-        except BaseException:
-            code = 1
-        finally:
-            os._exit(code)
-    os.close(write_fd)
-    with os.fdopen(read_fd, "rb") as pipe:
-        payload = pipe.read()
-    _, status = os.waitpid(pid, 0)
-    if not payload:
-        if os.WIFSIGNALED(status):
-            number = os.WTERMSIG(status)
-            how = f"was killed by signal {number} ({signal.Signals(number).name})"
-        else:
-            how = f"exited with status {os.WEXITSTATUS(status)}"
-        raise compute.ModelError(
-            f"{what} stopped the process that was running it: it {how}. The file may be damaged or "
-            "crafted, or the model needs more memory than the server allows. The server keeps running; "
-            "try another model file.")
-    kind, value = pickle.loads(payload)
-    if kind == "error":
-        raise value
-    return value
 
 
 def run(store: Store, ws: Workspace, tasks: list[dict], *, policy, n_jobs: int = 1,

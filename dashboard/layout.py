@@ -94,6 +94,7 @@ def load_panel(config) -> html.Details:
             ], className="load-field"),
             html.Div([
                 html.Button("Load", id=ids.LOAD_BUTTON, className="button primary"),
+                html.Button("Cancel loading", id=ids.LOAD_CANCEL, className="button", disabled=True),
                 html.Div(id=ids.LOAD_STATUS, className="field-error", role="alert"),
             ], className="load-field"),
         ], className="load-grid"),

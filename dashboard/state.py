@@ -13,6 +13,7 @@ from urllib.parse import parse_qs, urlencode
 
 from .config import Config
 from .demos import DEFAULT_DEMO
+from .isolation import Limits
 from .loaders import Policy
 from .store import Store
 
@@ -27,6 +28,18 @@ class Context:
     store: Store
     policy: Policy
 
+    @property
+    def load_limits(self) -> Limits:
+        """Limits of a process that reads an uploaded file or loads a model."""
+        return Limits(self.config.load_timeout, self.config.job_memory_mb * 2**20,
+                      option="--load-timeout / --job-memory-mb")
+
+    @property
+    def job_limits(self) -> Limits:
+        """Limits of a process that computes results with the models."""
+        return Limits(self.config.job_timeout, self.config.job_memory_mb * 2**20,
+                      option="--job-timeout / --job-memory-mb")
+
 
 def make_context(config: Config) -> Context:
     store = Store(config.cache_path, size_limit_mb=config.cache_size_mb)
@@ -40,6 +53,47 @@ def default_state() -> dict:
             "centered": False, "repeats": DEFAULT_REPEATS, "sfimp": False, "exclude": []}
 
 
+MAX_TEXT = 2000        # longest feature, model, observation or subgroup text kept
+MAX_EXCLUDED = 5000    # most excluded observations kept
+_ID_LIKE = 200         # longest workspace id or excluded row label kept
+
+
+def clean_state(raw) -> dict:
+    """A state with every field of the expected type and within what the UI allows.
+
+    Whatever the browser sends (the state store, a job request, a forged value) passes
+    through here before the server plans anything from it: unknown keys are dropped,
+    wrong types fall back to the default, texts and lists are capped, and ``repeats`` is
+    clamped to [2, MAX_REPEATS]. Validity against the workspace is ``normalize``'s job.
+    """
+    state = default_state()
+    if not isinstance(raw, dict):
+        return state
+    ws = raw.get("ws")
+    if isinstance(ws, str) and 0 < len(ws) <= _ID_LIKE:
+        state["ws"] = ws
+    for key in ("model", "feature", "obs"):
+        value = raw.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            value = str(value)
+        if isinstance(value, str) and len(value) <= MAX_TEXT:
+            state[key] = value
+    subgroup = raw.get("subgroup")
+    if isinstance(subgroup, str):
+        state["subgroup"] = subgroup.strip()[:MAX_TEXT]
+    state["centered"] = raw.get("centered") is True
+    state["sfimp"] = raw.get("sfimp") is True
+    repeats = raw.get("repeats")
+    if isinstance(repeats, int) and not isinstance(repeats, bool):
+        state["repeats"] = min(max(repeats, 2), MAX_REPEATS)
+    exclude = raw.get("exclude")
+    if isinstance(exclude, list):
+        kept = [str(e) for e in exclude[:MAX_EXCLUDED]
+                if isinstance(e, (str, int)) and not isinstance(e, bool) and len(str(e)) <= _ID_LIKE]
+        state["exclude"] = sorted(set(kept))
+    return state
+
+
 def state_from_search(search: str | None) -> dict:
     """Parse a query string (``?ws=demo-x3&feature=X1&subgroup=X3%20%3D%3D%200``) leniently:
     unknown keys are ignored and bad values fall back to defaults (validated later)."""
@@ -48,7 +102,7 @@ def state_from_search(search: str | None) -> dict:
     one = {k: v[-1] for k, v in query.items() if k in _KEYS and v}
     for key in ("ws", "model", "feature", "subgroup", "obs"):
         if key in one:
-            state[key] = one[key][:2000]
+            state[key] = one[key][:MAX_TEXT]
     state["centered"] = one.get("centered") == "1"
     state["sfimp"] = one.get("sfimp") == "1"
     try:
@@ -56,8 +110,8 @@ def state_from_search(search: str | None) -> dict:
     except ValueError:
         state["repeats"] = DEFAULT_REPEATS
     if one.get("exclude"):
-        state["exclude"] = [e for e in one["exclude"].split(",") if e][:5000]
-    return state
+        state["exclude"] = [e for e in one["exclude"].split(",") if e][:MAX_EXCLUDED]
+    return clean_state(state)
 
 
 def search_from_state(state: dict) -> str:

@@ -7,6 +7,7 @@ from the file runs); loading a model happens only inside the background job.
 
 from __future__ import annotations
 
+import functools
 import logging
 import traceback
 from pathlib import Path
@@ -28,7 +29,7 @@ from ..loaders import (
     model_untrusted_types,
     read_data,
 )
-from ..jobs import isolated
+from ..isolation import isolated
 from ..store import ModelEntry, Workspace, new_workspace_id
 
 log = logging.getLogger(__name__)
@@ -38,50 +39,72 @@ ALL_LOSSES = ["squared_error", "absolute_error", "log_loss", "brier", "zero_one"
 
 
 def describe_models(ctx, files):
-    """Feedback after model uploads: names, upload errors, pickle refusals, untrusted types."""
-    files = files or []
+    """Feedback after model uploads: names, upload errors, pickle refusals, untrusted types.
+
+    The type listing reads the visitor's file, so it runs in an isolated process with the
+    load limits; nothing about a file can raise out of here (no HTTP 500)."""
+    files = [f for f in (files or []) if isinstance(f, dict)]
     info, errors, types = [], [], []
     for f in files:
+        name = str(f.get("name", "file"))[:200]
         if f.get("error"):
-            errors.append(f"{f.get('name', 'file')}: {f['error']}")
+            errors.append(f"{name}: {str(f['error'])[:500]}")
             continue
-        info.append(f"{f['name']} ({f.get('size', 0) / 1024:.0f} KiB)")
-        suffix = Path(f["name"]).suffix.lower()
+        size = f.get("size", 0)
+        info.append(f"{name} ({(size if isinstance(size, (int, float)) else 0) / 1024:.0f} KiB)")
+        suffix = Path(name).suffix.lower()
         if suffix in PICKLE_SUFFIXES and not ctx.policy.allow_pickle:
-            errors.append(f"{f['name']}: refused. Pickle and joblib files run code when they are loaded, so this "
+            errors.append(f"{name}: refused. Pickle and joblib files run code when they are loaded, so this "
                           "server does not open them. Save the model with skops.io.dump(model, 'model.skops') "
                           "or export it to ONNX.")
         elif suffix == ".skops":
-            path = ctx.store.upload_path(f["id"])
+            path = ctx.store.upload_path(f.get("id"))
             if path is None:
-                errors.append(f"{f['name']}: the upload expired; choose the file again.")
+                errors.append(f"{name}: the upload expired; choose the file again.")
                 continue
             try:
-                types.extend(model_untrusted_types(path, policy=ctx.policy, name=f["name"]))
-            except LoadError as exc:
+                types.extend(isolated(functools.partial(model_untrusted_types, path, policy=ctx.policy, name=name),
+                                      what=f"Reading {name}", limits=ctx.load_limits))
+            except (LoadError, compute.ExplainError) as exc:
                 errors.append(str(exc))
+            except Exception as exc:  # never a 500 for a visitor's file
+                log.warning("type listing failed for an upload: %s", exc)
+                errors.append(f"{name} is not a valid .skops file ({type(exc).__name__}).")
     options = [{"label": f" {t}", "value": t, "disabled": not ctx.policy.allow_user_types} for t in sorted(set(types))]
     box = {"display": "block"} if options else {"display": "none"}
     return "; ".join(info), _lines(errors), options, box
 
 
+def _data_outline(path, name, policy) -> dict:
+    """Rows, column names and the last column's class options of a data file (runs isolated)."""
+    frame = read_data(path, name=name, policy=policy)
+    return {"rows": len(frame), "columns": [str(c) for c in frame.columns],
+            "classes": _class_options(frame[frame.columns[-1]])}
+
+
 def describe_data(ctx, upload):
-    """Feedback after a data upload: size, columns as target options, or the parse error."""
-    if not upload:
+    """Feedback after a data upload: size, columns as target options, or the parse error.
+
+    Parsing a visitor's file happens in an isolated process under the load limits, never in
+    the web worker (a small compressed file can expand to gigabytes)."""
+    if not upload or not isinstance(upload, dict):
         return "", None, [], None, []
+    name = str(upload.get("name", "file"))[:200]
     if upload.get("error"):
-        return "", f"{upload.get('name', 'file')}: {upload['error']}", [], None, []
-    path = ctx.store.upload_path(upload["id"])
+        return "", f"{name}: {str(upload['error'])[:500]}", [], None, []
+    path = ctx.store.upload_path(upload.get("id"))
     if path is None:
-        return "", f"{upload['name']}: the upload expired; choose the file again.", [], None, []
+        return "", f"{name}: the upload expired; choose the file again.", [], None, []
     try:
-        frame = read_data(path, name=upload["name"], policy=ctx.policy)
-    except LoadError as exc:
+        outline = isolated(_data_outline, path, name, ctx.policy, what=f"Reading {name}", limits=ctx.load_limits)
+    except (LoadError, compute.ExplainError) as exc:
         return "", str(exc), [], None, []
-    columns = [str(c) for c in frame.columns]
-    target = columns[-1]
-    info = f"{upload['name']}: {len(frame)} rows × {len(columns)} columns"
-    return info, None, columns, target, _class_options(frame[frame.columns[-1]])
+    except Exception as exc:  # never a 500 for a visitor's file
+        log.warning("data outline failed for an upload: %s", exc)
+        return "", f"{name} could not be read ({type(exc).__name__}).", [], None, []
+    columns = outline["columns"]
+    info = f"{name}: {outline['rows']} rows × {len(columns)} columns"
+    return info, None, columns, columns[-1], outline["classes"]
 
 
 def _class_options(column: pd.Series) -> list:
@@ -100,11 +123,18 @@ def _lines(messages):
 def load_workspace(ctx, model_files, data_file, target, loss, output, accepted, add_to_current, state) -> dict:
     """Validate the uploads and create a workspace. Returns {"ws": id, "warnings": [...]} or
     {"errors": {field: message}}. Runs in the background job; the models are loaded and
-    tried in a child process of it (:func:`dashboard.jobs.isolated`)."""
-    names = ", ".join(f.get("name", "?") for f in (model_files or []))
+    tried in a child process of it (:func:`dashboard.isolation.isolated`) under the load limits."""
+    model_files = [f for f in model_files if isinstance(f, dict)] if isinstance(model_files, list) else []
+    data_file = data_file if isinstance(data_file, dict) else None
+    target = target if isinstance(target, str) else None
+    loss = loss if loss in ALL_LOSSES else None
+    output = output if isinstance(output, (str, int, float)) and not isinstance(output, bool) else None
+    accepted = [t for t in accepted if isinstance(t, str)] if isinstance(accepted, list) else []
+    state = state if isinstance(state, dict) else None
+    names = ", ".join(str(f.get("name", "?"))[:200] for f in model_files)
     try:
         return isolated(_load_workspace, ctx, model_files, data_file, target, loss, output, accepted,
-                        add_to_current, state, what=f"Loading {names or 'the model'}")
+                        add_to_current, state, what=f"Loading {names or 'the model'}", limits=ctx.load_limits)
     except compute.ModelError as exc:
         return {"errors": {"model": str(exc)}}
 
@@ -266,7 +296,9 @@ def register(app, ctx) -> None:
         State(ids.ADD_TO_CURRENT, "value"),
         State(ids.STATE, "data"),
         background=True,
-        running=[(Output(ids.LOAD_BUTTON, "disabled"), True, False)],
+        running=[(Output(ids.LOAD_BUTTON, "disabled"), True, False),
+                 (Output(ids.LOAD_CANCEL, "disabled"), False, True)],
+        cancel=[Input(ids.LOAD_CANCEL, "n_clicks")],
         prevent_initial_call=True,
     )
     def load(n, model_files, data_file, target, loss, output, accepted, add, state):

@@ -1,0 +1,163 @@
+"""Run untrusted work (model files, uploaded data) in a child process with limits.
+
+Everything that reads a visitor's file or calls a visitor's model goes through
+:func:`isolated`: a forked child that
+
+- dies with its parent (``PR_SET_PDEATHSIG``), so a cancelled or killed job takes its
+  model process with it;
+- has an address-space limit (``RLIMIT_AS``; works in a container without cgroups), so a
+  file that decompresses or allocates without bound gets a ``MemoryError`` in the child,
+  never gigabytes in the web worker;
+- has a wall-clock limit enforced by the parent, which kills the child with ``SIGKILL``
+  (an ONNX ``Loop`` of 2^62 iterations, a crafted tree that never reaches a leaf).
+
+Failures come back as :class:`compute.ModelError` with a message for the page; exceptions
+raised by the function itself are re-raised in the caller.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import resource
+import select
+import signal
+import time
+from dataclasses import dataclass
+
+import compute
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Wall-clock seconds and address-space bytes for one isolated call (None: no limit)."""
+
+    seconds: float | None = None
+    memory_bytes: int | None = None
+    option: str = ""  # the operator option that sets them, named in messages
+
+
+def _die_with_parent(parent: int) -> None:
+    """Linux: get SIGKILL when the parent dies."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() != parent:  # the parent died before prctl took effect
+        os._exit(1)
+
+
+def _limit_memory(limit: int | None) -> None:
+    if not limit:
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    cap = limit if hard == resource.RLIM_INFINITY else min(limit, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
+
+
+def _child(fn, args, parent: int, write_fd: int, limits: Limits) -> None:
+    code = 0
+    try:
+        _die_with_parent(parent)
+        try:
+            _limit_memory(limits.memory_bytes)
+            result = ("ok", fn(*args))
+        except BaseException as exc:  # noqa: BLE001 - handed to the parent
+            result = ("error", exc)
+        try:
+            payload = pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception as exc:
+            detail = f"{type(result[1]).__name__}: {result[1]}" if result[0] == "error" else repr(exc)
+            payload = pickle.dumps(("error", compute.ModelError(detail[:500])))
+        with os.fdopen(write_fd, "wb") as pipe:
+            pipe.write(payload)
+    except BaseException:
+        code = 1
+    finally:
+        os._exit(code)
+
+
+def isolated(fn, *args, what: str = "The model", limits: Limits | None = None):
+    """Run ``fn(*args)`` in a forked child process under ``limits`` and return its result.
+
+    A child that crashes, runs out of its memory limit or time limit ends with a
+    :class:`compute.ModelError` naming ``what`` and the limit; the caller keeps running.
+    Exceptions raised by ``fn`` are re-raised here (as a ``ModelError`` if they cannot be
+    pickled).
+    """
+    limits = limits or Limits()
+    read_fd, write_fd = os.pipe()
+    parent = os.getpid()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns
+        os.close(read_fd)
+        _child(fn, args, parent, write_fd, limits)
+    os.close(write_fd)
+    try:
+        payload, timed_out = _read_until(read_fd, limits.seconds)
+    finally:
+        os.close(read_fd)
+    if timed_out:
+        _kill(pid)
+        hint = f" (option {limits.option})" if limits.option else ""
+        raise compute.ModelError(
+            f"{what} took longer than {limits.seconds:g} s, the time this server allows{hint}; it was "
+            "stopped. A model or file that needs this long may be crafted to never finish, or too large "
+            "for this server: try a smaller file, or ask the operator to raise the limit.")
+    _, status = os.waitpid(pid, 0)
+    if not payload:
+        if os.WIFSIGNALED(status):
+            number = os.WTERMSIG(status)
+            how = f"was killed by signal {number} ({signal.Signals(number).name})"
+        else:
+            how = f"exited with status {os.WEXITSTATUS(status)}"
+        raise compute.ModelError(
+            f"{what} stopped the process that was running it: it {how}. The file may be damaged or "
+            "crafted, or the model needs more memory than the server allows. The server keeps running; "
+            "try another model file.")
+    kind, value = pickle.loads(payload)
+    if kind == "error":
+        if isinstance(value, MemoryError) and limits.memory_bytes:
+            hint = f" (option {limits.option})" if limits.option else ""
+            raise compute.ModelError(
+                f"{what} needed more memory than this server allows per job "
+                f"({limits.memory_bytes / 2**20:,.0f} MiB{hint}). Try a smaller file or a sample of the "
+                "rows, or ask the operator to raise the limit.") from None
+        raise value
+    return value
+
+
+def _read_until(fd: int, seconds: float | None) -> tuple[bytes, bool]:
+    """All bytes from ``fd`` until EOF, or (what arrived, True) when ``seconds`` pass first."""
+    deadline = None if seconds is None else time.monotonic() + seconds
+    chunks = []
+    poller = select.poll()
+    poller.register(fd, select.POLLIN | select.POLLHUP | select.POLLERR)
+    while True:
+        if deadline is None:
+            timeout_ms = None
+        else:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return b"".join(chunks), True
+            timeout_ms = max(1, int(left * 1000))
+        if not poller.poll(timeout_ms):
+            continue  # the deadline check above ends the loop
+        chunk = os.read(fd, 1 << 20)
+        if not chunk:
+            return b"".join(chunks), False
+        chunks.append(chunk)
+
+
+def _kill(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    try:
+        os.waitpid(pid, 0)
+    except ChildProcessError:
+        pass
