@@ -65,8 +65,8 @@ import sklearn
 from dash import no_update
 from dash._utils import to_json
 
-from dashboard import ids
-from dashboard.callbacks.compute import resolve_state, run_request
+from dashboard import ids, jobs
+from dashboard.callbacks.compute import plan_state, resolve_state
 from dashboard.callbacks.drilldown import controller_outputs, normalize
 from dashboard.callbacks.views import feature_views, global_views, observation_views
 from dashboard.config import Config
@@ -132,33 +132,34 @@ def build_workspace(ctx) -> Workspace:
     return ws
 
 
-def _run(ctx, request: dict, tasks: list[dict]) -> float:
-    """Run some tasks of a job request; returns wall seconds."""
+def _run(ctx, ws: Workspace, tasks: list[dict]) -> float:
+    """Run some planned tasks in this process (the job's body without the isolation);
+    returns wall seconds."""
     start = time.perf_counter()
-    done = run_request(ctx, {**request, "tasks": tasks})
-    seconds = time.perf_counter() - start
-    if not done.get("ok"):
-        raise SystemExit(f"computing {[t['kind'] for t in tasks]} failed: {done}")
-    return seconds
+    jobs.run(ctx.store, ws, tasks, policy=ctx.policy, n_jobs=ctx.config.n_jobs)
+    return time.perf_counter() - start
+
+
+def _pending(ctx, ws: Workspace, state: dict) -> list[dict]:
+    return jobs.missing(ctx.store, plan_state(ctx, ws, state)["tasks"])
 
 
 def warm_cache(ctx, ws: Workspace) -> dict:
     """Fill the cache for every state the benchmark visits; time the cold passes."""
     state, _ = normalize(ctx, {**default_state(), "ws": ws.id})
-    _, request, _ = resolve_state(ctx, state, None)
-    if not isinstance(request, dict):
+    todo = _pending(ctx, ws, state)
+    if not todo:
         raise SystemExit("a fresh cache folder already holds the results?")
     cold = {}
-    profiles = [t for t in request["tasks"] if t["kind"] == "profiles"]
-    cold["profiles"] = _run(ctx, request, profiles)                        # ICE/ICI of all features
-    cold["pfi_all"] = _run(ctx, request, [t for t in request["tasks"] if t["kind"] != "profiles"])
+    cold["profiles"] = _run(ctx, ws, [t for t in todo if t["kind"] == "profiles"])  # ICE/ICI of all features
+    cold["pfi_all"] = _run(ctx, ws, [t for t in todo if t["kind"] != "profiles"])
     for condition in SUBGROUP_CYCLE[1:]:
         sub, error = normalize(ctx, {**state, "subgroup": condition})
         assert error is None and sub["subgroup"] == condition, error
-        _, request, _ = resolve_state(ctx, sub, None)
-        if isinstance(request, dict):
-            assert all(t["kind"] == "pfi" for t in request["tasks"]), request["tasks"]
-            cold[f"pfi[{condition}]"] = _run(ctx, request, request["tasks"])
+        todo = _pending(ctx, ws, sub)
+        if todo:
+            assert all(t["kind"] == "pfi" for t in todo), todo
+            cold[f"pfi[{condition}]"] = _run(ctx, ws, todo)
     results, request, _ = resolve_state(ctx, state, None)
     assert request is no_update and "keys" in results, "the cache is not warm"
     cold["n_features"] = len(ws.features)
@@ -619,7 +620,7 @@ def print_server(rows: list[dict], shares: dict, cold: dict) -> None:
     print(f"  {'share of time':38s} {'':7s} {'':7s} " + "".join(f"{100 * shares[s]:7.0f}%" for s in STAGES))
     worst = max(rows, key=lambda r: r["median_ms"])
     per_feature = cold["profiles"] / cold["n_features"]
-    print(f"\ncold model work (run_request, filled once): ICE/ICI profiles of {cold['n_features']} features "
+    print(f"\ncold model work (jobs.run, filled once): ICE/ICI profiles of {cold['n_features']} features "
           f"{cold['profiles']:.2f} s ({per_feature:.2f} s per feature), permutation PFI of all rows "
           f"{cold['pfi_all']:.2f} s" + "".join(f", {k} {v:.2f} s" for k, v in cold.items()
                                               if k.startswith("pfi[")))

@@ -26,7 +26,7 @@ from sklearn.preprocessing import StandardScaler
 
 import compute
 from dashboard import figures, ids, jobs
-from dashboard.callbacks.compute import finish_job, resolve_state, run_request
+from dashboard.callbacks.compute import finish_job, plan_state, resolve_state, run_request
 from dashboard.callbacks.drilldown import build_condition, control_options, normalize, parse_values, update_state
 from dashboard.callbacks.export import export_table, report_html
 from dashboard.callbacks.load import describe_data, describe_models, load_outputs, load_workspace
@@ -246,8 +246,11 @@ def test_cached_state_resolves_without_request(ctx, state, results):
 
 def test_new_subgroup_needs_only_pfi_tasks(ctx, state, results):
     """A new subgroup reuses the cached profiles: every missing task is a permutation PFI."""
-    _, request, _ = resolve_state(ctx, {**state, "subgroup": "X1 > 0.123"}, None)
-    assert [t["kind"] for t in request["tasks"]] == ["pfi"]
+    sub = {**state, "subgroup": "X1 > 0.123"}
+    _, request, _ = resolve_state(ctx, sub, None)
+    assert request["state"]["subgroup"] == "X1 > 0.123"
+    todo = jobs.missing(ctx.store, plan_state(ctx, ctx.store.workspace(sub["ws"]), sub)["tasks"])
+    assert [t["kind"] for t in todo] == ["pfi"]
 
 
 def test_finish_job_reports_the_job_error(ctx, state, results):

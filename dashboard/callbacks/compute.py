@@ -21,6 +21,9 @@ from dash import Input, Output, State, no_update
 import compute
 
 from .. import ids, jobs
+from ..isolation import isolated
+from ..state import clean_state
+from .drilldown import normalize
 
 log = logging.getLogger(__name__)
 
@@ -30,8 +33,9 @@ def request_id(tasks: list[dict]) -> str:
 
 
 def plan_state(ctx, ws, state: dict) -> dict:
-    """Cache keys and tasks of a state. Views call this too, rather than trusting keys sent
-    back by the browser: a client can only reach results of a state it can name."""
+    """Cache keys and tasks of a (cleaned, normalised) state. Everything in the plan, keys
+    and parameters alike, derives from the state and the server's configuration: a client
+    can only reach, or cause, results of a state it can name."""
     n_rows = len(ctx.store.data(ws))
     return jobs.plan(ws, focus=state.get("model"), n_rows=n_rows, condition=state.get("subgroup", ""),
                      excluded=state.get("exclude") or [], n_repeats=state.get("repeats", 10),
@@ -40,17 +44,27 @@ def plan_state(ctx, ws, state: dict) -> dict:
 
 
 def _readable(ctx, keys: dict, state: dict) -> bool:
-    """Read (and checksum) the entries the views will read first; a damaged one is
-    dropped by the store, so it is recomputed rather than shown as missing."""
-    needed = [keys["summary"], keys["profiles"].get(state.get("feature"), keys["summary"])]
+    """Read (and checksum) every entry the views will read; a damaged one is dropped by the
+    store, so it is recomputed at once rather than shown as missing."""
+    needed = [keys["summary"], keys["profiles"].get(state.get("feature"), keys["summary"]),
+              *keys["pfi"].values(), *keys["sfimp"].values()]
     return all(ctx.store.get(k) is not None for k in needed)
+
+
+def _trusted_state(ctx, raw) -> tuple[dict | None, object]:
+    """(state, workspace) from whatever the browser sent: cleaned, then made valid for its
+    workspace by the controller's own rules. (None, None) when it names no data set."""
+    if not isinstance(raw, dict) or not raw.get("ws"):
+        return None, None
+    state, _ = normalize(ctx, clean_state(raw))
+    return state, ctx.store.workspace(state["ws"])
 
 
 def resolve_state(ctx, state: dict | None, done: dict | None):
     """Returns (results, job request, status message)."""
-    if not state or not state.get("ws"):
+    state, ws = _trusted_state(ctx, state)
+    if state is None:
         return no_update, no_update, no_update
-    ws = ctx.store.workspace(state["ws"])
     if ws is None:
         return {"error": f"Data set {state['ws']!r} is not available."}, no_update, None
     planned = plan_state(ctx, ws, state)
@@ -60,40 +74,48 @@ def resolve_state(ctx, state: dict | None, done: dict | None):
     rid = request_id(planned["tasks"])
     if not todo:
         return {"state": state, "keys": planned["keys"]}, no_update, None
-    if done and done.get("request") == rid:
+    if isinstance(done, dict) and done.get("request") == rid:
         if done.get("error"):
-            return {"error": done["error"], "state": state}, no_update, done["error"]
+            return {"error": str(done["error"]), "state": state}, no_update, str(done["error"])
         if done.get("ok"):  # finished, yet results are missing: the cache evicted them at once
             message = ("The results did not fit in the result cache (its size limit is too small for them); "
                        "raise --cache-size-mb.")
             return {"error": message, "state": state}, no_update, message
+    # The request names the state only: the job plans its tasks, keys and parameters again
+    # from it (run_request), so nothing else a browser puts in a request is ever used.
     # The nonce gives each session's job its own result slot: Dash names a job's result after
     # its arguments, and sessions asking for the same results at once would otherwise share
     # (and steal) one slot. jobs.run locks per task, so the work itself is done once.
-    request = {"request": rid, "ws": ws.id, "tasks": todo, "nonce": secrets.token_hex(8)}
+    request = {"state": state, "request": rid, "nonce": secrets.token_hex(8)}
     n_profiles = sum(t["kind"] == "profiles" for t in todo)
     what = "ICE/ICI passes" if n_profiles else "importance"
     return no_update, request, f"Computing {what} for {ws.title}…"
 
 
-def run_request(ctx, request: dict, set_progress=None) -> dict:
-    """Body of the background job: compute the requested tasks into the cache."""
+def run_request(ctx, request, set_progress=None) -> dict:
+    """Body of the background job: plan the state's tasks on the server and compute the
+    missing ones into the cache, in an isolated process with the job limits."""
     def progress(done, total, label):
         if set_progress is not None:
             set_progress((str(done), str(max(total, 1)), label))
 
+    rid = None
     try:
-        ws = ctx.store.workspace(request["ws"])
-        if ws is None:
-            raise compute.InputError(f"Data set {request['ws']!r} is not available.")
-        names = ", ".join(sorted({t["model"] for t in request["tasks"]}))
-        jobs.isolated(_run_tasks, ctx, ws, request["tasks"], progress, what=f"Model {names}")
-        return {"request": request["request"], "ok": True}
+        state, ws = _trusted_state(ctx, (request or {}).get("state") if isinstance(request, dict) else None)
+        if state is None or ws is None:
+            raise compute.InputError("The data set of this page is not available; reload the page.")
+        planned = plan_state(ctx, ws, state)
+        rid = request_id(planned["tasks"])
+        todo = jobs.missing(ctx.store, planned["tasks"])
+        if todo:
+            names = ", ".join(sorted({t["model"] for t in todo}))
+            isolated(_run_tasks, ctx, ws, todo, progress, what=f"Model {names}", limits=ctx.job_limits)
+        return {"request": rid, "ok": True}
     except compute.ExplainError as exc:
-        return {"request": request["request"], "error": str(exc)}
+        return {"request": rid, "error": str(exc)}
     except Exception as exc:  # a bug or a model failure we did not anticipate: log it, show a notice
         log.error("background job failed: %s\n%s", exc, traceback.format_exc())
-        return {"request": request["request"],
+        return {"request": rid,
                 "error": f"The computation failed ({type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else ''}). "
                          "Try another model or data set; the server keeps running."}
 

@@ -16,7 +16,7 @@ import compute
 from .. import ids
 from ..demos import DEMOS
 from ..jobs import select_rows
-from ..state import MAX_REPEATS, default_state, search_from_state, state_from_search
+from ..state import MAX_REPEATS, clean_state, default_state, search_from_state, state_from_search
 
 
 def _click_value(click):
@@ -74,9 +74,21 @@ def build_condition(column, op, value_text) -> str:
 
 def update_state(ctx, state: dict | None, trigger: str | None, inputs: dict) -> tuple[dict, str | None]:
     """Apply one event to the state. Returns (new state, error message for the subgroup box)."""
-    state = dict(state or default_state())
-    error = None
-    if trigger in (None, ids.URL) or not state.get("ws"):
+    fresh = not (isinstance(state, dict) and state.get("ws"))
+    state = clean_state(state)
+    try:
+        state = _apply_event(dict(state), trigger, inputs, fresh)
+    except compute.SubgroupError as exc:
+        return state, str(exc)
+    except (TypeError, ValueError, AttributeError, KeyError):  # a forged or malformed input value
+        pass  # the event is ignored; the state stays what it was
+    previous = inputs.get("previous_subgroup", "")
+    return normalize(ctx, state, previous_subgroup=previous if isinstance(previous, str) else "")
+
+
+def _apply_event(state: dict, trigger, inputs: dict, fresh: bool) -> dict:
+    """The state after one event (raises on values no honest page sends)."""
+    if trigger in (None, ids.URL) or fresh:
         state = state_from_search(inputs.get("search"))
     elif trigger == ids.WS_SELECT:
         state = {**default_state(), "ws": inputs.get("ws")}
@@ -107,10 +119,7 @@ def update_state(ctx, state: dict | None, trigger: str | None, inputs: dict) -> 
     elif trigger == ids.SUBGROUP_CLEAR:
         state["subgroup"] = ""
     elif trigger == ids.COND_ADD:
-        try:
-            condition = build_condition(inputs.get("cond_column"), inputs.get("cond_op"), inputs.get("cond_value"))
-        except compute.SubgroupError as exc:
-            return state, str(exc)
+        condition = build_condition(inputs.get("cond_column"), inputs.get("cond_op"), inputs.get("cond_value"))
         current = (state.get("subgroup") or "").strip()
         state["subgroup"] = f"({current}) and {condition}" if current else condition
     elif trigger == ids.REPEATS_MORE:
@@ -126,12 +135,12 @@ def update_state(ctx, state: dict | None, trigger: str | None, inputs: dict) -> 
         state["exclude"] = sorted(set(state.get("exclude") or []) | {str(e) for e in negative})
     elif trigger == ids.EXCLUDE_CLEAR:
         state["exclude"] = []
-    previous = inputs.get("previous_subgroup", "")
-    return normalize(ctx, state, previous_subgroup=previous, error=error)
+    return clean_state(state)
 
 
 def normalize(ctx, state: dict, *, previous_subgroup: str = "", error=None) -> tuple[dict, str | None]:
     """Make a state valid for its workspace: known ids, a model, a feature, a parseable subgroup."""
+    state = clean_state(state)
     ws = ctx.store.workspace(state.get("ws"))
     if ws is None:
         error = (f"Data set {state.get('ws')!r} is not available on this server (uploads expire); "

@@ -10,6 +10,7 @@ import compute
 
 from .. import figures, ids, jobs
 from .compute import plan_state
+from ..state import clean_state
 from .drilldown import normalize
 
 N_INFLUENTIAL = 10
@@ -197,9 +198,9 @@ def hover_text(ctx, hover, state) -> str:
         row = hover["points"][0].get("customdata")
     except (KeyError, IndexError, TypeError, AttributeError):
         return ""
-    if row is None or not state:
+    if not isinstance(row, (str, int)) or isinstance(row, bool) or not isinstance(state, dict):
         return ""
-    ws = ctx.store.workspace(state.get("ws"))
+    ws = ctx.store.workspace(clean_state(state)["ws"])
     if ws is None:
         return ""
     data = ctx.store.data(ws)
