@@ -60,7 +60,6 @@ def test_model_killing_its_process_fails_the_load_not_the_server(ctx):
     result = load_workspace(ctx, [model], csv, "Y", None, None, [], False, None)
     message = result["errors"]["model"]
     assert "killer.pkl" in message and "signal 9" in message
-    assert os.getpid() > 0  # still here
 
 
 def test_model_killing_its_process_fails_the_job_with_a_message(ctx):

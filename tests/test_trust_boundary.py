@@ -1,0 +1,324 @@
+"""The server decides what is computed, and every model or file job has limits.
+
+Issue "Trust nothing a visitor sends", items 2, 3, 4, 8 and 9: forged job requests store
+nothing another state reads; loads and jobs stop at their wall-clock and memory limits;
+processes forked from threaded workers can use the caches; forged callback values never
+reach an exception.
+"""
+
+from __future__ import annotations
+
+import gc
+import multiprocessing
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import compute
+from compute.datasets import x3_interaction
+from dashboard import ids, jobs
+from dashboard.callbacks.compute import plan_state, resolve_state, run_request
+from dashboard.callbacks.drilldown import normalize, update_state
+from dashboard.callbacks.load import describe_data, describe_models, load_workspace
+from dashboard.callbacks.views import feature_views, global_views, hover_text, observation_views
+from dashboard.config import Config
+from dashboard.isolation import Limits, isolated
+from dashboard.server import create_app
+from dashboard.state import MAX_REPEATS, clean_state, default_state
+
+HERE = Path(__file__).parent
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory):
+    cache = tmp_path_factory.mktemp("trust-cache")
+    return create_app(Config(cache_dir=str(cache), max_curves=80, load_timeout=4.0, job_memory_mb=3072))
+
+
+@pytest.fixture(scope="module")
+def ctx(app):
+    return app._wip_context
+
+
+def _state(ctx, **changes):
+    state, error = normalize(ctx, {**default_state(), **changes})
+    assert error is None, error
+    return state
+
+
+def _keys(ctx) -> set[str]:
+    return set(ctx.store.results.iterkeys())
+
+
+def _planned(ctx, state) -> set[str]:
+    keys = plan_state(ctx, ctx.store.workspace(state["ws"]), state)["keys"]
+    found = {keys["summary"], *keys["profiles"].values(), *keys["pfi"].values(), *keys["sfimp"].values()}
+    return found
+
+
+def _upload(ctx, name: str, content: bytes) -> dict:
+    token, path = ctx.store.new_upload(name)
+    path.write_bytes(content)
+    return {"id": token, "name": name, "size": len(content)}
+
+
+# --- item 2: the server plans every task ----------------------------------------------------
+def test_forged_job_request_cannot_store_another_states_results(ctx):
+    """A request carrying its own tasks (a subgroup's PFI under the all-rows key, a PFI
+    table under a profile key, 100,000 repeats) stores only what its state plans."""
+    state = _state(ctx)
+    all_rows = plan_state(ctx, ctx.store.workspace(state["ws"]), state)["keys"]
+    pfi_all = next(iter(all_rows["pfi"].values()))
+    profile_x1 = all_rows["profiles"]["X1"]
+    model = ctx.store.workspace(state["ws"]).models[0].name
+    forged = {
+        "state": {**state, "repeats": 100_000},
+        "request": "whatever",
+        "ws": state["ws"],
+        "tasks": [
+            {"kind": "pfi", "key": pfi_all, "model": model, "also": [],
+             "params": {"condition": "X3 == 0", "excluded": [], "n_repeats": 3}},
+            {"kind": "pfi", "key": profile_x1, "model": model, "also": [],
+             "params": {"condition": "", "excluded": [], "n_repeats": 2}},
+            {"kind": "pfi", "key": "pfi:attacker-chosen", "model": model, "also": [],
+             "params": {"condition": "", "excluded": [], "n_repeats": 100_000}},
+        ],
+    }
+    before = _keys(ctx)
+    done = run_request(ctx, forged)
+    assert done.get("ok"), done
+    written = _keys(ctx) - before
+    clamped = _state(ctx, repeats=MAX_REPEATS)
+    assert written <= _planned(ctx, clamped), "a task wrote a key its state does not plan"
+    assert "pfi:attacker-chosen" not in _keys(ctx)
+    assert not isinstance(ctx.store.get(profile_x1), pd.DataFrame), "a PFI table sits under a profile key"
+    # the all-rows PFI (if computed by then) is of all rows, as its key says
+    run_request(ctx, {"state": state})
+    pfi = ctx.store.get(pfi_all)
+    assert pfi.attrs["n_rows"] == len(ctx.store.data(ctx.store.workspace(state["ws"])))
+    # and 100,000 repeats were clamped to the UI's maximum
+    big = ctx.store.get(next(iter(plan_state(ctx, ctx.store.workspace(state["ws"]), clamped)["keys"]["pfi"].values())))
+    assert sum(c.startswith("repeat_") for c in big.columns) == MAX_REPEATS
+
+
+def test_job_request_is_only_a_state(ctx):
+    """What resolve sends the browser: the state, its id and a nonce. No keys, no tasks."""
+    state = _state(ctx, subgroup="X1 > 0.3")
+    _, request, _ = resolve_state(ctx, state, None)
+    assert set(request) == {"state", "request", "nonce"}
+    assert request["state"] == state
+
+
+@pytest.mark.parametrize("raw", [
+    None, "x", [], {"ws": 5}, {"ws": "demo-x3", "repeats": "abc"}, {"ws": "demo-x3", "repeats": 10**12},
+    {"ws": "demo-x3", "subgroup": ["X1 > 0"]}, {"ws": "demo-x3", "exclude": "1,2"},
+    {"ws": "demo-x3", "exclude": [{"a": 1}, None, 3, "4"]}, {"ws": "demo-x3", "feature": {"x": 1}},
+    {"ws": "demo-x3", "obs": [1]}, {"ws": "demo-x3", "model": 3.5, "centered": "yes", "sfimp": 1},
+    {"ws": "../../etc/passwd"}, {"ws": "demo-x3", "subgroup": "(" * 5000},
+])
+def test_forged_state_values_never_raise(ctx, raw):
+    """Every place that takes a state from the browser copes with any JSON value."""
+    cleaned = clean_state(raw)
+    assert set(cleaned) == set(default_state())
+    assert isinstance(cleaned["repeats"], int) and 2 <= cleaned["repeats"] <= MAX_REPEATS
+    assert all(isinstance(e, str) for e in cleaned["exclude"])
+    resolve_state(ctx, raw, None)
+    results = {"state": raw, "keys": {}}
+    global_views(ctx, results)
+    feature_views(ctx, results)
+    observation_views(ctx, results)
+    hover_text(ctx, {"points": [{"customdata": [1, 2]}]}, raw)
+    new, _ = update_state(ctx, raw, ids.REPEATS_MORE, {"search": "?ws=demo-x3"})
+    assert new == clean_state(new)
+
+
+@pytest.mark.parametrize("trigger, inputs", [
+    (ids.CLICKED_ROW, {"clicked": "not a dict"}),
+    (ids.ICI_TABLE, {"active_cell": [1, 2]}),
+    (ids.CENTERED, {"centered": 5}),
+    (ids.EXCLUDE_NEGATIVE, {"negative": 7}),
+    (ids.PFI_GRAPH, {"click": {"points": "x"}}),
+    (ids.COND_ADD, {"cond_column": ["X1"], "cond_op": {}, "cond_value": 3}),
+    (ids.SUBGROUP_APPLY, {"subgroup_text": {"a": 1}}),
+    (ids.WS_SELECT, {"ws": ["demo-x3"]}),
+    (ids.LOADED_WS, {"loaded": {"ws": 1}}),
+])
+def test_forged_input_values_are_ignored_not_raised(ctx, trigger, inputs):
+    state = _state(ctx)
+    new, _ = update_state(ctx, state, trigger, {"previous_subgroup": "", **inputs})
+    assert new["ws"] and new == clean_state(new)
+
+
+def test_damaged_pfi_entry_is_recomputed_without_a_reload(ctx):
+    """Every entry the views read is checked when resolving, the PFI tables included."""
+    state = _state(ctx, subgroup="X2 > 0.2")
+    run_request(ctx, {"state": state})
+    results, request, _ = resolve_state(ctx, state, None)
+    assert "keys" in results
+    pfi_key = next(iter(results["keys"]["pfi"].values()))
+    ctx.store.results.set(pfi_key, b"WIP1" + b"\0" * 40)  # damaged in place
+    _, request, _ = resolve_state(ctx, state, None)
+    assert isinstance(request, dict), "a damaged PFI entry must trigger a job at once"
+    assert run_request(ctx, request).get("ok")
+    assert ctx.store.get(pfi_key) is not None
+
+
+# --- item 3: limits ----------------------------------------------------------------------------
+def _sleep_forever():
+    while True:
+        time.sleep(1)
+
+
+def _allocate(n_bytes):
+    return int(np.ones(n_bytes // 8).sum())
+
+
+def test_isolated_stops_at_its_wall_clock_limit():
+    start = time.monotonic()
+    with pytest.raises(compute.ModelError, match=r"took longer than 1 s.*--job-timeout"):
+        isolated(_sleep_forever, what="The job", limits=Limits(1.0, None, option="--job-timeout"))
+    assert time.monotonic() - start < 5
+
+
+def test_isolated_stops_at_its_memory_limit():
+    with pytest.raises(compute.ModelError, match=r"needed more memory.*1,536 MiB"):
+        isolated(_allocate, 8 * 2**30, what="The job", limits=Limits(30.0, 1536 * 2**20))
+    assert isolated(_allocate, 8 * 2**20, limits=Limits(30.0, 1536 * 2**20)) == 2**20
+
+
+def _endless_onnx() -> bytes:
+    """A regressor whose graph loops 2^62 times (the audit's ONNX ``Loop`` model)."""
+    from onnx import TensorProto, helper
+
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+         helper.make_node("Identity", ["v_in"], ["v_out"])],
+        "body",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+         helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("v_in", TensorProto.FLOAT, None)],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("v_out", TensorProto.FLOAT, None)])
+    graph = helper.make_graph(
+        [helper.make_node("Constant", [], ["M"], value=helper.make_tensor("m", TensorProto.INT64, [], [2**62])),
+         helper.make_node("Constant", [], ["c"], value=helper.make_tensor("t", TensorProto.BOOL, [], [True])),
+         helper.make_node("Loop", ["M", "c", "X"], ["looped"], body=body),
+         helper.make_node("ReduceSum", ["looped", "axes"], ["variable"], keepdims=0)],
+        "endless",
+        [helper.make_tensor_value_info("X", TensorProto.FLOAT, [None, 3])],
+        [helper.make_tensor_value_info("variable", TensorProto.FLOAT, [None])],
+        initializer=[helper.make_tensor("axes", TensorProto.INT64, [1], [1])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model.SerializeToString()
+
+
+def test_endless_onnx_model_is_stopped_at_the_load_limit(ctx):
+    """The audit's ONNX Loop of 2^62 iterations: the load stops at --load-timeout (4 s here)
+    with a message next to the model; before, it kept a core busy forever."""
+    data = x3_interaction(30, random_state=0)[0].assign(Y=1.0)
+    model = _upload(ctx, "endless.onnx", _endless_onnx())
+    csv = _upload(ctx, "data.csv", data.to_csv(index=False).encode())
+    start = time.monotonic()
+    result = load_workspace(ctx, [model], csv, "Y", None, None, [], False, None)
+    assert time.monotonic() - start < 20
+    message = result["errors"]["model"]
+    assert "endless.onnx" in message and "longer than 4 s" in message and "--load-timeout" in message
+
+
+def _parquet_bomb(path: Path, rows: int, columns: int) -> None:
+    """Little on disk, ``rows`` x ``columns`` x 8 bytes in memory (within the row and
+    column limits, which alone allow a 16 GB frame)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    column = pa.array(np.zeros(rows, dtype=np.float64))
+    table = pa.table({f"c{j}": column for j in range(columns)})
+    pq.write_table(table, path, compression="zstd", use_dictionary=True)
+
+
+def test_data_files_are_parsed_outside_the_web_worker_under_the_memory_limit(tmp_path):
+    """A small Parquet file that expands to gigabytes: the feedback says it needs more
+    memory than allowed, and the process serving the page does not grow."""
+    app = create_app(Config(cache_dir=str(tmp_path / "cache"), job_memory_mb=1024))
+    ctx = app._wip_context
+    bomb = tmp_path / "bomb.parquet"
+    _parquet_bomb(bomb, 1_000_000, 300)  # 2.4 GB of float64 in memory
+    assert bomb.stat().st_size < 2 * 2**20  # a ratio over 1,000
+    upload = _upload(ctx, "bomb.parquet", bomb.read_bytes())
+    rss_before = _rss()
+    info, error, columns, target, classes = describe_data(ctx, upload)
+    assert "bomb.parquet" in error and "memory" in error and not columns
+    assert _rss() - rss_before < 200 * 2**20
+
+
+def _rss() -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    raise AssertionError("no VmRSS")
+
+
+@pytest.mark.parametrize("files", [
+    "junk", [1, 2], [{"id": 5, "name": ["x"]}], [{"id": "A" * 22, "name": "m.skops", "size": "big"}],
+])
+def test_forged_upload_records_get_messages_not_errors(ctx, files):
+    describe_models(ctx, files)
+    describe_data(ctx, files[0] if isinstance(files, list) else files)
+    result = load_workspace(ctx, files, files, ["Y"], {"loss": 1}, [2], "types", False, "state")
+    assert result.get("errors")
+
+
+# --- item 8: fork from threaded workers -----------------------------------------------------
+def test_processes_forked_while_threads_use_the_cache_can_write_to_it(ctx):
+    """The diskcache Timeout under concurrent Loads: a child forked while another thread is
+    inside an SQLite transaction inherited its lock records and waited on a lock nobody
+    held (measured with plain diskcache: 7 of 30 children timed out, 3 hung)."""
+    script = HERE / "helpers" / "fork_stress.py"
+    out = subprocess.run([sys.executable, str(script), "ForkSafeCache", "40"], capture_output=True, text=True,
+                         timeout=240, cwd=HERE.parent)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().endswith("{0: 40}"), out.stdout
+
+
+def test_concurrent_loads_do_not_hang(ctx):
+    """Three sessions loading at once, 20 rounds: every load finishes with a workspace."""
+    data = x3_interaction(40, random_state=1)[0].assign(Y=1.0)
+    from sklearn.linear_model import LinearRegression
+    import skops.io as sio
+
+    model = LinearRegression().fit(data[["X1", "X2", "X3"]], data["Y"])
+    blob = sio.dumps(model)
+    results: list = []
+
+    def one_session(k):
+        for r in range(20):
+            m = _upload(ctx, f"m{k}.skops", blob)
+            d = _upload(ctx, f"d{k}.csv", data.to_csv(index=False).encode())
+            results.append(load_workspace(ctx, [m], d, "Y", None, None, [], False, None))
+
+    threads = [threading.Thread(target=one_session, args=(k,)) for k in range(3)]
+    stop = threading.Event()
+
+    def reader():  # the web threads keep using the result cache meanwhile
+        while not stop.is_set():
+            ctx.store.put("stress", np.arange(100))
+            ctx.store.get("stress")
+
+    noise = threading.Thread(target=reader)
+    noise.start()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=300)
+    stop.set()
+    noise.join()
+    assert len(results) == 60 and all("ws" in r for r in results), [r for r in results if "ws" not in r][:2]
+    gc.collect()
