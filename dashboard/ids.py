@@ -3,8 +3,9 @@
 URL = "url"
 STATE = "state"                 # dcc.Store: the drill-down state (mirrors the URL)
 RESULTS = "results"             # dcc.Store: cache keys of the results the views render
-JOB_REQUEST = "job-request"     # dcc.Store: tasks for the background job
+JOB_REQUEST = "job-request"     # dcc.Store: the state the background job is asked to compute
 JOB_DONE = "job-done"           # dcc.Store: what the last background job reported
+JOB_ACTIVE = "job-active"       # dcc.Store: True while a background job runs (watchdog)
 LOADED_WS = "loaded-ws"         # dcc.Store: workspace id produced by "Load"
 STATUS = "status"
 CLICKED_ROW = "clicked-row"    # dcc.Store: {"row", "t"} from a click on an ICI/ICE curve

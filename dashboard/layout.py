@@ -217,6 +217,7 @@ def page(config) -> html.Div:
         dcc.Store(id=ids.RESULTS),
         dcc.Store(id=ids.JOB_REQUEST),
         dcc.Store(id=ids.JOB_DONE),
+        dcc.Store(id=ids.JOB_ACTIVE, data=False),
         dcc.Store(id=ids.LOADED_WS),
         dcc.Store(id=ids.NEGATIVE),
         dcc.Store(id=ids.CLICKED_ROW),

@@ -33,6 +33,7 @@ def create_app(config: Config) -> Dash:
     )
     app._wip_celery = celery_app
     app.server.secret_key = config.secret_key
+    limit_requests(app.server)
     app.layout = layout.page(config)
     register_all(app, ctx)
     add_upload_route(app.server, ctx)
@@ -43,6 +44,19 @@ def create_app(config: Config) -> Dash:
     app.server.test_client().get("/")
     app._wip_context = ctx  # for tests and benchmarks (read-only handle; no per-user data)
     return app
+
+
+CALLBACK_BODY_LIMIT = 2 * 2**20  # the largest honest callback body is a few hundred KiB
+
+
+def limit_requests(server) -> None:
+    """Bodies over CALLBACK_BODY_LIMIT get 413 on every route (``/upload`` raises its own
+    limit per request), and JSON nested too deeply for the parser gets 400, not a 500."""
+    server.config["MAX_CONTENT_LENGTH"] = CALLBACK_BODY_LIMIT
+
+    @server.errorhandler(RecursionError)
+    def too_deep(_exc):
+        return jsonify(error="The request is nested too deeply."), 400
 
 
 def background_manager(config: Config):

@@ -322,3 +322,29 @@ def test_concurrent_loads_do_not_hang(ctx):
     noise.join()
     assert len(results) == 60 and all("ws" in r for r in results), [r for r in results if "ws" not in r][:2]
     gc.collect()
+
+
+def test_watchdog_reports_a_job_that_ended_without_results(ctx):
+    """When the job stops running and the state's results are still missing (its process
+    was killed), the page gets a message instead of "Computing…" forever."""
+    from dashboard.callbacks.compute import STOPPED, watch_job
+    from dash import no_update
+
+    pending = _state(ctx, subgroup="X1 < -0.77")
+    results, status = watch_job(ctx, False, pending, None)
+    assert status == STOPPED and results["error"] == STOPPED
+    assert watch_job(ctx, True, pending, None) == (no_update, no_update)  # still running
+    run_request(ctx, {"state": pending})
+    assert watch_job(ctx, False, pending, None) == (no_update, no_update)  # finished normally
+
+
+def test_callback_route_limits_body_size_and_nesting(app):
+    """The audit's 100 MiB body to /_dash-update-component, and JSON nested 100,000 deep."""
+    client = app.server.test_client()
+    big = client.post("/_dash-update-component", data=b"{" + b" " * (3 * 2**20) + b"}",
+                      content_type="application/json")
+    assert big.status_code == 413
+    deep = client.post("/_dash-update-component", data=b"[" * 100_000 + b"]" * 100_000,
+                       content_type="application/json")
+    assert deep.status_code == 400
+    assert client.get("/").status_code == 200

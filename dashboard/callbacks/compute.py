@@ -144,6 +144,7 @@ def register(app, ctx) -> None:
         running=[
             (Output(ids.CANCEL, "disabled"), False, True),
             (Output(ids.PROGRESS_BOX, "style"), {"visibility": "visible"}, {"visibility": "hidden"}),
+            (Output(ids.JOB_ACTIVE, "data"), True, False),
         ],
         cancel=[Input(ids.CANCEL, "n_clicks")],
         interval=250,
@@ -171,6 +172,34 @@ def register(app, ctx) -> None:
     )
     def cancelled(_n):
         return "Cancelled. Change a setting (or reload the page) to compute again."
+
+    @app.callback(
+        Output(ids.RESULTS, "data", allow_duplicate=True),
+        Output(ids.STATUS, "children", allow_duplicate=True),
+        Input(ids.JOB_ACTIVE, "data"),
+        State(ids.STATE, "data"),
+        State(ids.JOB_DONE, "data"),
+        prevent_initial_call=True,
+    )
+    def watch(active, state, done):
+        return watch_job(ctx, active, state, done)
+
+
+STOPPED = ("The computation ended without its results: it was cancelled, or its process stopped "
+           "(killed for memory or time, or the server restarted). Change a setting or reload the page "
+           "to compute again.")
+
+
+def watch_job(ctx, active, state, done):
+    """Watchdog: when a job stops running, the page must not stay on "Computing…". If the
+    state's results are still missing and no job error explains it, the job died (Dash
+    reports nothing when a job process is killed); say so."""
+    if active is not False:
+        return no_update, no_update
+    _, request, _ = resolve_state(ctx, state, done)
+    if request is no_update:  # complete, or a job error: finish_job shows either
+        return no_update, no_update
+    return {"error": STOPPED, "state": clean_state(state)}, STOPPED
 
 
 def finish_job(ctx, state, done):
