@@ -336,3 +336,51 @@ def test_bad_subgroup_shows_error_next_to_the_box(server, tab):
     tab.click("#subgroup-apply")
     tab.wait_for_selector("#subgroup-error:has-text('X9')")
     assert "subgroup=" not in tab.url
+
+
+def test_cancel_stops_a_load_that_never_ends(server, tab, upload_files):
+    """An ONNX model whose graph loops 2^62 times: Cancel ends the load, stops the model's
+    process (no core left spinning) and the page keeps working."""
+    import psutil
+    from helpers.hostile import endless_onnx
+
+    (upload_files / "endless.onnx").write_bytes(endless_onnx())
+    data = pd.DataFrame({"a": [1.0, 2.0, 3.0], "b": [0.5, 0.1, 0.2], "c": [3.0, 1.0, 2.0], "Y": [1.0, 0.0, 1.0]})
+    tab.goto(server["url"] + "/?ws=demo-x3")
+    wait_views(tab)
+    tab.click("summary:has-text('Load your own')")
+    _choose_files(tab, "#model-upload", [upload_files / "endless.onnx"])
+    tab.wait_for_selector("#model-files-info:has-text('endless.onnx')")
+    (upload_files / "three.csv").write_text(data.to_csv(index=False))
+    _choose_files(tab, "#data-upload", [upload_files / "three.csv"])
+    tab.wait_for_selector("#data-file-info:has-text('3 rows')")
+    tab.click("#load-button")
+    tab.wait_for_selector("#load-cancel:not([disabled])")
+    master = psutil.Process(server["proc"].pid)
+
+    def cpu() -> dict:
+        found = {}
+        for p in master.children(recursive=True):
+            try:
+                found[p.pid] = sum(p.cpu_times()[:2])
+            except psutil.NoSuchProcess:
+                pass
+        return found
+
+    def busy() -> float:
+        """CPU seconds used over 1.5 s by all processes under gunicorn's master (those
+        started meanwhile included)."""
+        before = cpu()
+        time.sleep(1.5)
+        return sum(t - before.get(pid, 0.0) for pid, t in cpu().items())
+
+    assert busy() > 1.0, "the endless model should be running before Cancel"
+    tab.click("#load-cancel")
+    tab.wait_for_selector("#load-status:has-text('cancelled')")
+    tab.wait_for_selector("#load-button:not([disabled])")
+    time.sleep(1.0)
+    assert busy() < 0.5, "the model's process still runs after Cancel"
+    shot(tab, "load-cancelled")
+    tab.fill("#subgroup-text", "X3 == 0")
+    tab.click("#subgroup-apply")
+    tab.wait_for_selector("#pfi-table th:has-text('subgroup')")

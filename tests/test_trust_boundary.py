@@ -32,6 +32,7 @@ from dashboard.config import Config
 from dashboard.isolation import Limits, isolated
 from dashboard.server import create_app
 from dashboard.state import MAX_REPEATS, clean_state, default_state
+from helpers.hostile import endless_onnx
 
 HERE = Path(__file__).parent
 
@@ -193,38 +194,11 @@ def test_isolated_stops_at_its_memory_limit():
     assert isolated(_allocate, 8 * 2**20, limits=Limits(30.0, 1536 * 2**20)) == 2**20
 
 
-def _endless_onnx() -> bytes:
-    """A regressor whose graph loops 2^62 times (the audit's ONNX ``Loop`` model)."""
-    from onnx import TensorProto, helper
-
-    body = helper.make_graph(
-        [helper.make_node("Identity", ["cond_in"], ["cond_out"]),
-         helper.make_node("Identity", ["v_in"], ["v_out"])],
-        "body",
-        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
-         helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
-         helper.make_tensor_value_info("v_in", TensorProto.FLOAT, None)],
-        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
-         helper.make_tensor_value_info("v_out", TensorProto.FLOAT, None)])
-    graph = helper.make_graph(
-        [helper.make_node("Constant", [], ["M"], value=helper.make_tensor("m", TensorProto.INT64, [], [2**62])),
-         helper.make_node("Constant", [], ["c"], value=helper.make_tensor("t", TensorProto.BOOL, [], [True])),
-         helper.make_node("Loop", ["M", "c", "X"], ["looped"], body=body),
-         helper.make_node("ReduceSum", ["looped", "axes"], ["variable"], keepdims=0)],
-        "endless",
-        [helper.make_tensor_value_info("X", TensorProto.FLOAT, [None, 3])],
-        [helper.make_tensor_value_info("variable", TensorProto.FLOAT, [None])],
-        initializer=[helper.make_tensor("axes", TensorProto.INT64, [1], [1])])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    return model.SerializeToString()
-
-
 def test_endless_onnx_model_is_stopped_at_the_load_limit(ctx):
     """The audit's ONNX Loop of 2^62 iterations: the load stops at --load-timeout (4 s here)
     with a message next to the model; before, it kept a core busy forever."""
     data = x3_interaction(30, random_state=0)[0].assign(Y=1.0)
-    model = _upload(ctx, "endless.onnx", _endless_onnx())
+    model = _upload(ctx, "endless.onnx", endless_onnx())
     csv = _upload(ctx, "data.csv", data.to_csv(index=False).encode())
     start = time.monotonic()
     result = load_workspace(ctx, [model], csv, "Y", None, None, [], False, None)

@@ -309,4 +309,13 @@ def register(app, ctx) -> None:
         return load_outputs(result)
 
 
+    @app.callback(
+        Output(ids.LOAD_STATUS, "children", allow_duplicate=True),
+        Input(ids.LOAD_CANCEL, "n_clicks"),
+        prevent_initial_call=True,
+    )
+    def load_cancelled(_n):
+        return "Loading cancelled: nothing was loaded, and the model's process was stopped."
+
+
 __all__ = ["DATA_SUFFIXES", "MODEL_SUFFIXES"]
