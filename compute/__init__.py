@@ -4,7 +4,7 @@ Sampling (:mod:`.sampling`), intervention (:mod:`.intervention`), prediction
 (:mod:`.prediction`) and aggregation (:mod:`.aggregation`); public entry points below.
 """
 
-from .ciu import ciu_from_profiles, contextual_importance, global_contextual_importance
+from .ciu import ciu_from_profiles, contextual_importance, global_contextual_importance, output_range
 from .effects import (
     ale_curve,
     ale_from_profile,
@@ -20,6 +20,7 @@ from .profile import feature_profile, feature_profiles
 from .results import Extremes, FeatureProfile
 from .shapley import ShapleyImportance, compare_shapley_importance, shapley_importance
 from .subgroup import format_condition, parse_subgroup
+from .summary import ProfileSummary, rank_extremes
 
 __all__ = [
     "ExplainError",
@@ -27,6 +28,7 @@ __all__ = [
     "FeatureProfile",
     "InputError",
     "ModelError",
+    "ProfileSummary",
     "ShapleyImportance",
     "SubgroupError",
     "compare_shapley_importance",
@@ -41,9 +43,11 @@ __all__ = [
     "ice_feature_impact",
     "ice_impact",
     "marginal_effects",
+    "output_range",
     "pd_importance",
     "pd_variance_importance",
     "parse_subgroup",
     "permutation_importance",
+    "rank_extremes",
     "shapley_importance",
 ]

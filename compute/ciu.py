@@ -165,6 +165,25 @@ def global_contextual_importance(
     })
 
 
+def output_range(model, X, *, output=None, n_jobs=1, chunk_rows=None) -> tuple[float, float]:
+    """CIU's output range (MIN, MAX) when none is given (Främling 2022, Sec. 3): (0, 1) for
+    a class probability, else the range of the model's predictions over the rows of X.
+
+    The rule :func:`contextual_importance` and :func:`global_contextual_importance` apply
+    by default; pass its value as ``out_range`` to read CIU off profiles consistently."""
+    X = check_frame(X)
+    predictor, Xm = make_predictor(model, X, output)
+    chunk_rows = check_int(chunk_rows, "chunk_rows", low=1, none_ok=True)
+    n_jobs = check_n_jobs(n_jobs)
+    return _default_range(predictor, len(Xm), chunk_rows, n_jobs)
+
+
+def _default_range(predictor: Predictor, n_rows: int, chunk_rows, n_jobs) -> tuple[float, float]:
+    if predictor.is_classifier:
+        return (0.0, 1.0)
+    return _check_range(_prediction_range(predictor, n_rows, chunk_rows, n_jobs), derived=True)
+
+
 def ciu_from_profiles(profiles, row, *, out_range, phi0=0.5, utility="increasing") -> pd.DataFrame:
     """CIU of one explained row read off the ICE rows of feature profiles: no predictions.
 
@@ -220,8 +239,7 @@ def _ciu(model, X, instances, features, output, n_samples, phi0, out_range, rand
     predictor, positions = _with_instances(predictor, Xm, instances,
                                            "'instance'" if single else "'instances' entry")
     if out_range is None:
-        out_range = (0.0, 1.0) if predictor.is_classifier else _check_range(
-            _prediction_range(predictor, len(Xm), chunk_rows, n_jobs), derived=True)
+        out_range = _default_range(predictor, len(Xm), chunk_rows, n_jobs)
 
     design = predictor.design
     n_inst = positions.size

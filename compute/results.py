@@ -165,8 +165,11 @@ class FeatureProfile:
         """Row labels of the ``k`` largest and ``k`` smallest ICI integrals (Fig. 6)."""
         from .validation import check_int  # validation imports this module
 
+        from .summary import rank_extremes
+
         k = check_int(k, "k", low=1)
         local = self.local_importance
         k = min(k, local.size)
         order = np.argsort(local, kind="stable")
-        return Extremes(largest=self.rows[order[::-1][:k]], smallest=self.rows[order[:k]])
+        largest, _ = rank_extremes(local, k)  # ties to the earlier row, as every view
+        return Extremes(largest=self.rows[largest], smallest=self.rows[order[:k]])

@@ -157,6 +157,8 @@ CALLS = {
         lambda: dict(prof=prof(), mask=np.ones(20, dtype=bool)),
     ),
     "FeatureProfile.extremes": (lambda prof, k: prof.extremes(k), lambda: dict(prof=prof(), k=1)),
+    "output_range": (compute.output_range, lambda: dict(model=OLS, X=X)),
+    "rank_extremes": (compute.rank_extremes, lambda: dict(values=np.arange(5.0), k=2)),
 }
 
 #: Functions taking a model and X, and the shared knobs each of them accepts.
@@ -171,6 +173,7 @@ MODEL_FUNCTIONS = {
     "ale_curve": {"output", "n_jobs", "chunk_rows"},
     "marginal_effects": {"output", "n_jobs", "chunk_rows"},
     "pd_variance_importance": {"output", "n_jobs", "chunk_rows", "random_state", "n_obs", "grid"},
+    "output_range": {"output", "n_jobs", "chunk_rows"},
 }
 
 #: Bad values of the shared knobs: (value, error, match).
@@ -789,6 +792,12 @@ def _cases():
         "needs the target: pass y",
         "no-target",
     )
+    add("output_range", {"X": X.assign(a=0.0, b=0.0, c=0.0)}, InputError, "predictions over X are constant", "constant")
+    for value in (0, -1, "2", 1.5, True, None):
+        add("rank_extremes", {"k": value}, InputError, r"'k' parameter must be an int >= 1", f"k={value!r}")
+    add("rank_extremes", {"values": ["a", "b"]}, InputError, "'values' parameter must be numbers", "text")
+    add("rank_extremes", {"values": np.ones((2, 2))}, InputError, "'values' parameter must be one-dimensional",
+        "2d")
     return out
 
 
