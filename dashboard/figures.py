@@ -22,6 +22,8 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+import compute
+
 from compute.results import FeatureProfile
 
 # --- theme -------------------------------------------------------------------------------
@@ -374,12 +376,8 @@ def _curves_figure(prof: FeatureProfile, kind: str, *, max_curves: int, n_points
 
     largest, smallest = np.array([], dtype=int), np.array([], dtype=int)
     if prof.has_target and highlight > 0:
-        local = prof.local_importance[eligible]
-        order = np.argsort(local, kind="stable")
-        k = min(int(highlight), eligible.size)
-        largest = eligible[order[::-1][:k]]
-        smallest = eligible[order[:k]]
-        smallest = smallest[~np.isin(smallest, largest)]  # a row is drawn once
+        top, bottom = compute.rank_extremes(prof.local_importance[eligible], int(highlight))
+        largest, smallest = eligible[top], eligible[bottom]  # the tables' rule; a row is drawn once
     sel = _position(prof.rows, selected)
 
     fig = _figure()

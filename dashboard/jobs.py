@@ -6,12 +6,13 @@ those inside a background job (a forked child of the server worker, so a model t
 crashes its process fails the job, not the worker).
 
 Per (workspace, model) one pass per feature (``compute.feature_profile``) yields the ICE
-tensor; from the profiles we keep each feature's profile and a *summary*: the local PFI
-of every explained row and feature (the ICI integrals, Eq. 9), each row's ICE extremes
-(for CIU), ICE feature impact and PD importance. Conditional PFI of any subgroup, global
-CI and an observation's CIU are then aggregations of the summary: switching feature,
-subgroup or observation needs no new prediction. Permutation PFI with repetitions
-(Eq. 8, on the subgroup's rows) and SFIMP are separate tasks.
+tensor; we cache each feature's profile and a :class:`compute.ProfileSummary` (the local
+PFI of every explained row and feature, each row's ICE extremes, CIU's output range, ICE
+feature impact and PD importance). Conditional PFI of any subgroup, global CI, an
+observation's CIU and the influential rows are methods of the summary, in compute:
+switching feature, subgroup or observation needs no new prediction, and the page shows
+the library's numbers. Permutation PFI with repetitions (Eq. 8, on the subgroup's rows)
+and SFIMP are separate tasks.
 """
 
 from __future__ import annotations
@@ -27,7 +28,6 @@ import numpy as np
 import pandas as pd
 
 import compute
-from compute.ciu import ciu_table
 
 from .store import ModelEntry, Store, Workspace, result_key
 
@@ -112,12 +112,12 @@ def select_rows(data: pd.DataFrame, condition: str, excluded=()) -> pd.Series:
     excluded row labels. Raises ``SubgroupError`` for a bad condition."""
     mask = compute.parse_subgroup(condition, data) if (condition or "").strip() else pd.Series(True, index=data.index)
     if excluded:
-        labels = pd.Index([_label(e, data.index) for e in excluded])
+        labels = pd.Index([row_label(e, data.index) for e in excluded])
         mask = mask & ~data.index.isin(labels)
     return mask
 
 
-def _label(value, index: pd.Index):
+def row_label(value, index: pd.Index):
     """A row label as it arrives from the URL or a click (a string or int) in the index's type."""
     if pd.api.types.is_integer_dtype(index.dtype):
         try:
@@ -208,108 +208,33 @@ def _need_rows(mask: np.ndarray, least: int) -> None:
             "Choose a larger subgroup or exclude fewer observations.")
 
 
-def _profiles(store, ws, entry, model, X, y, settings, n_jobs, step) -> dict:
+def _profiles(store, ws, entry, model, X, y, settings, n_jobs, step) -> compute.ProfileSummary:
     """All feature profiles of one model (cached one by one) and their summary."""
     n_obs = settings["n_obs"]
     n_explained = len(X) if n_obs is None else n_obs
-    local, ice_min, ice_max, impact, pd_imp, grids = {}, {}, {}, {}, {}, {}
-    prof = None
-    for i, feature in enumerate(entry.features):
-        step(feature, i)
-        key = profile_key(ws, entry, feature, settings)
-        prof = store.get(key)
-        if prof is None:
-            n_unique = X[feature].nunique(dropna=False)
-            grid = "observed" if n_explained * n_unique <= settings["budget"] else QUANTILE_GRID
-            prof = compute.feature_profile(model, X, y, feature, grid=grid, loss=ws.loss, output=ws.output,
-                                           n_obs=n_obs, random_state=settings["seed"], n_jobs=n_jobs)
-            store.put(key, prof)
-        local[feature] = prof.local_importance
-        ice_min[feature] = np.minimum(prof.pred.min(axis=1), prof.base_pred)
-        ice_max[feature] = np.maximum(prof.pred.max(axis=1), prof.base_pred)
-        impact[feature] = compute.ice_impact(prof) if len(prof.grid) > 1 else pd.Series(dtype=float)
-        pd_imp[feature] = compute.pd_importance(prof)
-        grids[feature] = {"n_grid": int(len(prof.grid)), "grid": prof.params.get("grid"),
-                          "categorical": bool(prof.categorical)}
-    base_pred = prof.base_pred
-    if ws.task == "classification":
-        out_range = (0.0, 1.0)
-    else:
-        out_range = (float(base_pred.min()), float(base_pred.max()))
-    return {
-        "features": list(entry.features),
-        "rows": prof.rows,
-        "local": pd.DataFrame(local, index=prof.rows),
-        "ice_min": pd.DataFrame(ice_min, index=prof.rows),
-        "ice_max": pd.DataFrame(ice_max, index=prof.rows),
-        "base_pred": pd.Series(base_pred, index=prof.rows),
-        "base_loss": pd.Series(prof.base_loss, index=prof.rows),
-        "impact": pd.DataFrame(impact).T,
-        "pd_importance": pd.Series(pd_imp),
-        "grids": grids,
-        "out_range": out_range,
-    }
+    impact, pd_imp = {}, {}
 
+    def passes():
+        for i, feature in enumerate(entry.features):
+            step(feature, i)
+            key = profile_key(ws, entry, feature, settings)
+            prof = store.get(key)
+            if prof is None:
+                n_unique = X[feature].nunique(dropna=False)
+                grid = "observed" if n_explained * n_unique <= settings["budget"] else QUANTILE_GRID
+                prof = compute.feature_profile(model, X, y, feature, grid=grid, loss=ws.loss, output=ws.output,
+                                               n_obs=n_obs, random_state=settings["seed"], n_jobs=n_jobs)
+                store.put(key, prof)
+            impact[feature] = compute.ice_impact(prof) if len(prof.grid) > 1 else pd.Series(dtype=float)
+            pd_imp[feature] = compute.pd_importance(prof)
+            yield feature, prof
 
-# --- aggregations of the summary (no model, no prediction) ---------------------------------
-def conditional_pfi(summary: dict, mask: pd.Series | None = None, excluded=()) -> pd.DataFrame:
-    """PFI of every feature as the mean ICI integral (Casalicchio et al. 2018, Eq. 9) over
-    all explained rows, the subgroup, its complement and the rows left after excluding
-    chosen observations (Sec. 6.2, Table 2 row 3). Grid and weights stay those of all data."""
-    local = summary["local"]
-    table = {"all": local.mean(axis=0)}
-    counts = {"all": len(local)}
-    if mask is not None:
-        inside = mask.reindex(local.index).fillna(False).to_numpy(bool)
-        table["subgroup"] = local[inside].mean(axis=0) if inside.any() else np.nan
-        table["complement"] = local[~inside].mean(axis=0) if (~inside).any() else np.nan
-        counts["subgroup"], counts["complement"] = int(inside.sum()), int((~inside).sum())
-    if excluded:
-        keep = ~local.index.isin(pd.Index([_label(e, local.index) for e in excluded]))
-        table["without excluded"] = local[keep].mean(axis=0)
-        counts["without excluded"] = int(keep.sum())
-    frame = pd.DataFrame(table)
-    frame.attrs["counts"] = counts
-    return frame.sort_values("all", ascending=False)
-
-
-def global_ci(summary: dict, mask: pd.Series | None = None) -> pd.DataFrame:
-    """Global CI (Främling 2022, Sec. 4.1): the mean over explained rows of CI (Eq. 6),
-    with ymin/ymax read off each row's ICE curve."""
-    lo, hi = summary["out_range"]
-    ci = (summary["ice_max"] - summary["ice_min"]) / (hi - lo if hi > lo else 1.0)
-    if mask is not None:
-        inside = mask.reindex(ci.index).fillna(False).to_numpy(bool)
-        ci = ci[inside] if inside.any() else ci
-    frame = pd.DataFrame({"CI": ci.mean(axis=0), "CI_std": ci.std(axis=0, ddof=0),
-                          "out_of_range_share": (ci > 1 + 1e-12).mean(axis=0)})
-    return frame.sort_values("CI", ascending=False)
-
-
-def observation_ciu(summary: dict, row, *, utility: str = "increasing") -> pd.DataFrame:
-    """CI, CU and contextual influence (Främling 2022, Eq. 6, 8, 10) of one explained row,
-    read off its ICE curves (``compute.ciu_from_profiles`` on the summary's extremes)."""
-    label = _label(row, summary["rows"])
-    if label not in summary["ice_min"].index:
-        raise compute.InputError(f"Observation {row!r} is not among the explained rows; pick a curve in the ICI view.")
-    ymin = summary["ice_min"].loc[label].to_numpy(float)
-    ymax = summary["ice_max"].loc[label].to_numpy(float)
-    y = np.full(ymin.shape, float(summary["base_pred"].loc[label]))
-    out = ciu_table(ymin, ymax, y, summary["out_range"], utility=utility)
-    frame = pd.DataFrame(out, index=pd.Index(summary["features"], name="feature"))
-    return frame[["CI", "CU", "influence", "ymin", "ymax", "y", "out_of_range"]]
-
-
-def influential(prof: compute.FeatureProfile, k: int = 10, mask=None) -> pd.DataFrame:
-    """The k most and k least influential explained rows (largest/smallest ICI integral)."""
-    local = pd.Series(prof.local_importance, index=prof.rows, name="ici_integral")
-    if mask is not None:
-        local = local[np.asarray(mask, bool)]
-    order = local.sort_values(ascending=False)
-    top = order.head(k).to_frame().assign(rank="most influential")
-    bottom = order.tail(k).iloc[::-1].to_frame().assign(rank="least influential")
-    frame = pd.concat([top, bottom[~bottom.index.isin(top.index)]])
-    frame.index.name = "row"
-    frame.attrs["n_negative"] = int((local < 0).sum())
-    frame.attrs["n"] = int(local.size)
-    return frame
+    # CIU's output range over all rows, as the library's default (one pass over X); a model
+    # constant on X gets a unit range around its value (every CI is then 0 or out of range)
+    try:
+        out_range = compute.output_range(model, X, output=ws.output, n_jobs=n_jobs)
+    except compute.InputError:  # a regressor constant on X
+        value = float(np.ravel(model.predict(X.iloc[:1]))[0])
+        out_range = (value - 0.5, value + 0.5)
+    summary = compute.ProfileSummary.from_profiles(passes(), out_range=out_range, n_rows=len(X))
+    return replace(summary, impact=pd.DataFrame(impact).T, pd_importance=pd.Series(pd_imp))

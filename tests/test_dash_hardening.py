@@ -133,7 +133,7 @@ def test_worker_killed_mid_computation_then_next_request_recomputes(tmp_path):
     fresh = _compute(fresh_app._wip_context, state)
     for kind in ("summary",):
         got, want = ctx.store.get(results["keys"][kind]), fresh_app._wip_context.store.get(fresh["keys"][kind])
-        pd.testing.assert_frame_equal(got["local"], want["local"])
+        pd.testing.assert_frame_equal(got.local, want.local)
     for name, key in fresh["keys"]["pfi"].items():
         pd.testing.assert_frame_equal(ctx.store.get(results["keys"]["pfi"][name]),
                                       fresh_app._wip_context.store.get(key))

@@ -264,7 +264,7 @@ def test_finish_job_reports_the_job_error(ctx, state, results):
 # --- aggregations of the summary -----------------------------------------------------------
 def test_conditional_pfi_all_is_eq9(summary, profiles):
     """The 'all' column is the mean ICI integral and equals each profile's importance (Eq. 9)."""
-    table = jobs.conditional_pfi(summary)
+    table = summary.conditional_pfi()
     for f, prof in profiles.items():
         assert_allclose(table.loc[f, "all"], np.mean(prof.local_importance), rtol=1e-12)
         assert_allclose(table.loc[f, "all"], prof.importance, rtol=1e-12)
@@ -272,49 +272,49 @@ def test_conditional_pfi_all_is_eq9(summary, profiles):
 
 def test_conditional_pfi_reproduces_table1(summary, x3_zero):
     """On X3 == 0 X1's PFI is > 10x X2's, on the complement the reverse (seed 000, Table 1)."""
-    table = jobs.conditional_pfi(summary, x3_zero)
+    table = summary.conditional_pfi(x3_zero)
     assert table.loc["X1", "subgroup"] > 10 * table.loc["X2", "subgroup"]
     assert table.loc["X2", "complement"] > 10 * table.loc["X1", "complement"]
-    assert table.attrs["counts"]["subgroup"] + table.attrs["counts"]["complement"] == len(summary["rows"])
+    assert table.attrs["counts"]["subgroup"] + table.attrs["counts"]["complement"] == len(summary.rows)
 
 
 def test_conditional_pfi_without_excluded_is_kept_mean(summary):
     """The 'without excluded' column is the mean ICI integral over the rows kept."""
-    rows = summary["rows"]
+    rows = summary.rows
     excluded = [str(rows[0]), str(rows[5]), str(rows[9])]
-    table = jobs.conditional_pfi(summary, None, excluded)
-    kept = summary["local"].drop(index=[rows[0], rows[5], rows[9]])
+    table = summary.conditional_pfi(None, excluded)
+    kept = summary.local.drop(index=[rows[0], rows[5], rows[9]])
     assert_allclose(table["without excluded"].reindex(FEATURES), kept[FEATURES].mean(), rtol=1e-12)
     assert table.attrs["counts"]["without excluded"] == len(rows) - 3
 
 
 def test_global_ci_is_mean_relative_ice_range(summary, profiles):
     """Global CI equals a loop over rows of (ICE max - ICE min) / (output range)."""
-    lo, hi = summary["out_range"]
+    lo, hi = summary.out_range
     expected = {}
     for f, prof in profiles.items():
         ranges = [max(prof.pred[i].max(), prof.base_pred[i]) - min(prof.pred[i].min(), prof.base_pred[i])
                   for i in range(len(prof.rows))]
         expected[f] = np.mean(ranges) / (hi - lo)
-    assert_allclose(jobs.global_ci(summary)["CI"].reindex(FEATURES), pd.Series(expected)[FEATURES], rtol=1e-10)
+    assert_allclose(summary.global_ci()["CI"].reindex(FEATURES), pd.Series(expected)[FEATURES], rtol=1e-10)
 
 
 def test_observation_ciu_matches_ciu_from_profiles(summary, profiles):
     """CIU read off the summary equals compute.ciu_from_profiles for the same row."""
-    row = summary["rows"][7]
-    ours = jobs.observation_ciu(summary, str(row))
-    ref = compute.ciu_from_profiles(profiles, row, out_range=summary["out_range"])
+    row = summary.rows[7]
+    ours = summary.ciu(str(row))
+    ref = compute.ciu_from_profiles(profiles, row, out_range=summary.out_range)
     for col in ("CI", "CU", "influence"):
         assert_allclose(ours[col].reindex(FEATURES), ref[col].reindex(FEATURES), atol=1e-12)
 
 
-def test_influential_top_bottom_and_negatives(profiles):
+def test_influential_top_bottom_and_negatives(summary, profiles):
     """influential lists the k largest and k smallest ICI integrals and counts negatives."""
     prof = profiles["X1"]
     local = pd.Series(prof.local_importance, index=prof.rows)
-    table = jobs.influential(prof, k=3)
-    assert list(table.index[:3]) == list(local.sort_values(ascending=False).index[:3])
-    assert list(table.index[3:]) == list(local.sort_values().index[:3])
+    table = summary.influential("X1", k=3)
+    assert list(table.index[:3]) == list(local.sort_values(ascending=False, kind="stable").index[:3])
+    assert list(table.index[3:]) == list(local.sort_values(kind="stable").index[:3])
     assert table.attrs["n_negative"] == int((local < 0).sum())
 
 
@@ -374,8 +374,8 @@ def test_pi_figure_has_subgroup_and_complement(ctx, sub_results, profiles, x3_ze
 def test_pfi_table_has_group_columns_with_counts(ctx, sub_results, summary, x3_zero):
     """The conditional PFI table has all / subgroup / complement columns with their n."""
     columns = global_views(ctx, sub_results)[5]
-    n_sub = int(x3_zero.reindex(summary["rows"]).sum())
-    n_all = len(summary["rows"])
+    n_sub = int(x3_zero.reindex(summary.rows).sum())
+    n_all = len(summary.rows)
     assert [c["name"] for c in columns] == [
         "feature", f"all (n={n_all})", f"subgroup (n={n_sub})", f"complement (n={n_all - n_sub})"]
 
@@ -383,10 +383,10 @@ def test_pfi_table_has_group_columns_with_counts(ctx, sub_results, summary, x3_z
 def test_observation_view_defaults_to_largest_integral(ctx, results, summary):
     """With no observation selected the CIU view shows the largest ICI integral's row."""
     _, _, info, rows, _ = observation_views(ctx, results)
-    best = summary["local"]["X1"].idxmax()
+    best = summary.local["X1"].idxmax()
     assert f"row {best}," in info
     ici = next(r["value"] for r in rows if r["column"] == "ICI integral (X1)")
-    assert_allclose(float(ici), summary["local"]["X1"].max(), rtol=1e-6)
+    assert_allclose(float(ici), summary.local["X1"].max(), rtol=1e-6)
 
 
 # --- export ----------------------------------------------------------------------------------
@@ -396,7 +396,7 @@ def test_export_pfi_csv_parses_back(ctx, results, summary):
     assert isinstance(out, dict) and out["filename"] == "pfi.csv"
     frame = pd.read_csv(io.StringIO(out["content"]), index_col=0)
     assert sorted(frame.index) == FEATURES
-    assert_allclose(frame["all"].reindex(FEATURES), summary["local"][FEATURES].mean(), rtol=1e-9)
+    assert_allclose(frame["all"].reindex(FEATURES), summary.local[FEATURES].mean(), rtol=1e-9)
 
 
 def test_report_is_one_self_contained_document(ctx, results):
@@ -411,9 +411,9 @@ def test_report_is_one_self_contained_document(ctx, results):
 
 def test_export_ciu_of_unexplained_obs_falls_back(ctx, state, summary, data):
     """Export CIU with an obs outside the explained rows exports the row the view shows."""
-    outside = next(r for r in data.index if r not in summary["rows"])
+    outside = next(r for r in data.index if r not in summary.rows)
     results = _resolved(ctx, {**state, "obs": str(outside)})
-    best = summary["local"]["X1"].idxmax()
+    best = summary.local["X1"].idxmax()
     assert f"row {best}," in observation_views(ctx, results)[2]
     assert export_table(ctx, ids.EXPORT_CIU, results)["filename"] == f"ciu-row-{best}.csv"
 
@@ -421,7 +421,7 @@ def test_export_ciu_of_unexplained_obs_falls_back(ctx, state, summary, data):
 def test_export_ciu_default_row_is_the_views(ctx, sub_state, sub_results, summary, x3_zero):
     """With a subgroup and no obs, the CIU CSV is of the row the CIU view shows."""
     results = _resolved(ctx, {**sub_state, "feature": "X2"})
-    local = summary["local"]["X2"]
+    local = summary.local["X2"]
     best = local[x3_zero.reindex(local.index).to_numpy(bool)].idxmax()
     assert f"row {best}," in observation_views(ctx, results)[2]
     assert export_table(ctx, ids.EXPORT_CIU, results)["filename"] == f"ciu-row-{best}.csv"

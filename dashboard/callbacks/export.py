@@ -27,7 +27,7 @@ def export_table(ctx, which: str, results):
     if which == ids.EXPORT_PFI:
         if summary is None:
             return None
-        table = jobs.conditional_pfi(summary, mask, state.get("exclude"))
+        table = summary.conditional_pfi(mask, state.get("exclude"))
         for name, key in keys["pfi"].items():
             pfi = ctx.store.get(key)
             if pfi is not None:
@@ -45,7 +45,7 @@ def export_table(ctx, which: str, results):
         if summary is None:
             return None
         row, _ = views.selected_row(summary, state, mask)
-        return _frame_csv(jobs.observation_ciu(summary, row), f"ciu-row-{row}.csv")
+        return _frame_csv(summary.ciu(row), f"ciu-row-{row}.csv")
     return None
 
 

@@ -74,14 +74,14 @@ def global_views(ctx, results):
     if summary is None:
         empty = figures.empty_figure("Waiting for the ICE/ICI pass…")
         return pfi_fig, spread, sfimp_fig, sfimp_info, [], [], empty, [], [], selection
-    table = jobs.conditional_pfi(summary, mask, state.get("exclude"))
+    table = summary.conditional_pfi(mask, state.get("exclude"))
     counts = table.attrs["counts"]
     table.columns = [f"{c} (n={counts[c]})" for c in table.columns]
     pfi_rows, pfi_cols = figures.table_data(table, index_name="feature")
-    gci = jobs.global_ci(summary, mask)
+    gci = summary.global_ci(mask)
     gci_fig = figures.global_ci_figure(gci, selected=state["feature"])
-    impact = summary["impact"].copy()
-    impact["pd_importance"] = summary["pd_importance"]
+    impact = summary.impact.copy()
+    impact["pd_importance"] = summary.pd_importance
     impact_rows, impact_cols = figures.table_data(impact, index_name="feature")
     return pfi_fig, spread, sfimp_fig, sfimp_info, pfi_rows, pfi_cols, gci_fig, impact_rows, impact_cols, selection
 
@@ -116,12 +116,12 @@ def feature_views(ctx, results):
         prof_mask = mask.reindex(prof.rows).fillna(False).to_numpy(bool)
         groups = {state["subgroup"]: prof_mask, f"not ({state['subgroup']})": ~prof_mask}
     selected = _row_label(state.get("obs"), prof.rows)
-    global_pfi = float(summary["local"][feature].mean())
+    global_pfi = float(summary.local[feature].mean())
     pi_fig = figures.pi_figure(prof, groups, global_pfi=global_pfi, x_all=data[feature].to_numpy())
     eligible = prof_mask if (prof_mask is not None and prof_mask.any()) else None
     ici_fig = figures.ici_figure(prof, selected=selected, mask=eligible)
     ice_fig = figures.ice_figure(prof, selected=selected, mask=eligible, centered=bool(state.get("centered")))
-    table = jobs.influential(prof, N_INFLUENTIAL, eligible)
+    table = summary.influential(feature, N_INFLUENTIAL, eligible)
     info = (f"{table.attrs['n_negative']} of {table.attrs['n']} observations have a negative ICI integral "
             f"for {feature}.")
     rows, cols = figures.table_data(table, index_name="row")
@@ -141,23 +141,23 @@ def feature_views(ctx, results):
 def _row_label(value, rows: pd.Index):
     if value is None:
         return None
-    label = jobs._label(value, rows)
+    label = jobs.row_label(value, rows)
     return label if label in rows else None
 
 
-def selected_row(summary: dict, state: dict, mask) -> tuple:
+def selected_row(summary: compute.ProfileSummary, state: dict, mask) -> tuple:
     """The observation CIU explains and how it was chosen: the selected one if it is among
-    the explained rows, else the largest ICI integral of the feature (in the subgroup)."""
-    row = _row_label(state.get("obs"), summary["rows"])
+    the explained rows, else the most influential row of the feature (in the subgroup), by
+    the summary's one ranking rule."""
+    row = _row_label(state.get("obs"), summary.rows)
     if row is not None:
         return row, f"row {row}"
-    local = summary["local"][state["feature"]]
-    eligible = local
+    inside = None
     if mask is not None:
-        inside = mask.reindex(local.index).fillna(False).to_numpy(bool)
-        eligible = local[inside] if inside.any() else local
-    row = eligible.idxmax()
-    where = " in the subgroup" if eligible is not local else ""
+        inside = mask.reindex(summary.rows).fillna(False).to_numpy(bool)
+        inside = inside if inside.any() else None
+    row = summary.influential(state["feature"], 1, inside).index[0]
+    where = " in the subgroup" if inside is not None else ""
     note = " (the selected one is not among the explained rows)" if state.get("obs") is not None else ""
     return row, (f"no observation selected{note}: showing row {row}, the largest ICI integral{where} "
                  f"for {state['feature']}")
@@ -175,19 +175,19 @@ def observation_views(ctx, results):
         empty = figures.empty_figure("Waiting for the ICE/ICI pass…")
         return empty, empty, "", [], []
     row, how = selected_row(summary, state, mask)
-    local = summary["local"][state["feature"]]
-    ciu = jobs.observation_ciu(summary, row)
+    local = summary.local[state["feature"]]
+    ciu = summary.ciu(row)
     output = f" of P({ws.output})" if ws.output is not None else ""
     title = f"CIU{output}, {how}"
     ciu_fig = figures.ciu_figure(ciu, title=title)
     infl_fig = figures.influence_figure(ciu)
-    label = jobs._label(row, data.index)
+    label = jobs.row_label(row, data.index)
     values = data.loc[label].to_frame("value")
-    values.loc["prediction"] = float(summary["base_pred"].loc[row])
+    values.loc["prediction"] = float(summary.base_pred.loc[row])
     values.loc[f"ICI integral ({state['feature']})"] = float(local.loc[row])
     values["value"] = values["value"].astype(str)
     obs_rows, obs_cols = figures.table_data(values, index_name="column")
-    info = f"Selected: {how}. Output range for CI: {summary['out_range'][0]:.4g} … {summary['out_range'][1]:.4g}."
+    info = f"Selected: {how}. Output range for CI: {summary.out_range[0]:.4g} … {summary.out_range[1]:.4g}."
     return ciu_fig, infl_fig, info, obs_rows, obs_cols
 
 
@@ -204,7 +204,7 @@ def hover_text(ctx, hover, state) -> str:
     if ws is None:
         return ""
     data = ctx.store.data(ws)
-    label = jobs._label(row, data.index)
+    label = jobs.row_label(row, data.index)
     if label not in data.index:
         return ""
     values = data.loc[label]
