@@ -52,6 +52,7 @@ MODEL_SUFFIXES = (".skops", ".onnx", ".pkl", ".pickle", ".joblib")
 DATA_SUFFIXES = (".csv", ".parquet", ".pq")
 PICKLE_SUFFIXES = (".pkl", ".pickle", ".joblib")
 _MAX_UNPACK_RATIO = 10  # a .skops archive may unpack to at most 10 x max_bytes
+PARQUET_EXPANSION = 4   # a Parquet file may expand to at most 4 x the upload limit in memory
 # skops loaders that build an *instance* of the named class without calling it with
 # arguments from the file (ObjectNode: __new__ + __setstate__; TreeNode: sklearn's Tree;
 # DTypeNode: the dtype of an array). Every other loader returns or calls the named object.
@@ -691,12 +692,36 @@ def _read_parquet(path: str, label: str, policy: Policy) -> pd.DataFrame:
         if nested:
             raise LoadError(f"{label} has nested (list/struct/map) columns {nested[:10]}; flatten "
                             f"them into plain columns.", field="data")
+        expanded, allowed = _parquet_in_memory(pf), PARQUET_EXPANSION * policy.max_bytes
+        if expanded > allowed:
+            raise LoadError(f"{label} would take about {expanded / 2**20:,.0f} MiB once decompressed, more "
+                            f"than this server reads from one file ({allowed / 2**20:,.0f} MiB, "
+                            f"{PARQUET_EXPANSION} x the upload limit). Upload fewer rows or columns.",
+                            field="data")
         try:
             return pf.read().to_pandas()
         except Exception as exc:
+            if isinstance(exc, MemoryError) or "malloc" in str(exc):
+                raise LoadError(f"{label} needs more memory to read than this server allows per file; "
+                                f"upload fewer rows or columns.", field="data") from exc
             raise LoadError(f"{label} could not be read as Parquet ({_short(exc)}).", field="data") from exc
     finally:
         pf.close()
+
+
+def _parquet_in_memory(pf) -> int:
+    """Bytes the table takes once read: 8 per value (numbers, offsets, dictionary codes) plus
+    the uncompressed size of text and binary columns, from the file's metadata alone."""
+    import pyarrow as pa
+
+    meta = pf.metadata
+    total = meta.num_rows * meta.num_columns * 8
+    text = {j for j, f in enumerate(pf.schema_arrow) if pa.types.is_string(f.type) or pa.types.is_binary(f.type)
+            or pa.types.is_large_string(f.type) or pa.types.is_large_binary(f.type)}
+    for g in range(meta.num_row_groups):
+        group = meta.row_group(g)
+        total += sum(group.column(j).total_uncompressed_size for j in range(group.num_columns) if j in text)
+    return int(total)
 
 
 def _check_names(names: list, label: str, policy: Policy) -> None:

@@ -221,7 +221,9 @@ def _parquet_bomb(path: Path, rows: int, columns: int) -> None:
 def test_data_files_are_parsed_outside_the_web_worker_under_the_memory_limit(tmp_path):
     """A small Parquet file that expands to gigabytes: the feedback says it needs more
     memory than allowed, and the process serving the page does not grow."""
-    app = create_app(Config(cache_dir=str(tmp_path / "cache"), job_memory_mb=1024))
+    # an upload limit large enough for the metadata check to let it through: the memory
+    # limit of the isolated process is what stops it here
+    app = create_app(Config(cache_dir=str(tmp_path / "cache"), job_memory_mb=1024, upload_limit_mb=1000))
     ctx = app._wip_context
     bomb = tmp_path / "bomb.parquet"
     _parquet_bomb(bomb, 1_000_000, 300)  # 2.4 GB of float64 in memory
@@ -231,6 +233,22 @@ def test_data_files_are_parsed_outside_the_web_worker_under_the_memory_limit(tmp
     info, error, columns, target, classes = describe_data(ctx, upload)
     assert "bomb.parquet" in error and "memory" in error and not columns
     assert _rss() - rss_before < 200 * 2**20
+
+
+def test_parquet_expansion_is_refused_from_its_metadata(tmp_path):
+    """The same kind of file, refused before reading: its metadata says it would take more
+    than 4 x the upload limit once decompressed (1 MiB limit here)."""
+    app = create_app(Config(cache_dir=str(tmp_path / "cache"), upload_limit_mb=1))
+    ctx = app._wip_context
+    bomb = tmp_path / "bomb.parquet"
+    _parquet_bomb(bomb, 200_000, 10)  # 16 MB in memory, a few KiB on disk
+    upload = _upload(ctx, "bomb.parquet", bomb.read_bytes())
+    _, error, columns, _, _ = describe_data(ctx, upload)
+    assert "bomb.parquet would take about 15 MiB once decompressed" in error and "4 MiB" in error
+    small = tmp_path / "small.parquet"
+    _parquet_bomb(small, 10_000, 10)
+    _, error, columns, _, _ = describe_data(ctx, _upload(ctx, "small.parquet", small.read_bytes()))
+    assert error is None and len(columns) == 10
 
 
 def _rss() -> int:
