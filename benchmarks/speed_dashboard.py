@@ -13,7 +13,7 @@ a workspace in a temporary cache folder.
    profiles of all features, then the permutation PFI of all rows and of the subgroups
    ``X3 == 0`` and ``X3 == 1``), one user action is what the callbacks do for it:
    ``update_state`` (+ the controller's URL and dropdown options), ``resolve_state``,
-   ``global_views``, ``feature_views``, ``observation_views``, plus serialising every
+   the ``render`` of every registered view (one callback each), plus serialising every
    callback's response the way Dash does (``dash._utils.to_json`` = ``to_json_plotly`` of
    ``{"multi": true, "response": {id: {prop: value}}}``). Timed per transition (features
    X1 -> X2 -> X3 -> X1; subgroups "" -> X3 == 0 -> X3 == 1 -> ""), each repetition runs
@@ -68,7 +68,7 @@ from dash._utils import to_json
 from dashboard import ids, jobs
 from dashboard.callbacks.compute import plan_state, resolve_state
 from dashboard.callbacks.drilldown import controller_outputs, normalize
-from dashboard.callbacks.views import feature_views, global_views, observation_views
+from dashboard import views
 from dashboard.config import Config
 from dashboard.server import create_app
 from dashboard.state import default_state
@@ -82,7 +82,7 @@ FULL = {"repeats": 40, "renders": 10, "switches": 6}
 QUICK = {"repeats": 15, "renders": 5, "switches": 3}
 FEATURE_CYCLE = ["X1", "X2", "X3"]
 SUBGROUP_CYCLE = ["", "X3 == 0", "X3 == 1"]
-STAGES = ("controller", "resolve", "global", "feature", "observation", "serialise")
+STAGES = ("controller", "resolve", "views", "serialise")
 OUT = ROOT / "benchmarks" / "out" / "speed_dashboard.json"
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
@@ -94,15 +94,7 @@ CONTROLLER_OUT = [(ids.STATE, "data"), (ids.URL, "search"), (ids.WS_SELECT, "val
                   (ids.CENTERED, "value"), (ids.WS_SELECT, "options"), (ids.MODEL_SELECT, "options"),
                   (ids.FEATURE_SELECT, "options"), (ids.COND_COLUMN, "options")]
 RESOLVE_OUT = [(ids.RESULTS, "data"), (ids.JOB_REQUEST, "data"), (ids.STATUS, "children")]
-GLOBAL_OUT = [(ids.PFI_GRAPH, "figure"), (ids.PFI_INFO, "children"), (ids.SFIMP_GRAPH, "figure"),
-              (ids.SFIMP_INFO, "children"), (ids.PFI_TABLE, "data"), (ids.PFI_TABLE, "columns"),
-              (ids.GLOBAL_CI_GRAPH, "figure"), (ids.IMPACT_TABLE, "data"), (ids.IMPACT_TABLE, "columns"),
-              (ids.SUBGROUP_SIZE, "children")]
-FEATURE_OUT = [(ids.PI_GRAPH, "figure"), (ids.ICI_GRAPH, "figure"), (ids.ICE_GRAPH, "figure"),
-               (ids.ICI_TABLE, "data"), (ids.ICI_TABLE, "columns"), (ids.ICI_INFO, "children"),
-               (ids.ALE_GRAPH, "figure"), (ids.NEGATIVE, "data")]
-OBSERVATION_OUT = [(ids.CIU_GRAPH, "figure"), (ids.INFLUENCE_GRAPH, "figure"), (ids.OBS_INFO, "children"),
-                   (ids.OBS_TABLE, "data"), (ids.OBS_TABLE, "columns")]
+VIEW_OUT = {v.name: list(v.outputs.values()) for v in views.REGISTRY}
 
 
 # --- workload -------------------------------------------------------------------------------
@@ -190,27 +182,23 @@ def switch(ctx, state, trigger, inputs, breakdown: dict | None = None) -> tuple[
     t1 = time.perf_counter()
     resolved = resolve_state(ctx, new, None)
     t2 = time.perf_counter()
-    g = global_views(ctx, resolved[0])
+    rendered = {v.name: views.render(ctx, v, resolved[0]) for v in views.REGISTRY}  # one callback each
     t3 = time.perf_counter()
-    f = feature_views(ctx, resolved[0])
-    t4 = time.perf_counter()
-    o = observation_views(ctx, resolved[0])
-    t5 = time.perf_counter()
     bodies, serialise = {}, {}
-    for name, outputs, values in (("controller", CONTROLLER_OUT, ctrl), ("resolve", RESOLVE_OUT, resolved),
-                                  ("global", GLOBAL_OUT, g), ("feature", FEATURE_OUT, f),
-                                  ("observation", OBSERVATION_OUT, o)):
+    outputs = [("controller", CONTROLLER_OUT, ctrl), ("resolve", RESOLVE_OUT, resolved)]
+    outputs += [(name, VIEW_OUT[name], list(out.values())) for name, out in rendered.items()]
+    for name, outs, values in outputs:
         s0 = time.perf_counter()
-        bodies[name] = _response(outputs, values)
+        bodies[name] = _response(outs, values)
         serialise[f"to_json {name} response"] = time.perf_counter() - s0
-    t6 = time.perf_counter()
+    t4 = time.perf_counter()
     if breakdown is not None:
         for name, sec in serialise.items():
             breakdown.setdefault(name, []).append(sec)
     if resolved[1] is not no_update:
         raise SystemExit(f"the switch to {new} needs a job: the cache is not warm")
-    ici_bytes = len(to_json(f[1]).encode())
-    stages = dict(zip(STAGES, np.diff([t0, t1, t2, t3, t4, t5, t6])))
+    ici_bytes = len(to_json(rendered["ici"]["figure"]).encode())
+    stages = dict(zip(STAGES, np.diff([t0, t1, t2, t3, t4])))
     sizes = {k: len(v) for k, v in bodies.items()}
     sizes["ici figure"] = ici_bytes
     return new, stages, sizes
@@ -287,7 +275,8 @@ def _wrapped_targets(ctx):
     names = [(figures, n) for n in ("pfi_figure", "sfimp_figure", "global_ci_figure", "pi_figure", "ici_figure",
                                     "ice_figure", "ale_figure", "ciu_figure", "influence_figure", "empty_figure",
                                     "table_data")]
-    names += [(jobs, n) for n in ("conditional_pfi", "global_ci", "influential", "observation_ciu", "select_rows")]
+    names += [(jobs, "select_rows")]
+    names += [(compute.ProfileSummary, n) for n in ("conditional_pfi", "global_ci", "influential", "ciu")]
     names += [(compute, "ale_from_profile"), (ctx.store, "get"), (ctx.store, "workspace"), (ctx.store, "data")]
     return names
 

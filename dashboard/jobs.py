@@ -81,8 +81,10 @@ def sfimp_key(ws, model, rows: str) -> str:
 
 
 def plan(ws: Workspace, *, focus: str, n_rows: int, condition: str, excluded, n_repeats: int,
-         sfimp: bool, max_curves: int, grid_budget: int) -> dict:
-    """The cache keys a drill-down state needs, and the tasks that produce them."""
+         sfimp: bool, max_curves: int, grid_budget: int,
+         needs: frozenset = frozenset({"profiles", "pfi", "sfimp"})) -> dict:
+    """The cache keys a drill-down state needs, and the tasks that produce them; ``needs``:
+    the task kinds the views read (``dashboard.views.needed_tasks()``)."""
     settings = profile_settings(n_rows, max_curves, grid_budget)
     focus_entry = ws.model(focus)
     rows = rows_id(condition, excluded)
@@ -92,12 +94,17 @@ def plan(ws: Workspace, *, focus: str, n_rows: int, condition: str, excluded, n_
         "pfi": {m.name: pfi_key(ws, m, rows, n_repeats) for m in ws.models},
         "sfimp": {m.name: sfimp_key(ws, m, rows) for m in ws.models} if sfimp else {},
     }
-    tasks = [Task("profiles", keys["summary"], focus_entry.name, settings, tuple(keys["profiles"].values()))]
-    tasks += [Task("pfi", keys["pfi"][m.name], m.name,
-                   {"condition": condition, "excluded": list(excluded or ()), "n_repeats": int(n_repeats)})
-              for m in ws.models]
-    tasks += [Task("sfimp", keys["sfimp"][m.name], m.name, {"condition": condition, "excluded": list(excluded or ())})
-              for m in ws.models if sfimp]
+    tasks = []
+    if "profiles" in needs:
+        tasks.append(Task("profiles", keys["summary"], focus_entry.name, settings, tuple(keys["profiles"].values())))
+    if "pfi" in needs:
+        tasks += [Task("pfi", keys["pfi"][m.name], m.name,
+                       {"condition": condition, "excluded": list(excluded or ()), "n_repeats": int(n_repeats)})
+                  for m in ws.models]
+    if "sfimp" in needs:
+        tasks += [Task("sfimp", keys["sfimp"][m.name], m.name,
+                       {"condition": condition, "excluded": list(excluded or ())})
+                  for m in ws.models if sfimp]
     return {"keys": keys, "tasks": [t.to_dict() for t in tasks]}
 
 

@@ -155,59 +155,10 @@ def progress_bar():
 
 
 def views():
-    return html.Div([
-        panel("Permutation feature importance", graph(ids.PFI_GRAPH, height=None, filename="pfi"),
-              html.Div(id=ids.PFI_INFO, className="help"),
-              extra=html.Button("More repetitions", id=ids.REPEATS_MORE, className="button small"),
-              help_text="Eq. 8 of Casalicchio et al.: error increase when a feature is permuted, mean and spread "
-                        "over repetitions, on the selected rows. Click a bar to select the feature."),
-        panel("Shapley feature importance (SFIMP)", graph(ids.SFIMP_GRAPH, height=None, filename="sfimp"),
-              html.Div(id=ids.SFIMP_INFO, className="help"),
-              extra=html.Button("Compute SFIMP", id=ids.SFIMP_RUN, className="button small"),
-              help_text="Eq. 10-11: each feature's share of the model's performance; the legend gives the "
-                        "model's error (Fig. 5a). Computed on request: it costs many model calls."),
-        panel("Conditional PFI: all data, subgroup, complement", table(ids.PFI_TABLE),
-              html.Div([
-                  html.Button("Export CSV", id=ids.EXPORT_PFI, className="button small"),
-              ], className="panel-foot"),
-              help_text="Eq. 9: the mean ICI integral over the rows of each group (no new model calls)."),
-        panel("PI curves", graph(ids.PI_GRAPH, filename="pi"),
-              help_text="Partial importance of the feature for all rows and each subgroup (Fig. 4); the dashed "
-                        "line is the global PFI; the margin shows the feature's distribution (Fig. 6)."),
-        panel("ICI curves", graph(ids.ICI_GRAPH, filename="ici"),
-              html.Div(id=ids.HOVER_INFO, className="hover-info"),
-              html.Div(id=ids.ICI_INFO, className="help"),
-              help_text="One curve per observation; green: largest integral, red: smallest. Click a curve to "
-                        "select that observation everywhere."),
-        panel("ICE curves and PD", graph(ids.ICE_GRAPH, filename="ice"),
-              extra=dcc.Checklist(id=ids.CENTERED, options=[{"label": " centred ICE", "value": "c"}], value=[]),
-              help_text="How predictions move with the feature; same observations and highlights as ICI."),
-        panel("Most and least influential observations", table(ids.ICI_TABLE, page_size=10),
-              html.Div([
-                  html.Button("Exclude negative integrals", id=ids.EXCLUDE_NEGATIVE, className="button small"),
-                  html.Button("Exclude selected observation", id=ids.EXCLUDE_SELECTED, className="button small"),
-                  html.Button("Clear exclusions", id=ids.EXCLUDE_CLEAR, className="button small"),
-                  html.Button("Export CSV", id=ids.EXPORT_ICI, className="button small"),
-              ], className="panel-foot"),
-              html.Div(id=ids.EXCLUDED_INFO, className="help"),
-              help_text="Local PFI = integral of an observation's ICI curve; excluding observations recomputes "
-                        "the PFI (Table 2, row 3). Click a row to select the observation."),
-        panel("CIU of the selected observation", graph(ids.CIU_GRAPH, height=None, filename="ciu"),
-              html.Div(id=ids.OBS_INFO, className="help"),
-              help_text="Contextual importance (transparent) and utility (solid, CI x CU) of Främling (Fig. 3)."),
-        panel("Contextual influence", graph(ids.INFLUENCE_GRAPH, height=None, filename="influence"),
-              html.Div(html.Button("Export CSV", id=ids.EXPORT_CIU, className="button small"), className="panel-foot"),
-              help_text="Influence = CI x (CU - 0.5) (Eq. 10): positive features push the output up."),
-        panel("Selected observation", table(ids.OBS_TABLE, page_size=15),
-              help_text="Its feature values, prediction and target."),
-        panel("Global contextual importance", graph(ids.GLOBAL_CI_GRAPH, height=None, filename="global-ci"),
-              help_text="Mean CI over the explained rows of the selection."),
-        panel("ICE feature impact", table(ids.IMPACT_TABLE),
-              help_text="Ruler paper: impact, in-distribution impact, heterogeneity (interactions) and "
-                        "non-linearity per feature; PD importance (FIRM) for comparison."),
-        panel("Accumulated local effects", graph(ids.ALE_GRAPH, filename="ale"),
-              help_text="ALE of the feature read off its ICE tensor (Scholbeck et al., Sec. 3)."),
-    ], className="views")
+    """One panel per registered view, in page order."""
+    from .views import panels  # the view modules use this module's builders
+
+    return html.Div(panels(panel), className="views")
 
 
 def page(config) -> html.Div:

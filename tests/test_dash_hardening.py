@@ -21,7 +21,7 @@ from dashboard import jobs
 from dashboard.callbacks.compute import plan_state, resolve_state, run_request
 from dashboard.callbacks.drilldown import normalize, update_state
 from dashboard.callbacks.load import describe_data, load_workspace
-from dashboard.callbacks.views import global_views
+from dashboard import views
 from dashboard.config import Config
 from dashboard.loaders import LoadError, Policy, read_data
 from dashboard.server import create_app
@@ -145,7 +145,7 @@ def test_views_ignore_cache_keys_sent_by_the_browser(ctx):
     honest = _compute(ctx, state)
     diabetes = _compute(ctx, _demo_state(ctx, ws="demo-diabetes"))
     forged = {"state": honest["state"], "keys": diabetes["keys"]}
-    table = global_views(ctx, forged)[4]
+    table = views.render(ctx, "conditional_pfi", forged)["data"]
     assert {row["feature"] for row in table} == {"X1", "X2", "X3"}
 
 

@@ -28,9 +28,9 @@ import compute
 from dashboard import figures, ids, jobs
 from dashboard.callbacks.compute import finish_job, plan_state, resolve_state, run_request
 from dashboard.callbacks.drilldown import build_condition, control_options, normalize, parse_values, update_state
-from dashboard.callbacks.export import export_table, report_html
+from dashboard import views
+from dashboard.views import export as export_table, report_html
 from dashboard.callbacks.load import describe_data, describe_models, load_outputs, load_workspace
-from dashboard.callbacks.views import feature_views, global_views, observation_views
 from dashboard.config import Config, from_env, parse_args
 from dashboard.server import create_app
 from dashboard.state import (
@@ -224,7 +224,7 @@ def test_control_options_list_models_features_and_columns(ctx, state):
 
 def test_ici_table_click_on_second_page_selects_that_row(app, ctx, state, results):
     """A click on the first row of the ICI table's second page selects that row."""
-    rows = feature_views(ctx, results)[3]
+    rows = views.render(ctx, "influential", results)["data"]
     page_size = app.layout[ids.ICI_TABLE].page_size
     assert len(rows) > page_size
     clicked = rows[page_size]
@@ -352,7 +352,7 @@ def test_result_key_depends_on_content_only(ctx):
 # --- views -----------------------------------------------------------------------------------
 def test_ici_green_curve_is_largest_integral(ctx, results, profiles):
     """The green ICI curve is the row with the largest ICI integral of the feature."""
-    ici = feature_views(ctx, results)[1]
+    ici = views.render(ctx, "ici", results)["figure"]
     green = [t for t in ici.data if t.line.color == figures.LARGEST_COLOR]
     prof = profiles["X1"]
     assert len(green) == 1
@@ -361,7 +361,7 @@ def test_ici_green_curve_is_largest_integral(ctx, results, profiles):
 
 def test_pi_figure_has_subgroup_and_complement(ctx, sub_results, profiles, x3_zero):
     """With a subgroup the PI figure has 3 curves: all, the subgroup and its complement."""
-    pi = feature_views(ctx, sub_results)[0]
+    pi = views.render(ctx, "pi", sub_results)["figure"]
     curves = [t for t in pi.data if t.type == "scatter"]
     prof = profiles["X1"]
     inside = x3_zero.reindex(prof.rows).to_numpy(bool)
@@ -373,7 +373,7 @@ def test_pi_figure_has_subgroup_and_complement(ctx, sub_results, profiles, x3_ze
 
 def test_pfi_table_has_group_columns_with_counts(ctx, sub_results, summary, x3_zero):
     """The conditional PFI table has all / subgroup / complement columns with their n."""
-    columns = global_views(ctx, sub_results)[5]
+    columns = views.render(ctx, "conditional_pfi", sub_results)["columns"]
     n_sub = int(x3_zero.reindex(summary.rows).sum())
     n_all = len(summary.rows)
     assert [c["name"] for c in columns] == [
@@ -382,7 +382,8 @@ def test_pfi_table_has_group_columns_with_counts(ctx, sub_results, summary, x3_z
 
 def test_observation_view_defaults_to_largest_integral(ctx, results, summary):
     """With no observation selected the CIU view shows the largest ICI integral's row."""
-    _, _, info, rows, _ = observation_views(ctx, results)
+    info = views.render(ctx, "ciu", results)["info"]
+    rows = views.render(ctx, "observation", results)["data"]
     best = summary.local["X1"].idxmax()
     assert f"row {best}," in info
     ici = next(r["value"] for r in rows if r["column"] == "ICI integral (X1)")
@@ -414,7 +415,7 @@ def test_export_ciu_of_unexplained_obs_falls_back(ctx, state, summary, data):
     outside = next(r for r in data.index if r not in summary.rows)
     results = _resolved(ctx, {**state, "obs": str(outside)})
     best = summary.local["X1"].idxmax()
-    assert f"row {best}," in observation_views(ctx, results)[2]
+    assert f"row {best}," in views.render(ctx, "ciu", results)["info"]
     assert export_table(ctx, ids.EXPORT_CIU, results)["filename"] == f"ciu-row-{best}.csv"
 
 
@@ -423,7 +424,7 @@ def test_export_ciu_default_row_is_the_views(ctx, sub_state, sub_results, summar
     results = _resolved(ctx, {**sub_state, "feature": "X2"})
     local = summary.local["X2"]
     best = local[x3_zero.reindex(local.index).to_numpy(bool)].idxmax()
-    assert f"row {best}," in observation_views(ctx, results)[2]
+    assert f"row {best}," in views.render(ctx, "ciu", results)["info"]
     assert export_table(ctx, ids.EXPORT_CIU, results)["filename"] == f"ciu-row-{best}.csv"
 
 

@@ -27,7 +27,8 @@ from dashboard import ids, jobs
 from dashboard.callbacks.compute import plan_state, resolve_state, run_request
 from dashboard.callbacks.drilldown import normalize, update_state
 from dashboard.callbacks.load import describe_data, describe_models, load_workspace
-from dashboard.callbacks.views import feature_views, global_views, hover_text, observation_views
+from dashboard import views
+from dashboard.callbacks.views import hover_text
 from dashboard.config import Config
 from dashboard.isolation import Limits, isolated
 from dashboard.server import create_app
@@ -132,9 +133,9 @@ def test_forged_state_values_never_raise(ctx, raw):
     assert all(isinstance(e, str) for e in cleaned["exclude"])
     resolve_state(ctx, raw, None)
     results = {"state": raw, "keys": {}}
-    global_views(ctx, results)
-    feature_views(ctx, results)
-    observation_views(ctx, results)
+    for view in views.REGISTRY:
+        out = views.render(ctx, view, results)
+        assert set(out) == set(view.outputs)
     hover_text(ctx, {"points": [{"customdata": [1, 2]}]}, raw)
     new, _ = update_state(ctx, raw, ids.REPEATS_MORE, {"search": "?ws=demo-x3"})
     assert new == clean_state(new)

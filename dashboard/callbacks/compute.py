@@ -36,11 +36,13 @@ def plan_state(ctx, ws, state: dict) -> dict:
     """Cache keys and tasks of a (cleaned, normalised) state. Everything in the plan, keys
     and parameters alike, derives from the state and the server's configuration: a client
     can only reach, or cause, results of a state it can name."""
+    from ..views import needed_tasks  # the views import this module
+
     n_rows = len(ctx.store.data(ws))
     return jobs.plan(ws, focus=state.get("model"), n_rows=n_rows, condition=state.get("subgroup", ""),
                      excluded=state.get("exclude") or [], n_repeats=state.get("repeats", 10),
                      sfimp=bool(state.get("sfimp")), max_curves=ctx.config.max_curves,
-                     grid_budget=ctx.config.grid_budget)
+                     grid_budget=ctx.config.grid_budget, needs=needed_tasks())
 
 
 def _readable(ctx, keys: dict, state: dict) -> bool:

@@ -1,0 +1,147 @@
+"""The view registry: one module per view; everything that lists views iterates REGISTRY.
+
+Adding a view (README, "Adding a view"): a compute function if the maths is new, a figure
+function in ``dashboard/figures.py``, a module here defining ``VIEW = View(...)``, its name
+in ``_MODULES`` below, and tests. The layout, the job planner, the callbacks, the HTML
+report and the CSV exports pick it up from the registry.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import html as html_lib
+import logging
+from importlib import import_module
+
+from dash import Input, Output
+
+import compute
+
+from .. import ids
+from .base import Inputs, View, empty, figure_html, is_figure_ready, load_inputs, table_html, text_html, waiting
+
+log = logging.getLogger(__name__)
+
+# page order
+_MODULES = ("pfi", "sfimp", "conditional_pfi", "pi", "ici", "ice", "influential", "ciu", "influence",
+            "observation", "global_ci", "impact", "ale")
+REGISTRY: tuple[View, ...] = tuple(import_module(f"{__name__}.{m}").VIEW for m in _MODULES)
+BY_NAME: dict[str, View] = {v.name: v for v in REGISTRY}
+
+
+def needed_tasks() -> frozenset:
+    """Task kinds the registered views read (the job planner plans only these)."""
+    return frozenset().union(*(v.needs for v in REGISTRY))
+
+
+def placeholder(view: View, message: str) -> dict:
+    """The view's outputs while its results are missing: a message in its figures, empty
+    tables and texts."""
+    if view.placeholder is not None:
+        return view.placeholder(message)
+    out = {}
+    for name, (_, prop) in view.outputs.items():
+        out[name] = empty(message) if prop == "figure" else ([] if prop in ("data", "columns") else "")
+    return out
+
+
+def render(ctx, view: View | str, results, inp: Inputs | None = None) -> dict:
+    """The named outputs of one view for a results record; never raises for a visitor."""
+    view = BY_NAME[view] if isinstance(view, str) else view
+    inp = inp or load_inputs(ctx, results)
+    if inp is None:
+        return placeholder(view, waiting(results))
+    try:
+        out = view.render(ctx, inp)
+    except compute.ExplainError as exc:
+        return placeholder(view, str(exc))
+    except Exception as exc:  # a bug: log it, keep the page and the other views working
+        log.exception("view %s failed", view.name)
+        return placeholder(view, f"This view could not be drawn ({type(exc).__name__}).")
+    missing = set(view.outputs) - set(out)
+    if missing:
+        raise RuntimeError(f"view {view.name} rendered no {sorted(missing)}")
+    return out
+
+
+def render_all(ctx, results) -> dict[str, dict]:
+    inp = load_inputs(ctx, results)
+    return {v.name: render(ctx, v, results, inp) for v in REGISTRY}
+
+
+def panels(panel) -> list:
+    """One panel per view, in page order (``panel`` is ``dashboard.layout.panel``)."""
+    return [panel(v.title, *v.body(), help_text=v.question, extra=None if v.extra is None else v.extra())
+            for v in REGISTRY]
+
+
+def exports() -> dict:
+    """Export button id -> function(ctx, Inputs) returning a dcc download."""
+    found = {}
+    for view in REGISTRY:
+        found.update(view.exports)
+    return found
+
+
+def export(ctx, button: str, results):
+    """The download of one export button for a results record (None when not ready)."""
+    fn = exports().get(button)
+    inp = load_inputs(ctx, results)
+    if fn is None or inp is None:
+        return None
+    return fn(ctx, inp)
+
+
+def report_html(ctx, results, base_url: str = "") -> str | None:
+    """One self-contained HTML document of the current drill-down: every view that has
+    results, with its question, figures, tables and notes; views not computed are left out."""
+    from ..state import search_from_state
+
+    inp = load_inputs(ctx, results)
+    if inp is None:
+        return None
+    sections, first = [], True
+    for view in REGISTRY:
+        out = render(ctx, view, results, inp)
+        by_component: dict = {}
+        for name, (cid, prop) in view.outputs.items():
+            by_component.setdefault(cid, {})[prop] = out[name]
+        shown, notes = [], []
+        for props in by_component.values():
+            if is_figure_ready(props.get("figure")):
+                shown.append(figure_html(props["figure"], first=first))
+                first = False
+            elif props.get("data") and props.get("columns"):
+                shown.append(table_html(props["data"], props["columns"]))
+            elif isinstance(props.get("children"), str) and props["children"]:
+                notes.append(text_html(props["children"]))
+        if shown:  # views with nothing computed are left out
+            sections.append(f"<section><h2>{html_lib.escape(view.title)}</h2>"
+                            f"<p class='question'>{html_lib.escape(view.question)}</p>"
+                            + "".join(shown) + "".join(notes) + "</section>")
+    state = inp.state
+    link = base_url + search_from_state(state)
+    meta = (f"<p>Data: {html_lib.escape(inp.ws.title)} · model: {html_lib.escape(state['model'])} · feature: "
+            f"{html_lib.escape(str(state['feature']))} · subgroup: {html_lib.escape(state.get('subgroup') or 'none')}"
+            f" · generated {dt.datetime.now().isoformat(timespec='seconds')}</p>"
+            f"<p>Drill-down link: <a href=\"{html_lib.escape(link)}\">{html_lib.escape(link)}</a></p>")
+    style = ("body{font-family:system-ui,sans-serif;margin:2em;color:#1f2937}table{border-collapse:collapse}"
+             "td,th{border:1px solid #ddd;padding:2px 6px;font-size:13px}section{margin-bottom:2em}"
+             ".question{color:#4b5563}")
+    return (f"<!doctype html><html><head><meta charset='utf-8'><title>Why it performs: report</title>"
+            f"<style>{style}</style></head><body><h1>Feature importance report</h1>{meta}"
+            + "".join(sections) + "</body></html>")
+
+
+def register(app, ctx) -> None:
+    """One callback per view: the results record in, the view's named outputs out."""
+    for view in REGISTRY:
+        def callback(results, view=view):
+            return render(ctx, view, results)
+
+        app.callback(output={name: Output(cid, prop) for name, (cid, prop) in view.outputs.items()},
+                     inputs={"results": Input(ids.RESULTS, "data")})(callback)
+
+
+__all__ = ["BY_NAME", "REGISTRY", "Inputs", "View", "export", "exports", "load_inputs", "needed_tasks",
+           "panels", "register", "render", "render_all", "report_html"]

@@ -1,0 +1,184 @@
+"""What a view is: its panel, the results it needs, and a render returning named outputs.
+
+A view module defines one :class:`View`. The registry (``dashboard.views.REGISTRY``) is
+iterated by the layout (panels), the job planner (task kinds), the callbacks (one per
+view, ``output=dict(...)``), the HTML report and the CSV exports; nothing indexes a tuple.
+
+``render(ctx, inp)`` receives :class:`Inputs`, the state and results of one drill-down,
+already cleaned and planned by the server, and returns a dict with one entry per name in
+``outputs``. When results are not ready the registry renders ``placeholder`` instead.
+"""
+
+from __future__ import annotations
+
+import html as html_lib
+import json
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+import pandas as pd
+import plotly.io as pio
+
+import compute
+
+from .. import figures, jobs
+from ..callbacks.compute import plan_state
+from ..callbacks.drilldown import normalize
+from ..state import clean_state
+
+# what a view can need from the job planner (jobs.plan task kinds)
+PROFILES, PFI, SFIMP = "profiles", "pfi", "sfimp"
+
+
+@dataclass(frozen=True)
+class View:
+    name: str
+    title: str                    # panel heading
+    question: str                 # one line: what the view answers / how to read it
+    outputs: dict[str, tuple[str, str]]  # output name -> (component id, property)
+    render: Callable[..., dict]   # (ctx, Inputs) -> {output name: value}
+    body: Callable[[], list] = lambda: []      # panel components (the output components)
+    extra: Callable[[], Any] | None = None     # tools in the panel header
+    needs: frozenset = frozenset()             # task kinds the view reads
+    placeholder: Callable[[str], dict] | None = None  # outputs while results are missing
+    report: Callable[[dict], list[str]] | None = None  # HTML parts from the rendered outputs
+    exports: dict[str, Callable] = field(default_factory=dict)  # button id -> (ctx, Inputs) -> download
+
+
+class Inputs:
+    """One drill-down's state and results, as every view reads them (cache reads are lazy
+    and memoised per process: results are immutable and keyed by content)."""
+
+    def __init__(self, ctx, state: dict, ws, data: pd.DataFrame, mask, keys: dict):
+        self.ctx, self.state, self.ws, self.data, self.mask, self.keys = ctx, state, ws, data, mask, keys
+
+    @property
+    def feature(self):
+        return self.state["feature"]
+
+    def _get(self, key):
+        return _MEMO.get(self.ctx.store, key) if key else None
+
+    @cached_property
+    def summary(self) -> compute.ProfileSummary | None:
+        return self._get(self.keys["summary"])
+
+    @cached_property
+    def profile(self) -> compute.FeatureProfile | None:
+        return self._get(self.keys["profiles"].get(self.feature))
+
+    @cached_property
+    def pfi(self) -> dict:
+        found = {name: self._get(key) for name, key in self.keys["pfi"].items()}
+        return {name: value for name, value in found.items() if value is not None}
+
+    @cached_property
+    def sfimp(self) -> dict:
+        found = {name: self._get(key) for name, key in self.keys["sfimp"].items()}
+        return {name: value for name, value in found.items() if value is not None}
+
+    @cached_property
+    def profile_mask(self):
+        """The subgroup as a boolean array over the profile's rows (None: no subgroup)."""
+        if self.mask is None or self.profile is None:
+            return None
+        return self.mask.reindex(self.profile.rows).fillna(False).to_numpy(bool)
+
+    @cached_property
+    def selection(self) -> str:
+        """The rows the global views use, for titles."""
+        n = len(self.data)
+        text = f"all {n:,} rows" if self.mask is None else (
+            f"subgroup {self.state['subgroup']}: {int(self.mask.sum()):,} of {n:,} rows")
+        if self.state.get("exclude"):
+            text += f", {len(self.state['exclude'])} excluded"
+        return text
+
+
+class _ResultMemo:
+    """A small per-process LRU of unsealed results (a profile is read by several views)."""
+
+    def __init__(self, size: int = 12):
+        self.size, self.items, self.lock = size, OrderedDict(), threading.Lock()
+
+    def get(self, store, key):
+        with self.lock:
+            if key in self.items:
+                self.items.move_to_end(key)
+                return self.items[key]
+        value = store.get(key)
+        if value is not None:
+            with self.lock:
+                self.items[key] = value
+                while len(self.items) > self.size:
+                    self.items.popitem(last=False)
+        return value
+
+
+_MEMO = _ResultMemo()
+_LOADED: OrderedDict = OrderedDict()
+_LOADED_LOCK = threading.Lock()
+
+
+def load_inputs(ctx, results) -> Inputs | None:
+    """:class:`Inputs` of a results record, or None when it is not ready. The state is
+    cleaned and normalised and the keys planned again here: nothing the browser sends
+    back is trusted. Memoised per process for the views rendering the same record."""
+    if not isinstance(results, dict) or "keys" not in results or not isinstance(results.get("state"), dict):
+        return None
+    try:
+        tag = json.dumps(results["state"], sort_keys=True, default=str)
+    except (TypeError, ValueError):
+        return None
+    with _LOADED_LOCK:
+        if tag in _LOADED:
+            _LOADED.move_to_end(tag)
+            return _LOADED[tag]
+    state, _ = normalize(ctx, clean_state(results["state"]))
+    ws = ctx.store.workspace(state["ws"])
+    if ws is None:
+        return None
+    data = ctx.store.data(ws)
+    mask = jobs.select_rows(data, state["subgroup"]) if state.get("subgroup") else None
+    inp = Inputs(ctx, state, ws, data, mask, plan_state(ctx, ws, state)["keys"])
+    with _LOADED_LOCK:
+        _LOADED[tag] = inp
+        while len(_LOADED) > 8:
+            _LOADED.popitem(last=False)
+    return inp
+
+
+# --- helpers shared by view modules ------------------------------------------------------------
+def empty(message: str):
+    return figures.empty_figure(message)
+
+
+def waiting(results) -> str:
+    return (results or {}).get("error") if isinstance(results, dict) and (results or {}).get("error") else \
+        "Waiting for results…"
+
+
+def figure_html(fig, *, first: bool = False) -> str:
+    return pio.to_html(fig, include_plotlyjs=first, full_html=False, config={"displaylogo": False})
+
+
+def table_html(rows: list[dict], cols: list[dict]) -> str:
+    if not rows:
+        return ""
+    head = "".join(f"<th>{html_lib.escape(str(c['name']))}</th>" for c in cols)
+    body = "".join("<tr>" + "".join(f"<td>{html_lib.escape(str(r.get(c['id'], '')))}</td>" for c in cols)
+                   + "</tr>" for r in rows)
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def text_html(text) -> str:
+    return f"<p>{html_lib.escape(str(text))}</p>" if text else ""
+
+
+def is_figure_ready(fig) -> bool:
+    """False for the placeholder figures (an annotation and no traces)."""
+    return bool(getattr(fig, "data", None))

@@ -1,0 +1,31 @@
+"""CIU of the selected observation (Främling 2022, Eq. 6, 8; Fig. 3), read off the summary."""
+
+from __future__ import annotations
+
+from dash import html
+
+from .. import figures, ids, layout
+from .base import PROFILES, View, empty
+from .selection import selected_row
+
+
+def render(ctx, inp) -> dict:
+    summary = inp.summary
+    if summary is None:
+        return {"figure": empty("Waiting for the ICE/ICI pass…"), "info": ""}
+    row, how = selected_row(summary, inp.state, inp.mask)
+    output = f" of P({inp.ws.output})" if inp.ws.output is not None else ""
+    fig = figures.ciu_figure(summary.ciu(row), title=f"CIU{output}, {how}")
+    info = f"Selected: {how}. Output range for CI: {summary.out_range[0]:.4g} … {summary.out_range[1]:.4g}."
+    return {"figure": fig, "info": info}
+
+
+VIEW = View(
+    name="ciu",
+    title="CIU of the selected observation",
+    question="Contextual importance (transparent) and utility (solid, CI x CU) of Främling (Fig. 3).",
+    outputs={"figure": (ids.CIU_GRAPH, "figure"), "info": (ids.OBS_INFO, "children")},
+    render=render,
+    body=lambda: [layout.graph(ids.CIU_GRAPH, height=None, filename="ciu"), html.Div(id=ids.OBS_INFO, className="help")],
+    needs=frozenset({PROFILES}),
+)

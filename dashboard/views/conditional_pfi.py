@@ -1,0 +1,49 @@
+"""Conditional PFI of all rows, the subgroup and its complement (Eq. 9, Sec. 6.1)."""
+
+from __future__ import annotations
+
+from dash import dcc, html
+
+from .. import figures, ids, layout
+from .base import PROFILES, View
+
+
+def table(inp):
+    """The conditional PFI table, or None before the ICE/ICI pass."""
+    summary = inp.summary
+    return None if summary is None else summary.conditional_pfi(inp.mask, inp.state.get("exclude"))
+
+
+def render(ctx, inp) -> dict:
+    frame = table(inp)
+    if frame is None:
+        return {"data": [], "columns": [], "size": inp.selection}
+    counts = frame.attrs["counts"]
+    frame.columns = [f"{c} (n={counts[c]})" for c in frame.columns]
+    rows, cols = figures.table_data(frame, index_name="feature")
+    return {"data": rows, "columns": cols, "size": inp.selection}
+
+
+def export_csv(ctx, inp):
+    frame = table(inp)
+    if frame is None:
+        return None
+    for name, pfi in inp.pfi.items():
+        frame[f"permutation PFI {name}"] = pfi["importance"]
+        frame[f"permutation std {name}"] = pfi["std"]
+    return dcc.send_data_frame(frame.to_csv, "pfi.csv")
+
+
+VIEW = View(
+    name="conditional_pfi",
+    title="Conditional PFI: all data, subgroup, complement",
+    question="Eq. 9: the mean ICI integral over the rows of each group (no new model calls).",
+    outputs={"data": (ids.PFI_TABLE, "data"), "columns": (ids.PFI_TABLE, "columns"),
+             "size": (ids.SUBGROUP_SIZE, "children")},
+    render=render,
+    body=lambda: [layout.table(ids.PFI_TABLE),
+                  html.Div([html.Button("Export CSV", id=ids.EXPORT_PFI, className="button small")],
+                           className="panel-foot")],
+    needs=frozenset({PROFILES}),
+    exports={ids.EXPORT_PFI: export_csv},
+)

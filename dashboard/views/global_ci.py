@@ -1,0 +1,24 @@
+"""Global contextual importance (Främling 2022, Sec. 4.1) over the explained rows."""
+
+from __future__ import annotations
+
+from .. import figures, ids, layout
+from .base import PROFILES, View, empty
+
+
+def render(ctx, inp) -> dict:
+    summary = inp.summary
+    if summary is None:
+        return {"figure": empty("Waiting for the ICE/ICI pass…")}
+    return {"figure": figures.global_ci_figure(summary.global_ci(inp.mask), selected=inp.feature)}
+
+
+VIEW = View(
+    name="global_ci",
+    title="Global contextual importance",
+    question="Mean CI over the explained rows of the selection.",
+    outputs={"figure": (ids.GLOBAL_CI_GRAPH, "figure")},
+    render=render,
+    body=lambda: [layout.graph(ids.GLOBAL_CI_GRAPH, height=None, filename="global-ci")],
+    needs=frozenset({PROFILES}),
+)

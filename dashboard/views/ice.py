@@ -1,0 +1,30 @@
+"""ICE curves and PD of the feature (Goldstein et al.; SIPA, seed 002), optionally centred."""
+
+from __future__ import annotations
+
+from dash import dcc
+
+from .. import figures, ids, layout
+from .base import PROFILES, View, empty
+from .selection import eligible_mask, selected_label
+
+
+def render(ctx, inp) -> dict:
+    prof = inp.profile
+    if prof is None:
+        return {"figure": empty("Waiting for the ICE/ICI pass…")}
+    fig = figures.ice_figure(prof, selected=selected_label(inp, prof.rows), mask=eligible_mask(inp),
+                             centered=bool(inp.state.get("centered")))
+    return {"figure": fig}
+
+
+VIEW = View(
+    name="ice",
+    title="ICE curves and PD",
+    question="How predictions move with the feature; same observations and highlights as ICI.",
+    outputs={"figure": (ids.ICE_GRAPH, "figure")},
+    render=render,
+    body=lambda: [layout.graph(ids.ICE_GRAPH, filename="ice")],
+    extra=lambda: dcc.Checklist(id=ids.CENTERED, options=[{"label": " centred ICE", "value": "c"}], value=[]),
+    needs=frozenset({PROFILES}),
+)

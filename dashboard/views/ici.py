@@ -1,0 +1,34 @@
+"""ICI curves of the feature (Casalicchio et al. 2018, Sec. 5), extremes highlighted."""
+
+from __future__ import annotations
+
+from dash import html
+
+from .. import figures, ids, layout
+from .base import PROFILES, View, empty
+from .selection import eligible_mask, selected_label
+
+
+def render(ctx, inp) -> dict:
+    prof = inp.profile
+    if prof is None:
+        return {"figure": empty("Waiting for the ICE/ICI pass…"), "info": ""}
+    eligible = eligible_mask(inp)
+    fig = figures.ici_figure(prof, selected=selected_label(inp, prof.rows), mask=eligible)
+    local = prof.local_importance if eligible is None else prof.local_importance[eligible]
+    info = (f"{int((local < 0).sum())} of {local.size} observations have a negative ICI integral "
+            f"for {inp.feature}.")
+    return {"figure": fig, "info": info}
+
+
+VIEW = View(
+    name="ici",
+    title="ICI curves",
+    question="One curve per observation; green: largest integral, red: smallest. Click a curve to select that "
+             "observation everywhere.",
+    outputs={"figure": (ids.ICI_GRAPH, "figure"), "info": (ids.ICI_INFO, "children")},
+    render=render,
+    body=lambda: [layout.graph(ids.ICI_GRAPH, filename="ici"), html.Div(id=ids.HOVER_INFO, className="hover-info"),
+                  html.Div(id=ids.ICI_INFO, className="help")],
+    needs=frozenset({PROFILES}),
+)

@@ -1,0 +1,28 @@
+"""ICE feature impact (seed 004) and PD importance (FIRM, seed 002) per feature."""
+
+from __future__ import annotations
+
+from .. import figures, ids, layout
+from .base import PROFILES, View
+
+
+def render(ctx, inp) -> dict:
+    summary = inp.summary
+    if summary is None:
+        return {"data": [], "columns": []}
+    impact = summary.impact.copy()
+    impact["pd_importance"] = summary.pd_importance
+    rows, cols = figures.table_data(impact, index_name="feature")
+    return {"data": rows, "columns": cols}
+
+
+VIEW = View(
+    name="impact",
+    title="ICE feature impact",
+    question="Ruler paper: impact, in-distribution impact, heterogeneity (interactions) and non-linearity per "
+             "feature; PD importance (FIRM) for comparison.",
+    outputs={"data": (ids.IMPACT_TABLE, "data"), "columns": (ids.IMPACT_TABLE, "columns")},
+    render=render,
+    body=lambda: [layout.table(ids.IMPACT_TABLE)],
+    needs=frozenset({PROFILES}),
+)

@@ -1,0 +1,39 @@
+"""Contextual influence of the selected observation (Främling 2022, Eq. 10)."""
+
+from __future__ import annotations
+
+from dash import dcc, html
+
+from .. import figures, ids, layout
+from .base import PROFILES, View, empty
+from .selection import selected_row
+
+
+def render(ctx, inp) -> dict:
+    summary = inp.summary
+    if summary is None:
+        return {"figure": empty("Waiting for the ICE/ICI pass…")}
+    row, _ = selected_row(summary, inp.state, inp.mask)
+    return {"figure": figures.influence_figure(summary.ciu(row))}
+
+
+def export_csv(ctx, inp):
+    summary = inp.summary
+    if summary is None:
+        return None
+    row, _ = selected_row(summary, inp.state, inp.mask)
+    return dcc.send_data_frame(summary.ciu(row).to_csv, f"ciu-row-{row}.csv")
+
+
+VIEW = View(
+    name="influence",
+    title="Contextual influence",
+    question="Influence = CI x (CU - 0.5) (Eq. 10): positive features push the output up.",
+    outputs={"figure": (ids.INFLUENCE_GRAPH, "figure")},
+    render=render,
+    body=lambda: [layout.graph(ids.INFLUENCE_GRAPH, height=None, filename="influence"),
+                  html.Div(html.Button("Export CSV", id=ids.EXPORT_CIU, className="button small"),
+                           className="panel-foot")],
+    needs=frozenset({PROFILES}),
+    exports={ids.EXPORT_CIU: export_csv},
+)

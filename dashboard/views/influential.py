@@ -1,0 +1,61 @@
+"""The most and least influential observations (largest / smallest local PFI, Eq. 9) and
+exclusions (Sec. 6.2, Table 2 row 3)."""
+
+from __future__ import annotations
+
+from dash import dcc, html
+
+from .. import figures, ids, layout
+from .base import PROFILES, View
+from .selection import eligible_mask
+
+N_INFLUENTIAL = 10
+
+
+def render(ctx, inp) -> dict:
+    summary, prof = inp.summary, inp.profile
+    excluded = inp.state.get("exclude") or []
+    info = (f"{len(excluded)} observation(s) excluded from the PFI: {', '.join(excluded[:10])}"
+            + ("…" if len(excluded) > 10 else "") if excluded else "")
+    if summary is None or prof is None:
+        return {"data": [], "columns": [], "negative": [], "excluded": info}
+    table = summary.influential(inp.feature, N_INFLUENTIAL, eligible_mask(inp))
+    rows, cols = figures.table_data(table, index_name="row")
+    for record, label in zip(rows, table.index):  # DataTable's active_cell.row_id: sort/page proof
+        record["id"] = str(label)
+    negative = [str(r) for r in summary.rows[summary.local[inp.feature].to_numpy() < 0]]
+    return {"data": rows, "columns": cols, "negative": negative, "excluded": info}
+
+
+def export_csv(ctx, inp):
+    prof = inp.profile
+    if prof is None:
+        return None
+    frame = inp.data.loc[prof.rows].copy()
+    frame.insert(0, f"ici_integral_{inp.feature}", prof.local_importance)
+    if inp.profile_mask is not None:
+        frame.insert(1, "in_subgroup", inp.profile_mask)
+    return dcc.send_data_frame(frame.to_csv, f"ici-integrals-{inp.feature}.csv", index_label="row")
+
+
+VIEW = View(
+    name="influential",
+    title="Most and least influential observations",
+    question="Local PFI = integral of an observation's ICI curve; excluding observations recomputes the PFI "
+             "(Table 2, row 3). Click a row to select the observation.",
+    outputs={"data": (ids.ICI_TABLE, "data"), "columns": (ids.ICI_TABLE, "columns"),
+             "negative": (ids.NEGATIVE, "data"), "excluded": (ids.EXCLUDED_INFO, "children")},
+    render=render,
+    body=lambda: [
+        layout.table(ids.ICI_TABLE, page_size=10),
+        html.Div([
+            html.Button("Exclude negative integrals", id=ids.EXCLUDE_NEGATIVE, className="button small"),
+            html.Button("Exclude selected observation", id=ids.EXCLUDE_SELECTED, className="button small"),
+            html.Button("Clear exclusions", id=ids.EXCLUDE_CLEAR, className="button small"),
+            html.Button("Export CSV", id=ids.EXPORT_ICI, className="button small"),
+        ], className="panel-foot"),
+        html.Div(id=ids.EXCLUDED_INFO, className="help"),
+    ],
+    needs=frozenset({PROFILES}),
+    exports={ids.EXPORT_ICI: export_csv},
+)

@@ -1,0 +1,36 @@
+"""Permutation feature importance (Casalicchio et al. 2018, Eq. 8) of every model."""
+
+from __future__ import annotations
+
+from dash import html
+
+from .. import figures, ids, layout
+from .base import PFI, View, empty
+
+
+def render(ctx, inp) -> dict:
+    pfi = inp.pfi
+    if not pfi:
+        return {"figure": empty("Waiting for the permutations…"), "info": ""}
+    first = next(iter(pfi.values()))
+    n_rep = sum(c.startswith("repeat_") for c in first.columns)
+    title = (f"PFI ({first.attrs.get('kind', 'difference')} in {first.attrs.get('loss', inp.ws.loss)}), "
+             f"mean ± std over {n_rep} permutations, {inp.selection}")
+    rel = (first["std"] / first["importance"].abs().clip(lower=1e-12)).max()
+    info = (f"{first.attrs.get('n_rows', len(inp.data))} rows; largest relative spread {rel:.0%}"
+            + (" — wide: ask for more repetitions." if rel > 0.2 else "."))
+    return {"figure": figures.pfi_figure(pfi, selected=inp.feature, title=title), "info": info}
+
+
+VIEW = View(
+    name="pfi",
+    title="Permutation feature importance",
+    question="Eq. 8 of Casalicchio et al.: error increase when a feature is permuted, mean and spread over "
+             "repetitions, on the selected rows. Click a bar to select the feature.",
+    outputs={"figure": (ids.PFI_GRAPH, "figure"), "info": (ids.PFI_INFO, "children")},
+    render=render,
+    body=lambda: [layout.graph(ids.PFI_GRAPH, height=None, filename="pfi"),
+                  html.Div(id=ids.PFI_INFO, className="help")],
+    extra=lambda: html.Button("More repetitions", id=ids.REPEATS_MORE, className="button small"),
+    needs=frozenset({PFI}),
+)

@@ -1,0 +1,32 @@
+"""PI curves of all rows, the subgroup and its complement (Fig. 4), with the feature's
+distribution (Fig. 6) and the global PFI."""
+
+from __future__ import annotations
+
+from .. import figures, ids, layout
+from .base import PROFILES, View, empty
+
+
+def render(ctx, inp) -> dict:
+    prof, summary = inp.profile, inp.summary
+    if prof is None or summary is None:
+        return {"figure": empty("Waiting for the ICE/ICI pass…")}
+    groups = None
+    if inp.profile_mask is not None:
+        sub = inp.state["subgroup"]
+        groups = {sub: inp.profile_mask, f"not ({sub})": ~inp.profile_mask}
+    global_pfi = float(summary.conditional_pfi().loc[inp.feature, "all"])
+    fig = figures.pi_figure(prof, groups, global_pfi=global_pfi, x_all=inp.data[inp.feature].to_numpy())
+    return {"figure": fig}
+
+
+VIEW = View(
+    name="pi",
+    title="PI curves",
+    question="Partial importance of the feature for all rows and each subgroup (Fig. 4); the dashed line is "
+             "the global PFI; the margin shows the feature's distribution (Fig. 6).",
+    outputs={"figure": (ids.PI_GRAPH, "figure")},
+    render=render,
+    body=lambda: [layout.graph(ids.PI_GRAPH, filename="pi")],
+    needs=frozenset({PROFILES}),
+)
