@@ -181,7 +181,7 @@ def output_range(model, X, *, output=None, n_jobs=1, chunk_rows=None) -> tuple[f
 def _default_range(predictor: Predictor, n_rows: int, chunk_rows, n_jobs) -> tuple[float, float]:
     if predictor.is_classifier:
         return (0.0, 1.0)
-    return _check_range(_prediction_range(predictor, n_rows, chunk_rows, n_jobs), derived=True)
+    return check_out_range(_prediction_range(predictor, n_rows, chunk_rows, n_jobs), derived=True)
 
 
 def ciu_from_profiles(profiles, row, *, out_range, phi0=0.5, utility="increasing") -> pd.DataFrame:
@@ -191,8 +191,8 @@ def ciu_from_profiles(profiles, row, *, out_range, phi0=0.5, utility="increasing
     grids from :func:`compute.feature_profile` include the min and max): ymin and ymax are
     then the extremes of the row's ICE curve, y its unmodified prediction.
     """
-    phi0, utility = _check_utility(phi0, utility)
-    out_range = _check_range(out_range)
+    phi0, utility = check_utility(phi0, utility)
+    out_range = check_out_range(out_range)
     if not isinstance(profiles, Mapping):
         raise InputError(
             f"The 'profiles' parameter must be a dict {{feature: FeatureProfile}} (got "
@@ -232,10 +232,10 @@ def _ciu(model, X, instances, features, output, n_samples, phi0, out_range, rand
     n_samples = check_int(n_samples, "n_samples", low=0, high=1_000_000)
     chunk_rows = check_int(chunk_rows, "chunk_rows", low=1, none_ok=True)
     n_jobs = check_n_jobs(n_jobs)
-    phi0, utility = _check_utility(phi0, utility)
+    phi0, utility = check_utility(phi0, utility)
     rng = check_rng(random_state)
     if out_range is not None:
-        out_range = _check_range(out_range)
+        out_range = check_out_range(out_range)
     predictor, positions = _with_instances(predictor, Xm, instances,
                                            "'instance'" if single else "'instances' entry")
     if out_range is None:
@@ -370,7 +370,7 @@ def _prediction_range(predictor: Predictor, n_rows: int, chunk_rows, n_jobs) -> 
     return float(pred.min()), float(pred.max())
 
 
-def _check_range(out_range, *, derived: bool = False) -> tuple[float, float]:
+def check_out_range(out_range, *, derived: bool = False) -> tuple[float, float]:
     """``(MIN, MAX)`` as two finite floats with MIN < MAX; ``derived``: from the predictions."""
     if isinstance(out_range, (str, bytes, Mapping)) or not hasattr(out_range, "__len__") or len(out_range) != 2:
         raise InputError(f"The 'out_range' parameter must be a pair (MIN, MAX) (got {out_range!r}).")
@@ -382,7 +382,7 @@ def _check_range(out_range, *, derived: bool = False) -> tuple[float, float]:
     return float(low), float(high)
 
 
-def _check_utility(phi0, utility) -> tuple[float, str]:
+def check_utility(phi0, utility) -> tuple[float, str]:
     phi0 = check_real(phi0, "phi0", low=0.0, high=1.0)
     return phi0, check_choice(utility, "utility", UTILITIES)
 

@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from .ciu import COLUMNS as CIU_COLUMNS
-from .ciu import _check_range, _check_utility, ciu_table
+from .ciu import check_out_range, check_utility, ciu_table
 from .errors import InputError
 from .results import FeatureProfile
 
@@ -87,7 +87,7 @@ class ProfileSummary:
         ``profiles``: a dict {feature: FeatureProfile} or any iterable of (feature,
         FeatureProfile) pairs, consumed one at a time (a generator keeps one ICE tensor in
         memory at once)."""
-        out_range = _check_range(out_range)
+        out_range = check_out_range(out_range)
         items = profiles.items() if isinstance(profiles, Mapping) else profiles
         first = None
         local, ice_min, ice_max, grids = {}, {}, {}, {}
@@ -165,7 +165,7 @@ class ProfileSummary:
     def ciu(self, row, *, phi0: float = 0.5, utility: str = "increasing") -> pd.DataFrame:
         """CI, CU and contextual influence of one explained row (Eq. 6, 8, 10), indexed by
         feature, columns as :func:`compute.contextual_importance`."""
-        phi0, utility = _check_utility(phi0, utility)
+        phi0, utility = check_utility(phi0, utility)
         where = self._positions([row])
         if not where.any():
             raise InputError(f"Observation {row!r} is not among the explained rows; pick a curve in the ICI view.")
