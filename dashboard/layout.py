@@ -8,10 +8,6 @@ from . import ids
 from .demos import DEMOS
 
 OPERATORS = ["==", "!=", "<", "<=", ">", ">=", "between", "in", "not in", "is missing", "is not missing"]
-LOSSES = {
-    "regression": [("squared_error", "squared error"), ("absolute_error", "absolute error")],
-    "classification": [("log_loss", "log loss"), ("brier", "Brier score"), ("zero_one", "0-1 loss")],
-}
 
 
 def graph(graph_id: str, *, height: int | None = None, filename: str | None = None) -> dcc.Graph:

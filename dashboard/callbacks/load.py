@@ -10,12 +10,14 @@ from __future__ import annotations
 import functools
 import logging
 import traceback
+from typing import NamedTuple
 from pathlib import Path
 
 import pandas as pd
 from dash import Input, Output, State, html, no_update
 
 import compute
+from compute.losses import CLASSIFICATION_LOSSES, DEFAULT_LOSS, LOSS_LABELS, REGRESSION_LOSSES
 
 from .. import ids
 from ..loaders import (
@@ -34,11 +36,25 @@ from ..store import ModelEntry, Workspace, new_workspace_id
 
 log = logging.getLogger(__name__)
 PICKLE_SUFFIXES = (".pkl", ".pickle", ".joblib")
-DEFAULT_LOSS = {"regression": "squared_error", "classification": "log_loss"}
-ALL_LOSSES = ["squared_error", "absolute_error", "log_loss", "brier", "zero_one"]
+ALL_LOSSES = [*REGRESSION_LOSSES, *CLASSIFICATION_LOSSES]
 
 
-def describe_models(ctx, files):
+class ModelFeedback(NamedTuple):
+    info: str
+    error: object
+    types: list
+    types_box: dict
+
+
+class DataFeedback(NamedTuple):
+    info: str
+    error: object
+    columns: list
+    target: object
+    classes: list
+
+
+def describe_models(ctx, files) -> ModelFeedback:
     """Feedback after model uploads: names, upload errors, pickle refusals, untrusted types.
 
     The type listing reads the visitor's file, so it runs in an isolated process with the
@@ -72,7 +88,7 @@ def describe_models(ctx, files):
                 errors.append(f"{name} is not a valid .skops file ({type(exc).__name__}).")
     options = [{"label": f" {t}", "value": t, "disabled": not ctx.policy.allow_user_types} for t in sorted(set(types))]
     box = {"display": "block"} if options else {"display": "none"}
-    return "; ".join(info), _lines(errors), options, box
+    return ModelFeedback("; ".join(info), _lines(errors), options, box)
 
 
 def _data_outline(path, name, policy) -> dict:
@@ -82,29 +98,29 @@ def _data_outline(path, name, policy) -> dict:
             "classes": _class_options(frame[frame.columns[-1]])}
 
 
-def describe_data(ctx, upload):
+def describe_data(ctx, upload) -> DataFeedback:
     """Feedback after a data upload: size, columns as target options, or the parse error.
 
     Parsing a visitor's file happens in an isolated process under the load limits, never in
     the web worker (a small compressed file can expand to gigabytes)."""
     if not upload or not isinstance(upload, dict):
-        return "", None, [], None, []
+        return DataFeedback("", None, [], None, [])
     name = str(upload.get("name", "file"))[:200]
     if upload.get("error"):
-        return "", f"{name}: {str(upload['error'])[:500]}", [], None, []
+        return DataFeedback("", f"{name}: {str(upload['error'])[:500]}", [], None, [])
     path = ctx.store.upload_path(upload.get("id"))
     if path is None:
-        return "", f"{name}: the upload expired; choose the file again.", [], None, []
+        return DataFeedback("", f"{name}: the upload expired; choose the file again.", [], None, [])
     try:
         outline = isolated(_data_outline, path, name, ctx.policy, what=f"Reading {name}", limits=ctx.load_limits)
     except (LoadError, compute.ExplainError) as exc:
-        return "", str(exc), [], None, []
+        return DataFeedback("", str(exc), [], None, [])
     except Exception as exc:  # never a 500 for a visitor's file
         log.warning("data outline failed for an upload: %s", exc)
-        return "", f"{name} could not be read ({type(exc).__name__}).", [], None, []
+        return DataFeedback("", f"{name} could not be read ({type(exc).__name__}).", [], None, [])
     columns = outline["columns"]
     info = f"{name}: {outline['rows']} rows × {len(columns)} columns"
-    return info, None, columns, columns[-1], outline["classes"]
+    return DataFeedback(info, None, columns, columns[-1], outline["classes"])
 
 
 def _class_options(column: pd.Series) -> list:
@@ -178,9 +194,9 @@ def _load_workspace(ctx, model_files, data_file, target, loss, output, accepted,
                             field="model")
         task = tasks.pop()
         loss = loss or DEFAULT_LOSS[task]
-        if task == "regression" and loss in ("log_loss", "brier", "zero_one"):
+        if task == "regression" and loss in CLASSIFICATION_LOSSES:
             raise LoadError(f"The loss {loss!r} needs a classifier; the models are regressors.", field="loss")
-        if task == "classification" and loss in ("squared_error", "absolute_error"):
+        if task == "classification" and loss in REGRESSION_LOSSES:
             raise LoadError(f"The loss {loss!r} is for regressors; choose log_loss, brier or zero_one.", field="loss")
         if output not in (None, ""):
             classes = [str(c) for c in getattr(loaded[0][3], "classes_", [])]
@@ -223,15 +239,17 @@ def _load_workspace(ctx, model_files, data_file, target, loss, output, accepted,
                                     "and a table of the same features."}}
 
 
-def load_outputs(result: dict):
-    """(loaded ws, model error, data error, target error, status) for the page."""
+def load_outputs(result: dict) -> dict:
+    """The load callback's outputs: the loaded workspace, the errors by input, the status."""
     errors = result.get("errors", {})
     if errors:
         status = errors.get("loss") or errors.get("output") or "Not loaded: see the messages above."
-        return (no_update, errors.get("model"), errors.get("data"), errors.get("target"), status)
+        return {"loaded": no_update, "model_error": errors.get("model"), "data_error": errors.get("data"),
+                "target_error": errors.get("target"), "status": status}
     warnings = result.get("warnings") or []
     status = "Loaded." + ("" if not warnings else " Note: " + " ".join(warnings))
-    return result["ws"], None, None, None, status
+    return {"loaded": result["ws"], "model_error": None, "data_error": None, "target_error": None,
+            "status": status}
 
 
 def register(app, ctx) -> None:
@@ -251,50 +269,42 @@ def register(app, ctx) -> None:
     )
 
     @app.callback(
-        Output(ids.MODEL_FILES_INFO, "children"),
-        Output(ids.MODEL_ERROR, "children"),
-        Output(ids.TYPES_CHECKLIST, "options"),
-        Output(ids.TYPES_BOX, "style"),
-        Input(ids.MODEL_FILES, "data"),
+        output={"info": Output(ids.MODEL_FILES_INFO, "children"), "error": Output(ids.MODEL_ERROR, "children"),
+                "types": Output(ids.TYPES_CHECKLIST, "options"), "types_box": Output(ids.TYPES_BOX, "style")},
+        inputs={"files": Input(ids.MODEL_FILES, "data")},
         prevent_initial_call=True,
     )
     def model_feedback(files):
-        return describe_models(ctx, files)
+        return describe_models(ctx, files)._asdict()
 
     @app.callback(
-        Output(ids.DATA_FILE_INFO, "children"),
-        Output(ids.DATA_ERROR, "children"),
-        Output(ids.TARGET_SELECT, "options"),
-        Output(ids.TARGET_SELECT, "value"),
-        Output(ids.OUTPUT_SELECT, "options"),
-        Input(ids.DATA_FILE, "data"),
+        output={"info": Output(ids.DATA_FILE_INFO, "children"), "error": Output(ids.DATA_ERROR, "children"),
+                "columns": Output(ids.TARGET_SELECT, "options"), "target": Output(ids.TARGET_SELECT, "value"),
+                "classes": Output(ids.OUTPUT_SELECT, "options")},
+        inputs={"upload": Input(ids.DATA_FILE, "data")},
         prevent_initial_call=True,
     )
     def data_feedback(upload):
-        return describe_data(ctx, upload)
+        return describe_data(ctx, upload)._asdict()
 
     @app.callback(
         Output(ids.LOSS_SELECT, "options"),
         Input(ids.TARGET_SELECT, "value"),
     )
     def loss_options(_target):
-        return ALL_LOSSES
+        return [{"label": LOSS_LABELS[name], "value": name} for name in ALL_LOSSES]
 
     @app.callback(
-        Output(ids.LOADED_WS, "data"),
-        Output(ids.MODEL_ERROR, "children", allow_duplicate=True),
-        Output(ids.DATA_ERROR, "children", allow_duplicate=True),
-        Output(ids.TARGET_ERROR, "children"),
-        Output(ids.LOAD_STATUS, "children"),
-        Input(ids.LOAD_BUTTON, "n_clicks"),
-        State(ids.MODEL_FILES, "data"),
-        State(ids.DATA_FILE, "data"),
-        State(ids.TARGET_SELECT, "value"),
-        State(ids.LOSS_SELECT, "value"),
-        State(ids.OUTPUT_SELECT, "value"),
-        State(ids.TYPES_CHECKLIST, "value"),
-        State(ids.ADD_TO_CURRENT, "value"),
-        State(ids.STATE, "data"),
+        output={"loaded": Output(ids.LOADED_WS, "data"),
+                "model_error": Output(ids.MODEL_ERROR, "children", allow_duplicate=True),
+                "data_error": Output(ids.DATA_ERROR, "children", allow_duplicate=True),
+                "target_error": Output(ids.TARGET_ERROR, "children"),
+                "status": Output(ids.LOAD_STATUS, "children")},
+        inputs={"n": Input(ids.LOAD_BUTTON, "n_clicks"), "model_files": State(ids.MODEL_FILES, "data"),
+                "data_file": State(ids.DATA_FILE, "data"), "target": State(ids.TARGET_SELECT, "value"),
+                "loss": State(ids.LOSS_SELECT, "value"), "output": State(ids.OUTPUT_SELECT, "value"),
+                "accepted": State(ids.TYPES_CHECKLIST, "value"), "add": State(ids.ADD_TO_CURRENT, "value"),
+                "state": State(ids.STATE, "data")},
         background=True,
         running=[(Output(ids.LOAD_BUTTON, "disabled"), True, False),
                  (Output(ids.LOAD_CANCEL, "disabled"), False, True)],
@@ -303,9 +313,9 @@ def register(app, ctx) -> None:
     )
     def load(n, model_files, data_file, target, loss, output, accepted, add, state):
         if not n:
-            return (no_update,) * 5
+            return {name: no_update for name in ("loaded", "model_error", "data_error", "target_error", "status")}
         result = load_workspace(ctx, model_files, data_file, target, loss, output, accepted,
-                                "add" in (add or []), state)
+                                isinstance(add, list) and "add" in add, state)
         return load_outputs(result)
 
 
