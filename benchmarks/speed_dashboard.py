@@ -67,7 +67,7 @@ from dash._utils import to_json
 
 from dashboard import ids, jobs
 from dashboard.callbacks.compute import plan_state, resolve_state
-from dashboard.callbacks.drilldown import controller_outputs, normalize
+from dashboard.callbacks.drilldown import CONTROLLER_OUTPUTS, controller_outputs, normalize
 from dashboard import views
 from dashboard.config import Config
 from dashboard.server import create_app
@@ -89,10 +89,7 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--
                  "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
 
 # Output ids of each callback, in the order its function returns them (dashboard/callbacks/*.py).
-CONTROLLER_OUT = [(ids.STATE, "data"), (ids.URL, "search"), (ids.WS_SELECT, "value"), (ids.MODEL_SELECT, "value"),
-                  (ids.FEATURE_SELECT, "value"), (ids.SUBGROUP_TEXT, "value"), (ids.SUBGROUP_ERROR, "children"),
-                  (ids.CENTERED, "value"), (ids.WS_SELECT, "options"), (ids.MODEL_SELECT, "options"),
-                  (ids.FEATURE_SELECT, "options"), (ids.COND_COLUMN, "options")]
+CONTROLLER_OUT = [(o.component_id, o.component_property) for o in CONTROLLER_OUTPUTS.values()]
 RESOLVE_OUT = [(ids.RESULTS, "data"), (ids.JOB_REQUEST, "data"), (ids.STATUS, "children")]
 VIEW_OUT = {v.name: list(v.outputs.values()) for v in views.REGISTRY}
 
@@ -178,14 +175,14 @@ def switch(ctx, state, trigger, inputs, breakdown: dict | None = None) -> tuple[
     ``breakdown``: collects the serialisation seconds of each callback's response."""
     t0 = time.perf_counter()
     ctrl = controller(ctx, state, trigger, inputs)
-    new = ctrl[0]
+    new = ctrl["state"]
     t1 = time.perf_counter()
     resolved = resolve_state(ctx, new, None)
     t2 = time.perf_counter()
     rendered = {v.name: views.render(ctx, v, resolved[0]) for v in views.REGISTRY}  # one callback each
     t3 = time.perf_counter()
     bodies, serialise = {}, {}
-    outputs = [("controller", CONTROLLER_OUT, ctrl), ("resolve", RESOLVE_OUT, resolved)]
+    outputs = [("controller", CONTROLLER_OUT, [ctrl[k] for k in CONTROLLER_OUTPUTS]), ("resolve", RESOLVE_OUT, resolved)]
     outputs += [(name, VIEW_OUT[name], list(out.values())) for name, out in rendered.items()]
     for name, outs, values in outputs:
         s0 = time.perf_counter()

@@ -146,8 +146,8 @@ def test_pfi_bar_click_selects_feature(ctx, state):
 
 
 def test_ici_curve_click_selects_observation(ctx, state):
-    """A click on an ICI curve (customdata = row label 17) selects observation "17"."""
-    new, error = update_state(ctx, state, ids.ICI_GRAPH, _inputs(state, click={"points": [{"customdata": 17}]}))
+    """A click on an ICI curve (mapped clientside to its row label 17) selects observation "17"."""
+    new, error = update_state(ctx, state, ids.CLICKED_ROW, _inputs(state, clicked={"row": 17, "t": 1}))
     assert (new["obs"], error) == ("17", None)
 
 
@@ -604,9 +604,9 @@ def test_load_workspace_classifier_loss_for_regressor(ctx, model_upload, data_up
 
 def test_load_outputs_puts_loss_error_in_status():
     """A loss error is shown as the load status; nothing is loaded."""
-    loaded, model_err, data_err, target_err, status = load_outputs({"errors": {"loss": "bad loss"}})
-    assert (model_err, data_err, target_err, status) == (None, None, None, "bad loss")
-    assert loaded is no_update
+    out = load_outputs({"errors": {"loss": "bad loss"}})
+    assert (out["model_error"], out["data_error"], out["target_error"], out["status"]) == (None, None, None, "bad loss")
+    assert out["loaded"] is no_update
 
 
 def test_long_model_file_name_still_computes(ctx, pipeline, data_upload):
@@ -646,3 +646,44 @@ def test_help_does_not_print_secret_key(tmp_path, capsys):
     with pytest.raises(SystemExit):
         parse_args(["--help"], environ={"WIP_CACHE_DIR": str(tmp_path)})
     assert secret not in "".join(capsys.readouterr().out.split())
+
+
+# --- the controller's reducers ----------------------------------------------------------------
+@pytest.mark.parametrize("trigger, reducer, inputs, changed", [
+    (ids.MODEL_SELECT, "choose_model", {"model": "m2"}, {"model": "m2"}),
+    (ids.FEATURE_SELECT, "choose_feature", {"feature": "X2"}, {"feature": "X2"}),
+    (ids.PFI_GRAPH, "click_feature", {"click": {"points": [{"customdata": "X3"}]}}, {"feature": "X3"}),
+    (ids.CLICKED_ROW, "click_curve_row", {"clicked": {"row": 12, "t": 1}}, {"obs": "12"}),
+    (ids.ICI_TABLE, "click_table_row", {"active_cell": {"row_id": "40", "row": 0}}, {"obs": "40"}),
+    (ids.SUBGROUP_APPLY, "apply_subgroup", {"subgroup_text": "  X3 == 0 "}, {"subgroup": "X3 == 0"}),
+    (ids.SUBGROUP_CLEAR, "clear_subgroup", {}, {"subgroup": ""}),
+    (ids.COND_ADD, "add_condition", {"cond_column": "X1", "cond_op": ">", "cond_value": "0"},
+     {"subgroup": "(X3 == 1) and X1 > 0"}),
+    (ids.REPEATS_MORE, "more_repeats", {}, {"repeats": 20}),
+    (ids.SFIMP_RUN, "run_sfimp", {}, {"sfimp": True}),
+    (ids.CENTERED, "toggle_centered", {"centered": ["c"]}, {"centered": True}),
+    (ids.EXCLUDE_SELECTED, "exclude_selected", {}, {"exclude": ["5", "7"]}),
+    (ids.EXCLUDE_NEGATIVE, "exclude_negative", {"negative": ["9", "5"]}, {"exclude": ["5", "9"]}),
+    (ids.EXCLUDE_CLEAR, "clear_exclusions", {}, {"exclude": []}),
+])
+def test_each_reducer_changes_only_its_fields(trigger, reducer, inputs, changed):
+    """Each triggering input has one small pure reducer (state, inputs) -> state that
+    changes exactly the fields it is about."""
+    from dashboard.callbacks import drilldown
+
+    before = {**default_state(), "ws": "demo-x3", "model": "m1", "feature": "X1", "subgroup": "X3 == 1",
+              "obs": "7", "exclude": ["5"]}
+    fn = drilldown.REDUCERS[trigger]
+    assert fn.__name__ == reducer
+    after = fn(dict(before), inputs)
+    assert after == {**before, **changed}
+    assert before["exclude"] == ["5"], "a reducer must not modify the state it is given"
+
+
+def test_every_controller_input_has_a_reducer():
+    from dashboard.callbacks import drilldown
+
+    triggers = {dep.component_id for name, dep in drilldown.CONTROLLER_INPUTS.items()
+                if type(dep).__name__ == "Input" and name not in ("pfi_click", "sfimp_click", "ci_click")}
+    clicks = {ids.PFI_GRAPH, ids.SFIMP_GRAPH, ids.GLOBAL_CI_GRAPH}
+    assert triggers | clicks == set(drilldown.REDUCERS)

@@ -15,6 +15,7 @@ import json
 import secrets
 import logging
 import traceback
+from typing import NamedTuple
 
 from dash import Input, Output, State, no_update
 
@@ -62,27 +63,36 @@ def _trusted_state(ctx, raw) -> tuple[dict | None, object]:
     return state, ctx.store.workspace(state["ws"])
 
 
-def resolve_state(ctx, state: dict | None, done: dict | None):
-    """Returns (results, job request, status message)."""
+class Resolution(NamedTuple):
+    """What resolving a state gives the page: the views' results record, a job request
+    (when something is missing) and a status line; each may be ``no_update``."""
+
+    results: object
+    request: object
+    status: object
+
+
+def resolve_state(ctx, state: dict | None, done: dict | None) -> Resolution:
+    """The state's results when all are cached, else a job request for the missing ones."""
     state, ws = _trusted_state(ctx, state)
     if state is None:
-        return no_update, no_update, no_update
+        return Resolution(no_update, no_update, no_update)
     if ws is None:
-        return {"error": f"Data set {state['ws']!r} is not available."}, no_update, None
+        return Resolution({"error": f"Data set {state['ws']!r} is not available."}, no_update, None)
     planned = plan_state(ctx, ws, state)
     todo = jobs.missing(ctx.store, planned["tasks"])
     if not todo and not _readable(ctx, planned["keys"], state):
         todo = jobs.missing(ctx.store, planned["tasks"])  # the damaged entries were dropped
     rid = request_id(planned["tasks"])
     if not todo:
-        return {"state": state, "keys": planned["keys"]}, no_update, None
+        return Resolution({"state": state, "keys": planned["keys"]}, no_update, None)
     if isinstance(done, dict) and done.get("request") == rid:
         if done.get("error"):
-            return {"error": str(done["error"]), "state": state}, no_update, str(done["error"])
+            return Resolution({"error": str(done["error"]), "state": state}, no_update, str(done["error"]))
         if done.get("ok"):  # finished, yet results are missing: the cache evicted them at once
             message = ("The results did not fit in the result cache (its size limit is too small for them); "
                        "raise --cache-size-mb.")
-            return {"error": message, "state": state}, no_update, message
+            return Resolution({"error": message, "state": state}, no_update, message)
     # The request names the state only: the job plans its tasks, keys and parameters again
     # from it (run_request), so nothing else a browser puts in a request is ever used.
     # The nonce gives each session's job its own result slot: Dash names a job's result after
@@ -91,7 +101,7 @@ def resolve_state(ctx, state: dict | None, done: dict | None):
     request = {"state": state, "request": rid, "nonce": secrets.token_hex(8)}
     n_profiles = sum(t["kind"] == "profiles" for t in todo)
     what = "ICE/ICI passes" if n_profiles else "importance"
-    return no_update, request, f"Computing {what} for {ws.title}…"
+    return Resolution(no_update, request, f"Computing {what} for {ws.title}…")
 
 
 def run_request(ctx, request, set_progress=None) -> dict:
@@ -130,13 +140,12 @@ def register(app, ctx) -> None:
     # STATE -> resolve -> JOB_REQUEST -> run_job -> JOB_DONE -> finish -> RESULTS: no cycle
     # (the renderer would not re-run a callback that fed the job that just finished).
     @app.callback(
-        Output(ids.RESULTS, "data"),
-        Output(ids.JOB_REQUEST, "data"),
-        Output(ids.STATUS, "children"),
-        Input(ids.STATE, "data"),
+        output={"results": Output(ids.RESULTS, "data"), "request": Output(ids.JOB_REQUEST, "data"),
+                "status": Output(ids.STATUS, "children")},
+        inputs={"state": Input(ids.STATE, "data")},
     )
     def resolve(state):
-        return resolve_state(ctx, state, None)
+        return resolve_state(ctx, state, None)._asdict()
 
     @app.callback(
         Output(ids.JOB_DONE, "data"),

@@ -73,11 +73,16 @@ def build_condition(column, op, value_text) -> str:
 
 
 def update_state(ctx, state: dict | None, trigger: str | None, inputs: dict) -> tuple[dict, str | None]:
-    """Apply one event to the state. Returns (new state, error message for the subgroup box)."""
+    """Apply one event to the state. Returns (new state, error message for the subgroup box).
+
+    The event's reducer (``REDUCERS[trigger]``) maps (state, inputs) to a new state; a
+    reducer that raises on a malformed value leaves the state as it was."""
     fresh = not (isinstance(state, dict) and state.get("ws"))
     state = clean_state(state)
+    inputs = inputs if isinstance(inputs, dict) else {}
+    reducer = from_url if (fresh or trigger is None) else REDUCERS.get(trigger, lambda st, _inputs: st)
     try:
-        state = _apply_event(dict(state), trigger, inputs, fresh)
+        state = clean_state(reducer(dict(state), inputs))
     except compute.SubgroupError as exc:
         return state, str(exc)
     except (TypeError, ValueError, AttributeError, KeyError):  # a forged or malformed input value
@@ -86,56 +91,106 @@ def update_state(ctx, state: dict | None, trigger: str | None, inputs: dict) -> 
     return normalize(ctx, state, previous_subgroup=previous if isinstance(previous, str) else "")
 
 
-def _apply_event(state: dict, trigger, inputs: dict, fresh: bool) -> dict:
-    """The state after one event (raises on values no honest page sends)."""
-    if trigger in (None, ids.URL) or fresh:
-        state = state_from_search(inputs.get("search"))
-    elif trigger == ids.WS_SELECT:
-        state = {**default_state(), "ws": inputs.get("ws")}
-    elif trigger == ids.LOADED_WS and inputs.get("loaded"):
-        state = {**default_state(), "ws": inputs["loaded"]}
-    elif trigger == ids.MODEL_SELECT:
-        state["model"] = inputs.get("model")
-    elif trigger == ids.FEATURE_SELECT:
-        state["feature"] = inputs.get("feature")
-    elif trigger in (ids.PFI_GRAPH, ids.SFIMP_GRAPH, ids.GLOBAL_CI_GRAPH):
-        value = _click_value(inputs.get("click"))
-        if value is not None:
-            state["feature"] = str(value)
-    elif trigger == ids.CLICKED_ROW:
-        clicked = inputs.get("clicked") or {}
-        if clicked.get("row") is not None:
-            state["obs"] = str(clicked["row"])
-    elif trigger in (ids.ICI_GRAPH, ids.ICE_GRAPH):
-        value = _click_value(inputs.get("click"))
-        if value is not None:
-            state["obs"] = str(value)
-    elif trigger == ids.ICI_TABLE:
-        cell = inputs.get("active_cell") or {}
-        if cell.get("row_id") is not None:  # the record's id (its row label), not its page position
-            state["obs"] = str(cell["row_id"])
-    elif trigger in (ids.SUBGROUP_APPLY, ids.SUBGROUP_TEXT):
-        state["subgroup"] = (inputs.get("subgroup_text") or "").strip()
-    elif trigger == ids.SUBGROUP_CLEAR:
-        state["subgroup"] = ""
-    elif trigger == ids.COND_ADD:
-        condition = build_condition(inputs.get("cond_column"), inputs.get("cond_op"), inputs.get("cond_value"))
-        current = (state.get("subgroup") or "").strip()
-        state["subgroup"] = f"({current}) and {condition}" if current else condition
-    elif trigger == ids.REPEATS_MORE:
-        state["repeats"] = min(int(state.get("repeats") or 10) * 2, MAX_REPEATS)
-    elif trigger == ids.SFIMP_RUN:
-        state["sfimp"] = True
-    elif trigger == ids.CENTERED:
-        state["centered"] = "c" in (inputs.get("centered") or [])
-    elif trigger == ids.EXCLUDE_SELECTED and state.get("obs") is not None:
-        state["exclude"] = sorted(set(state.get("exclude") or []) | {str(state["obs"])})
-    elif trigger == ids.EXCLUDE_NEGATIVE:
-        negative = inputs.get("negative") or []
-        state["exclude"] = sorted(set(state.get("exclude") or []) | {str(e) for e in negative})
-    elif trigger == ids.EXCLUDE_CLEAR:
-        state["exclude"] = []
-    return clean_state(state)
+# --- reducers: (state, inputs) -> state, one per triggering input ---------------------------------
+def from_url(state, inputs):
+    return state_from_search(inputs.get("search"))
+
+
+def choose_ws(state, inputs):
+    return {**default_state(), "ws": inputs.get("ws")}
+
+
+def loaded_ws(state, inputs):
+    return {**default_state(), "ws": inputs["loaded"]} if inputs.get("loaded") else state
+
+
+def choose_model(state, inputs):
+    return {**state, "model": inputs.get("model")}
+
+
+def choose_feature(state, inputs):
+    return {**state, "feature": inputs.get("feature")}
+
+
+def click_feature(state, inputs):
+    value = _click_value(inputs.get("click"))
+    return state if value is None else {**state, "feature": str(value)}
+
+
+def click_curve_row(state, inputs):
+    clicked = inputs.get("clicked") or {}
+    return state if clicked.get("row") is None else {**state, "obs": str(clicked["row"])}
+
+
+def click_table_row(state, inputs):
+    cell = inputs.get("active_cell") or {}
+    # the record's id (its row label), not its page position
+    return state if cell.get("row_id") is None else {**state, "obs": str(cell["row_id"])}
+
+
+def apply_subgroup(state, inputs):
+    return {**state, "subgroup": (inputs.get("subgroup_text") or "").strip()}
+
+
+def clear_subgroup(state, inputs):
+    return {**state, "subgroup": ""}
+
+
+def add_condition(state, inputs):
+    condition = build_condition(inputs.get("cond_column"), inputs.get("cond_op"), inputs.get("cond_value"))
+    current = (state.get("subgroup") or "").strip()
+    return {**state, "subgroup": f"({current}) and {condition}" if current else condition}
+
+
+def more_repeats(state, inputs):
+    return {**state, "repeats": min(int(state.get("repeats") or 10) * 2, MAX_REPEATS)}
+
+
+def run_sfimp(state, inputs):
+    return {**state, "sfimp": True}
+
+
+def toggle_centered(state, inputs):
+    return {**state, "centered": "c" in (inputs.get("centered") or [])}
+
+
+def exclude_selected(state, inputs):
+    if state.get("obs") is None:
+        return state
+    return {**state, "exclude": sorted(set(state.get("exclude") or []) | {str(state["obs"])})}
+
+
+def exclude_negative(state, inputs):
+    negative = inputs.get("negative") or []
+    return {**state, "exclude": sorted(set(state.get("exclude") or []) | {str(e) for e in negative})}
+
+
+def clear_exclusions(state, inputs):
+    return {**state, "exclude": []}
+
+
+REDUCERS = {
+    ids.URL: from_url,
+    ids.WS_SELECT: choose_ws,
+    ids.LOADED_WS: loaded_ws,
+    ids.MODEL_SELECT: choose_model,
+    ids.FEATURE_SELECT: choose_feature,
+    ids.PFI_GRAPH: click_feature,
+    ids.SFIMP_GRAPH: click_feature,
+    ids.GLOBAL_CI_GRAPH: click_feature,
+    ids.CLICKED_ROW: click_curve_row,
+    ids.ICI_TABLE: click_table_row,
+    ids.SUBGROUP_APPLY: apply_subgroup,
+    ids.SUBGROUP_TEXT: apply_subgroup,
+    ids.SUBGROUP_CLEAR: clear_subgroup,
+    ids.COND_ADD: add_condition,
+    ids.REPEATS_MORE: more_repeats,
+    ids.SFIMP_RUN: run_sfimp,
+    ids.CENTERED: toggle_centered,
+    ids.EXCLUDE_SELECTED: exclude_selected,
+    ids.EXCLUDE_NEGATIVE: exclude_negative,
+    ids.EXCLUDE_CLEAR: clear_exclusions,
+}
 
 
 def normalize(ctx, state: dict, *, previous_subgroup: str = "", error=None) -> tuple[dict, str | None]:
@@ -186,6 +241,53 @@ function(iciClick, iceClick) {
 """
 
 
+# The controller's Dash inputs (by the names update_state reads) and outputs.
+CONTROLLER_INPUTS = {
+    "search": Input(ids.URL, "search"),
+    "ws": Input(ids.WS_SELECT, "value"),
+    "model": Input(ids.MODEL_SELECT, "value"),
+    "feature": Input(ids.FEATURE_SELECT, "value"),
+    "pfi_click": Input(ids.PFI_GRAPH, "clickData"),
+    "sfimp_click": Input(ids.SFIMP_GRAPH, "clickData"),
+    "ci_click": Input(ids.GLOBAL_CI_GRAPH, "clickData"),
+    "clicked": Input(ids.CLICKED_ROW, "data"),
+    "active_cell": Input(ids.ICI_TABLE, "active_cell"),
+    "apply": Input(ids.SUBGROUP_APPLY, "n_clicks"),
+    "submit": Input(ids.SUBGROUP_TEXT, "n_submit"),
+    "clear": Input(ids.SUBGROUP_CLEAR, "n_clicks"),
+    "add": Input(ids.COND_ADD, "n_clicks"),
+    "more": Input(ids.REPEATS_MORE, "n_clicks"),
+    "sfimp": Input(ids.SFIMP_RUN, "n_clicks"),
+    "centered": Input(ids.CENTERED, "value"),
+    "exclude_selected": Input(ids.EXCLUDE_SELECTED, "n_clicks"),
+    "exclude_negative": Input(ids.EXCLUDE_NEGATIVE, "n_clicks"),
+    "exclude_clear": Input(ids.EXCLUDE_CLEAR, "n_clicks"),
+    "loaded": Input(ids.LOADED_WS, "data"),
+    "subgroup_text": State(ids.SUBGROUP_TEXT, "value"),
+    "cond_column": State(ids.COND_COLUMN, "value"),
+    "cond_op": State(ids.COND_OP, "value"),
+    "cond_value": State(ids.COND_VALUE, "value"),
+    "table_rows": State(ids.ICI_TABLE, "data"),
+    "negative": State(ids.NEGATIVE, "data"),
+    "state": State(ids.STATE, "data"),
+}
+CONTROLLER_OUTPUTS = {
+    "state": Output(ids.STATE, "data"),
+    "search": Output(ids.URL, "search"),
+    "ws": Output(ids.WS_SELECT, "value"),
+    "model": Output(ids.MODEL_SELECT, "value"),
+    "feature": Output(ids.FEATURE_SELECT, "value"),
+    "subgroup_text": Output(ids.SUBGROUP_TEXT, "value"),
+    "subgroup_error": Output(ids.SUBGROUP_ERROR, "children"),
+    "centered": Output(ids.CENTERED, "value"),
+    "ws_options": Output(ids.WS_SELECT, "options"),
+    "model_options": Output(ids.MODEL_SELECT, "options"),
+    "feature_options": Output(ids.FEATURE_SELECT, "options"),
+    "column_options": Output(ids.COND_COLUMN, "options"),
+}
+_CLICKS = {ids.PFI_GRAPH: "pfi_click", ids.SFIMP_GRAPH: "sfimp_click", ids.GLOBAL_CI_GRAPH: "ci_click"}
+
+
 def register(app, ctx) -> None:
     app.clientside_callback(
         CLICKED_ROW_JS,
@@ -195,72 +297,30 @@ def register(app, ctx) -> None:
         prevent_initial_call=True,
     )
 
-    @app.callback(
-        Output(ids.STATE, "data"),
-        Output(ids.URL, "search"),
-        Output(ids.WS_SELECT, "value"),
-        Output(ids.MODEL_SELECT, "value"),
-        Output(ids.FEATURE_SELECT, "value"),
-        Output(ids.SUBGROUP_TEXT, "value"),
-        Output(ids.SUBGROUP_ERROR, "children"),
-        Output(ids.CENTERED, "value"),
-        Output(ids.WS_SELECT, "options"),
-        Output(ids.MODEL_SELECT, "options"),
-        Output(ids.FEATURE_SELECT, "options"),
-        Output(ids.COND_COLUMN, "options"),
-        Input(ids.URL, "search"),
-        Input(ids.WS_SELECT, "value"),
-        Input(ids.MODEL_SELECT, "value"),
-        Input(ids.FEATURE_SELECT, "value"),
-        Input(ids.PFI_GRAPH, "clickData"),
-        Input(ids.SFIMP_GRAPH, "clickData"),
-        Input(ids.GLOBAL_CI_GRAPH, "clickData"),
-        Input(ids.CLICKED_ROW, "data"),
-        Input(ids.ICI_TABLE, "active_cell"),
-        Input(ids.SUBGROUP_APPLY, "n_clicks"),
-        Input(ids.SUBGROUP_TEXT, "n_submit"),
-        Input(ids.SUBGROUP_CLEAR, "n_clicks"),
-        Input(ids.COND_ADD, "n_clicks"),
-        Input(ids.REPEATS_MORE, "n_clicks"),
-        Input(ids.SFIMP_RUN, "n_clicks"),
-        Input(ids.CENTERED, "value"),
-        Input(ids.EXCLUDE_SELECTED, "n_clicks"),
-        Input(ids.EXCLUDE_NEGATIVE, "n_clicks"),
-        Input(ids.EXCLUDE_CLEAR, "n_clicks"),
-        Input(ids.LOADED_WS, "data"),
-        State(ids.SUBGROUP_TEXT, "value"),
-        State(ids.COND_COLUMN, "value"),
-        State(ids.COND_OP, "value"),
-        State(ids.COND_VALUE, "value"),
-        State(ids.ICI_TABLE, "data"),
-        State(ids.NEGATIVE, "data"),
-        State(ids.STATE, "data"),
-    )
-    def controller(search, ws, model, feature, pfi_click, sfimp_click, ci_click, clicked,
-                   active_cell, _apply, _submit, _clear, _add, _more, _sfimp, centered, _ex_sel, _ex_neg,
-                   _ex_clear, loaded, subgroup_text, cond_column, cond_op, cond_value, table_rows,
-                   negative, state):
+    @app.callback(output=CONTROLLER_OUTPUTS, inputs=CONTROLLER_INPUTS)
+    def controller(**values):
         trigger = dash_ctx.triggered_id
-        clicks = {ids.PFI_GRAPH: pfi_click, ids.SFIMP_GRAPH: sfimp_click, ids.GLOBAL_CI_GRAPH: ci_click}
-        inputs = {
-            "search": search, "ws": ws, "model": model, "feature": feature, "click": clicks.get(trigger),
-            "clicked": clicked, "active_cell": active_cell, "table_rows": table_rows, "subgroup_text": subgroup_text,
-            "cond_column": cond_column, "cond_op": cond_op, "cond_value": cond_value, "centered": centered,
-            "loaded": loaded, "previous_subgroup": (state or {}).get("subgroup", ""),
-            "negative": negative or [],
-        }
+        state = values.pop("state")
+        inputs = {**values, "click": values.get(_CLICKS.get(trigger, ""), None),
+                  "previous_subgroup": (state or {}).get("subgroup", "") if isinstance(state, dict) else "",
+                  "negative": values.get("negative") or []}
         return controller_outputs(ctx, state, trigger, inputs)
 
 
-def controller_outputs(ctx, state, trigger, inputs) -> tuple:
-    """The controller's outputs for one event: state, URL search, control values, the
-    subgroup box and its error, the centred toggle and the dropdown options."""
+def controller_outputs(ctx, state, trigger, inputs) -> dict:
+    """The controller's outputs for one event (the names of CONTROLLER_OUTPUTS): state, URL
+    search, control values, the subgroup box and its error, the centred toggle and the
+    dropdown options."""
     new, error = update_state(ctx, state, trigger, inputs)
     if new == state and trigger != ids.URL and error is None:
-        return (no_update,) * 6 + (None,) + (no_update,) * 5
+        return {**{name: no_update for name in CONTROLLER_OUTPUTS}, "subgroup_error": None}
     subgroup_box = no_update if (error and trigger in (ids.SUBGROUP_APPLY, ids.SUBGROUP_TEXT)) else new["subgroup"]
-    return (new, search_from_state(new), new["ws"], new["model"], new["feature"], subgroup_box, error,
-            ["c"] if new["centered"] else [], *control_options(ctx, new))
+    ws_options, model_options, feature_options, column_options = control_options(ctx, new)
+    return {"state": new, "search": search_from_state(new), "ws": new["ws"], "model": new["model"],
+            "feature": new["feature"], "subgroup_text": subgroup_box, "subgroup_error": error,
+            "centered": ["c"] if new["centered"] else [], "ws_options": ws_options,
+            "model_options": model_options, "feature_options": feature_options,
+            "column_options": column_options}
 
 
 def control_options(ctx, state):
