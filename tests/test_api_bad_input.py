@@ -810,14 +810,13 @@ def test_bad_input(name, kwargs, error, match):
     """Bad input raises the package's InputError or ModelError, naming the parameter."""
     fn, defaults = CALLS[name]
     args = defaults() | kwargs
-    with pytest.raises(error, match=match) as info:
+    with pytest.raises(error, match=match):
         try:
             fn(**args)
         except ExplainError:
             raise
         except Exception as exc:  # a bare TypeError, KeyError, numpy or pandas error: a bug
             pytest.fail(f"{name} leaked {type(exc).__module__}.{type(exc).__name__}: {exc}")
-    assert isinstance(info.value, (InputError, ModelError))
 
 
 def test_table_covers_every_public_function():
