@@ -66,6 +66,7 @@ from dash import no_update
 from dash._utils import to_json
 
 from dashboard import ids, jobs
+from dashboard import planning
 from dashboard.callbacks.compute import plan_state, resolve_state
 from dashboard.callbacks.drilldown import CONTROLLER_OUTPUTS, controller_outputs, normalize
 from dashboard import views
@@ -130,7 +131,7 @@ def _run(ctx, ws: Workspace, tasks: list[dict]) -> float:
 
 
 def _pending(ctx, ws: Workspace, state: dict) -> list[dict]:
-    return jobs.missing(ctx.store, plan_state(ctx, ws, state)["tasks"])
+    return planning.missing(ctx.store, plan_state(ctx, ws, state)["tasks"])
 
 
 def warm_cache(ctx, ws: Workspace) -> dict:

@@ -1,9 +1,8 @@
-"""What the views need, as cacheable tasks; the model work that fills the cache.
+"""Running: the model work that fills the cache with the tasks :mod:`dashboard.planning` plans.
 
-A view never calls a model. :func:`plan` lists the results a drill-down state needs, with
-their cache keys; :func:`missing` says which are not cached yet; :func:`run` computes
-those inside a background job (a forked child of the server worker, so a model that
-crashes its process fails the job, not the worker).
+:func:`run` computes the missing tasks of a plan inside an isolated process
+(:func:`dashboard.isolation.isolated`, called by the background job), one task at a time
+under a per-task lock shared by every process using the cache folder.
 
 Per (workspace, model) one pass per feature (``compute.feature_profile``) yields the ICE
 tensor; we cache each feature's profile and a :class:`compute.ProfileSummary` (the local
@@ -19,122 +18,18 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
-import json
 from collections.abc import Callable
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
 
 import compute
 
-from .store import ModelEntry, Store, Workspace, result_key
+from .planning import QUANTILE_GRID, SEED, Task, missing, profile_key, select_rows
+from .store import Store, Workspace
 
-SEED = 0
-QUANTILE_GRID = 60
-
-
-@dataclass(frozen=True)
-class Task:
-    kind: str            # "profiles", "pfi" or "sfimp"
-    key: str             # cache key of the result the task writes (profiles: the summary)
-    model: str           # model name within the workspace
-    params: dict
-    also: tuple = ()     # further keys the task writes (profiles: one per feature)
-
-    def to_dict(self) -> dict:
-        return {"kind": self.kind, "key": self.key, "model": self.model, "params": self.params,
-                "also": list(self.also)}
-
-    @classmethod
-    def from_dict(cls, record: dict) -> Task:
-        return cls(record["kind"], record["key"], record["model"], record["params"], tuple(record.get("also", ())))
-
-
-# --- keys --------------------------------------------------------------------------------
-def profile_settings(n_rows: int, max_curves: int, grid_budget: int) -> dict:
-    n_obs = min(int(n_rows), int(max_curves))
-    return {"n_obs": n_obs if n_obs < n_rows else None, "budget": int(grid_budget), "seed": SEED}
-
-
-def summary_key(ws: Workspace, model: ModelEntry, settings: dict) -> str:
-    return result_key("summary", ws, model, **settings)
-
-
-def profile_key(ws: Workspace, model: ModelEntry, feature: str, settings: dict) -> str:
-    return result_key("profile", ws, model, feature=str(feature), **settings)
-
-
-def rows_id(condition: str, excluded) -> str:
-    """Identifies a selection of rows: a subgroup condition minus excluded observations."""
-    spec = json.dumps([(condition or "").strip(), sorted(str(e) for e in (excluded or ()))])
-    return hashlib.sha256(spec.encode()).hexdigest()[:24]
-
-
-def pfi_key(ws, model, rows: str, n_repeats: int) -> str:
-    return result_key("pfi", ws, model, rows=rows, n_repeats=int(n_repeats), seed=SEED)
-
-
-def sfimp_key(ws, model, rows: str) -> str:
-    return result_key("sfimp", ws, model, rows=rows, seed=SEED)
-
-
-def plan(ws: Workspace, *, focus: str, n_rows: int, condition: str, excluded, n_repeats: int,
-         sfimp: bool, max_curves: int, grid_budget: int,
-         needs: frozenset = frozenset({"profiles", "pfi", "sfimp"})) -> dict:
-    """The cache keys a drill-down state needs, and the tasks that produce them; ``needs``:
-    the task kinds the views read (``dashboard.views.needed_tasks()``)."""
-    settings = profile_settings(n_rows, max_curves, grid_budget)
-    focus_entry = ws.model(focus)
-    rows = rows_id(condition, excluded)
-    keys = {
-        "summary": summary_key(ws, focus_entry, settings),
-        "profiles": {f: profile_key(ws, focus_entry, f, settings) for f in focus_entry.features},
-        "pfi": {m.name: pfi_key(ws, m, rows, n_repeats) for m in ws.models},
-        "sfimp": {m.name: sfimp_key(ws, m, rows) for m in ws.models} if sfimp else {},
-    }
-    tasks = []
-    if "profiles" in needs:
-        tasks.append(Task("profiles", keys["summary"], focus_entry.name, settings, tuple(keys["profiles"].values())))
-    if "pfi" in needs:
-        tasks += [Task("pfi", keys["pfi"][m.name], m.name,
-                       {"condition": condition, "excluded": list(excluded or ()), "n_repeats": int(n_repeats)})
-                  for m in ws.models]
-    if "sfimp" in needs:
-        tasks += [Task("sfimp", keys["sfimp"][m.name], m.name,
-                       {"condition": condition, "excluded": list(excluded or ())})
-                  for m in ws.models if sfimp]
-    return {"keys": keys, "tasks": [t.to_dict() for t in tasks]}
-
-
-def missing(store: Store, tasks: list[dict]) -> list[dict]:
-    """The tasks with a result not in the cache (evicted or dropped as damaged included)."""
-    return [t for t in tasks if not all(store.has(k) for k in (t["key"], *t.get("also", ())))]
-
-
-# --- rows --------------------------------------------------------------------------------
-def select_rows(data: pd.DataFrame, condition: str, excluded=()) -> pd.Series:
-    """Boolean mask over the data: the subgroup condition (all rows if empty) minus the
-    excluded row labels. Raises ``SubgroupError`` for a bad condition."""
-    mask = compute.parse_subgroup(condition, data) if (condition or "").strip() else pd.Series(True, index=data.index)
-    if excluded:
-        labels = pd.Index([row_label(e, data.index) for e in excluded])
-        mask = mask & ~data.index.isin(labels)
-    return mask
-
-
-def row_label(value, index: pd.Index):
-    """A row label as it arrives from the URL or a click (a string or int) in the index's type."""
-    if pd.api.types.is_integer_dtype(index.dtype):
-        try:
-            return int(value)
-        except (TypeError, ValueError):
-            return value
-    return value
-
-
-# --- running -----------------------------------------------------------------------------
 Progress = Callable[[int, int, str], None]
 
 

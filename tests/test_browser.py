@@ -7,9 +7,7 @@ shared disk cache) with its own cache folder. Screenshots of each flow are saved
 
 from __future__ import annotations
 
-import io
 import os
-import re
 import shutil
 import socket
 import subprocess

@@ -25,7 +25,8 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 import compute
-from dashboard import figures, ids, jobs
+from dashboard import figures, ids
+from dashboard import planning
 from dashboard.callbacks.compute import finish_job, plan_state, resolve_state, run_request
 from dashboard.callbacks.drilldown import build_condition, control_options, normalize, parse_values, update_state
 from dashboard import views
@@ -249,7 +250,7 @@ def test_new_subgroup_needs_only_pfi_tasks(ctx, state, results):
     sub = {**state, "subgroup": "X1 > 0.123"}
     _, request, _ = resolve_state(ctx, sub, None)
     assert request["state"]["subgroup"] == "X1 > 0.123"
-    todo = jobs.missing(ctx.store, plan_state(ctx, ctx.store.workspace(sub["ws"]), sub)["tasks"])
+    todo = planning.missing(ctx.store, plan_state(ctx, ctx.store.workspace(sub["ws"]), sub)["tasks"])
     assert [t["kind"] for t in todo] == ["pfi"]
 
 
@@ -321,17 +322,17 @@ def test_influential_top_bottom_and_negatives(summary, profiles):
 def test_select_rows_with_exclusions(data):
     """select_rows is the condition minus the excluded labels (given as strings or ints)."""
     zero = data.index[data["X3"] == 0]
-    mask = jobs.select_rows(data, "X3 == 0", [str(zero[0]), int(zero[1]), "not-a-row"])
+    mask = planning.select_rows(data, "X3 == 0", [str(zero[0]), int(zero[1]), "not-a-row"])
     expected = (data["X3"] == 0) & ~data.index.isin(zero[:2])
     assert mask.equals(expected)
 
 
 def test_rows_id_order_insensitive_and_specific():
     """rows_id ignores the order and type of exclusions, and differs for other selections."""
-    a = jobs.rows_id("X3 == 0", ["2", "1"])
+    a = planning.rows_id("X3 == 0", ["2", "1"])
     assert re.fullmatch(r"[0-9a-f]{24}", a)
-    assert a == jobs.rows_id("X3 == 0", ["1", "2"]) == jobs.rows_id(" X3 == 0 ", [1, 2])
-    assert len({a, jobs.rows_id("X3 == 0", ["1"]), jobs.rows_id("X3 == 1", ["1", "2"]), jobs.rows_id("", [])}) == 4
+    assert a == planning.rows_id("X3 == 0", ["1", "2"]) == planning.rows_id(" X3 == 0 ", [1, 2])
+    assert len({a, planning.rows_id("X3 == 0", ["1"]), planning.rows_id("X3 == 1", ["1", "2"]), planning.rows_id("", [])}) == 4
 
 
 def test_result_key_depends_on_content_only(ctx):

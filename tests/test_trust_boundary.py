@@ -9,8 +9,6 @@ reach an exception.
 from __future__ import annotations
 
 import gc
-import multiprocessing
-import os
 import subprocess
 import sys
 import threading
@@ -23,7 +21,7 @@ import pytest
 
 import compute
 from compute.datasets import x3_interaction
-from dashboard import ids, jobs
+from dashboard import ids
 from dashboard.callbacks.compute import plan_state, resolve_state, run_request
 from dashboard.callbacks.drilldown import normalize, update_state
 from dashboard.callbacks.load import describe_data, describe_models, load_workspace

@@ -22,6 +22,7 @@ from dash import Input, Output, State, no_update
 import compute
 
 from .. import ids, jobs
+from .. import planning
 from ..isolation import isolated
 from ..state import clean_state
 from .drilldown import normalize
@@ -40,7 +41,7 @@ def plan_state(ctx, ws, state: dict) -> dict:
     from ..views import needed_tasks  # the views import this module
 
     n_rows = len(ctx.store.data(ws))
-    return jobs.plan(ws, focus=state.get("model"), n_rows=n_rows, condition=state.get("subgroup", ""),
+    return planning.plan(ws, focus=state.get("model"), n_rows=n_rows, condition=state.get("subgroup", ""),
                      excluded=state.get("exclude") or [], n_repeats=state.get("repeats", 10),
                      sfimp=bool(state.get("sfimp")), max_curves=ctx.config.max_curves,
                      grid_budget=ctx.config.grid_budget, needs=needed_tasks())
@@ -80,9 +81,9 @@ def resolve_state(ctx, state: dict | None, done: dict | None) -> Resolution:
     if ws is None:
         return Resolution({"error": f"Data set {state['ws']!r} is not available."}, no_update, None)
     planned = plan_state(ctx, ws, state)
-    todo = jobs.missing(ctx.store, planned["tasks"])
+    todo = planning.missing(ctx.store, planned["tasks"])
     if not todo and not _readable(ctx, planned["keys"], state):
-        todo = jobs.missing(ctx.store, planned["tasks"])  # the damaged entries were dropped
+        todo = planning.missing(ctx.store, planned["tasks"])  # the damaged entries were dropped
     rid = request_id(planned["tasks"])
     if not todo:
         return Resolution({"state": state, "keys": planned["keys"]}, no_update, None)
@@ -118,7 +119,7 @@ def run_request(ctx, request, set_progress=None) -> dict:
             raise compute.InputError("The data set of this page is not available; reload the page.")
         planned = plan_state(ctx, ws, state)
         rid = request_id(planned["tasks"])
-        todo = jobs.missing(ctx.store, planned["tasks"])
+        todo = planning.missing(ctx.store, planned["tasks"])
         if todo:
             names = ", ".join(sorted({t["model"] for t in todo}))
             isolated(_run_tasks, ctx, ws, todo, progress, what=f"Model {names}", limits=ctx.job_limits)

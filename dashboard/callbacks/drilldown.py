@@ -15,7 +15,7 @@ import compute
 
 from .. import ids
 from ..demos import DEMOS
-from ..jobs import select_rows
+from ..planning import select_rows
 from ..state import MAX_REPEATS, clean_state, default_state, search_from_state, state_from_search
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 from dash import Input, Output, State
 
-from .. import ids, jobs
+from .. import ids
+from .. import planning
 from ..state import clean_state
 
 
@@ -22,7 +23,7 @@ def hover_text(ctx, hover, state) -> str:
     if ws is None:
         return ""
     data = ctx.store.data(ws)
-    label = jobs.row_label(row, data.index)
+    label = planning.row_label(row, data.index)
     if label not in data.index:
         return ""
     values = data.loc[label]

@@ -25,12 +25,13 @@ import plotly.io as pio
 
 import compute
 
-from .. import figures, jobs
+from .. import figures
+from .. import planning
 from ..callbacks.compute import plan_state
 from ..callbacks.drilldown import normalize
 from ..state import clean_state
 
-# what a view can need from the job planner (jobs.plan task kinds)
+# what a view can need from the job planner (planning.plan task kinds)
 PROFILES, PFI, SFIMP = "profiles", "pfi", "sfimp"
 
 
@@ -143,7 +144,7 @@ def load_inputs(ctx, results) -> Inputs | None:
     if ws is None:
         return None
     data = ctx.store.data(ws)
-    mask = jobs.select_rows(data, state["subgroup"]) if state.get("subgroup") else None
+    mask = planning.select_rows(data, state["subgroup"]) if state.get("subgroup") else None
     inp = Inputs(ctx, state, ws, data, mask, plan_state(ctx, ws, state)["keys"])
     with _LOADED_LOCK:
         _LOADED[tag] = inp

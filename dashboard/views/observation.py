@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from .. import figures, ids, jobs, layout
+from .. import figures, ids, layout
+from .. import planning
 from .base import PROFILES, View
 from .selection import selected_row
 
@@ -12,7 +13,7 @@ def render(ctx, inp) -> dict:
     if summary is None:
         return {"data": [], "columns": []}
     row, _ = selected_row(summary, inp.state, inp.mask)
-    values = inp.data.loc[jobs.row_label(row, inp.data.index)].to_frame("value")
+    values = inp.data.loc[planning.row_label(row, inp.data.index)].to_frame("value")
     values.loc["prediction"] = float(summary.base_pred.loc[row])
     values.loc[f"ICI integral ({inp.feature})"] = float(summary.local[inp.feature].loc[row])
     values["value"] = values["value"].astype(str)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .. import jobs
+from .. import planning
 
 
 def eligible_mask(inp):
@@ -18,7 +18,7 @@ def selected_label(inp, rows: pd.Index):
     value = inp.state.get("obs")
     if value is None:
         return None
-    label = jobs.row_label(value, rows)
+    label = planning.row_label(value, rows)
     return label if label in rows else None
 
 
@@ -27,7 +27,7 @@ def selected_row(summary, state: dict, mask) -> tuple:
     the explained rows, else the most influential row of the feature (in the subgroup), by
     the summary's one ranking rule."""
     value = state.get("obs")
-    row = None if value is None else jobs.row_label(value, summary.rows)
+    row = None if value is None else planning.row_label(value, summary.rows)
     if row is not None and row in summary.rows:
         return row, f"row {row}"
     inside = None
