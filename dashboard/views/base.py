@@ -131,8 +131,8 @@ def load_inputs(ctx, results) -> Inputs | None:
     back is trusted. Memoised per process for the views rendering the same record."""
     if not isinstance(results, dict) or "keys" not in results or not isinstance(results.get("state"), dict):
         return None
-    try:
-        tag = json.dumps(results["state"], sort_keys=True, default=str)
+    try:  # one server process may hold several apps (tests): their store and settings differ
+        tag = (str(ctx.store.root), ctx.config, json.dumps(results["state"], sort_keys=True, default=str))
     except (TypeError, ValueError):
         return None
     with _LOADED_LOCK:
