@@ -17,7 +17,7 @@ from .effects import (
 from .errors import ExplainError, InputError, ModelError, SubgroupError
 from .importance import permutation_importance
 from .profile import feature_profile, feature_profiles
-from .results import Extremes, FeatureProfile
+from .results import Extremes, FeatureProfile, PermutationImportance
 from .shapley import ShapleyImportance, compare_shapley_importance, shapley_importance
 from .subgroup import format_condition, parse_subgroup
 from .summary import ProfileSummary, rank_extremes
@@ -28,6 +28,7 @@ __all__ = [
     "FeatureProfile",
     "InputError",
     "ModelError",
+    "PermutationImportance",
     "ProfileSummary",
     "ShapleyImportance",
     "SubgroupError",

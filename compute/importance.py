@@ -7,6 +7,7 @@ import pandas as pd
 
 from .errors import InputError
 from .prediction import Segment, predict_segments, unmodified_segment
+from .results import PermutationImportance
 from .validation import (
     check_choice,
     check_features,
@@ -36,7 +37,7 @@ def permutation_importance(
     random_state=0,
     n_jobs=1,
     chunk_rows=None,
-) -> pd.DataFrame:
+) -> PermutationImportance:
     """Permutation feature importance with repetitions.
 
     Casalicchio, Molnar & Bischl (2018), Eq. (4) estimated by Eq. (8): for each repeat r a
@@ -66,10 +67,10 @@ def permutation_importance(
 
     Returns
     -------
-    DataFrame indexed by feature with columns ``importance`` (mean over repeats), ``std``
-    (standard deviation over repeats, ``ddof=0`` as in scikit-learn) and ``repeat_1`` ...
-    ``repeat_<n_repeats>``. ``attrs`` holds ``model_error`` (GE), ``loss``, ``kind`` and
-    ``n_repeats``.
+    :class:`PermutationImportance`: ``repeats`` (features x ``repeat_1`` ...
+    ``repeat_<n_repeats>``), ``importance`` (mean over repeats), ``std`` (``ddof=0`` as in
+    scikit-learn), ``model_error`` (GE), ``loss``, ``kind``, ``n_rows``; ``to_frame()``
+    gives importance, std and the repeats as one table.
     """
     X = check_frame(X)
     predictor, Xm = make_predictor(model, X, output)
@@ -122,11 +123,6 @@ def permutation_importance(
         )
     else:
         values = errors / model_error
-    table = pd.DataFrame(
-        values, index=pd.Index(features, name="feature"),
-        columns=[f"repeat_{r + 1}" for r in range(n_repeats)],
-    )
-    table.insert(0, "std", values.std(axis=1))
-    table.insert(0, "importance", values.mean(axis=1))
-    table.attrs.update(model_error=model_error, loss=loss_obj.name, kind=kind, n_repeats=n_repeats)
-    return table
+    repeats = pd.DataFrame(values, index=pd.Index(features, name="feature"),
+                           columns=[f"repeat_{r + 1}" for r in range(n_repeats)])
+    return PermutationImportance(repeats=repeats, model_error=model_error, loss=loss_obj.name, kind=kind, n_rows=n)

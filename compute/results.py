@@ -173,3 +173,42 @@ class FeatureProfile:
         order = np.argsort(local, kind="stable")
         largest, _ = rank_extremes(local, k)  # ties to the earlier row, as every view
         return Extremes(largest=self.rows[largest], smallest=self.rows[order[:k]])
+
+
+@dataclass(frozen=True, eq=False)
+class PermutationImportance:
+    """Permutation feature importance with repetitions (Casalicchio et al. 2018, Eq. 8).
+
+    ``repeats``: DataFrame indexed by feature, one column per permutation
+    (``repeat_1`` ...), each the loss after permuting the feature minus (``kind``
+    "difference") or divided by ("ratio") the model's error ``model_error`` on the
+    ``n_rows`` rows. ``importance`` and ``std`` (ddof=0) summarise the repeats.
+    """
+
+    repeats: pd.DataFrame
+    model_error: float
+    loss: str
+    kind: str = "difference"
+    n_rows: int = 0
+
+    @property
+    def features(self) -> list:
+        return list(self.repeats.index)
+
+    @property
+    def n_repeats(self) -> int:
+        return int(self.repeats.shape[1])
+
+    @property
+    def importance(self) -> pd.Series:
+        return self.repeats.mean(axis=1).rename("importance")
+
+    @property
+    def std(self) -> pd.Series:
+        return self.repeats.std(axis=1, ddof=0).rename("std")
+
+    def to_frame(self) -> pd.DataFrame:
+        """importance, std and one column per repeat, indexed by feature."""
+        frame = pd.concat([self.importance, self.std, self.repeats], axis=1)
+        frame.index.name = "feature"
+        return frame

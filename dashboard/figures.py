@@ -180,7 +180,8 @@ def _outline(order: list, selected) -> dict:
 
 
 # --- importance bars (seed 000: PFI and SFIMP) -----------------------------------------------
-def pfi_figure(pfi: Mapping[str, pd.DataFrame], *, selected=None, title: str | None = None) -> go.Figure:
+def pfi_figure(pfi: Mapping[str, compute.PermutationImportance], *, selected=None,
+               title: str | None = None) -> go.Figure:
     """Permutation feature importance of one or more models as horizontal grouped bars.
 
     Seed 000, Eq. (4) estimated by Eq. (8): one bar per model and feature (mean over the
@@ -191,26 +192,24 @@ def pfi_figure(pfi: Mapping[str, pd.DataFrame], *, selected=None, title: str | N
     if not pfi:
         return empty_figure("No permutation importance computed yet.")
     models = list(pfi)
-    table = pd.concat({m: df["importance"] for m, df in pfi.items()}, axis=1)
+    table = pd.concat({m: res.importance for m, res in pfi.items()}, axis=1)
     order = _sort_features(table)
-    first = pfi[models[0]].attrs
-    kind, loss = first.get("kind", "difference"), first.get("loss", "loss")
-    n_repeats = sum(str(c).startswith("repeat_") for c in pfi[models[0]].columns)
+    first = pfi[models[0]]
+    kind, loss, n_repeats = first.kind, first.loss, first.n_repeats
     fig = _figure()
-    for k, (model, df) in enumerate(pfi.items()):
-        df = df.reindex(order)
+    for k, (model, res) in enumerate(pfi.items()):
         color = MODEL_COLORS[k % len(MODEL_COLORS)]
         names = [_json_label(f) for f in order]
-        fig.add_trace(go.Bar(_validate=False, 
-            name=str(model), x=df["importance"].to_numpy(float), y=[str(f) for f in order],
+        fig.add_trace(go.Bar(_validate=False,
+            name=str(model), x=res.importance.reindex(order).to_numpy(float), y=[str(f) for f in order],
             orientation="h", customdata=names, marker=dict(color=color, line=_outline(order, selected)),
-            error_x=dict(type="data", array=df["std"].to_numpy(float), thickness=1.2),
+            error_x=dict(type="data", array=res.std.reindex(order).to_numpy(float), thickness=1.2),
             offsetgroup=str(model), legendgroup=str(model),
             hovertemplate=f"{model}<br>%{{customdata}}: %{{x:.4g}} ± %{{error_x.array:.3g}}<extra></extra>",
         ))
-        repeats = df[[c for c in df.columns if str(c).startswith("repeat_")]].to_numpy(float)
+        repeats = res.repeats.reindex(order).to_numpy(float)
         if repeats.size:
-            fig.add_trace(go.Scatter(_validate=False, 
+            fig.add_trace(go.Scatter(_validate=False,
                 x=repeats.ravel(), y=np.repeat([str(f) for f in order], repeats.shape[1]),
                 customdata=np.repeat(np.array(names, dtype=object), repeats.shape[1]).tolist(),
                 mode="markers", marker=dict(color=color, size=4, opacity=0.45, line_width=0),

@@ -93,7 +93,6 @@ def _run_task(store, ws, task, data, y, models, policy, n_jobs, progress, done, 
         result = compute.permutation_importance(
             model, X[mask], y[mask], loss=ws.loss, n_repeats=task.params["n_repeats"],
             output=ws.output, random_state=SEED, n_jobs=n_jobs)
-        result.attrs["n_rows"] = int(mask.sum())
     else:
         progress(done, steps, f"{entry.name}: Shapley feature importance")
         result = compute.shapley_importance(

@@ -6,6 +6,8 @@ import numpy as np
 import pandas as pd
 import plotly.io as pio
 import pytest
+
+import compute
 from numpy.testing import assert_allclose
 from sklearn.ensemble import RandomForestRegressor
 from sklearn.linear_model import LinearRegression
@@ -282,7 +284,7 @@ def test_pfi_bars_sorted_with_feature_customdata(pfi):
     for b in bars:
         assert list(b.y) == order and list(b.customdata) == order
         assert_allclose(np.asarray(b.x, float), pfi[b.name].importance[order])
-        assert_allclose(np.asarray(b.error_x.array, float), pfi[b.name]["std"][order])
+        assert_allclose(np.asarray(b.error_x.array, float), pfi[b.name].std[order])
     assert list(fig.layout.yaxis.categoryarray) == order[::-1]  # largest on top
 
 
@@ -291,7 +293,7 @@ def test_pfi_repeat_dots(pfi):
     fig = F.pfi_figure(pfi)
     dots = [t for t in fig.data if t.type == "scatter"]
     assert len(dots) == 2 and not any(d.showlegend for d in dots)
-    reps = pfi["forest"].filter(like="repeat_")
+    reps = pfi["forest"].repeats
     assert_allclose(np.sort(np.asarray(dots[0].x, float)), np.sort(reps.to_numpy().ravel()))
     assert set(dots[0].customdata) == set(reps.index)
 
@@ -310,8 +312,9 @@ def test_pfi_title_and_height(pfi):
     fig = F.pfi_figure(pfi)
     assert fig.layout.title.text == "PFI (difference in squared_error), mean ± std over 4 permutations"
     assert fig.layout.height >= 300
-    many = {"m": pd.DataFrame({"importance": np.arange(40.0), "std": 0.1},
-                              index=[f"f{i}" for i in range(40)])}
+    repeats = pd.DataFrame({"repeat_1": np.arange(40.0), "repeat_2": np.arange(40.0) + 0.2},
+                           index=[f"f{i}" for i in range(40)])
+    many = {"m": compute.PermutationImportance(repeats=repeats, model_error=1.0, loss="squared_error")}
     assert F.pfi_figure(many).layout.height >= 40 * 28
 
 

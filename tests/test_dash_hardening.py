@@ -133,8 +133,8 @@ def test_worker_killed_mid_computation_then_next_request_recomputes(tmp_path):
         got, want = ctx.store.get(results["keys"][kind]), fresh_app._wip_context.store.get(fresh["keys"][kind])
         pd.testing.assert_frame_equal(got.local, want.local)
     for name, key in fresh["keys"]["pfi"].items():
-        pd.testing.assert_frame_equal(ctx.store.get(results["keys"]["pfi"][name]),
-                                      fresh_app._wip_context.store.get(key))
+        pd.testing.assert_frame_equal(ctx.store.get(results["keys"]["pfi"][name]).to_frame(),
+                                      fresh_app._wip_context.store.get(key).to_frame())
 
 
 def test_views_ignore_cache_keys_sent_by_the_browser(ctx):

@@ -281,7 +281,7 @@ def test_onnx_classifier_matches_sklearn(files, frame, forest, fname):
     X_checked, y = check_model_data(model, frame, "label", name=fname)
     assert list(X_checked.columns) == ["a", "b", "c"]
     res = compute.permutation_importance(model, X_checked, y, n_repeats=2, random_state=0)
-    assert list(res.index) == ["a", "b", "c"] and np.isfinite(res["importance"]).all()
+    assert res.features == ["a", "b", "c"] and np.isfinite(res.importance).all()
 
 
 def test_onnx_zipmap_classes_without_onnx_package(files, frame, forest):

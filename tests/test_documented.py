@@ -30,7 +30,7 @@ def test_pfi_replays_its_own_seeding_exactly(gbm, reg_data):
             Xp = X.copy()
             Xp[feature] = X[feature].to_numpy()[perm_rng.permutation(len(X))]
             expected = np.mean((gbm.predict(Xp) - np.asarray(y)) ** 2) - base
-            assert_allclose(table.loc[feature, f"repeat_{r + 1}"], expected, rtol=1e-12, atol=1e-12)
+            assert_allclose(table.repeats.loc[feature, f"repeat_{r + 1}"], expected, rtol=1e-12, atol=1e-12)
 
 
 def test_centered_ice_is_zero_at_the_first_grid_point(gbm, reg_data):

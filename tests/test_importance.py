@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+
+import compute
 from numpy.testing import assert_allclose
 from sklearn.linear_model import LinearRegression
 
@@ -18,20 +20,23 @@ def test_mean_over_many_repeats_approaches_eq7(ols, reg_data):
     table = permutation_importance(ols, X, y, n_repeats=400, random_state=1)
     for col in X.columns:
         exact = feature_profile(ols, X, y, col).importance
-        se = table.loc[col, "std"] / np.sqrt(400)
-        assert abs(table.loc[col, "importance"] - exact) < 4 * se + 1e-12, col
+        se = table.std[col] / np.sqrt(400)
+        assert abs(table.importance[col] - exact) < 4 * se + 1e-12, col
 
 
 def test_table_layout(ols, reg_data):
     """One row per feature: importance, std and one column per repeat; attrs carry GE."""
     X, y = reg_data
-    table = permutation_importance(ols, X, y, n_repeats=3)
+    result = permutation_importance(ols, X, y, n_repeats=3)
+    assert isinstance(result, compute.PermutationImportance) and result.n_repeats == 3
+    assert result.n_rows == len(X) and result.loss == "squared_error" and result.kind == "difference"
+    table = result.to_frame()
     assert list(table.index) == ["x1", "x2", "x3"]
     assert list(table.columns) == ["importance", "std", "repeat_1", "repeat_2", "repeat_3"]
     reps = table[["repeat_1", "repeat_2", "repeat_3"]].to_numpy()
     assert_allclose(table.importance, reps.mean(axis=1))
     assert_allclose(table["std"], reps.std(axis=1))
-    assert table.attrs["model_error"] == pytest.approx(np.mean((ols.predict(X) - y) ** 2))
+    assert result.model_error == pytest.approx(np.mean((ols.predict(X) - y) ** 2))
 
 
 def test_ratio_is_difference_over_error_plus_one(gbm, reg_data):
@@ -39,7 +44,7 @@ def test_ratio_is_difference_over_error_plus_one(gbm, reg_data):
     X, y = reg_data
     diff = permutation_importance(gbm, X, y, n_repeats=4, random_state=2)
     ratio = permutation_importance(gbm, X, y, n_repeats=4, random_state=2, kind="ratio")
-    assert_allclose(ratio.importance, 1 + diff.importance / diff.attrs["model_error"], rtol=1e-12)
+    assert_allclose(ratio.importance, 1 + diff.importance / diff.model_error, rtol=1e-12)
 
 
 def test_repeat_equals_manual_permutation(gbm, reg_data):
@@ -56,7 +61,7 @@ def test_repeat_equals_manual_permutation(gbm, reg_data):
     manual = np.array(manual)
     # both are draws from the same distribution of permuted errors
     assert abs(table.importance.iloc[0] - manual.mean()) < 4 * manual.std() / np.sqrt(50)
-    assert table["std"].iloc[0] == pytest.approx(manual.std(), rel=0.5)
+    assert table.std.iloc[0] == pytest.approx(manual.std(), rel=0.5)
 
 
 def test_n_jobs_and_chunks_do_not_change_results(gbm, reg_data):
@@ -64,7 +69,8 @@ def test_n_jobs_and_chunks_do_not_change_results(gbm, reg_data):
     X, y = reg_data
     a = permutation_importance(gbm, X, y, n_repeats=5, random_state=7)
     b = permutation_importance(gbm, X, y, n_repeats=5, random_state=7, n_jobs=2, chunk_rows=23)
-    pd.testing.assert_frame_equal(a, b)
+    pd.testing.assert_frame_equal(a.to_frame(), b.to_frame())
+    assert a.model_error == b.model_error
 
 
 def test_ignored_feature_scores_zero_every_repeat(reg_data):
@@ -72,12 +78,12 @@ def test_ignored_feature_scores_zero_every_repeat(reg_data):
     X, y = reg_data
     model = LinearRegression().fit(X.assign(x3=0.0), y)
     table = permutation_importance(model, X, y, n_repeats=5)
-    assert_allclose(table.loc["x3"].to_numpy(), 0.0, atol=1e-12)
+    assert_allclose(table.to_frame().loc["x3"].to_numpy(), 0.0, atol=1e-12)
 
 
 def test_classifier_zero_one(forest_clf, clf_data):
     """Classification with zero_one works on a mixed-type pipeline; all rows finite."""
     X, y = clf_data
     table = permutation_importance(forest_clf, X, y, loss="zero_one", n_repeats=3)
-    assert np.isfinite(table.to_numpy()).all()
-    assert table.attrs["model_error"] == pytest.approx(np.mean(forest_clf.predict(X) != y))
+    assert np.isfinite(table.to_frame().to_numpy()).all()
+    assert table.model_error == pytest.approx(np.mean(forest_clf.predict(X) != y))

@@ -102,10 +102,10 @@ def test_forged_job_request_cannot_store_another_states_results(ctx):
     # the all-rows PFI (if computed by then) is of all rows, as its key says
     run_request(ctx, {"state": state})
     pfi = ctx.store.get(pfi_all)
-    assert pfi.attrs["n_rows"] == len(ctx.store.data(ctx.store.workspace(state["ws"])))
+    assert pfi.n_rows == len(ctx.store.data(ctx.store.workspace(state["ws"])))
     # and 100,000 repeats were clamped to the UI's maximum
     big = ctx.store.get(next(iter(plan_state(ctx, ctx.store.workspace(state["ws"]), clamped)["keys"]["pfi"].values())))
-    assert sum(c.startswith("repeat_") for c in big.columns) == MAX_REPEATS
+    assert big.n_repeats == MAX_REPEATS
 
 
 def test_job_request_is_only_a_state(ctx):

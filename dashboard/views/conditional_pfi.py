@@ -29,8 +29,8 @@ def export_csv(ctx, inp):
     if frame is None:
         return None
     for name, pfi in inp.pfi.items():
-        frame[f"permutation PFI {name}"] = pfi["importance"]
-        frame[f"permutation std {name}"] = pfi["std"]
+        frame[f"permutation PFI {name}"] = pfi.importance
+        frame[f"permutation std {name}"] = pfi.std
     return dcc.send_data_frame(frame.to_csv, "pfi.csv")
 
 

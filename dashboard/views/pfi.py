@@ -13,11 +13,10 @@ def render(ctx, inp) -> dict:
     if not pfi:
         return {"figure": empty("Waiting for the permutations…"), "info": ""}
     first = next(iter(pfi.values()))
-    n_rep = sum(c.startswith("repeat_") for c in first.columns)
-    title = (f"PFI ({first.attrs.get('kind', 'difference')} in {first.attrs.get('loss', inp.ws.loss)}), "
-             f"mean ± std over {n_rep} permutations, {inp.selection}")
-    rel = (first["std"] / first["importance"].abs().clip(lower=1e-12)).max()
-    info = (f"{first.attrs.get('n_rows', len(inp.data))} rows; largest relative spread {rel:.0%}"
+    title = (f"PFI ({first.kind} in {first.loss}), mean ± std over {first.n_repeats} permutations, "
+             f"{inp.selection}")
+    rel = (first.std / first.importance.abs().clip(lower=1e-12)).max()
+    info = (f"{first.n_rows} rows; largest relative spread {rel:.0%}"
             + (" — wide: ask for more repetitions." if rel > 0.2 else "."))
     return {"figure": figures.pfi_figure(pfi, selected=inp.feature, title=title), "info": info}
 
