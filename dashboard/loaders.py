@@ -10,7 +10,8 @@ Uploads come from users of a shared server, so a file is data, never code:
   off the list is refused like any other. Functions, methods and classes used as values are
   refused (except NumPy scalar types as values and scikit-learn's ``check_array``). Anything
   refused needs ``Policy.allow_user_types`` (an operator option) *and* the user's explicit
-  acceptance.
+  acceptance. After loading, tree, boosting, SVM and neighbour structures are validated
+  before any prediction (:func:`dashboard.model_trust.check_model`).
 - ``.onnx``: run by ONNX Runtime (CPU) from a private temporary copy, so tensors stored as
   "external data" cannot be read from other files next to the upload.
 - ``.pkl`` / ``.pickle`` / ``.joblib``: refused unopened unless ``Policy.allow_pickle``.
@@ -46,7 +47,7 @@ import pandas as pd
 from compute.errors import InputError, ModelError
 from compute.intervention import Design
 
-from .model_trust import Inspection, ModelFileError, inspect_skops
+from .model_trust import Inspection, ModelFileError, check_model, inspect_skops
 
 FIELDS = ("model", "data", "target", "output", "loss")
 MODEL_SUFFIXES = (".skops", ".onnx", ".pkl", ".pickle", ".joblib")
@@ -135,6 +136,11 @@ def load_model(path, *, name: str | None = None, policy: Policy = Policy(), acce
             model = _load_onnx(path, label)
         else:
             model = _load_pickle(path, label)
+        if suffix != ".onnx":
+            try:
+                check_model(model, label)  # before anything calls the model
+            except ModelFileError as exc:
+                raise LoadError(str(exc), field="model") from exc
     versions += [str(w.message.original_sklearn_version) for w in caught
                  if hasattr(w.message, "original_sklearn_version")]
     if not hasattr(model, "predict") and not hasattr(model, "predict_proba"):

@@ -1,4 +1,4 @@
-"""What an uploaded ``.skops`` file may contain.
+"""What an uploaded ``.skops`` file may contain, and checks of the model it builds.
 
 This module is the security boundary for skops uploads. skops rebuilds a model from a JSON
 schema in which every node names a Python type (``__module__`` + ``__class__``) and the
@@ -28,15 +28,22 @@ types), together with the loader it uses. A node whose ``__loader__``, ``__modul
 ``__class__`` is not a string, an unknown loader, a bad protocol, a damaged or oversized
 archive: all raise :class:`ModelFileError` with a message naming the file.
 
-The neighbour search trees and the HistGradientBoosting predictor hold index arrays that
-scikit-learn reads without bounds checks; the loader validates such structures after skops
-has built them.
+After skops has built the model, :func:`check_model` validates what scikit-learn's compiled
+code reads without bounds checks, before any prediction: decision trees (children in range,
+each node reached once from the root, feature indices below the number of input columns,
+no NaN thresholds, node count consistent with the arrays), the estimators that call them
+without validating the input (forests, gradient boosting, bagging), histogram gradient
+boosting predictors (the same, plus categorical bitset indices; their input width is also
+checked at every call), libsvm models (support vector counts, coefficient and intercept
+shapes), neighbour search trees (rebuilt from their data, never trusted as stored) and
+cluster centres. It also refuses text vectorizers that would read files named in the data.
 """
 
 from __future__ import annotations
 
 import functools
 import json
+import os
 import zipfile
 from dataclasses import dataclass
 
@@ -91,6 +98,8 @@ _FUNCTIONS = ("sklearn.utils.validation.check_array",)
 # Builtin classes used as values (dtype=int, dtype=object, dict key types).
 _BUILTIN_VALUE_TYPES = ("int", "float", "str", "bool", "complex", "bytes", "object", "list",
                         "tuple", "set", "map")
+_METRIC_CLASSES = ("EuclideanDistance64", "ManhattanDistance64", "ChebyshevDistance64",
+                   "MinkowskiDistance64")
 
 
 class ModelFileError(ValueError):
@@ -299,3 +308,432 @@ def _first_line(exc: BaseException, limit: int = 200) -> str:
     lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
     text = lines[0] if lines else type(exc).__name__
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# --- the built model -----------------------------------------------------------------------------
+def check_model(model, label: str) -> None:
+    """Validate what compiled scikit-learn code will read from ``model``; see the module doc.
+
+    Raises :class:`ModelFileError` naming ``label`` and the problem. Neighbour search trees
+    are rebuilt in place from their data, and histogram-gradient-boosting predictors check
+    their input width at each call.
+    """
+    try:
+        _check_all(model, label)
+    except ModelFileError:
+        raise
+    except Exception as exc:
+        raise ModelFileError(f"{label} holds a model whose internal arrays are inconsistent "
+                             f"({type(exc).__name__}: {_first_line(exc)}).") from exc
+
+
+def _objects(root):
+    """Every object reachable from ``root`` through instance dicts, containers and object
+    arrays (iteratively, each once), with no property or method of the objects called."""
+    seen, stack = set(), [root]
+    while stack:
+        obj = stack.pop()
+        if id(obj) in seen or obj is None or isinstance(obj, (str, bytes, int, float, bool, type)):
+            continue
+        seen.add(id(obj))
+        yield obj
+        if isinstance(obj, dict):
+            stack.extend(obj.values())
+        elif isinstance(obj, (list, tuple, set, frozenset)):
+            stack.extend(obj)
+        elif isinstance(obj, np.ndarray):
+            if obj.dtype == object:
+                stack.extend(obj.ravel().tolist())
+        else:
+            stack.extend(_attrs(obj).values())
+
+
+def _check_all(model, label: str) -> None:
+    from sklearn.ensemble import BaseEnsemble
+    from sklearn.ensemble._bagging import BaseBagging
+    from sklearn.ensemble._forest import BaseForest
+    from sklearn.ensemble._gb import BaseGradientBoosting
+    from sklearn.ensemble._hist_gradient_boosting.gradient_boosting import (
+        BaseHistGradientBoosting,
+    )
+    from sklearn.ensemble._hist_gradient_boosting.predictor import TreePredictor
+    from sklearn.metrics._dist_metrics import DistanceMetric64
+    from sklearn.neighbors._ball_tree import BallTree
+    from sklearn.neighbors._kd_tree import KDTree
+    from sklearn.svm._base import BaseLibSVM
+    from sklearn.tree import BaseDecisionTree
+    from sklearn.tree._tree import Tree
+
+    objects = list(_objects(model))
+    for obj in objects:  # first the parts ...
+        if isinstance(obj, Tree):
+            _check_tree(obj, label)
+        elif isinstance(obj, TreePredictor):
+            _check_predictor(obj, label)
+        elif isinstance(obj, DistanceMetric64):
+            _check_metric(obj, label)
+    boosting = []
+    for obj in objects:  # ... then the estimators that use them
+        if isinstance(obj, (KDTree, BallTree)):
+            _rebuild_search_tree(obj, label)
+        if isinstance(obj, BaseDecisionTree) and "tree_" in _attrs(obj):  # fitted
+            _check_tree_owner(obj, label)
+        if isinstance(obj, (BaseForest, BaseGradientBoosting, BaseBagging)) or (
+                isinstance(obj, BaseEnsemble) and "estimators_" in _attrs(obj)):
+            _check_ensemble(obj, label, bagging=isinstance(obj, BaseBagging))
+        if isinstance(obj, BaseGradientBoosting):
+            boosting.append(obj)
+        if isinstance(obj, BaseHistGradientBoosting):
+            _check_hist_gradient_boosting(obj, label)
+        if isinstance(obj, BaseLibSVM):
+            _check_libsvm(obj, label)
+        _check_params(obj, label)
+    for obj in boosting:  # calls the initial estimator: only once everything else is checked
+        _check_gradient_boosting(obj, label)
+
+
+def _attrs(obj) -> dict:
+    try:
+        attrs = object.__getattribute__(obj, "__dict__")
+    except AttributeError:
+        return {}
+    return attrs if isinstance(attrs, dict) else {}
+
+
+def _fail(label: str, what: str, problem: str) -> ModelFileError:
+    return ModelFileError(f"{label} is refused: {what} {problem}. The file was altered or damaged; "
+                          f"save the model again with skops.io.dump.")
+
+
+def _n_features_in(obj, label: str, what: str) -> int:
+    n = _attrs(obj).get("n_features_in_")
+    if isinstance(n, (int, np.integer)) and not isinstance(n, bool) and n >= 1:
+        return int(n)
+    raise _fail(label, what, f"has no valid n_features_in_ (got {n!r}); scikit-learn would not "
+                             f"check the input width")
+
+
+def _check_children(left: np.ndarray, right: np.ndarray, internal: np.ndarray, label: str, what: str) -> None:
+    """Children of internal nodes in [1, n), each node the child of exactly one internal node,
+    all reachable from the root: a tree, so every walk from the root ends at a leaf after at
+    most n steps."""
+    n = len(internal)
+    kids = np.concatenate([left[internal], right[internal]]).astype(np.int64, copy=False)
+    if kids.size and (kids.min() < 1 or kids.max() >= n):
+        bad = int(kids[(kids < 1) | (kids >= n)][0])
+        raise _fail(label, what, f"has a child index {bad} outside 1..{n - 1} (the root cannot be "
+                                 f"a child)")
+    parents = np.bincount(kids, minlength=n) if kids.size else np.zeros(n, dtype=np.int64)
+    if (parents[1:] != 1).any():
+        node = int(np.flatnonzero(parents[1:] != 1)[0]) + 1
+        raise _fail(label, what, f"has node {node} reached {int(parents[node])} times instead of "
+                                 f"once (a cycle or a shared or orphaned node)")
+    # Each non-root node has one parent; it is a tree iff every node's chain of parents
+    # reaches the root. Pointer doubling checks that in log2(n) vectorised steps.
+    parent = np.zeros(n, dtype=np.int64)
+    nodes = np.flatnonzero(internal)
+    parent[left[nodes].astype(np.int64)] = nodes
+    parent[right[nodes].astype(np.int64)] = nodes
+    for _ in range(max(1, int(n).bit_length())):
+        parent = parent[parent]
+    if (parent != 0).any():
+        raise _fail(label, what, f"has a cycle: node {int(np.flatnonzero(parent)[0])} is not reached "
+                                 f"from the root")
+
+
+def _check_tree(tree, label: str) -> None:
+    what = "a decision tree"
+    n, capacity = int(tree.node_count), int(tree.capacity)
+    if n < 1 or n != capacity:  # read node_count before any array: the arrays are views of it
+        raise _fail(label, what, f"declares {n} nodes but holds {capacity}")
+    if tree.n_features < 1 or tree.n_outputs < 1:
+        raise _fail(label, what, f"has {tree.n_features} features and {tree.n_outputs} outputs")
+    left = np.asarray(tree.children_left)
+    right = np.asarray(tree.children_right)
+    feature = np.asarray(tree.feature)
+    threshold = np.asarray(tree.threshold)
+    internal = left != -1
+    leaves = ~internal
+    if (right[leaves] != -1).any():
+        node = int(np.flatnonzero(leaves & (right != -1))[0])
+        raise _fail(label, what, f"has leaf {node} with a right child but no left child")
+    _check_children(left, right, internal, label, what)
+    f = feature[internal]
+    if f.size and (f.min() < 0 or f.max() >= tree.n_features):
+        bad = int(f[(f < 0) | (f >= tree.n_features)][0])
+        raise _fail(label, what, f"splits on feature {bad}, but it has {tree.n_features} input "
+                                 f"feature(s)")
+    t = threshold[internal]
+    if np.isnan(t).any() or (t == -np.inf).any():  # +inf is scikit-learn's "missing values only" split
+        raise _fail(label, what, "has a NaN or -inf split threshold")
+    value = tree.value
+    if value.shape[0] != n or value.ndim != 3:
+        raise _fail(label, what, f"has a value array of shape {value.shape} for {n} nodes")
+
+
+def _check_tree_owner(est, label: str) -> None:
+    """A DecisionTree*/ExtraTree* checks its input against n_features_in_; that must be the
+    width its tree reads."""
+    from sklearn.tree._tree import Tree
+
+    tree = _attrs(est)["tree_"]
+    name = type(est).__name__
+    if not isinstance(tree, Tree):
+        raise _fail(label, name, f"has a tree_ of type {type(tree).__name__}, not a Tree")
+    n = _n_features_in(est, label, name)
+    if tree.n_features != n:
+        raise _fail(label, name, f"reads {tree.n_features} features but checks its input for {n}")
+
+
+def _check_ensemble(est, label: str, bagging: bool) -> None:
+    """Forests and gradient boosting validate the input once and call their trees without
+    checks (check_input=False), so every tree must expect that width (bagging: its subset)."""
+    name = type(est).__name__
+    subs = _attrs(est).get("estimators_")
+    if subs is None:
+        return
+    n = _n_features_in(est, label, name)
+    subs = list(np.asarray(subs, dtype=object).ravel()) if isinstance(subs, np.ndarray) else list(subs)
+    features = _attrs(est).get("estimators_features_") if bagging else None
+    for i, sub in enumerate(subs):
+        if "n_features_in_" not in _attrs(sub):
+            continue
+        width = _n_features_in(sub, label, f"estimator {i} of {name}")
+        expected = n
+        if features is not None:
+            try:
+                expected = len(features[i])
+            except Exception:  # noqa: BLE001
+                raise _fail(label, name, f"has no feature subset for estimator {i}") from None
+            if expected > n:
+                raise _fail(label, name, f"gives estimator {i} {expected} features of {n}")
+        if width != expected:
+            raise _fail(label, name, f"passes {expected} features to estimator {i}, which expects "
+                                     f"{width}")
+
+
+def _check_gradient_boosting(est, label: str) -> None:
+    """GradientBoosting*: the compiled predict_stages reads ``estimators_[i, k].tree_`` and
+    writes column k of the initial raw predictions, unchecked."""
+    from sklearn.tree._tree import Tree
+
+    name = type(est).__name__
+    stages = _attrs(est).get("estimators_")
+    if stages is None:
+        return
+    if not isinstance(stages, np.ndarray) or stages.ndim != 2 or stages.dtype != object or stages.size == 0:
+        raise _fail(label, name, "has estimators_ that are not a 2-d array of trees")
+    for sub in stages.ravel():
+        if not isinstance(_attrs(sub).get("tree_"), Tree):
+            raise _fail(label, name, f"has a stage of type {type(sub).__name__} without a tree")
+    n = _n_features_in(est, label, name)
+    raw = est._raw_predict_init(np.zeros((2, n), dtype=np.float32))
+    if not isinstance(raw, np.ndarray) or raw.dtype != np.float64 or raw.shape != (2, stages.shape[1]):
+        raise _fail(label, name, f"starts from raw predictions of shape "
+                                 f"{getattr(raw, 'shape', None)} for {stages.shape[1]} trees per stage")
+
+
+def _check_predictor(pred, label: str) -> None:
+    """A HistGradientBoosting TreePredictor: what _predictor.pyx reads without bounds checks."""
+    from sklearn.ensemble._hist_gradient_boosting.common import PREDICTOR_RECORD_DTYPE
+
+    what = "a histogram gradient boosting tree"
+    nodes = _attrs(pred).get("nodes")
+    if not isinstance(nodes, np.ndarray) or nodes.dtype != PREDICTOR_RECORD_DTYPE or nodes.ndim != 1 \
+            or len(nodes) < 1:
+        raise _fail(label, what, "has no valid node array")
+    bitsets = {}
+    for key in ("raw_left_cat_bitsets", "binned_left_cat_bitsets"):
+        b = _attrs(pred).get(key)
+        if not isinstance(b, np.ndarray) or b.ndim != 2 or b.shape[1] != 8 or b.dtype != np.uint32:
+            raise _fail(label, what, f"has a {key} that is not an (n, 8) uint32 array")
+        bitsets[key] = b
+    internal = nodes["is_leaf"] == 0
+    _check_children(nodes["left"], nodes["right"], internal, label, what)
+    f = nodes["feature_idx"][internal]
+    if f.size and f.min() < 0:
+        raise _fail(label, what, f"splits on feature {int(f.min())}")
+    categorical = internal & (nodes["is_categorical"] != 0)
+    idx = nodes["bitset_idx"][categorical]
+    rows = min(b.shape[0] for b in bitsets.values())
+    if idx.size and idx.max() >= rows:
+        raise _fail(label, what, f"uses categorical bitset {int(idx.max())} of {rows}")
+    numeric = internal & (nodes["is_categorical"] == 0)
+    t = nodes["num_threshold"][numeric]
+    if np.isnan(t).any() or (t == -np.inf).any():
+        raise _fail(label, what, "has a NaN or -inf split threshold")
+    pred.__class__ = _checked_predictor_class()
+    pred._max_feature = int(f.max()) if f.size else -1
+    pred._categorical_features = np.unique(nodes["feature_idx"][categorical]).astype(np.intp)
+
+
+def _check_hist_gradient_boosting(est, label: str) -> None:
+    from sklearn.ensemble._hist_gradient_boosting.predictor import TreePredictor
+
+    name = type(est).__name__
+    attrs = _attrs(est)
+    if attrs.get("_in_fit"):
+        raise _fail(label, name, "is marked as being fitted (it would read its input as binned)")
+    predictors = attrs.get("_predictors")
+    if predictors is None:
+        return
+    n = _n_features_in(est, label, name)
+    mapper = attrs.get("_bin_mapper")
+    is_cat = _attrs(mapper).get("is_categorical_")
+    if is_cat is not None and (not isinstance(is_cat, np.ndarray) or is_cat.shape != (n,)):
+        raise _fail(label, name, f"has categorical flags for {getattr(is_cat, 'shape', '?')} of {n} "
+                                 f"features")
+    for stage in predictors:
+        for pred in stage:
+            if not isinstance(pred, TreePredictor):
+                continue
+            if pred._max_feature >= n:
+                raise _fail(label, name, f"splits on feature {pred._max_feature}, but it has {n}")
+            cats = pred._categorical_features
+            if cats.size and (is_cat is None or not is_cat[cats].all()):
+                raise _fail(label, name, f"splits on feature {int(cats[0])} as categorical, but it "
+                                         f"is not a categorical feature")
+
+
+@functools.cache
+def _checked_predictor_class():
+    from sklearn.ensemble._hist_gradient_boosting.predictor import TreePredictor
+
+    class CheckedTreePredictor(TreePredictor):
+        """A TreePredictor validated at load that also checks each input it is given."""
+
+        def predict(self, X, known_cat_bitsets, f_idx_map, n_threads):
+            _check_predictor_input(self, X)
+            if self._categorical_features.size:
+                f_idx_map = np.asarray(f_idx_map)
+                if f_idx_map.ndim != 1 or f_idx_map.shape[0] <= self._categorical_features.max():
+                    raise ValueError("categorical feature map does not cover the model's features")
+                if np.asarray(known_cat_bitsets).shape[0] <= f_idx_map[self._categorical_features].max():
+                    raise ValueError("known-category bitsets do not cover the model's features")
+            return super().predict(X, known_cat_bitsets, f_idx_map, n_threads)
+
+        def predict_binned(self, X, missing_values_bin_idx, n_threads):
+            _check_predictor_input(self, X)
+            return super().predict_binned(X, missing_values_bin_idx, n_threads)
+
+    CheckedTreePredictor.__module__ = __name__
+    return CheckedTreePredictor
+
+
+def __getattr__(name):  # pickle finds the class created on first use
+    if name == "CheckedTreePredictor":
+        return _checked_predictor_class()
+    raise AttributeError(name)
+
+
+def _check_predictor_input(pred, X) -> None:
+    shape = getattr(X, "shape", ())
+    if len(shape) != 2 or shape[1] <= pred._max_feature:
+        raise ValueError(f"input of shape {shape} is too narrow for a tree that splits on feature "
+                         f"{pred._max_feature}")
+
+
+def _check_metric(metric, label: str) -> None:
+    name = type(metric).__name__
+    if name not in _METRIC_CLASSES:
+        return  # a metric the user accepted: theirs to trust
+    p, vec, _ = metric.__getstate__()[:3]
+    if not np.isfinite(p) or p < 1:
+        raise _fail(label, f"the distance metric {name}", f"has p = {p}")
+    if name != "MinkowskiDistance64" and np.asarray(vec).size:
+        raise _fail(label, f"the distance metric {name}", "has weights it does not use")
+
+
+def _rebuild_search_tree(tree, label: str) -> None:
+    """KDTree/BallTree index arrays are read without bounds checks: rebuild them from the
+    data instead of trusting them (scikit-learn validates data, leaf size and metric)."""
+    name = type(tree).__name__
+    state = tree.__getstate__()
+    data, leaf_size, metric, weights = state[0], state[4], state[11], state[12]
+    if type(metric).__name__ not in _METRIC_CLASSES:
+        raise _fail(label, f"the {name}", f"uses the distance metric {type(metric).__name__}, which "
+                                          f"this server does not rebuild")
+    if not isinstance(leaf_size, (int, np.integer)) or not 1 <= leaf_size <= 10**6:
+        raise _fail(label, f"the {name}", f"has leaf size {leaf_size!r}")
+    fresh = type(tree)(np.asarray(data), leaf_size=int(leaf_size), metric=metric, sample_weight=weights)
+    tree.__setstate__(fresh.__getstate__())
+
+
+def _check_libsvm(est, label: str) -> None:
+    """SVC/SVR/...: libsvm copies counts, coefficients and intercepts by sizes it trusts."""
+    import scipy.sparse as sp
+    from sklearn.svm._base import LIBSVM_IMPL
+
+    name = type(est).__name__
+    a = _attrs(est)
+    if "support_" not in a:
+        return
+    impl = getattr(est, "_impl", None)  # a class attribute, unless the file overrides it
+    if impl not in LIBSVM_IMPL:
+        raise _fail(label, name, f"has an unknown libsvm type {impl!r}")
+    svm_type = LIBSVM_IMPL.index(impl)
+    support = a.get("support_")
+    n_support = a.get("_n_support")
+    dual, intercept = a.get("_dual_coef_"), a.get("_intercept_")
+    prob_a, prob_b = a.get("_probA"), a.get("_probB")
+    arrays = (support, n_support, intercept, prob_a, prob_b)
+    if not all(isinstance(x, np.ndarray) and x.ndim == 1 for x in arrays):
+        raise _fail(label, name, "lacks its libsvm arrays")
+    n_sv, n_class = len(support), len(n_support)
+    m = n_class * (n_class - 1) // 2
+    if n_class < 2 or (n_support < 0).any() or (svm_type < 2 and int(n_support.sum()) != n_sv) \
+            or (svm_type >= 2 and n_class != 2):
+        raise _fail(label, name, f"has support vector counts {n_support.tolist()[:10]} for {n_sv} "
+                                 f"support vectors")
+    if dual is None or tuple(dual.shape) != (n_class - 1, n_sv):
+        raise _fail(label, name, f"has dual coefficients of shape {getattr(dual, 'shape', None)}")
+    if len(intercept) != m:
+        raise _fail(label, name, f"has {len(intercept)} intercepts for {n_class} classes")
+    probability = _enabled(a.get("probability")) or _enabled(a.get("_effective_probability"))
+    if len(prob_a) != len(prob_b) or len(prob_a) not in ((m,) if probability else (0, m)):
+        raise _fail(label, name, f"has {len(prob_a)} probability coefficients for {m} class pairs")
+    kernel = a.get("kernel")
+    n = _n_features_in(est, label, name) if not callable(kernel) else None
+    vectors = a.get("support_vectors_")
+    if a.get("_sparse"):
+        if kernel == "precomputed" or callable(kernel) or not sp.issparse(vectors) or not sp.issparse(dual):
+            raise _fail(label, name, "is a sparse model without sparse support vectors")
+        vectors.check_format(full_check=True)
+        if vectors.shape != (n_sv, n) or dual.nnz != dual.shape[0] * dual.shape[1]:
+            raise _fail(label, name, f"has support vectors of shape {vectors.shape}")
+    elif kernel == "precomputed" or callable(kernel):
+        fit_shape = a.get("shape_fit_")
+        rows = fit_shape[0] if isinstance(fit_shape, tuple) and fit_shape else None
+        if not isinstance(rows, (int, np.integer)) or (n_sv and (support.min() < 0 or support.max() >= rows)):
+            raise _fail(label, name, f"has support indices outside the {rows} training samples")
+    elif not isinstance(vectors, np.ndarray) or vectors.shape != (n_sv, n):
+        raise _fail(label, name, f"has support vectors of shape {getattr(vectors, 'shape', None)} "
+                                 f"for {n_sv} vectors of {n} features")
+
+
+def _enabled(flag) -> bool:
+    """An SVM's probability flag as scikit-learn reads it ("deprecated" means off)."""
+    if flag is None or isinstance(flag, str) and flag == "deprecated":
+        return False
+    try:
+        return bool(flag)
+    except (TypeError, ValueError):  # e.g. an array: treat as on, so the arrays must be complete
+        return True
+
+
+def _check_params(obj, label: str) -> None:
+    """Parameters that make allow-listed estimators touch files or exhaust the machine."""
+    a = _attrs(obj)
+    kind = type(obj).__module__
+    if kind.startswith("sklearn.feature_extraction") and a.get("input", "content") != "content":
+        raise _fail(label, type(obj).__name__, f"has input={a.get('input')!r}: it would open the "
+                                               f"files named in the data")
+    centres = a.get("cluster_centers_")
+    if isinstance(centres, np.ndarray) and "n_features_in_" in a and kind.startswith("sklearn.") \
+            and (centres.ndim != 2 or centres.shape[1] != a["n_features_in_"]):
+        raise _fail(label, type(obj).__name__, f"has cluster centres of shape {centres.shape}")
+    jobs = a.get("n_jobs")
+    cores = os.cpu_count() or 1
+    if kind.startswith("sklearn.") and isinstance(jobs, (int, np.integer)) and not isinstance(jobs, bool) \
+            and abs(int(jobs)) > cores:
+        obj.n_jobs = cores if jobs > 0 else -1  # same predictions; no thread storm

@@ -35,6 +35,7 @@ from sklearn.ensemble import (
     RandomForestClassifier,
     RandomForestRegressor,
 )
+from sklearn.feature_extraction.text import CountVectorizer
 from sklearn.impute import SimpleImputer
 from sklearn.linear_model import LinearRegression, LogisticRegression, Ridge
 from sklearn.neighbors import KNeighborsRegressor
@@ -298,6 +299,213 @@ def test_demos_and_typical_pipelines_load_and_predict_without_acceptance(tmp_pat
         else:
             assert_array_equal(got, expected, err_msg=name)
     assert problems == [], "\n".join(problems)
+
+
+# --- item 2: tree structures --------------------------------------------------------------------
+def _tampered_tree(model_tree, **fields):
+    """Rewrite node fields of a fitted sklearn Tree in place (as a crafted file would)."""
+    state = model_tree.__getstate__()
+    nodes = state["nodes"].copy()
+    for field, (index, value) in fields.items():
+        nodes[field][index] = value
+    state["nodes"] = nodes
+    model_tree.__setstate__(state)
+
+
+@pytest.fixture
+def tree_data(data):
+    X, y, _ = data
+    return X[["a", "b"]], y
+
+
+def _first_split(tree) -> int:
+    return int(np.flatnonzero(tree.children_left != -1)[0])
+
+
+@pytest.mark.parametrize("edit, match", [
+    (lambda t: _tampered_tree(t, feature=(0, 1_000_000)), "splits on feature 1000000"),
+    (lambda t: _tampered_tree(t, threshold=(0, np.nan)), "NaN"),
+    (lambda t: _tampered_tree(t, left_child=(0, 10**6)), "child index 1000000"),
+    (lambda t: _tampered_tree(t, right_child=(0, -7)), "child index -7"),
+], ids=["feature-1e6", "nan-threshold", "child-out-of-range", "child-negative"])
+def test_tampered_decision_tree_is_refused(tmp_path, tree_data, edit, match):
+    X, y = tree_data
+    model = DecisionTreeRegressor(max_depth=4, random_state=0).fit(X, y)
+    edit(model.tree_)
+    refused(dump(model, tmp_path / "evil.skops"), match, both=False)
+
+
+def test_tree_inside_forest_and_pipeline_is_checked(tmp_path, data):
+    """Trees are found wherever they are: in a forest, inside a Pipeline."""
+    X, y, _ = data
+    model = make_pipeline(ColumnTransformer([("o", OneHotEncoder(), ["c"])], remainder="passthrough"),
+                          RandomForestRegressor(5, max_depth=3, random_state=0)).fit(X, y)
+    _tampered_tree(model[-1].estimators_[3].tree_, feature=(0, 50))
+    refused(dump(model, tmp_path / "evil.skops"), "splits on feature 50", both=False)
+
+
+def test_forest_tree_reading_wider_input_than_checked_is_refused(tmp_path, tree_data):
+    """A forest checks the input width once and calls its trees unchecked: a tree that
+    believes in more features than the forest checks for is refused."""
+    X, y = tree_data
+    forest = RandomForestRegressor(3, max_depth=3, random_state=0).fit(X, y)
+    tree = forest.estimators_[1]
+    wide = DecisionTreeRegressor(max_depth=3, random_state=0).fit(np.c_[X, X, X], y)
+    tree.tree_, tree.n_features_in_ = wide.tree_, 6
+    refused(dump(forest, tmp_path / "evil.skops"), "passes 2 features to estimator 1, which expects 6",
+            both=False)
+
+
+def test_gradient_boosting_stage_width_is_checked(tmp_path, tree_data):
+    """GradientBoosting's compiled predict writes column k of the raw predictions for each
+    of estimators_.shape[1] trees: more trees per stage than columns would write out of
+    bounds."""
+    X, y = tree_data
+    model = GradientBoostingRegressor(n_estimators=5, max_depth=2).fit(X, y)
+    model.estimators_ = np.concatenate([model.estimators_] * 3, axis=1)
+    refused(dump(model, tmp_path / "evil.skops"), "raw predictions of shape \\(2, 1\\) for 3 trees",
+            both=False)
+
+
+def test_cyclic_tree_is_refused_quickly(tmp_path, tree_data):
+    """A tree whose root's children are itself would make predict spin forever: the load
+    refuses it at once (in a subprocess, so a regression fails instead of hanging)."""
+    X, y = tree_data
+    model = DecisionTreeRegressor(max_depth=3, random_state=0).fit(X, y)
+    _tampered_tree(model.tree_, left_child=(0, 0), right_child=(0, 0))
+    path = dump(model, tmp_path / "cycle.skops")
+    X.to_csv(tmp_path / "X.csv", index=False)
+    out = run_isolated(f"""
+        import time, pandas as pd
+        from dashboard.loaders import LoadError, load_model, model_untrusted_types
+        X = pd.read_csv({str(tmp_path / 'X.csv')!r})
+        start = time.perf_counter()
+        assert model_untrusted_types({str(path)!r}) == []
+        try:
+            model = load_model({str(path)!r}, name="cycle.skops")
+        except LoadError as exc:
+            print("REFUSED", round(time.perf_counter() - start, 3), exc)
+        else:
+            model.predict(X)  # spins forever on a cyclic tree
+            print("LOADED AND PREDICTED")
+    """, timeout=60)
+    assert out.startswith("REFUSED"), out
+    assert float(out.split()[1]) < 5 and "child index 0" in out
+
+
+def test_cycle_deeper_in_the_tree_is_refused(tmp_path, tree_data):
+    """Node counts per parent are right but a subtree loops back on itself."""
+    X, y = tree_data
+    model = DecisionTreeRegressor(max_depth=4, random_state=0).fit(X, y)
+    t = model.tree_
+    left, right = t.children_left.copy(), t.children_right.copy()
+    a = int(left[0])  # the root's left child, an internal node: make its subtree a loop
+    b = int(left[a])
+    # a -> b -> a: b's left child becomes a (a is then reached twice), dropping b's old child
+    _tampered_tree(t, left_child=(b, a))
+    assert left[b] != -1 and right[a] != -1
+    refused(dump(model, tmp_path / "evil.skops"), "reached 2 times|cycle", both=False)
+
+
+# --- item 2: histogram gradient boosting -----------------------------------------------------------
+# Before the allow-list, the categorical preprocessing of HGB needed acceptance; accepting it
+# lets these tests show what the old code did with the tampered trees.
+USER_TYPES = Policy(allow_user_types=True)
+HGB_TYPES = ("functools.partial", "sklearn.utils.validation.check_array")
+
+
+@pytest.fixture
+def hgb(data):
+    X, y, _ = data
+    Xcat = X.assign(c=X.c.astype("category"))
+    y = y + 5 * (X.c == "y")  # so that the trees split on the categorical column
+    return HistGradientBoostingRegressor(max_iter=5, categorical_features="from_dtype").fit(Xcat, y), Xcat
+
+
+def _categorical_predictor(model):
+    for stage in model._predictors:
+        for pred in stage:
+            nodes = pred.nodes
+            if ((nodes["is_leaf"] == 0) & (nodes["is_categorical"] == 1)).any():
+                return pred
+    raise AssertionError("no categorical split")
+
+
+@pytest.mark.parametrize("field, value, match", [
+    ("feature_idx", 1_000_000, "splits on feature 1000000"),
+    ("left", 0, "child index 0"),
+    ("right", 4_000_000_000, "child index 4000000000"),
+    ("num_threshold", np.nan, "NaN"),
+    ("bitset_idx", 70_000, "categorical bitset 70000"),
+], ids=["feature-1e6", "cycle-to-root", "child-out-of-range", "nan-threshold", "bitset-index"])
+def test_tampered_hist_gradient_boosting_is_refused(tmp_path, hgb, field, value, match):
+    model, _ = hgb
+    pred = _categorical_predictor(model) if field == "bitset_idx" else model._predictors[0][0]
+    nodes = pred.nodes
+    split = np.flatnonzero((nodes["is_leaf"] == 0) & ((nodes["is_categorical"] == 1) if field == "bitset_idx"
+                                                       else (nodes["is_categorical"] == 0)))[0]
+    nodes[field][split] = value
+    refused(dump(model, tmp_path / "evil.skops"), match, both=False, policy=USER_TYPES, accepted=HGB_TYPES)
+
+
+def test_hist_gradient_boosting_checks_its_input_width(tmp_path, hgb):
+    """Predictors also check, at each call, that the input is as wide as the features they
+    split on (whatever preprocessing produced it)."""
+    model, X = hgb
+    loaded = load_model(dump(model, tmp_path / "ok.skops"), policy=USER_TYPES, accepted_types=HGB_TYPES)
+    pred = loaded._predictors[0][0]
+    assert type(pred).__name__ == "CheckedTreePredictor"
+    known, f_idx = loaded._bin_mapper.make_known_categories_bitsets()
+    with pytest.raises(ValueError, match="too narrow"):
+        pred.predict(np.zeros((2, 0)), known, f_idx, 1)
+    assert_allclose(loaded.predict(X), model.predict(X))
+
+
+# --- item 2: other compiled structures ------------------------------------------------------------
+def test_tampered_neighbour_tree_is_rebuilt_not_trusted(tmp_path, tree_data):
+    """KDTree index arrays are read unchecked; they are rebuilt from the data on load, so a
+    tampered index gives the genuine predictions (here in a subprocess: before this change
+    it read out of bounds)."""
+    X, y = tree_data
+    model = KNeighborsRegressor(algorithm="kd_tree").fit(X, y)
+    state = list(model._tree.__getstate__())
+    state[1] = np.full_like(state[1], 10**9)  # idx_array
+    model._tree.__setstate__(tuple(state))
+    path = dump(model, tmp_path / "knn.skops")
+    expected = KNeighborsRegressor(algorithm="kd_tree").fit(X, y).predict(X)
+    np.save(tmp_path / "X.npy", X.to_numpy())
+    out = run_isolated(f"""
+        import numpy as np
+        from dashboard.loaders import load_model
+        model = load_model({str(path)!r})
+        np.save({str(tmp_path / 'pred.npy')!r}, model.predict(np.load({str(tmp_path / 'X.npy')!r})))
+        print("OK")
+    """)
+    assert out.strip() == "OK"
+    assert_allclose(np.load(tmp_path / "pred.npy"), expected)
+
+
+def test_tampered_svm_is_refused(tmp_path, tree_data):
+    """libsvm copies intercepts and probability coefficients by counts it derives from the
+    number of classes: short arrays would be read past their end."""
+    X, y = tree_data
+    labels = np.digitize(y, [-1, 1])
+    model = SVC(C=1.0).fit(X, labels)
+    model._intercept_ = model._intercept_[:1]
+    refused(dump(model, tmp_path / "svc.skops"), "1 intercepts for 3 classes", both=False)
+    model = SVR().fit(X, y)
+    model._dual_coef_ = model._dual_coef_[:, :3].copy()
+    refused(dump(model, tmp_path / "svr.skops"), "dual coefficients of shape", both=False)
+
+
+def test_vectorizer_reading_files_named_in_the_data_is_refused(tmp_path, data, victim):
+    """CountVectorizer(input="filename") would open every value of its column as a path on
+    the server (e.g. the secret key) and leak its content through the predictions."""
+    X, y, _ = data
+    docs = X.assign(doc=np.where(X.a > 0, "alpha beta", "gamma"))
+    model = make_pipeline(ColumnTransformer([("t", CountVectorizer(), "doc")]), Ridge()).fit(docs, y)
+    model[0].transformers_[0][1].input = "filename"
+    refused(dump(model, tmp_path / "evil.skops"), "input='filename'", both=False)
 
 
 # --- item 6: crafted schemas and archives never give another exception ----------------------------
