@@ -10,8 +10,9 @@ Uploads come from users of a shared server, so a file is data, never code:
   off the list is refused like any other. Functions, methods and classes used as values are
   refused (except NumPy scalar types as values and scikit-learn's ``check_array``). Anything
   refused needs ``Policy.allow_user_types`` (an operator option) *and* the user's explicit
-  acceptance. After loading, tree, boosting, SVM and neighbour structures are validated
-  before any prediction (:func:`dashboard.model_trust.check_model`).
+  acceptance. The archive may unpack to at most ``Policy.max_bytes`` (the upload limit).
+  After loading, tree, boosting, SVM and neighbour structures are validated before any
+  prediction (:func:`dashboard.model_trust.check_model`).
 - ``.onnx``: run by ONNX Runtime (CPU) from a private temporary copy, so tensors stored as
   "external data" cannot be read from other files next to the upload.
 - ``.pkl`` / ``.pickle`` / ``.joblib``: refused unopened unless ``Policy.allow_pickle``.
@@ -53,7 +54,6 @@ FIELDS = ("model", "data", "target", "output", "loss")
 MODEL_SUFFIXES = (".skops", ".onnx", ".pkl", ".pickle", ".joblib")
 DATA_SUFFIXES = (".csv", ".parquet", ".pq")
 PICKLE_SUFFIXES = (".pkl", ".pickle", ".joblib")
-_MAX_UNPACK_RATIO = 10  # a .skops archive may unpack to at most 10 x max_bytes
 _ONNX_DTYPES = {
     "tensor(float)": np.float32, "tensor(double)": np.float64, "tensor(int64)": np.int64,
     "tensor(int32)": np.int32, "tensor(bool)": np.bool_, "tensor(string)": object,
@@ -78,7 +78,13 @@ class LoadError(InputError):
 
 @dataclass(frozen=True)
 class Policy:
-    """What the operator lets users upload (command-line options of the server)."""
+    """What the operator lets users upload (command-line options of the server).
+
+    ``max_bytes`` is the upload limit; a .skops archive may also unpack to at most that many
+    bytes. skops writes uncompressed archives by default, so every such file within the
+    upload limit passes; a compressed one may not unpack to more than an uncompressed one
+    could hold.
+    """
 
     allow_pickle: bool = False
     allow_user_types: bool = False
@@ -204,7 +210,7 @@ def infer_task(model, y: pd.Series) -> str:
 # --- skops ---------------------------------------------------------------------------------
 def _inspect_skops(path: str, label: str, policy: Policy) -> Inspection:
     try:
-        return inspect_skops(path, label, limit=_MAX_UNPACK_RATIO * policy.max_bytes)
+        return inspect_skops(path, label, limit=policy.max_bytes)
     except ModelFileError as exc:
         raise LoadError(str(exc), field="model") from exc
 

@@ -28,6 +28,13 @@ types), together with the loader it uses. A node whose ``__loader__``, ``__modul
 ``__class__`` is not a string, an unknown loader, a bad protocol, a damaged or oversized
 archive: all raise :class:`ModelFileError` with a message naming the file.
 
+The archive may unpack to at most ``limit`` bytes (the caller passes the upload limit). That
+is checked on the sizes the zip declares, then again while stream-decompressing every member
+with a running total (declared sizes can lie), including the arrays inside SciPy's ``.npz``
+members, and on the bytes the schema makes skops read (a member named by many nodes is read
+once per node). Only stored and deflated members are accepted: bzip2 and LZMA can expand a
+few kilobytes into gigabytes in a single decompression step.
+
 After skops has built the model, :func:`check_model` validates what scikit-learn's compiled
 code reads without bounds checks, before any prediction: decision trees (children in range,
 each node reached once from the root, feature indices below the number of input columns,
@@ -42,8 +49,10 @@ cluster centres. It also refuses text vectorizers that would read files named in
 from __future__ import annotations
 
 import functools
+import io
 import json
 import os
+import tempfile
 import zipfile
 from dataclasses import dataclass
 
@@ -54,6 +63,7 @@ SKOPS_PROTOCOLS = (1, 2)
 #: JSON nesting deeper than this is refused (skops rebuilds the schema recursively).
 MAX_SCHEMA_DEPTH = 200
 MAX_MEMBERS = 200_000
+_CHUNK = 1 << 20
 
 # Loaders of the current skops protocol (skops.io._*.NODE_TYPE_MAPPING). A schema naming any
 # other loader is refused before skops sees it.
@@ -204,8 +214,7 @@ def inspect_skops(path: str, label: str, *, limit: int) -> Inspection:
     """Check the archive and its schema; list the types it names. Never builds an object.
 
     Raises :class:`ModelFileError` for anything that is not a sound skops archive within
-    ``limit`` unpacked bytes (as declared). Any unexpected exception while reading becomes
-    one too.
+    ``limit`` unpacked bytes. Any unexpected exception while reading becomes one too.
     """
     try:
         schema, sizes = _read_archive(path, label, limit)
@@ -215,10 +224,16 @@ def inspect_skops(path: str, label: str, *, limit: int) -> Inspection:
     except Exception as exc:
         raise ModelFileError(f"{label} is not a valid .skops file ({type(exc).__name__}: "
                              f"{_first_line(exc)}).") from exc
-    for member in references:
+    read = 0
+    for member, count in references.items():
         if member not in sizes:
             raise ModelFileError(f"{label} is not a valid .skops file: its schema refers to "
                                  f"{member!r}, which the archive does not contain.")
+        read += sizes[member] * count
+    if read > limit:
+        raise ModelFileError(f"{label} makes the loader read {read / 2**20:.0f} MB (members "
+                             f"named several times by its schema), more than this server accepts "
+                             f"({limit / 2**20:.0f} MB).")
     refused = tuple(sorted(name for name, loaders in types.items() if not is_allowed(name, loaders)))
     return Inspection(schema=schema, types=types, refused=refused)
 
@@ -237,10 +252,27 @@ def _read_archive(path: str, label: str, limit: int) -> tuple[dict, dict[str, in
             raise ModelFileError(f"{label} is not a valid .skops file: it has "
                                  f"{'duplicated' if len(infos) <= MAX_MEMBERS else 'too many'} "
                                  f"members.")
+        for info in infos:
+            if info.flag_bits & 0x1:
+                raise ModelFileError(f"{label} has an encrypted member ({info.filename!r}); "
+                                     f"upload an unencrypted skops file.")
+            if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+                raise ModelFileError(
+                    f"{label} uses a compression this server does not unpack (member "
+                    f"{info.filename!r}, method {info.compress_type}); save it with "
+                    f"skops.io.dump(model, path) or compression=zipfile.ZIP_DEFLATED.")
         declared = sum(info.file_size for info in infos)
         if declared > limit:
-            raise ModelFileError(f"{label} unpacks to {declared / 2**20:.0f} MB, more than this "
-                                 f"server accepts ({limit / 2**20:.0f} MB).")
+            raise _too_big(label, declared, limit)
+        budget = _Budget(label, limit)
+        for info in infos:
+            with archive.open(info) as member:
+                if info.filename.endswith(".npz"):
+                    _check_npz(member, info.filename, budget)
+                elif info.filename.endswith(".npy"):
+                    _check_npy(member, info, budget, label)
+                else:
+                    _drain(member, budget)
         raw = archive.read("schema.json")
     schema = json.loads(raw)
     if not isinstance(schema, dict):
@@ -251,6 +283,78 @@ def _read_archive(path: str, label: str, limit: int) -> tuple[dict, dict[str, in
                              f"reads protocols {', '.join(map(str, SKOPS_PROTOCOLS))}. Save the model "
                              f"again with a recent skops.")
     return schema, {info.filename: info.file_size for info in infos}
+
+
+class _Budget:
+    """A running total of decompressed bytes that refuses the archive past ``limit``."""
+
+    def __init__(self, label: str, limit: int) -> None:
+        self.label, self.limit, self.used = label, limit, 0
+
+    def add(self, n: int) -> None:
+        self.used += n
+        if self.used > self.limit:
+            raise _too_big(self.label, self.used, self.limit, more=True)
+
+
+def _too_big(label: str, size: int, limit: int, more: bool = False) -> ModelFileError:
+    return ModelFileError(f"{label} unpacks to {'more than ' if more else ''}{size / 2**20:.0f} MB, "
+                          f"more than this server accepts ({limit / 2**20:.0f} MB, the upload "
+                          f"limit).")
+
+
+def _drain(stream, budget: _Budget) -> None:
+    while chunk := stream.read(_CHUNK):
+        budget.add(len(chunk))
+
+
+def _check_npy(stream, info: zipfile.ZipInfo, budget: _Budget, label: str) -> None:
+    """Stream the member, and check that its header declares no more data than it holds
+    (numpy allocates the declared size before reading)."""
+    from numpy.lib import format as npformat
+
+    head = stream.read(min(info.file_size, 65536 + 16))
+    budget.add(len(head))
+    buffer = io.BytesIO(head)
+    try:
+        version = npformat.read_magic(buffer)
+        if version == (1, 0):
+            shape, _, dtype = npformat.read_array_header_1_0(buffer)
+        elif version == (2, 0):
+            shape, _, dtype = npformat.read_array_header_2_0(buffer)
+        else:  # 3.0 (unicode field names): same header, no public reader
+            shape, _, dtype = npformat._read_array_header(buffer, version)
+    except Exception as exc:
+        raise ModelFileError(f"{label}: member {info.filename!r} is not a valid .npy array "
+                             f"({_first_line(exc)}).") from exc
+    if dtype.hasobject:
+        raise ModelFileError(f"{label}: member {info.filename!r} holds Python objects, which "
+                             f"skops never writes.")
+    declared = int(np.prod(shape, dtype=object)) * dtype.itemsize
+    if declared != info.file_size - buffer.tell():
+        raise ModelFileError(f"{label}: member {info.filename!r} declares an array of {declared} "
+                             f"bytes but holds {info.file_size - buffer.tell()}.")
+    _drain(stream, budget)
+
+
+def _check_npz(stream, name: str, budget: _Budget) -> None:
+    """A SciPy sparse matrix is a zip inside the zip: count what its arrays unpack to."""
+    with tempfile.TemporaryFile() as copy:
+        while chunk := stream.read(_CHUNK):
+            budget.add(len(chunk))
+            copy.write(chunk)
+        copy.seek(0)
+        _check_inner_zip(copy, name, budget)
+
+
+def _check_inner_zip(fileobj, name: str, budget: _Budget) -> None:
+    with zipfile.ZipFile(fileobj) as inner:
+        for info in inner.infolist():
+            if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+                raise ModelFileError(f"{budget.label}: member {name!r} uses an unsupported "
+                                     f"compression.")
+            with inner.open(info) as member:
+                _drain(member, budget)
 
 
 def _schema_types(schema: dict, label: str) -> tuple[dict[str, frozenset[str]], dict[str, int]]:

@@ -12,6 +12,7 @@ instead of hanging or killing the suite.
 from __future__ import annotations
 
 import gc
+import io
 import json
 import struct
 import subprocess
@@ -572,3 +573,107 @@ def test_crafted_schemas_and_archives_give_load_errors(tmp_path, data):
         except (Exception, pytest.fail.Exception) as exc:  # noqa: BLE001 -- any failure is listed
             problems.append(f"{name}: {type(exc).__name__}: {str(exc)[:120]}")
     assert problems == [], "\n".join(problems)
+
+
+def test_compressions_that_can_explode_are_refused(tmp_path, data):
+    """bzip2/LZMA members can expand kilobytes into gigabytes in one decompression step."""
+    X, y, _ = data
+    path = tmp_path / "lzma.skops"
+    sio.dump(LinearRegression().fit(X[["a"]], y), path, compression=zipfile.ZIP_LZMA)
+    refused(path, "compression")
+    deflated = tmp_path / "deflated.skops"
+    sio.dump(LinearRegression().fit(X[["a"]], y), deflated, compression=zipfile.ZIP_DEFLATED)
+    assert load_model(deflated).coef_.shape == (1,)
+
+
+# --- the unpack limit ---------------------------------------------------------------------------
+SMALL = Policy(max_bytes=1 << 20)  # a 1 MiB upload limit
+
+
+def _with_member(src: Path, dst: Path, name: str, payload: bytes) -> Path:
+    with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, "w") as zout:
+        for item in zin.infolist():
+            zout.writestr(item, zin.read(item))
+        zout.writestr(name, payload, compress_type=zipfile.ZIP_DEFLATED, compresslevel=9)
+    return dst
+
+
+def test_zip_bomb_declared_size_is_refused_before_unpacking(tmp_path, data, monkeypatch):
+    """A 6 KiB file that unpacks to 6 MiB, within 10 x the upload limit (the old rule) but
+    over the limit itself, is refused from the declared sizes, before any decompression."""
+    X, y, _ = data
+    good = dump(LinearRegression().fit(X[["a"]], y), tmp_path / "good.skops")
+    bomb = _with_member(good, tmp_path / "bomb.skops", "padding.bin", bytes(6 << 20))
+    assert bomb.stat().st_size < 20_000
+    opened = []
+    real_open = zipfile.ZipFile.open
+    monkeypatch.setattr(zipfile.ZipFile, "open",
+                        lambda self, name, *a, **k: opened.append(getattr(name, "filename", name))
+                        or real_open(self, name, *a, **k))
+    message = refused(bomb, "unpacks to 6 MB.*1 MB", policy=SMALL)
+    assert "padding.bin" not in opened and "the upload limit" in message
+
+
+def test_zip_bomb_with_lying_sizes_is_refused(tmp_path, data):
+    """Declared sizes can lie: a member claiming 100 bytes that inflates to 6 MiB is caught
+    while streaming (and never inflated past its claim)."""
+    X, y, _ = data
+    good = dump(LinearRegression().fit(X[["a"]], y), tmp_path / "good.skops")
+    bomb = _with_member(good, tmp_path / "liar.skops", "padding.bin", bytes(6 << 20))
+    raw = bytearray(bomb.read_bytes())
+    at = raw.rfind(b"PK\x01\x02")  # the last central-directory entry: padding.bin
+    assert raw[at + 46:at + 46 + 11] == b"padding.bin"
+    raw[at + 24:at + 28] = struct.pack("<I", 100)  # uncompressed size
+    bomb.write_bytes(bytes(raw))
+    refused(bomb, "not a valid .skops file", policy=SMALL)
+
+
+def test_member_read_by_many_nodes_counts_each_time(tmp_path, data):
+    """skops reads an array member once per node that names it: 40 nodes naming one 400 KiB
+    array make the loader hold 16 MiB from a 400 KiB file."""
+    X, y, _ = data
+    model = LinearRegression().fit(X[["a"]], y)
+    model.big_ = np.zeros(50_000)
+    good = dump(model, tmp_path / "good.skops")
+
+    def repeat(schema):
+        attrs = schema["content"]["content"]
+        for i in range(40):
+            attrs[f"copy{i}"] = dict(attrs["big_"], __id__=10**6 + i)
+
+    evil = rewrite(good, tmp_path / "many.skops", schema=repeat)
+    refused(evil, "read 16 MB.*named several times", policy=SMALL)
+
+
+def test_sparse_matrix_member_counts_its_inner_arrays(tmp_path, data):
+    """A SciPy sparse matrix is stored as an .npz (a zip) inside the archive: its own
+    compressed arrays count towards the limit too."""
+    import scipy.sparse as sp
+
+    X, y, _ = data
+    model = LinearRegression().fit(X[["a"]], y)
+    model.extra_ = sp.csr_matrix(np.ones((1, 1)))
+    good = dump(model, tmp_path / "good.skops")
+    member = next(n for n in zipfile.ZipFile(good).namelist() if n.endswith(".npz"))
+    big = sp.csr_matrix((np.zeros(1_000_000), np.zeros(1_000_000, dtype=np.int32),
+                         np.r_[0, 1_000_000].astype(np.int32)), shape=(1, 1))
+    buffer = io.BytesIO()
+    sp.save_npz(buffer, big, compressed=True)
+    assert len(buffer.getvalue()) < 100_000
+    evil = rewrite(good, tmp_path / "npz.skops", members={member: buffer.getvalue()})
+    refused(evil, "unpacks to more than", policy=SMALL)
+
+
+def test_npy_header_declaring_more_than_it_holds_is_refused(tmp_path, data):
+    """numpy allocates the size an .npy header declares before reading: a header declaring
+    10^12 elements over 8 bytes of data is refused."""
+    X, y, _ = data
+    good = dump(LinearRegression().fit(X[["a"]], y), tmp_path / "good.skops")
+    names = zipfile.ZipFile(good).namelist()
+    member = next(n for n in names if n.endswith(".npy"))
+    header = io.BytesIO()
+    from numpy.lib import format as npformat
+
+    npformat.write_array_header_1_0(header, {"descr": "<f8", "fortran_order": False, "shape": (10**12,)})
+    evil = rewrite(good, tmp_path / "npy.skops", members={member: header.getvalue() + bytes(8)})
+    refused(evil, "declares an array of 8000000000000 bytes")
