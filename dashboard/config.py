@@ -24,7 +24,7 @@ class Config:
     upload_limit_mb: int = 200             # per file, enforced while streaming
     upload_ttl_hours: float = 24.0         # uploaded files are deleted after this long
     allow_pickle: bool = False             # trust pickle/joblib model files (they execute code)
-    allow_user_types: bool = False         # let users accept skops types outside sklearn/numpy/scipy
+    allow_user_types: bool = False         # let users accept skops types off the allow-list (can run code)
     secret_key: str = ""                   # signs background-job handles; random if empty
     max_curves: int = 1000                 # observations explained per feature profile
     grid_budget: int = 300_000             # max n_obs x n_grid rows per feature for the observed grid
@@ -49,7 +49,8 @@ _HELP = {
     "upload_limit_mb": "largest accepted upload in MiB",
     "upload_ttl_hours": "hours an uploaded file is kept",
     "allow_pickle": "accept pickle/joblib model files: they EXECUTE CODE when loaded; only for files you trust",
-    "allow_user_types": "let users accept skops types that scikit-learn, NumPy and SciPy do not define",
+    "allow_user_types": "let users accept skops types that are not on the allow-list: such types CAN RUN "
+                        "CODE; only for users you trust",
     "secret_key": "signs background-job handles; workers sharing a cache folder share the key kept there",
     "max_curves": "observations explained per feature (ICI/ICE curves)",
     "grid_budget": "largest n_obs x n_grid per feature before the observed grid becomes a quantile grid",

@@ -65,8 +65,8 @@ def load_panel(config) -> html.Details:
                 html.Div(id=ids.MODEL_FILES_INFO, className="file-info"),
                 error_line(ids.MODEL_ERROR),
                 html.Div([
-                    html.P("This skops file contains types that are not defined by scikit-learn, NumPy or SciPy. "
-                           "Tick only the ones you trust:"),
+                    html.P("This skops file contains types this server does not load by itself (they could run "
+                           "code). Tick only the ones you trust:"),
                     dcc.Checklist(id=ids.TYPES_CHECKLIST, options=[], value=[]),
                 ], id=ids.TYPES_BOX, style={"display": "none"}),
                 html.P(pickle_note, className="help"),

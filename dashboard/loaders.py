@@ -2,13 +2,17 @@
 
 Uploads come from users of a shared server, so a file is data, never code:
 
-- ``.skops``: skops rebuilds objects from a JSON schema and refuses types it cannot vouch
-  for. Of those, this module accepts automatically only *instances* of classes defined in
-  scikit-learn, NumPy or SciPy (``Policy.skops_trusted_prefixes``) and NumPy scalar types
-  used as values (``dtype_include=np.number``). Functions, methods and classes referenced
-  as callables (``FunctionTransformer(func=...)``) are never accepted by prefix: chained
-  NumPy functions alone can write files (``np.savetxt``). Anything else needs
-  ``Policy.allow_user_types`` (an operator option) *and* the user's explicit acceptance.
+- ``.skops``: skops rebuilds objects from a JSON schema. This server accepts automatically
+  only an allow-list of exact types, each with the skops loader that may build it (scikit-learn
+  estimators and the fitted-attribute types typical models hold, NumPy arrays, dtypes and
+  scalar types, a few SciPy sparse types; see :mod:`dashboard.model_trust`). Every node of the
+  schema is checked, whichever package defines its type: a NumPy, SciPy or scikit-learn class
+  off the list is refused like any other. Functions, methods and classes used as values are
+  refused (except NumPy scalar types as values and scikit-learn's ``check_array``). Anything
+  refused needs ``Policy.allow_user_types`` (an operator option) *and* the user's explicit
+  acceptance. The archive may unpack to at most ``Policy.max_bytes`` (the upload limit).
+  After loading, tree, boosting, SVM and neighbour structures are validated before any
+  prediction (:func:`dashboard.model_trust.check_model`).
 - ``.onnx``: run by ONNX Runtime (CPU) from a private temporary copy, so tensors stored as
   "external data" cannot be read from other files next to the upload.
 - ``.pkl`` / ``.pickle`` / ``.joblib``: refused unopened unless ``Policy.allow_pickle``.
@@ -29,16 +33,13 @@ import codecs
 import csv
 import difflib
 import functools
-import importlib
 import json
 import os
 import re
 import shutil
-import sys
 import tempfile
 import warnings
 import weakref
-import zipfile
 from dataclasses import dataclass
 
 import numpy as np
@@ -47,16 +48,13 @@ import pandas as pd
 from compute.errors import InputError, ModelError
 from compute.intervention import Design
 
+from .model_trust import Inspection, ModelFileError, check_model, inspect_skops
+
 FIELDS = ("model", "data", "target", "output", "loss")
 MODEL_SUFFIXES = (".skops", ".onnx", ".pkl", ".pickle", ".joblib")
 DATA_SUFFIXES = (".csv", ".parquet", ".pq")
 PICKLE_SUFFIXES = (".pkl", ".pickle", ".joblib")
-_MAX_UNPACK_RATIO = 10  # a .skops archive may unpack to at most 10 x max_bytes
 PARQUET_EXPANSION = 4   # a Parquet file may expand to at most 4 x the upload limit in memory
-# skops loaders that build an *instance* of the named class without calling it with
-# arguments from the file (ObjectNode: __new__ + __setstate__; TreeNode: sklearn's Tree;
-# DTypeNode: the dtype of an array). Every other loader returns or calls the named object.
-_INSTANCE_LOADERS = frozenset({"ObjectNode", "TreeNode", "DTypeNode"})
 _ONNX_DTYPES = {
     "tensor(float)": np.float32, "tensor(double)": np.float64, "tensor(int64)": np.int64,
     "tensor(int32)": np.int32, "tensor(bool)": np.bool_, "tensor(string)": object,
@@ -81,10 +79,15 @@ class LoadError(InputError):
 
 @dataclass(frozen=True)
 class Policy:
-    """What the operator lets users upload (command-line options of the server)."""
+    """What the operator lets users upload (command-line options of the server).
+
+    ``max_bytes`` is the upload limit; a .skops archive may also unpack to at most that many
+    bytes. skops writes uncompressed archives by default, so every such file within the
+    upload limit passes; a compressed one may not unpack to more than an uncompressed one
+    could hold.
+    """
 
     allow_pickle: bool = False
-    skops_trusted_prefixes: tuple[str, ...] = ("sklearn.", "numpy.", "scipy.")
     allow_user_types: bool = False
     max_bytes: int = 200 * 2**20
     max_rows: int = 1_000_000
@@ -95,15 +98,16 @@ class Policy:
 def model_untrusted_types(path, *, policy: Policy = Policy(), name: str | None = None) -> list[str]:
     """Types in a ``.skops`` file that the user would have to accept; [] for other formats.
 
-    ``skops.io.get_untrusted_types`` minus the types this server trusts by prefix (see the
-    module docstring). Raises :class:`LoadError` for a file that is not a valid .skops file.
+    Every type named in the schema that is not on the allow-list with the loader it uses
+    (see :mod:`dashboard.model_trust`); read without building any object or calling skops.
+    Raises :class:`LoadError` for a file that is not a valid .skops file, whatever is wrong.
     """
     path = os.fspath(path)
     label = name or os.path.basename(path)
     if _suffix(path, name, MODEL_SUFFIXES) != ".skops":
         return []
     _check_size(path, label, policy, "model")
-    return _skops_types(path, label, policy)[2]
+    return list(_inspect_skops(path, label, policy).refused)
 
 
 def load_model(path, *, name: str | None = None, policy: Policy = Policy(), accepted_types=()) -> object:
@@ -139,6 +143,11 @@ def load_model(path, *, name: str | None = None, policy: Policy = Policy(), acce
             model = _load_onnx(path, label)
         else:
             model = _load_pickle(path, label)
+        if suffix != ".onnx":
+            try:
+                check_model(model, label)  # before anything calls the model
+            except ModelFileError as exc:
+                raise LoadError(str(exc), field="model") from exc
     versions += [str(w.message.original_sklearn_version) for w in caught
                  if hasattr(w.message, "original_sklearn_version")]
     if not hasattr(model, "predict") and not hasattr(model, "predict_proba"):
@@ -200,28 +209,15 @@ def infer_task(model, y: pd.Series) -> str:
 
 
 # --- skops ---------------------------------------------------------------------------------
-def _skops_schema(path: str, label: str | None, policy: Policy = Policy()) -> dict:
-    bad = LoadError(f"{label} is not a valid .skops file (it is not a skops zip archive); save the "
-                    f"model with skops.io.dump(model, 'model.skops').", field="model")
-    if not zipfile.is_zipfile(path):
-        raise bad
+def _inspect_skops(path: str, label: str, policy: Policy) -> Inspection:
     try:
-        with zipfile.ZipFile(path) as archive:
-            if "schema.json" not in archive.namelist():
-                raise bad
-            unpacked = sum(info.file_size for info in archive.infolist())
-            if unpacked > _MAX_UNPACK_RATIO * policy.max_bytes:
-                raise LoadError(f"{label} unpacks to {unpacked / 2**20:.0f} MB, more than this server "
-                                f"accepts ({_MAX_UNPACK_RATIO * policy.max_bytes / 2**20:.0f} MB).",
-                                field="model")
-            schema = json.loads(archive.read("schema.json"))
-    except (zipfile.BadZipFile, ValueError, RecursionError, OSError) as exc:
-        if isinstance(exc, LoadError):
-            raise
-        raise bad from exc
-    if not isinstance(schema, dict):
-        raise bad
-    return schema
+        return inspect_skops(path, label, limit=policy.max_bytes)
+    except ModelFileError as exc:
+        raise LoadError(str(exc), field="model") from exc
+
+
+def _skops_schema(path: str, label: str | None, policy: Policy = Policy()) -> dict:
+    return _inspect_skops(path, label or "model.skops", policy).schema
 
 
 def _nodes(schema):
@@ -248,43 +244,6 @@ def _values_of(schema, key: str) -> list[str]:
     return found
 
 
-def _skops_types(path: str, label: str, policy: Policy) -> tuple[dict, list[str], list[str]]:
-    """(schema, all untrusted types skops reports, those this server does not accept by itself)."""
-    import skops.io as sio
-
-    schema = _skops_schema(path, label, policy)
-    try:
-        untrusted = list(sio.get_untrusted_types(file=path))
-    except Exception as exc:
-        raise LoadError(f"{label} is not a valid .skops file ({_short(exc)}).{_skops_hint(schema)}",
-                        field="model") from exc
-    loaders: dict[str, set] = {}
-    for node in _nodes(schema):
-        if "__loader__" in node and "__module__" in node and "__class__" in node:
-            loaders.setdefault(f"{node['__module__']}.{node['__class__']}", set()).add(node["__loader__"])
-    rest = [t for t in untrusted if not _trusted_by_prefix(t, loaders.get(t), policy)]
-    return schema, untrusted, rest
-
-
-def _trusted_by_prefix(type_name: str, loaders: set | None, policy: Policy) -> bool:
-    if not type_name.startswith(tuple(policy.skops_trusted_prefixes)) or not loaders:
-        return False
-    if loaders <= _INSTANCE_LOADERS:
-        return True
-    return loaders == {"TypeNode"} and _is_numpy_scalar_type(type_name)
-
-
-def _is_numpy_scalar_type(type_name: str) -> bool:
-    module, _, attr = type_name.rpartition(".")
-    if module != "numpy" and not module.startswith("numpy."):
-        return False
-    try:
-        obj = getattr(sys.modules.get(module) or importlib.import_module(module), attr, None)
-    except Exception:
-        return False
-    return isinstance(obj, type) and issubclass(obj, np.generic)
-
-
 def _skops_hint(schema: dict) -> str:
     import skops
 
@@ -296,16 +255,16 @@ def _skops_hint(schema: dict) -> str:
 
 def _load_skops(path: str, label: str, policy: Policy, accepted: tuple) -> tuple[object, list[str]]:
     """The model and the scikit-learn versions its schema records."""
-    import skops.io as sio
-
-    schema, untrusted, rest = _skops_types(path, label, policy)
+    found = _inspect_skops(path, label, policy)
+    rest = list(found.refused)
     if rest:
         listed = ", ".join(rest)
-        why = (f"{label} contains types that skops refuses because it cannot vouch for them: {listed}. "
-               f"Loading them could run code from their modules. This server accepts automatically "
-               f"only objects whose classes are defined by scikit-learn, NumPy and SciPy (functions "
-               f"and classes used as callables, e.g. FunctionTransformer(func=...), always need "
-               f"acceptance).")
+        why = (f"{label} contains types this server does not load by itself: {listed}. Building "
+               f"them could run code (even classes of NumPy, SciPy or scikit-learn can delete files "
+               f"when they are built or freed). This server accepts automatically only a list of "
+               f"scikit-learn estimators and the array and attribute types fitted models need "
+               f"(functions and classes used as callables, e.g. FunctionTransformer(func=...), "
+               f"always need acceptance).")
         if not policy.allow_user_types:
             raise LoadError(f"{why} Ask the operator to start the server with --allow-user-types to "
                             f"accept such types per upload, or export the model to ONNX.", field="model")
@@ -313,14 +272,18 @@ def _load_skops(path: str, label: str, policy: Policy, accepted: tuple) -> tuple
         if missing:
             raise LoadError(f"{why} Tick the types you trust ({', '.join(missing)}) and load again, "
                             f"or export the model to ONNX.", field="model")
+    import skops.io as sio
+
+    # skops audits the file again and refuses anything outside this exact list
+    trusted = found.allowed + [t for t in rest if t in accepted]
     try:
-        return sio.load(path, trusted=untrusted), _values_of(schema, "_sklearn_version")
+        return sio.load(path, trusted=trusted), _values_of(found.schema, "_sklearn_version")
     except ImportError as exc:
         raise LoadError(f"{label} needs a module this server does not have ({_short(exc)}); ask the "
                         f"operator to install it, or export the model to ONNX.", field="model") from exc
-    except Exception as exc:
+    except Exception as exc:  # a crafted schema can make skops fail in any way (even RecursionError)
         raise LoadError(f"{label} is not a valid .skops file ({type(exc).__name__}: {_short(exc)})."
-                        f"{_skops_hint(schema)}", field="model") from exc
+                        f"{_skops_hint(found.schema)}", field="model") from exc
 
 
 # --- pickle / joblib (operator opt-in only) ------------------------------------------------
