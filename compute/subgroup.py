@@ -54,6 +54,13 @@ from compute.errors import InputError, SubgroupError
 
 __all__ = ["format_condition", "parse_subgroup"]
 
+# Caps on what one condition may hold: a condition comes from a URL or a text box, and
+# without them nesting reaches Python's recursion limit (RecursionError, not SubgroupError)
+# and 20,000 'or' terms cost seconds per request. Far above any condition a person writes.
+MAX_LENGTH = 2000        # characters (the dashboard's URL state keeps at most this many)
+MAX_DEPTH = 32           # nested parentheses and 'not's
+MAX_COMPARISONS = 100    # predicates (comparisons, between, in, is missing)
+
 _KEYWORDS = frozenset({"and", "or", "not", "between", "in", "is", "missing", "true", "false"})
 _MISSING_WORDS = frozenset({"nan", "null", "none", "na"})
 _COMPARE: dict[str, Callable[[object, object], object]] = {
@@ -171,6 +178,8 @@ class _Parser:
         self.condition = condition
         self.tokens = _tokenize(condition)
         self.i = 0
+        self.depth = 0
+        self.n_predicates = 0
 
     def parse(self) -> _Node:
         node = self._or()
@@ -210,14 +219,25 @@ class _Parser:
             nodes.append(operand())
         return nodes[0] if len(nodes) == 1 else _BoolOp(word, tuple(nodes))
 
+    def _nest(self, tok: _Token) -> None:
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise self._error(f"more than {MAX_DEPTH} nested parentheses or 'not's (the most a condition "
+                              f"may hold)", tok, "Write the condition with less nesting.")
+
     def _not(self) -> _Node:
         tok = self._peek()
         if tok.is_word("not"):
             self._next()
-            return _Not(self._not())
+            self._nest(tok)
+            node = _Not(self._not())
+            self.depth -= 1
+            return node
         if tok.is_punct("("):
             self._next()
+            self._nest(tok)
             node = self._or()
+            self.depth -= 1
             if not self._peek().is_punct(")"):
                 if self._peek().kind == "end":
                     raise self._error("unclosed '('", tok)
@@ -227,6 +247,10 @@ class _Parser:
         return self._predicate()
 
     def _predicate(self) -> _Predicate:
+        self.n_predicates += 1
+        if self.n_predicates > MAX_COMPARISONS:
+            raise self._error(f"more than {MAX_COMPARISONS} comparisons (the most a condition may hold)",
+                              self._peek(), "Use 'in [...]' for many values of one column.")
         col = self._next()
         if col.kind == "end":
             raise self._error("a column name is missing", col)
@@ -448,8 +472,10 @@ def parse_subgroup(condition: str, X: pd.DataFrame) -> pd.Series:
     Raises
     ------
     SubgroupError
-        If the condition is empty or malformed, names an unknown column, or compares a
-        column with a value of the wrong type. ``position`` is the 0-based offset of
+        If the condition is empty or malformed, names an unknown column, compares a
+        column with a value of the wrong type, or exceeds a cap: ``MAX_LENGTH``
+        characters, ``MAX_DEPTH`` nested parentheses or 'not's, ``MAX_COMPARISONS``
+        comparisons. ``position`` is the 0-based offset of
         the problem in ``condition``.
     """
     if not isinstance(condition, str):
@@ -459,6 +485,9 @@ def parse_subgroup(condition: str, X: pd.DataFrame) -> pd.Series:
                             position=None)
     if not isinstance(X, pd.DataFrame):
         raise InputError(f"'X' must be a pandas DataFrame (got {type(X).__name__}).")
+    if len(condition) > MAX_LENGTH:
+        raise SubgroupError(f"The subgroup 'condition' has {len(condition):,} characters; at most "
+                            f"{MAX_LENGTH:,} are allowed (MAX_LENGTH).", position=MAX_LENGTH)
     tree = _Parser(condition).parse()
     return pd.Series(_Evaluator(condition, X).evaluate(tree), index=X.index, dtype=bool)
 

@@ -377,3 +377,35 @@ def test_format_condition_number_property(number: float | int) -> None:
     """Any finite float or int64 literal survives formatting and parsing exactly."""
     df = pd.DataFrame({"v": pd.Series([number, 0], dtype=type(number))})
     check(format_condition("v", "==", number), df, df["v"] == number)
+
+
+# --- caps: no visitor input reaches a RecursionError or a multi-second parse ------------------
+@pytest.mark.parametrize("condition, cap", [
+    ("(" * 200 + "x1 > 0" + ")" * 200, "32 nested"),
+    ("not " * 3000 + "x1 > 0", "characters"),
+    ("not " * 40 + "x1 > 0", "32 nested"),
+    (" or ".join(["x1 > 0"] * 20_000), "characters"),
+    (" or ".join(["x1 > 0"] * 150), "100 comparisons"),
+    ("x1 > 0 and " * 9090 + "x1 > 0", "characters"),
+    ("x" * 100_000, "characters"),
+])
+def test_caps_give_a_subgroup_error_quickly(condition, cap):
+    import time
+
+    import compute.subgroup as sg
+
+    X = pd.DataFrame({"x1": [1.0, -1.0]})
+    start = time.perf_counter()
+    with pytest.raises(SubgroupError, match=cap):
+        sg.parse_subgroup(condition, X)
+    assert time.perf_counter() - start < 0.5
+
+
+def test_conditions_at_the_caps_still_parse():
+    import compute.subgroup as sg
+
+    X = pd.DataFrame({"x1": [1.0, -1.0], "x2": [0.0, 2.0]})
+    deep = "(" * 31 + "not x1 > 0" + ")" * 31
+    assert sg.parse_subgroup(deep, X).tolist() == [False, True]
+    many = " or ".join(["x2 > 1"] * 100)
+    assert len(many) <= sg.MAX_LENGTH and sg.parse_subgroup(many, X).tolist() == [False, True]
