@@ -31,6 +31,10 @@ class Config:
     n_jobs: int = 1                        # threads per model call inside a background job
     warm: bool = True                      # compute the default demo at start-up (python app.py)
     celery_broker: str = ""                # e.g. redis://host:6379/0: background jobs on Celery workers
+    upload_per_minute: int = 30            # uploads per client and minute
+    upload_mb_per_hour: int = 2000         # MiB per client and hour
+    upload_disk_mb: int = 4096             # all uploads not yet loaded, oldest evicted first
+    trusted_proxies: int = 0               # reverse proxies whose X-Forwarded-For names the client
     load_timeout: float = 120.0            # seconds per file check or model load (isolated process)
     job_timeout: float = 1800.0            # seconds per background computation (isolated process)
     job_memory_mb: int = 4096              # address-space limit of each isolated process
@@ -58,6 +62,10 @@ _HELP = {
     "warm": "compute the default demo at start-up",
     "celery_broker": "run background jobs on Celery workers through this broker (redis://...) instead of "
                      "forked children of the web workers",
+    "upload_per_minute": "uploads one client (address) may make per minute",
+    "upload_mb_per_hour": "MiB one client (address) may upload per hour",
+    "upload_disk_mb": "disk space (MiB) for uploads not yet loaded; the oldest are deleted first",
+    "trusted_proxies": "number of reverse proxies in front of the server whose X-Forwarded-For names the client",
     "load_timeout": "seconds a data-file check or model load may take before it is stopped",
     "job_timeout": "seconds one background computation may take before it is stopped",
     "job_memory_mb": "memory (address space, MiB) of each process that reads a file or runs a model",

@@ -14,6 +14,7 @@ from . import layout
 from .callbacks import register_all
 from .config import Config
 from .loaders import DATA_SUFFIXES, MODEL_SUFFIXES
+from .quota import UploadQuota
 from .state import Context, make_context
 from .store import ForkSafeCache
 
@@ -92,6 +93,19 @@ def add_upload_route(server, ctx: Context) -> None:
     limit = config_limit = ctx.config.upload_limit_mb * 2**20
     suffixes = {"model": MODEL_SUFFIXES, "data": DATA_SUFFIXES}
     last_purge = [0.0]
+    quota = UploadQuota(ctx.store.root, per_minute=ctx.config.upload_per_minute,
+                        bytes_per_hour=ctx.config.upload_mb_per_hour * 2**20,
+                        disk_budget=max(ctx.config.upload_disk_mb, ctx.config.upload_limit_mb) * 2**20)
+    if ctx.config.trusted_proxies:
+        from werkzeug.middleware.proxy_fix import ProxyFix
+
+        server.wsgi_app = ProxyFix(server.wsgi_app, x_for=ctx.config.trusted_proxies)
+
+    def refused(verdict, status=429):
+        response = jsonify(error=verdict.message)
+        response.status_code = status
+        response.headers["Retry-After"] = str(verdict.retry_after)
+        return response
 
     @server.route("/upload", methods=["POST"])
     def upload():
@@ -103,6 +117,9 @@ def add_upload_route(server, ctx: Context) -> None:
                    "(option --upload-limit-mb).")
         if request.content_length is not None and request.content_length > limit + _FORM_OVERHEAD:
             return jsonify(error=too_big), 413
+        verdict = quota.admit(request.remote_addr or "unknown", request.content_length or limit)
+        if not verdict.ok:
+            return refused(verdict)
         try:
             kind = request.form.get("kind", "")
             file = request.files.get("file")
@@ -118,9 +135,17 @@ def add_upload_route(server, ctx: Context) -> None:
             return jsonify(error=f"{name}: a {kind} file must end in {', '.join(suffixes[kind])} (got "
                                  f"{suffix or 'no suffix'})."), 400
         token, path = ctx.store.new_upload(name)
-        file.save(path)
+        try:
+            file.save(path)
+        except RequestEntityTooLarge:
+            shutil.rmtree(path.parent, ignore_errors=True)
+            return jsonify(error=too_big), 413
         size = path.stat().st_size
         if size > config_limit:
             shutil.rmtree(path.parent, ignore_errors=True)
             return jsonify(error=too_big), 413
+        room = quota.enforce_disk_budget(ctx.store.root / "uploads", keep=path.parent)
+        if not room.ok:
+            shutil.rmtree(path.parent, ignore_errors=True)
+            return refused(room, 507)
         return jsonify(id=token, name=name, size=size)

@@ -205,6 +205,14 @@ class Store:
         files = [p for p in folder.iterdir()] if folder.is_dir() else []
         return files[0] if len(files) == 1 else None
 
+    def discard_upload(self, token: str) -> bool:
+        """Delete an upload at once (a file found invalid); False for an unknown token."""
+        path = self.upload_path(token)
+        if path is None:
+            return False
+        shutil.rmtree(path.parent, ignore_errors=True)
+        return True
+
     def purge_uploads(self, ttl_hours: float) -> int:
         """Delete uploads, and workspaces made from uploads, older than the configured
         lifetime, then the data and model files no remaining workspace uses (demo files are

@@ -31,7 +31,9 @@ from helpers.hostile import SuicidalRegressor
 @pytest.fixture(scope="module")
 def app(tmp_path_factory):
     cache = tmp_path_factory.mktemp("hardening-cache")
-    return create_app(Config(cache_dir=str(cache), max_curves=120, allow_pickle=True, upload_limit_mb=1))
+    # the fuzzing tests upload hundreds of files from one address: quotas are tested elsewhere
+    return create_app(Config(cache_dir=str(cache), max_curves=120, allow_pickle=True, upload_limit_mb=1,
+                             upload_per_minute=100_000, upload_mb_per_hour=100_000))
 
 
 @pytest.fixture(scope="module")

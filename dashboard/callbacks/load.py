@@ -73,6 +73,7 @@ def describe_models(ctx, files) -> ModelFeedback:
             errors.append(f"{name}: refused. Pickle and joblib files run code when they are loaded, so this "
                           "server does not open them. Save the model with skops.io.dump(model, 'model.skops') "
                           "or export it to ONNX.")
+            ctx.store.discard_upload(f.get("id"))  # refused files do not wait for the TTL
         elif suffix == ".skops":
             path = ctx.store.upload_path(f.get("id"))
             if path is None:
@@ -83,9 +84,11 @@ def describe_models(ctx, files) -> ModelFeedback:
                                       what=f"Reading {name}", limits=ctx.load_limits))
             except (LoadError, compute.ExplainError) as exc:
                 errors.append(str(exc))
+                ctx.store.discard_upload(f.get("id"))
             except Exception as exc:  # never a 500 for a visitor's file
                 log.warning("type listing failed for an upload: %s", exc)
                 errors.append(f"{name} is not a valid .skops file ({type(exc).__name__}).")
+                ctx.store.discard_upload(f.get("id"))
     options = [{"label": f" {t}", "value": t, "disabled": not ctx.policy.allow_user_types} for t in sorted(set(types))]
     box = {"display": "block"} if options else {"display": "none"}
     return ModelFeedback("; ".join(info), _lines(errors), options, box)
@@ -114,9 +117,11 @@ def describe_data(ctx, upload) -> DataFeedback:
     try:
         outline = isolated(_data_outline, path, name, ctx.policy, what=f"Reading {name}", limits=ctx.load_limits)
     except (LoadError, compute.ExplainError) as exc:
+        ctx.store.discard_upload(upload.get("id"))  # refused files do not wait for the TTL
         return DataFeedback("", str(exc), [], None, [])
     except Exception as exc:  # never a 500 for a visitor's file
         log.warning("data outline failed for an upload: %s", exc)
+        ctx.store.discard_upload(upload.get("id"))
         return DataFeedback("", f"{name} could not be read ({type(exc).__name__}).", [], None, [])
     columns = outline["columns"]
     info = f"{name}: {outline['rows']} rows × {len(columns)} columns"
