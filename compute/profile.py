@@ -37,7 +37,7 @@ def feature_profile(
     loss=None,
     output=None,
     n_obs=None,
-    random_state=None,
+    random_state=0,
     n_jobs=1,
     chunk_rows=None,
 ) -> FeatureProfile:
@@ -75,7 +75,7 @@ def feature_profile(
         of ``model.classes_``).
     n_obs : int, optional
         Explain a random sample of this many rows (seeded by ``random_state``).
-    random_state : int, Generator or None
+    random_state : int, Generator or None, default 0
     n_jobs : int, default 1
         Threads evaluating chunks in parallel (-1: all cores).
     chunk_rows : int, optional
