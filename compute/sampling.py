@@ -59,7 +59,12 @@ def make_grid(column: pd.Series, grid, grid_weights=None) -> Grid:
         included); each point weighs the share of observed values nearest to it (bins
         with edges half-way between neighbouring points), so the weighted sum is the
         midpoint-rule estimate of the empirical integral. When ``m`` reaches the number
-        of distinct values the observed grid is used instead.
+        of distinct values (``m >= n_unique``) the observed grid is used instead, so no
+        point is interpolated between two clusters of a feature with few values. This is
+        scikit-learn's rule (``_grid_from_X`` uses the unique values when
+        ``n_unique < grid_resolution``) except at ``m == n_unique``, where scikit-learn
+        spaces m points evenly and we take the m observed values. Below that our m points
+        are quantiles (ties may merge some), scikit-learn's are evenly spaced.
         Array: those values (sorted, duplicates removed), weighted like the quantile grid
         unless ``grid_weights`` is given.
         Categorical features (string, category, object, bool) always use every level found
@@ -76,9 +81,9 @@ def make_grid(column: pd.Series, grid, grid_weights=None) -> Grid:
     if isinstance(grid, str):
         return _observed_grid(values)
     if isinstance(grid, (int, np.integer)):
-        points = np.unique(np.quantile(values, np.linspace(0.0, 1.0, int(grid))))
-        if points.size >= np.unique(values).size:
+        if int(grid) >= np.unique(values).size:  # the requested m, not the deduplicated quantiles
             return _observed_grid(values)
+        points = np.unique(np.quantile(values, np.linspace(0.0, 1.0, int(grid))))
         return Grid(points, _nearest_point_weights(values, points), categorical=False)
     points = np.asarray(grid, dtype=float)
     if grid_weights is not None:
