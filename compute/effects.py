@@ -20,7 +20,7 @@ from .errors import InputError
 from .prediction import Predictor, predict_pass
 from .profile import feature_profiles
 from .results import FeatureProfile
-from .sampling import MAX_GRID, is_categorical, make_grid
+from .sampling import MAX_GRID, is_categorical, quantile_bounds
 from .validation import (
     check_feature,
     check_features,
@@ -220,13 +220,14 @@ def ale_curve(
     """First-order accumulated local effects on quantile intervals.
 
     Scholbeck et al. (2019), Sec. 3, Eq. (2) estimated in their steps (i)-(iii): the
-    boundaries ``z_0 < ... < z_K`` are quantiles of the feature (built by
-    :func:`compute.sampling.make_grid` with ``n_intervals + 1`` points, min and max
-    included; ties may merge intervals); a row with ``z_{k-1} < x_i <= z_k`` (``z_0``
-    belongs to the first interval) is set to both boundaries, and the finite difference
-    ``f(z_k, x_C^(i)) - f(z_{k-1}, x_C^(i))`` is averaged within the interval and summed up
-    to each boundary (an empty interval adds 0). All ``2 n`` intervened rows go through
-    one batched pass. Centring as Apley's ALEPlot package: each row stands for the mean
+    boundaries ``z_0 < ... < z_K`` are the minimum and the type-1 quantiles of the
+    feature at k/K (:func:`compute.sampling.quantile_bounds`, as Apley's ALEPlot and R's
+    iml place them; ties may merge intervals). Every boundary is an observed value, so no
+    interval is empty and the ALE of a linear model is exactly linear. A row with
+    ``z_{k-1} < x_i <= z_k`` (``z_0`` belongs to the first interval) is set to both
+    boundaries, and the finite difference ``f(z_k, x_C^(i)) - f(z_{k-1}, x_C^(i))`` is
+    averaged within the interval and summed up to each boundary. All ``2 n`` intervened
+    rows go through one batched pass. Centring as Apley's ALEPlot package: each row stands for the mean
     of its interval's two boundary values, so the ``weight`` column,
     ``(n_k + n_{k+1}) / 2n``, sums to one and ``weight @ ale == 0``.
 
@@ -237,7 +238,7 @@ def ale_curve(
     feature : column label
         A numeric feature.
     n_intervals : int, default 10
-        Number of quantile intervals K, >= 2.
+        Number of quantile intervals K, >= 2 (fewer when ties merge bounds).
 
     Returns
     -------
@@ -250,8 +251,8 @@ def ale_curve(
     n_intervals = check_int(n_intervals, "n_intervals", low=2, high=MAX_GRID - 1)
     n_jobs, chunk_rows = check_n_jobs(n_jobs), check_int(chunk_rows, "chunk_rows", low=1, none_ok=True)
     x = _numeric_values(Xm[feature], "ALE")
-    bounds = make_grid(Xm[feature], n_intervals + 1).values
     rows = np.flatnonzero(~np.isnan(x))
+    bounds = quantile_bounds(x[rows], n_intervals)
     interval = _interval_of(x[rows], bounds)
     fd = _difference_pass(predictor, feature, rows, bounds[interval - 1], bounds[interval],
                           chunk_rows=chunk_rows, n_jobs=n_jobs)

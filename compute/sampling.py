@@ -94,6 +94,35 @@ def make_grid(column: pd.Series, grid, grid_weights=None) -> Grid:
     return Grid(points, _nearest_point_weights(values, points), categorical=False)
 
 
+def quantile_bounds(values: np.ndarray, n_intervals: int) -> np.ndarray:
+    """Interval bounds on observed values: the minimum and the type-1 quantiles at k/K.
+
+    ``z_0 = min(x)`` and ``z_k = x_(ceil(n k / K))``, k = 1..K, the k/K quantile of the
+    inverse empirical distribution function (Hyndman & Fan's type 1, R's
+    ``quantile(type=1)``), duplicates removed. This is ALEPlot's choice of ALE intervals
+    (Apley & Zhu 2020, ``c(min(x), quantile(x, seq(1/K, 1, length.out=K), type=1))``):
+    every bound is an observed value, so each interval ``(z_{k-1}, z_k]`` holds at least
+    the rows equal to ``z_k`` and none is empty. The ranks are computed in integers:
+    ``np.quantile(method="inverted_cdf")`` forms ``n * p`` in floating point and is one
+    rank too high when it rounds up (n = 200, K = 5: ``0.6 * 200 = 120.00000000000001``).
+
+    Parameters
+    ----------
+    values : ndarray of shape (n,)
+        Non-missing values of the feature.
+    n_intervals : int
+        The number K of intervals asked for; ties may merge some (fewer bounds).
+
+    Returns
+    -------
+    bounds : ndarray of shape (n_bounds,), sorted, distinct, ``n_bounds <= K + 1``.
+    """
+    x = np.sort(np.asarray(values, dtype=float))
+    k = np.arange(1, int(n_intervals) + 1, dtype=np.int64)
+    ranks = -(-x.size * k // int(n_intervals))  # ceil(n k / K), exact
+    return np.unique(np.r_[x[0], x[ranks - 1]])
+
+
 def _observed_grid(values: np.ndarray) -> Grid:
     points, counts = np.unique(values, return_counts=True)
     return Grid(points, counts / counts.sum(), categorical=False)

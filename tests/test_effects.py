@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from numpy.testing import assert_allclose
+from sklearn.linear_model import LinearRegression
 
 from compute import InputError, feature_profile
 from compute.effects import (
@@ -238,7 +239,7 @@ def test_ale_from_profile_equals_own_intervention(gbm, reg_data):
     """The ICE tensor on the quantile boundaries gives the same ALE without predicting."""
     X, _ = reg_data
     direct = ale_curve(gbm, X, "x3", n_intervals=8)
-    cached = ale_from_profile(feature_profile(gbm, X, None, "x3", grid=9))
+    cached = ale_from_profile(feature_profile(gbm, X, None, "x3", grid=direct.grid.to_numpy()))
     pd.testing.assert_frame_equal(direct, cached)
 
 
@@ -246,6 +247,29 @@ def test_ale_chunked_parallel_equals_single_pass(gbm, reg_data):
     """chunk_rows and n_jobs do not change the ALE."""
     X, _ = reg_data
     pd.testing.assert_frame_equal(ale_curve(gbm, X, "x1"), ale_curve(gbm, X, "x1", chunk_rows=7, n_jobs=2))
+
+
+@pytest.mark.parametrize("n_intervals", [5, 20, 50, 100])
+def test_linear_ale_exact_with_mass_points(mass_data, n_intervals):
+    """Ties and mass points: bounds on observed values, no empty interval, slope = coefficient."""
+    X, y = mass_data
+    model = LinearRegression().fit(X, y)
+    for j, feature in enumerate(X.columns):
+        res = ale_curve(model, X, feature, n_intervals=n_intervals)
+        assert (res.n_obs.iloc[1:] > 0).all()
+        assert np.isin(res.grid, X[feature]).all()
+        assert_allclose(np.diff(res.ale) / np.diff(res.grid), model.coef_[j], rtol=1e-9)
+
+
+def test_ale_bounds_are_type1_quantiles_with_integer_ranks():
+    """n = 200, K = 5: z_k is the (40 k)-th smallest value; in floats 0.6 * 200 > 120."""
+    x = np.random.default_rng(0).permutation(np.arange(200.0) ** 1.5)
+    X = pd.DataFrame({"a": x, "b": np.zeros(200)})
+    res = ale_curve(Formula(lambda d: d.a, ["a", "b"]), X, "a", n_intervals=5)
+    assert_allclose(res.grid, np.sort(x)[[0, 39, 79, 119, 159, 199]], rtol=0, atol=0)
+    assert res.n_obs.tolist() == [0, 40, 40, 40, 40, 40]
+    p = np.linspace(0, 1, 6)[3]  # why integers: numpy's type 1 is one rank too high here
+    assert np.quantile(x, p, method="inverted_cdf") == np.sort(x)[120]
 
 
 def test_ale_values_empty_interval_is_flat():
