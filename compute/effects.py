@@ -259,24 +259,63 @@ def ale_curve(
     return _ale_frame(bounds, *ale_values(fd, interval, bounds.size - 1))
 
 
-def ale_from_profile(prof: FeatureProfile) -> pd.DataFrame:
-    """ALE read off a profile's ICE tensor, taking its grid points as interval boundaries.
+def ale_from_profile(prof: FeatureProfile, *, n_intervals: int | None = None) -> pd.DataFrame:
+    """ALE read off a profile's ICE tensor, with interval bounds on the profile's grid.
 
-    ``pred[i, k] - pred[i, k-1]`` is the finite difference of :func:`ale_curve` for a row
-    in interval k, so no prediction is needed; with ``grid=n_intervals + 1`` and all rows
-    this equals ``ale_curve(..., n_intervals=n_intervals)``. Rows whose own value lies
-    outside the grid's range are left out. Same columns as :func:`ale_curve`.
+    ``pred[i, b_k] - pred[i, b_{k-1}]`` is the finite difference of :func:`ale_curve` for a
+    row in interval k (Scholbeck et al. 2019, Sec. 3, Eq. 2), so no prediction is needed;
+    the bounds must therefore be grid points. Rows whose own value lies outside the grid's
+    range are left out.
+
+    Parameters
+    ----------
+    prof : FeatureProfile
+        Profile of a numeric feature.
+    n_intervals : int, optional
+        ``None`` (default): every grid point is a bound, so with ``grid=bounds`` (an array)
+        and all rows this equals ``ale_curve``; on an observed grid that is one interval per
+        distinct value, mostly noise. ``K >= 2``: the bounds of :func:`ale_curve`, the
+        minimum and the type-1 quantiles at k/K (:func:`compute.sampling.quantile_bounds`)
+        of the explained rows' own values, each snapped onto the grid: the lowest down to
+        the largest grid point <= it, the others up to the smallest grid point >= it, then
+        duplicates removed. On an observed grid every own value is a grid point, so nothing
+        moves and the result equals ``ale_curve(model, X.loc[prof.rows], feature,
+        n_intervals=K)``. On a quantile grid the bounds are the grid points just above the
+        type-1 quantiles, not the quantiles: the intervals are coarser and their row counts
+        less even, but still none is empty (the type-1 quantile ``q_k``, an own value, lies
+        in ``(b_{k-1}, b_k]``), and there are at most ``min(K, n_grid - 1)`` of them.
+
+    Returns
+    -------
+    DataFrame with the columns of :func:`ale_curve`.
     """
     if check_profile(prof).categorical:
         raise InputError(f"ALE needs a numeric feature; {prof.feature!r} is categorical.")
+    n_intervals = check_int(n_intervals, "n_intervals", low=2, high=MAX_GRID - 1, none_ok=True)
     inside = (prof.x >= prof.grid[0]) & (prof.x <= prof.grid[-1])
     if not inside.any():
         raise InputError(f"No explained row of {prof.feature!r} lies within the grid's range.")
-    interval = _interval_of(prof.x[inside], prof.grid)
-    pred = prof.pred[inside]
+    x, pred = prof.x[inside], prof.pred[inside]
+    at = np.arange(prof.grid.size)  # positions of the bounds in the grid
+    if n_intervals is not None:
+        at = _snap_to_grid(quantile_bounds(x, n_intervals), prof.grid)
+        if at.size < 2:
+            raise InputError(
+                f"The explained rows of {prof.feature!r} all take one value ({float(x[0])}); ALE "
+                f"needs at least two."
+            )
+    bounds = prof.grid[at]
+    interval = _interval_of(x, bounds)
     rows = np.arange(pred.shape[0])
-    fd = pred[rows, interval] - pred[rows, interval - 1]
-    return _ale_frame(prof.grid, *ale_values(fd, interval, prof.grid.size - 1))
+    fd = pred[rows, at[interval]] - pred[rows, at[interval - 1]]
+    return _ale_frame(bounds, *ale_values(fd, interval, bounds.size - 1))
+
+
+def _snap_to_grid(bounds: np.ndarray, grid: np.ndarray) -> np.ndarray:
+    """Grid positions of the bounds: the first down, the others up, duplicates removed."""
+    first = np.searchsorted(grid, bounds[:1], side="right") - 1
+    rest = np.searchsorted(grid, bounds[1:], side="left")
+    return np.unique(np.r_[first, rest])
 
 
 def ale_values(fd: np.ndarray, interval: np.ndarray, n_intervals: int) -> tuple[np.ndarray, np.ndarray]:

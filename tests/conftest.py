@@ -53,6 +53,12 @@ def mass_data():
 
 
 @pytest.fixture(scope="session")
+def mass_gbm(mass_data):
+    X, y = mass_data
+    return GradientBoostingRegressor(n_estimators=40, max_depth=3, random_state=0).fit(X, y)
+
+
+@pytest.fixture(scope="session")
 def clf_data():
     """Mixed-type classification data: numeric, string (pandas str dtype) with missing
     values, a categorical and a boolean column; three classes."""

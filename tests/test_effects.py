@@ -243,6 +243,32 @@ def test_ale_from_profile_equals_own_intervention(gbm, reg_data):
     pd.testing.assert_frame_equal(direct, cached)
 
 
+@pytest.mark.parametrize("n_intervals", [4, 20, 60])
+def test_ale_from_observed_profile_with_k_equals_ale_curve(mass_gbm, mass_data, n_intervals):
+    """Observed grid, K intervals: the type-1 bounds of ale_curve, read off the tensor."""
+    X, _ = mass_data
+    for feature in X.columns:
+        prof = feature_profile(mass_gbm, X, None, feature)
+        pd.testing.assert_frame_equal(ale_from_profile(prof, n_intervals=n_intervals),
+                                      ale_curve(mass_gbm, X, feature, n_intervals=n_intervals))
+        sample = feature_profile(mass_gbm, X, None, feature, n_obs=120, random_state=0)
+        pd.testing.assert_frame_equal(ale_from_profile(sample, n_intervals=n_intervals),
+                                      ale_curve(mass_gbm, X.loc[sample.rows], feature, n_intervals=n_intervals))
+
+
+def test_ale_from_quantile_profile_snaps_bounds_to_grid(mass_data):
+    """Quantile grid: bounds are grid points, no interval is empty, a linear ALE stays exact."""
+    X, y = mass_data
+    model = LinearRegression().fit(X, y)
+    for j, feature in enumerate(X.columns):
+        prof = feature_profile(model, X, None, feature, grid=30)
+        for k in (5, 20, 100):
+            res = ale_from_profile(prof, n_intervals=k)
+            assert np.isin(res.grid, prof.grid).all() and len(res) - 1 <= min(k, prof.grid.size - 1)
+            assert (res.n_obs.iloc[1:] > 0).all() and res.n_obs.sum() == len(X)
+            assert_allclose(np.diff(res.ale) / np.diff(res.grid), model.coef_[j], rtol=1e-9)
+
+
 def test_ale_chunked_parallel_equals_single_pass(gbm, reg_data):
     """chunk_rows and n_jobs do not change the ALE."""
     X, _ = reg_data

@@ -103,14 +103,6 @@ def aleplot_reference(model, X: pd.DataFrame, feature, K: int) -> tuple[np.ndarr
     return z, fj
 
 
-@pytest.fixture(scope="module")
-def mass_gbm(mass_data):
-    from sklearn.ensemble import GradientBoostingRegressor
-
-    X, y = mass_data
-    return GradientBoostingRegressor(n_estimators=40, max_depth=3, random_state=0).fit(X, y)
-
-
 @pytest.mark.parametrize("K", [3, 5, 10, 20, 22, 40, 46, 100])  # 506 k / 22, 46: integer ranks
 def test_ale_equals_type1_reference(mass_gbm, mass_data, K):
     """ale_curve equals ALEPlot's algorithm (bounds and values) on data with mass points."""
