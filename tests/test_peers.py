@@ -114,3 +114,29 @@ def test_ale_equals_type1_reference(mass_gbm, mass_data, K):
         res = ale_curve(mass_gbm, X, feature, n_intervals=K)
         assert_allclose(res.grid, z, rtol=0, atol=0)
         assert_allclose(res.ale, fj, rtol=1e-10, atol=1e-10)
+
+
+# --- ICE: scikit-learn's partial_dependence(kind="individual") --------------------------------
+@pytest.mark.parametrize("feature, grid", [
+    ("num", "observed"),
+    ("num", 15),
+    ("size", ["S", "M", "L"]),
+    ("city", ["oslo", "paris", "rome"]),
+    ("flag", [False, True]),
+])
+def test_ice_equals_sklearn_individual_partial_dependence(clf_pipeline, clf_data, feature, grid):
+    """Pipeline (ColumnTransformer: scaler + one-hot) on numeric, string, categorical and
+    boolean columns: our ICE tensor is sklearn's individual PD of the same class on our grid."""
+    from sklearn.inspection import partial_dependence
+
+    from compute import feature_profile
+
+    X, _ = clf_data
+    prof = feature_profile(clf_pipeline, X, None, feature, grid=grid)
+    values = list(prof.grid) if prof.categorical else prof.grid
+    res = partial_dependence(clf_pipeline, X, [feature], kind="individual", method="brute",
+                             response_method="predict_proba", custom_values={feature: values},
+                             categorical_features=[feature] if prof.categorical else None)
+    k = list(clf_pipeline.classes_).index(prof.output)
+    assert list(res["grid_values"][0]) == list(values)
+    assert_allclose(prof.pred, res["individual"][k], rtol=1e-12, atol=1e-14)
