@@ -430,6 +430,19 @@ def test_linear_firm_is_abs_coef_times_weighted_grid_sd(ols, reg_data):
         assert_allclose(grid_sd, X[feature].std(ddof=0), rtol=1e-12)
 
 
+def test_firm_weights_grid_points_by_data_share(mass_data):
+    """Ties and mass points: the PD sd weights each distinct value by its frequency, so a linear
+    model gives |b| times the data's sd; the unweighted sd over the distinct values (vip's
+    FIRM over a grid) is another number."""
+    X, y = mass_data
+    model = LinearRegression().fit(X, y)
+    for j, feature in enumerate(X.columns):
+        prof = feature_profile(model, X, None, feature)
+        assert_allclose(pd_importance(prof), abs(model.coef_[j]) * X[feature].std(ddof=0), rtol=1e-9)
+        if feature != "rm":  # nearly tie-free: weights almost uniform
+            assert abs(np.std(prof.pd) / pd_importance(prof) - 1) > 0.05
+
+
 def test_categorical_firm_is_range_over_four(clf_pipeline, clf_data):
     """Categorical feature: (max PD - min PD) / 4."""
     X, _ = clf_data
