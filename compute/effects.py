@@ -20,7 +20,7 @@ from .errors import InputError
 from .prediction import Predictor, predict_pass
 from .profile import feature_profiles
 from .results import FeatureProfile
-from .sampling import MAX_GRID, is_categorical, make_grid
+from .sampling import MAX_GRID, is_categorical, quantile_bounds
 from .validation import (
     check_feature,
     check_features,
@@ -42,29 +42,52 @@ DEFAULT_STEP = 1e-3
 def ice_impact(prof: FeatureProfile, *, alpha: float = 0.0, sd: float | None = None) -> pd.Series:
     """ICE feature impact, in-distribution impact, heterogeneity and non-linearity of a profile.
 
-    "Bringing a Ruler Into the Black Box" (2021). Our copy lost Eq. (1)-(5); from the prose
-    we implement, with ``pred[i, k]`` the ICE tensor and the slopes of the consecutive
-    grid points ``s[i, k] = (pred[i, k+1] - pred[i, k]) / (grid[k+1] - grid[k])``:
+    "Bringing a Ruler Into the Black Box" (2021). Our copy lost Eq. (1)-(5); we implement
+    the following reading of the prose. Notation: grid ``z_0 < ... < z_{m-1}``, runs
+    ``dz_k = z_{k+1} - z_k``, range ``span = z_{m-1} - z_0``, rises of row i
+    ``df[i, k] = pred[i, k+1] - pred[i, k]``, slopes ``s[i, k] = df[i, k] / dz_k``.
 
-    * impact, Eq. (1), Sec. 3.2: ``sd * mean_{i,k} |s[i, k]|``, an unweighted mean over the
-      ``n_obs * (n_grid - 1)`` consecutive pairs, as the prose says; ``signed_impact`` is
-      the same without the absolute value (the direction, end of Sec. 3.2);
+    Sec. 3.2: for each consecutive pair of phantom points the "absolute change in
+    prediction divided by the change in feature" is computed, the impact is "the mean of
+    all the terms" over phantom points and observations, times the feature's sd, and reads
+    as "the absolute change in the predicted value for each one-unit change" of the
+    standardised feature. The phantom points are the unique observed values (Sec. 3.1),
+    or for many unique values a sample from each quantile. We read "the mean of the
+    rise-over-run terms" as the mean slope along the curve, each term weighted by its run
+    ``dz_k / span``: the mean of ``|df/dx|`` over the grid's range. Every measure below is
+    that run-weighted mean. On an evenly spaced grid (the paper's integer and binary
+    features) it is the unweighted mean of the terms, and for a linear model it is
+    ``|b| * sd`` on any grid (Sec. 4.2). The unweighted mean over unequal runs (our reading
+    until issue 10) describes the grid, not the model: a tree's jump J between two
+    observed values 1e-4 apart enters as J / 1e-4, so the measure grows without bound as
+    the grid is refined (a gradient-boosting model on a Titanic-like fare: 141 on the
+    observed grid, 1.7 on 20 quantile points, 576 on 50). The run-weighted mean
+    converges: for a step function it is the sum of the jumps over the range, on any grid
+    that separates them.
+
+    * impact, Eq. (1): ``sd * mean_i sum_k |df[i, k]| / span`` (each ICE curve's total
+      variation over its run); ``signed_impact`` is the same without the absolute value,
+      ``sd * mean_i (pred[i, -1] - pred[i, 0]) / span`` (the direction, end of Sec. 3.2);
     * in-distribution impact, Eq. (2)-(3), Sec. 3.3: the likelihood of phantom point k of
-      row i is ``L[i, k] = exp(-alpha |grid[k] - x_i| / sd)``; a slope joins two phantom
-      points, so we weight it by the mean of their two likelihoods (our reading; the
-      authors' code attaches it to the right point only) and take the weighted mean of
-      ``|s|``, times sd. ``alpha = 0`` gives the impact. A row with a missing own value is
-      not down-weighted;
-    * heterogeneity, Eq. (4), Sec. 4.3: ``sd * mean_k std_i s[i, k]``, the spread across
-      observations at a fixed grid interval, averaged over the intervals;
-    * non-linearity, Eq. (5), Sec. 4.3: ``sd * mean_i std_k s[i, k]``, the spread across the
-      grid for a fixed observation, averaged over the observations.
+      row i is ``L[i, k] = exp(-alpha |z_k - x_i| / sd)``; a slope joins two phantom
+      points, so its weight is the mean of their two likelihoods (our reading; the
+      authors' code attaches it to the right point only) times its run:
+      ``sd * sum L_ik |df[i, k]| / sum L_ik dz_k``. ``alpha = 0`` gives the impact. A row
+      with a missing own value is not down-weighted;
+    * heterogeneity, Eq. (4), Sec. 4.3: the spread across observations at a fixed grid
+      interval, run-weighted over the intervals: ``sd * sum_k std_i(df[i, k]) / span``;
+    * non-linearity, Eq. (5), Sec. 4.3: the spread of one observation's slopes across the
+      grid, averaged over the observations. The paper's standard deviation diverges under
+      refinement for a curve with a jump (a run dz carrying a rise J adds J^2 / (dz span)
+      to the variance), so we take the run-weighted mean absolute deviation from the
+      row's mean slope ``c_i = (pred[i, -1] - pred[i, 0]) / span``:
+      ``sd * mean_i sum_k |df[i, k] - c_i dz_k| / span``, the total variation of the ICE
+      curve minus its chord. It is at most twice the impact.
 
     Spreads are taken on the slopes (as in the authors' published code), so a linear model
     has heterogeneity = non-linearity = 0, an additive one heterogeneity 0, and an
     interaction heterogeneity > 0. Standard deviations are population ones (``ddof=0``),
-    both the feature's ``sd`` and the spreads (a binary feature, one interval, has
-    non-linearity 0 instead of NaN). For a linear model the impact is ``|b| * sd``.
+    both the feature's ``sd`` and the spread across rows.
 
     Categorical features (our analogue, the paper has none): levels have no order and no
     distance, so we use the discrete metric, in which every two levels are one unit apart
@@ -135,18 +158,22 @@ def ice_feature_impact(
 
 
 def _numeric_impact(pred, grid, x, sd, alpha) -> tuple[float, ...]:
-    slopes = np.diff(pred, axis=1) / np.diff(grid)  # (n_obs, n_grid - 1)
+    """Run-weighted means of the slopes (see :func:`ice_impact`); no division by a run."""
+    run = np.diff(grid)  # (n_grid - 1,)
+    span = grid[-1] - grid[0]
+    rise = np.diff(pred, axis=1)  # (n_obs, n_grid - 1)
+    chord = (pred[:, -1] - pred[:, 0]) / span  # (n_obs,): each row's mean slope
     distance = np.abs(grid[None, :] - x[:, None]) / sd
     distance = np.where(np.isnan(distance), 0.0, distance)
     # the weighted mean is a ratio: shifting by the smallest distance only avoids underflow
     phantom = np.exp(-alpha * (distance - distance.min()))
-    weights = (phantom[:, :-1] + phantom[:, 1:]) / 2.0
+    like = (phantom[:, :-1] + phantom[:, 1:]) / 2.0
     return (
-        sd * np.abs(slopes).mean(),
-        sd * slopes.mean(),
-        sd * np.average(np.abs(slopes), weights=weights),
-        sd * slopes.std(axis=0).mean(),
-        sd * slopes.std(axis=1).mean(),
+        sd * np.abs(rise).sum(axis=1).mean() / span,
+        sd * chord.mean(),
+        sd * (like * np.abs(rise)).sum() / (like * run).sum(),
+        sd * rise.std(axis=0).sum() / span,
+        sd * np.abs(rise - chord[:, None] * run).sum(axis=1).mean() / span,
     )
 
 
@@ -220,13 +247,14 @@ def ale_curve(
     """First-order accumulated local effects on quantile intervals.
 
     Scholbeck et al. (2019), Sec. 3, Eq. (2) estimated in their steps (i)-(iii): the
-    boundaries ``z_0 < ... < z_K`` are quantiles of the feature (built by
-    :func:`compute.sampling.make_grid` with ``n_intervals + 1`` points, min and max
-    included; ties may merge intervals); a row with ``z_{k-1} < x_i <= z_k`` (``z_0``
-    belongs to the first interval) is set to both boundaries, and the finite difference
-    ``f(z_k, x_C^(i)) - f(z_{k-1}, x_C^(i))`` is averaged within the interval and summed up
-    to each boundary (an empty interval adds 0). All ``2 n`` intervened rows go through
-    one batched pass. Centring as Apley's ALEPlot package: each row stands for the mean
+    boundaries ``z_0 < ... < z_K`` are the minimum and the type-1 quantiles of the
+    feature at k/K (:func:`compute.sampling.quantile_bounds`, as Apley's ALEPlot and R's
+    iml place them; ties may merge intervals). Every boundary is an observed value, so no
+    interval is empty and the ALE of a linear model is exactly linear. A row with
+    ``z_{k-1} < x_i <= z_k`` (``z_0`` belongs to the first interval) is set to both
+    boundaries, and the finite difference ``f(z_k, x_C^(i)) - f(z_{k-1}, x_C^(i))`` is
+    averaged within the interval and summed up to each boundary. All ``2 n`` intervened
+    rows go through one batched pass. Centring as Apley's ALEPlot package: each row stands for the mean
     of its interval's two boundary values, so the ``weight`` column,
     ``(n_k + n_{k+1}) / 2n``, sums to one and ``weight @ ale == 0``.
 
@@ -237,7 +265,7 @@ def ale_curve(
     feature : column label
         A numeric feature.
     n_intervals : int, default 10
-        Number of quantile intervals K, >= 2.
+        Number of quantile intervals K, >= 2 (fewer when ties merge bounds).
 
     Returns
     -------
@@ -250,32 +278,71 @@ def ale_curve(
     n_intervals = check_int(n_intervals, "n_intervals", low=2, high=MAX_GRID - 1)
     n_jobs, chunk_rows = check_n_jobs(n_jobs), check_int(chunk_rows, "chunk_rows", low=1, none_ok=True)
     x = _numeric_values(Xm[feature], "ALE")
-    bounds = make_grid(Xm[feature], n_intervals + 1).values
     rows = np.flatnonzero(~np.isnan(x))
+    bounds = quantile_bounds(x[rows], n_intervals)
     interval = _interval_of(x[rows], bounds)
     fd = _difference_pass(predictor, feature, rows, bounds[interval - 1], bounds[interval],
                           chunk_rows=chunk_rows, n_jobs=n_jobs)
     return _ale_frame(bounds, *ale_values(fd, interval, bounds.size - 1))
 
 
-def ale_from_profile(prof: FeatureProfile) -> pd.DataFrame:
-    """ALE read off a profile's ICE tensor, taking its grid points as interval boundaries.
+def ale_from_profile(prof: FeatureProfile, *, n_intervals: int | None = None) -> pd.DataFrame:
+    """ALE read off a profile's ICE tensor, with interval bounds on the profile's grid.
 
-    ``pred[i, k] - pred[i, k-1]`` is the finite difference of :func:`ale_curve` for a row
-    in interval k, so no prediction is needed; with ``grid=n_intervals + 1`` and all rows
-    this equals ``ale_curve(..., n_intervals=n_intervals)``. Rows whose own value lies
-    outside the grid's range are left out. Same columns as :func:`ale_curve`.
+    ``pred[i, b_k] - pred[i, b_{k-1}]`` is the finite difference of :func:`ale_curve` for a
+    row in interval k (Scholbeck et al. 2019, Sec. 3, Eq. 2), so no prediction is needed;
+    the bounds must therefore be grid points. Rows whose own value lies outside the grid's
+    range are left out.
+
+    Parameters
+    ----------
+    prof : FeatureProfile
+        Profile of a numeric feature.
+    n_intervals : int, optional
+        ``None`` (default): every grid point is a bound, so with ``grid=bounds`` (an array)
+        and all rows this equals ``ale_curve``; on an observed grid that is one interval per
+        distinct value, mostly noise. ``K >= 2``: the bounds of :func:`ale_curve`, the
+        minimum and the type-1 quantiles at k/K (:func:`compute.sampling.quantile_bounds`)
+        of the explained rows' own values, each snapped onto the grid: the lowest down to
+        the largest grid point <= it, the others up to the smallest grid point >= it, then
+        duplicates removed. On an observed grid every own value is a grid point, so nothing
+        moves and the result equals ``ale_curve(model, X.loc[prof.rows], feature,
+        n_intervals=K)``. On a quantile grid the bounds are the grid points just above the
+        type-1 quantiles, not the quantiles: the intervals are coarser and their row counts
+        less even, but still none is empty (the type-1 quantile ``q_k``, an own value, lies
+        in ``(b_{k-1}, b_k]``), and there are at most ``min(K, n_grid - 1)`` of them.
+
+    Returns
+    -------
+    DataFrame with the columns of :func:`ale_curve`.
     """
     if check_profile(prof).categorical:
         raise InputError(f"ALE needs a numeric feature; {prof.feature!r} is categorical.")
+    n_intervals = check_int(n_intervals, "n_intervals", low=2, high=MAX_GRID - 1, none_ok=True)
     inside = (prof.x >= prof.grid[0]) & (prof.x <= prof.grid[-1])
     if not inside.any():
         raise InputError(f"No explained row of {prof.feature!r} lies within the grid's range.")
-    interval = _interval_of(prof.x[inside], prof.grid)
-    pred = prof.pred[inside]
+    x, pred = prof.x[inside], prof.pred[inside]
+    at = np.arange(prof.grid.size)  # positions of the bounds in the grid
+    if n_intervals is not None:
+        at = _snap_to_grid(quantile_bounds(x, n_intervals), prof.grid)
+        if at.size < 2:
+            raise InputError(
+                f"The explained rows of {prof.feature!r} all take one value ({float(x[0])}); ALE "
+                f"needs at least two."
+            )
+    bounds = prof.grid[at]
+    interval = _interval_of(x, bounds)
     rows = np.arange(pred.shape[0])
-    fd = pred[rows, interval] - pred[rows, interval - 1]
-    return _ale_frame(prof.grid, *ale_values(fd, interval, prof.grid.size - 1))
+    fd = pred[rows, at[interval]] - pred[rows, at[interval - 1]]
+    return _ale_frame(bounds, *ale_values(fd, interval, bounds.size - 1))
+
+
+def _snap_to_grid(bounds: np.ndarray, grid: np.ndarray) -> np.ndarray:
+    """Grid positions of the bounds: the first down, the others up, duplicates removed."""
+    first = np.searchsorted(grid, bounds[:1], side="right") - 1
+    rest = np.searchsorted(grid, bounds[1:], side="left")
+    return np.unique(np.r_[first, rest])
 
 
 def ale_values(fd: np.ndarray, interval: np.ndarray, n_intervals: int) -> tuple[np.ndarray, np.ndarray]:

@@ -59,7 +59,12 @@ def make_grid(column: pd.Series, grid, grid_weights=None) -> Grid:
         included); each point weighs the share of observed values nearest to it (bins
         with edges half-way between neighbouring points), so the weighted sum is the
         midpoint-rule estimate of the empirical integral. When ``m`` reaches the number
-        of distinct values the observed grid is used instead.
+        of distinct values (``m >= n_unique``) the observed grid is used instead, so no
+        point is interpolated between two clusters of a feature with few values. This is
+        scikit-learn's rule (``_grid_from_X`` uses the unique values when
+        ``n_unique < grid_resolution``) except at ``m == n_unique``, where scikit-learn
+        spaces m points evenly and we take the m observed values. Below that our m points
+        are quantiles (ties may merge some), scikit-learn's are evenly spaced.
         Array: those values (sorted, duplicates removed), weighted like the quantile grid
         unless ``grid_weights`` is given.
         Categorical features (string, category, object, bool) always use every level found
@@ -76,9 +81,9 @@ def make_grid(column: pd.Series, grid, grid_weights=None) -> Grid:
     if isinstance(grid, str):
         return _observed_grid(values)
     if isinstance(grid, (int, np.integer)):
-        points = np.unique(np.quantile(values, np.linspace(0.0, 1.0, int(grid))))
-        if points.size >= np.unique(values).size:
+        if int(grid) >= np.unique(values).size:  # the requested m, not the deduplicated quantiles
             return _observed_grid(values)
+        points = np.unique(np.quantile(values, np.linspace(0.0, 1.0, int(grid))))
         return Grid(points, _nearest_point_weights(values, points), categorical=False)
     points = np.asarray(grid, dtype=float)
     if grid_weights is not None:
@@ -87,6 +92,35 @@ def make_grid(column: pd.Series, grid, grid_weights=None) -> Grid:
         return Grid(points[order], weights[order] / weights.sum(), categorical=False)
     points = np.unique(points)
     return Grid(points, _nearest_point_weights(values, points), categorical=False)
+
+
+def quantile_bounds(values: np.ndarray, n_intervals: int) -> np.ndarray:
+    """Interval bounds on observed values: the minimum and the type-1 quantiles at k/K.
+
+    ``z_0 = min(x)`` and ``z_k = x_(ceil(n k / K))``, k = 1..K, the k/K quantile of the
+    inverse empirical distribution function (Hyndman & Fan's type 1, R's
+    ``quantile(type=1)``), duplicates removed. This is ALEPlot's choice of ALE intervals
+    (Apley & Zhu 2020, ``c(min(x), quantile(x, seq(1/K, 1, length.out=K), type=1))``):
+    every bound is an observed value, so each interval ``(z_{k-1}, z_k]`` holds at least
+    the rows equal to ``z_k`` and none is empty. The ranks are computed in integers:
+    ``np.quantile(method="inverted_cdf")`` forms ``n * p`` in floating point and is one
+    rank too high when it rounds up (n = 200, K = 5: ``0.6 * 200 = 120.00000000000001``).
+
+    Parameters
+    ----------
+    values : ndarray of shape (n,)
+        Non-missing values of the feature.
+    n_intervals : int
+        The number K of intervals asked for; ties may merge some (fewer bounds).
+
+    Returns
+    -------
+    bounds : ndarray of shape (n_bounds,), sorted, distinct, ``n_bounds <= K + 1``.
+    """
+    x = np.sort(np.asarray(values, dtype=float))
+    k = np.arange(1, int(n_intervals) + 1, dtype=np.int64)
+    ranks = -(-x.size * k // int(n_intervals))  # ceil(n k / K), exact
+    return np.unique(np.r_[x[0], x[ranks - 1]])
 
 
 def _observed_grid(values: np.ndarray) -> Grid:

@@ -35,6 +35,30 @@ def gbm(reg_data):
 
 
 @pytest.fixture(scope="session")
+def mass_data():
+    """Boston-like regression data with ties and mass points: ``nox`` takes one value per
+    town (47 distinct over 506 rows, towns of very unequal size), ``ptratio`` 33 values, a
+    quarter of them 20.2; ``rm`` is nearly tie-free. y is linear in the features plus noise."""
+    rng = np.random.default_rng(5)
+    n = 506
+    towns = rng.choice(81, size=n, p=rng.dirichlet(np.full(81, 0.3)))
+    nox = np.sort(np.round(rng.uniform(0.385, 0.871, size=81), 3))[towns]
+    levels = np.round(np.linspace(12.6, 22.0, 46), 1)
+    ptratio = rng.choice(levels, size=n, p=rng.dirichlet(np.full(46, 0.5)))
+    ptratio[rng.random(n) < 0.27] = 20.2
+    rm = np.round(rng.normal(6.3, 0.7, size=n), 3)
+    X = pd.DataFrame({"nox": nox, "ptratio": ptratio, "rm": rm})
+    y = 30 - 17 * X.nox - 0.9 * X.ptratio + 4 * X.rm + rng.normal(0, 3, n)
+    return X, y.to_numpy()
+
+
+@pytest.fixture(scope="session")
+def mass_gbm(mass_data):
+    X, y = mass_data
+    return GradientBoostingRegressor(n_estimators=40, max_depth=3, random_state=0).fit(X, y)
+
+
+@pytest.fixture(scope="session")
 def clf_data():
     """Mixed-type classification data: numeric, string (pandas str dtype) with missing
     values, a categorical and a boolean column; three classes."""

@@ -650,6 +650,14 @@ def _cases():
         InputError,
         "ALE needs a numeric feature; 'city' is categorical",
     )
+    for value in (1, 0, 2.5, "5", True, 10**6):
+        add(
+            "ale_from_profile",
+            {"n_intervals": value},
+            InputError,
+            r"'n_intervals' parameter must be an int",
+            f"n_intervals={value!r}",
+        )
 
     # ale_curve
     for value, match in [

@@ -391,6 +391,20 @@ def test_observation_view_defaults_to_largest_integral(ctx, results, summary):
     assert_allclose(float(ici), summary.local["X1"].max(), rtol=1e-6)
 
 
+def test_ale_view_has_default_k_intervals_none_empty(ctx, results, profiles):
+    """The ALE panel: 20 type-1 quantile intervals of the explained rows (none empty), not one
+    interval per grid point (499 intervals, 299 empty, on demo-x3 before)."""
+    from dashboard.views.ale import ALE_INTERVALS
+
+    assert ALE_INTERVALS == 20
+    prof = profiles["X1"]
+    fig = views.render(ctx, "ale", results)["figure"]
+    expected = compute.ale_from_profile(prof, n_intervals=ALE_INTERVALS)
+    assert_allclose(fig.data[0].y, expected.ale)
+    counts = np.asarray(fig.data[1].y)
+    assert counts.size == 20 and (counts > 0).all() and counts.sum() == len(prof.rows)
+
+
 # --- export ----------------------------------------------------------------------------------
 def test_export_pfi_csv_parses_back(ctx, results, summary):
     """The PFI CSV download parses back to the conditional PFI of every feature."""

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from numpy.testing import assert_allclose
+from sklearn.linear_model import LinearRegression
 
 from compute import InputError, feature_profile
 from compute.effects import (
@@ -111,23 +112,78 @@ def test_interaction_is_heterogeneous(reg_data):
 
 @pytest.mark.parametrize("alpha", [0.0, 0.7])
 def test_impact_matches_brute_force(gbm, tiny, alpha):
-    """All five measures equal a literal loop over rows, grid points and intervals."""
+    """All five measures equal a literal loop over rows and intervals (run-weighted means)."""
     X, _ = tiny
     for feature in COLS:
         grid, x, sd = np.unique(X[feature]), X[feature].to_numpy(), X[feature].std(ddof=0)
-        _, slopes = slope_tensor(gbm, X, feature, grid)
-        num = den = 0.0
-        for i, k in itertools.product(range(len(X)), range(grid.size - 1)):
-            like = [np.exp(-alpha * abs(g - x[i]) / sd) for g in (grid[k], grid[k + 1])]
-            w = (like[0] + like[1]) / 2
-            num, den = num + w * abs(slopes[i, k]), den + w
-        expected = [
-            sd * np.abs(slopes).mean(), sd * slopes.mean(), sd * num / den,
-            sd * np.mean([np.std(slopes[:, k]) for k in range(grid.size - 1)]),
-            sd * np.mean([np.std(slopes[i]) for i in range(len(X))]),
-        ]
+        pred, slopes = slope_tensor(gbm, X, feature, grid)
+        span, n, m = grid[-1] - grid[0], len(X), grid.size - 1
+        total = signed = num = den = hetero = nonlin = 0.0
+        for k in range(m):
+            run = grid[k + 1] - grid[k]
+            hetero += run / span * np.std(slopes[:, k])
+        for i in range(n):
+            chord = (pred[i, -1] - pred[i, 0]) / span
+            for k in range(m):
+                run = grid[k + 1] - grid[k]
+                like = [np.exp(-alpha * abs(g - x[i]) / sd) for g in (grid[k], grid[k + 1])]
+                w = (like[0] + like[1]) / 2 * run
+                total += run / span * abs(slopes[i, k]) / n
+                signed += run / span * slopes[i, k] / n
+                num, den = num + w * abs(slopes[i, k]), den + w
+                nonlin += run / span * abs(slopes[i, k] - chord) / n
+        expected = [sd * total, sd * signed, sd * num / den, sd * hetero, sd * nonlin]
         res = ice_feature_impact(gbm, X, features=[feature], alpha=alpha)
         assert_allclose(res.loc[feature].to_numpy(), expected, rtol=1e-10, atol=1e-12)
+
+
+@pytest.fixture(scope="session")
+def fare_data():
+    """A Titanic-like skewed 'fare' with near-duplicates (values 1e-4 apart) and a target
+    that is not monotone in it, and a depth-5 regression tree (leaves of >= 20 rows)."""
+    from sklearn.tree import DecisionTreeRegressor
+
+    rng = np.random.default_rng(0)
+    n = 891
+    fare = np.round(np.exp(rng.normal(2.6, 0.9, n)), 4)
+    near = rng.random(n) < 0.35
+    fare[near] = np.round(rng.choice([7.225, 7.75, 7.8958, 8.05, 13.0, 26.0], size=near.sum())
+                          + rng.integers(0, 5, size=near.sum()) * 1e-4, 4)
+    X = pd.DataFrame({"fare": fare, "sex": (rng.random(n) < 0.35).astype(float),
+                      "age": np.round(rng.uniform(1, 70, n))})
+    y = (np.sin(1.5 * np.log1p(X.fare)) + 0.5 * X.sex * (X.fare > 20) + 0.02 * X.age
+         + rng.normal(0, 0.3, n))
+    tree = DecisionTreeRegressor(max_depth=5, min_samples_leaf=20, random_state=0).fit(X, y)
+    return X, tree
+
+
+def test_tree_impact_is_stable_under_grid_refinement(fare_data):
+    """A tree (step function) on near-duplicate fares: the impact on the observed grid and on
+    20, 50 and 200 quantile points agrees to 1e-9 relative (each grid separates the tree's
+    thresholds; an ICE curve's total variation is then the sum of its jumps). Heterogeneity
+    and non-linearity do not explode: the quantile grids give 0.5 to 1.05 times the
+    observed-grid value (coarse grids merge neighbouring jumps), the 200-point grid within 5 %."""
+    X, tree = fare_data
+    assert np.diff(np.unique(X.fare)).min() < 2e-4
+    observed = ice_feature_impact(tree, X, features=["fare"]).loc["fare"]
+    for grid in (20, 50, 200):
+        res = ice_feature_impact(tree, X, features=["fare"], grid=grid).loc["fare"]
+        assert res.impact == pytest.approx(observed.impact, rel=1e-9)
+        for measure in ("heterogeneity", "non_linearity"):
+            ratio = res[measure] / observed[measure]
+            assert 0.5 <= ratio <= 1.05 and (grid < 200 or abs(ratio - 1) < 0.05), (grid, measure, ratio)
+    assert observed.non_linearity <= 2 * observed.impact
+
+
+@pytest.mark.parametrize("grid", ["observed", 7, 20, 200])
+def test_linear_impact_is_exact_on_any_grid(mass_data, grid):
+    """Ties, mass points, quantile grids: a linear model keeps impact = |b| sd and zero spreads."""
+    X, y = mass_data
+    model = LinearRegression().fit(X, y)
+    res = ice_feature_impact(model, X, grid=grid, alpha=1.5)
+    assert_allclose(res.impact, np.abs(model.coef_) * X.std(ddof=0).to_numpy(), rtol=1e-12)
+    assert_allclose(res.in_distribution_impact, res.impact, rtol=1e-12)
+    assert_allclose(res[["heterogeneity", "non_linearity"]], 0.0, atol=1e-12)
 
 
 def test_alpha_zero_gives_plain_impact(gbm, reg_data):
@@ -238,14 +294,63 @@ def test_ale_from_profile_equals_own_intervention(gbm, reg_data):
     """The ICE tensor on the quantile boundaries gives the same ALE without predicting."""
     X, _ = reg_data
     direct = ale_curve(gbm, X, "x3", n_intervals=8)
-    cached = ale_from_profile(feature_profile(gbm, X, None, "x3", grid=9))
+    cached = ale_from_profile(feature_profile(gbm, X, None, "x3", grid=direct.grid.to_numpy()))
     pd.testing.assert_frame_equal(direct, cached)
+
+
+@pytest.mark.parametrize("n_intervals", [4, 20, 60])
+def test_ale_from_observed_profile_with_k_equals_ale_curve(mass_gbm, mass_data, n_intervals):
+    """Observed grid, K intervals: the type-1 bounds of ale_curve, read off the tensor."""
+    X, _ = mass_data
+    for feature in X.columns:
+        prof = feature_profile(mass_gbm, X, None, feature)
+        pd.testing.assert_frame_equal(ale_from_profile(prof, n_intervals=n_intervals),
+                                      ale_curve(mass_gbm, X, feature, n_intervals=n_intervals))
+        sample = feature_profile(mass_gbm, X, None, feature, n_obs=120, random_state=0)
+        pd.testing.assert_frame_equal(ale_from_profile(sample, n_intervals=n_intervals),
+                                      ale_curve(mass_gbm, X.loc[sample.rows], feature, n_intervals=n_intervals))
+
+
+def test_ale_from_quantile_profile_snaps_bounds_to_grid(mass_data):
+    """Quantile grid: bounds are grid points, no interval is empty, a linear ALE stays exact."""
+    X, y = mass_data
+    model = LinearRegression().fit(X, y)
+    for j, feature in enumerate(X.columns):
+        prof = feature_profile(model, X, None, feature, grid=30)
+        for k in (5, 20, 100):
+            res = ale_from_profile(prof, n_intervals=k)
+            assert np.isin(res.grid, prof.grid).all() and len(res) - 1 <= min(k, prof.grid.size - 1)
+            assert (res.n_obs.iloc[1:] > 0).all() and res.n_obs.sum() == len(X)
+            assert_allclose(np.diff(res.ale) / np.diff(res.grid), model.coef_[j], rtol=1e-9)
 
 
 def test_ale_chunked_parallel_equals_single_pass(gbm, reg_data):
     """chunk_rows and n_jobs do not change the ALE."""
     X, _ = reg_data
     pd.testing.assert_frame_equal(ale_curve(gbm, X, "x1"), ale_curve(gbm, X, "x1", chunk_rows=7, n_jobs=2))
+
+
+@pytest.mark.parametrize("n_intervals", [5, 20, 50, 100])
+def test_linear_ale_exact_with_mass_points(mass_data, n_intervals):
+    """Ties and mass points: bounds on observed values, no empty interval, slope = coefficient."""
+    X, y = mass_data
+    model = LinearRegression().fit(X, y)
+    for j, feature in enumerate(X.columns):
+        res = ale_curve(model, X, feature, n_intervals=n_intervals)
+        assert (res.n_obs.iloc[1:] > 0).all()
+        assert np.isin(res.grid, X[feature]).all()
+        assert_allclose(np.diff(res.ale) / np.diff(res.grid), model.coef_[j], rtol=1e-9)
+
+
+def test_ale_bounds_are_type1_quantiles_with_integer_ranks():
+    """n = 200, K = 5: z_k is the (40 k)-th smallest value; in floats 0.6 * 200 > 120."""
+    x = np.random.default_rng(0).permutation(np.arange(200.0) ** 1.5)
+    X = pd.DataFrame({"a": x, "b": np.zeros(200)})
+    res = ale_curve(Formula(lambda d: d.a, ["a", "b"]), X, "a", n_intervals=5)
+    assert_allclose(res.grid, np.sort(x)[[0, 39, 79, 119, 159, 199]], rtol=0, atol=0)
+    assert res.n_obs.tolist() == [0, 40, 40, 40, 40, 40]
+    p = np.linspace(0, 1, 6)[3]  # why integers: numpy's type 1 is one rank too high here
+    assert np.quantile(x, p, method="inverted_cdf") == np.sort(x)[120]
 
 
 def test_ale_values_empty_interval_is_flat():
@@ -323,6 +428,19 @@ def test_linear_firm_is_abs_coef_times_weighted_grid_sd(ols, reg_data):
         grid_sd = np.sqrt(prof.grid_weights @ (prof.grid - mean) ** 2)
         assert_allclose(pd_importance(prof), abs(ols.coef_[j]) * grid_sd, rtol=1e-9)
         assert_allclose(grid_sd, X[feature].std(ddof=0), rtol=1e-12)
+
+
+def test_firm_weights_grid_points_by_data_share(mass_data):
+    """Ties and mass points: the PD sd weights each distinct value by its frequency, so a linear
+    model gives |b| times the data's sd; the unweighted sd over the distinct values (vip's
+    FIRM over a grid) is another number."""
+    X, y = mass_data
+    model = LinearRegression().fit(X, y)
+    for j, feature in enumerate(X.columns):
+        prof = feature_profile(model, X, None, feature)
+        assert_allclose(pd_importance(prof), abs(model.coef_[j]) * X[feature].std(ddof=0), rtol=1e-9)
+        if feature != "rm":  # nearly tie-free: weights almost uniform
+            assert abs(np.std(prof.pd) / pd_importance(prof) - 1) > 0.05
 
 
 def test_categorical_firm_is_range_over_four(clf_pipeline, clf_data):

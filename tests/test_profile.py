@@ -149,6 +149,19 @@ def test_quantile_grid_spans_range_and_weights_sum_to_one(reg_data, gbm):
     assert_allclose(prof.grid_weights, np.bincount(nearest, minlength=9) / len(X))
 
 
+def test_grid_size_reaching_distinct_count_gives_observed_values():
+    """grid=15 on 12 distinct values (9 of 20 rows tied): the 12 observed values, by frequency."""
+    from compute.sampling import make_grid
+
+    values = np.r_[np.full(9, 2.0), [0.0, 1, 3, 4, 5, 6, 7, 8, 9, 20, 40]]
+    grid = make_grid(pd.Series(values, name="a"), 15)
+    assert_allclose(grid.values, np.unique(values))
+    assert_allclose(grid.weights, np.unique(values, return_counts=True)[1] / values.size)
+    for m in (12, 13, 1000):  # m == n_unique already takes the observed values
+        assert_allclose(make_grid(pd.Series(values), m).values, np.unique(values))
+    assert make_grid(pd.Series(values), 11).values.size <= 11
+
+
 def test_quantile_grid_estimates_observed_importance(gbm, reg_data):
     """A 40-point quantile grid gives nearly the exact (observed-grid) PFI."""
     X, y = reg_data
