@@ -57,6 +57,7 @@ GLOBAL_CI_GRAPH = "global-ci-graph"
 OBS_TABLE = "obs-table"
 IMPACT_TABLE = "impact-table"
 ALE_GRAPH = "ale-graph"
+ALE_INTERVALS = "ale-intervals"   # number input: K, the number of ALE intervals
 
 # export
 DOWNLOAD = "download"

@@ -19,7 +19,9 @@ from .store import Store
 
 DEFAULT_REPEATS = 10
 MAX_REPEATS = 200
-_KEYS = ("ws", "model", "feature", "subgroup", "obs", "centered", "repeats", "sfimp", "exclude")
+DEFAULT_ALE_K = 20     # ALE intervals: R iml's and PyALE's default
+MAX_ALE_K = 200
+_KEYS = ("ws", "model", "feature", "subgroup", "obs", "centered", "repeats", "sfimp", "exclude", "ale_k")
 
 
 @dataclass(frozen=True)
@@ -50,7 +52,7 @@ def make_context(config: Config) -> Context:
 
 def default_state() -> dict:
     return {"ws": DEFAULT_DEMO, "model": None, "feature": None, "subgroup": "", "obs": None,
-            "centered": False, "repeats": DEFAULT_REPEATS, "sfimp": False, "exclude": []}
+            "centered": False, "repeats": DEFAULT_REPEATS, "sfimp": False, "exclude": [], "ale_k": DEFAULT_ALE_K}
 
 
 MAX_TEXT = 2000        # longest feature, model, observation or subgroup text kept
@@ -86,6 +88,9 @@ def clean_state(raw) -> dict:
     repeats = raw.get("repeats")
     if isinstance(repeats, int) and not isinstance(repeats, bool):
         state["repeats"] = min(max(repeats, 2), MAX_REPEATS)
+    ale_k = raw.get("ale_k")
+    if isinstance(ale_k, int) and not isinstance(ale_k, bool):
+        state["ale_k"] = min(max(ale_k, 2), MAX_ALE_K)
     exclude = raw.get("exclude")
     if isinstance(exclude, list):
         kept = [str(e) for e in exclude[:MAX_EXCLUDED]
@@ -109,6 +114,10 @@ def state_from_search(search: str | None) -> dict:
         state["repeats"] = min(max(int(one.get("repeats", DEFAULT_REPEATS)), 2), MAX_REPEATS)
     except ValueError:
         state["repeats"] = DEFAULT_REPEATS
+    try:
+        state["ale_k"] = int(one.get("ale_k", DEFAULT_ALE_K))
+    except ValueError:
+        state["ale_k"] = DEFAULT_ALE_K
     if one.get("exclude"):
         state["exclude"] = [e for e in one["exclude"].split(",") if e][:MAX_EXCLUDED]
     return clean_state(state)
@@ -126,6 +135,8 @@ def search_from_state(state: dict) -> str:
         query["sfimp"] = "1"
     if state.get("repeats", DEFAULT_REPEATS) != DEFAULT_REPEATS:
         query["repeats"] = str(state["repeats"])
+    if state.get("ale_k", DEFAULT_ALE_K) != DEFAULT_ALE_K:
+        query["ale_k"] = str(state["ale_k"])
     if state.get("exclude"):
         query["exclude"] = ",".join(str(e) for e in state["exclude"])
     return "?" + urlencode(query)

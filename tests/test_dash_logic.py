@@ -119,7 +119,8 @@ def test_search_round_trip_keeps_every_field():
     """state_from_search(search_from_state(s)) == s, with quotes, spaces, == and exclusions."""
     s = {**default_state(), "ws": "demo-x3", "model": "random forest", "feature": "X2",
          "subgroup": "`my col` == 'a b' and city == \"São Paulo\" and X3 == 0 and X1 >= -1.5",
-         "obs": "17", "centered": True, "repeats": 40, "sfimp": True, "exclude": ["17", "250", "3"]}
+         "obs": "17", "centered": True, "repeats": 40, "sfimp": True, "exclude": ["17", "250", "3"],
+         "ale_k": 35}
     assert state_from_search(search_from_state(s)) == s
 
 
@@ -394,15 +395,28 @@ def test_observation_view_defaults_to_largest_integral(ctx, results, summary):
 def test_ale_view_has_default_k_intervals_none_empty(ctx, results, profiles):
     """The ALE panel: 20 type-1 quantile intervals of the explained rows (none empty), not one
     interval per grid point (499 intervals, 299 empty, on demo-x3 before)."""
-    from dashboard.views.ale import ALE_INTERVALS
+    from dashboard.state import DEFAULT_ALE_K
 
-    assert ALE_INTERVALS == 20
+    assert DEFAULT_ALE_K == 20 and results["state"]["ale_k"] == 20
     prof = profiles["X1"]
     fig = views.render(ctx, "ale", results)["figure"]
-    expected = compute.ale_from_profile(prof, n_intervals=ALE_INTERVALS)
+    expected = compute.ale_from_profile(prof, n_intervals=DEFAULT_ALE_K)
     assert_allclose(fig.data[0].y, expected.ale)
     counts = np.asarray(fig.data[1].y)
     assert counts.size == 20 and (counts > 0).all() and counts.sum() == len(prof.rows)
+
+
+def test_ale_intervals_follow_the_state_and_the_url(ctx, state, profiles):
+    """K typed in the ALE panel goes into the state (clamped to [2, 200]) and the URL, and the
+    view draws that many intervals."""
+    new, error = update_state(ctx, state, ids.ALE_INTERVALS, _inputs(state, ale_k=5))
+    assert error is None and new["ale_k"] == 5 and "ale_k=5" in search_from_state(new)
+    assert state_from_search(search_from_state(new))["ale_k"] == 5
+    fig = views.render(ctx, "ale", _resolved(ctx, new))["figure"]
+    assert_allclose(fig.data[0].y, compute.ale_from_profile(profiles["X1"], n_intervals=5).ale)
+    assert np.asarray(fig.data[1].y).size == 5
+    assert update_state(ctx, state, ids.ALE_INTERVALS, _inputs(state, ale_k=10_000))[0]["ale_k"] == 200
+    assert update_state(ctx, state, ids.ALE_INTERVALS, _inputs(state, ale_k="x"))[0]["ale_k"] == 20
 
 
 # --- export ----------------------------------------------------------------------------------

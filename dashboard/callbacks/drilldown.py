@@ -154,6 +154,10 @@ def toggle_centered(state, inputs):
     return {**state, "centered": "c" in (inputs.get("centered") or [])}
 
 
+def set_ale_intervals(state, inputs):
+    return {**state, "ale_k": int(inputs["ale_k"])}  # clean_state clamps it to [2, MAX_ALE_K]
+
+
 def exclude_selected(state, inputs):
     if state.get("obs") is None:
         return state
@@ -187,6 +191,7 @@ REDUCERS = {
     ids.REPEATS_MORE: more_repeats,
     ids.SFIMP_RUN: run_sfimp,
     ids.CENTERED: toggle_centered,
+    ids.ALE_INTERVALS: set_ale_intervals,
     ids.EXCLUDE_SELECTED: exclude_selected,
     ids.EXCLUDE_NEGATIVE: exclude_negative,
     ids.EXCLUDE_CLEAR: clear_exclusions,
@@ -263,6 +268,7 @@ CONTROLLER_INPUTS = {
     "exclude_negative": Input(ids.EXCLUDE_NEGATIVE, "n_clicks"),
     "exclude_clear": Input(ids.EXCLUDE_CLEAR, "n_clicks"),
     "loaded": Input(ids.LOADED_WS, "data"),
+    "ale_k": Input(ids.ALE_INTERVALS, "value"),
     "subgroup_text": State(ids.SUBGROUP_TEXT, "value"),
     "cond_column": State(ids.COND_COLUMN, "value"),
     "cond_op": State(ids.COND_OP, "value"),
@@ -280,6 +286,7 @@ CONTROLLER_OUTPUTS = {
     "subgroup_text": Output(ids.SUBGROUP_TEXT, "value"),
     "subgroup_error": Output(ids.SUBGROUP_ERROR, "children"),
     "centered": Output(ids.CENTERED, "value"),
+    "ale_k": Output(ids.ALE_INTERVALS, "value"),
     "ws_options": Output(ids.WS_SELECT, "options"),
     "model_options": Output(ids.MODEL_SELECT, "options"),
     "feature_options": Output(ids.FEATURE_SELECT, "options"),
@@ -318,7 +325,7 @@ def controller_outputs(ctx, state, trigger, inputs) -> dict:
     ws_options, model_options, feature_options, column_options = control_options(ctx, new)
     return {"state": new, "search": search_from_state(new), "ws": new["ws"], "model": new["model"],
             "feature": new["feature"], "subgroup_text": subgroup_box, "subgroup_error": error,
-            "centered": ["c"] if new["centered"] else [], "ws_options": ws_options,
+            "centered": ["c"] if new["centered"] else [], "ale_k": new["ale_k"], "ws_options": ws_options,
             "model_options": model_options, "feature_options": feature_options,
             "column_options": column_options}
 

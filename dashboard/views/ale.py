@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
+from dash import dcc, html
+
 import compute
 
 from .. import figures, ids, layout
+from ..state import DEFAULT_ALE_K, MAX_ALE_K
 from .base import PROFILES, View, empty
-
-#: Number K of ALE intervals, as R iml (FeatureEffect grid.size) and PyALE (grid_size) default;
-#: ALEPlot's 40 suits a full training set, the dashboard explains at most max_curves rows.
-ALE_INTERVALS = 20
 
 
 def render(ctx, inp) -> dict:
@@ -19,7 +18,7 @@ def render(ctx, inp) -> dict:
     if prof.categorical:
         return {"figure": empty(f"ALE needs a numeric feature; {inp.feature} is categorical.")}
     try:
-        ale = compute.ale_from_profile(prof, n_intervals=ALE_INTERVALS)
+        ale = compute.ale_from_profile(prof, n_intervals=inp.state["ale_k"])
         return {"figure": figures.ale_figure(ale, feature=inp.feature)}
     except compute.ExplainError as exc:
         return {"figure": empty(str(exc))}
@@ -28,11 +27,16 @@ def render(ctx, inp) -> dict:
 VIEW = View(
     name="ale",
     title="Accumulated local effects",
-    question=(f"ALE of the feature read off its ICE tensor (Scholbeck et al., Sec. 3), on {ALE_INTERVALS} "
-              "intervals bounded by quantiles of the explained rows' values, taken on the curves' grid "
-              "(fewer where values tie)."),
+    question=("ALE of the feature read off its ICE tensor (Scholbeck et al., Sec. 3), on K intervals "
+              "bounded by quantiles of the explained rows' values, taken on the curves' grid (fewer where "
+              f"values tie; K = {DEFAULT_ALE_K} by default, as R iml and PyALE)."),
     outputs={"figure": (ids.ALE_GRAPH, "figure")},
     render=render,
     body=lambda: [layout.graph(ids.ALE_GRAPH, filename="ale")],
+    extra=lambda: html.Label([
+        "intervals K ",
+        dcc.Input(id=ids.ALE_INTERVALS, type="number", min=2, max=MAX_ALE_K, step=1, value=DEFAULT_ALE_K,
+                  debounce=True, style={"width": "70px"}),
+    ]),
     needs=frozenset({PROFILES}),
 )
