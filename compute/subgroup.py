@@ -57,23 +57,32 @@ __all__ = ["format_condition", "parse_subgroup"]
 # Caps on what one condition may hold: a condition comes from a URL or a text box, and
 # without them nesting reaches Python's recursion limit (RecursionError, not SubgroupError)
 # and 20,000 'or' terms cost seconds per request. Far above any condition a person writes.
-MAX_LENGTH = 2000        # characters (the dashboard's URL state keeps at most this many)
-MAX_DEPTH = 32           # nested parentheses and 'not's
-MAX_COMPARISONS = 100    # predicates (comparisons, between, in, is missing)
+MAX_LENGTH = 2000  # characters (the dashboard's URL state keeps at most this many)
+MAX_DEPTH = 32  # nested parentheses and 'not's
+MAX_COMPARISONS = 100  # predicates (comparisons, between, in, is missing)
 
 _KEYWORDS = frozenset({"and", "or", "not", "between", "in", "is", "missing", "true", "false"})
 _MISSING_WORDS = frozenset({"nan", "null", "none", "na"})
 _COMPARE: dict[str, Callable[[object, object], object]] = {
-    "==": operator.eq, "!=": operator.ne, "<": operator.lt,
-    "<=": operator.le, ">": operator.gt, ">=": operator.ge,
+    "==": operator.eq,
+    "!=": operator.ne,
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
 }
 _ORDERING = frozenset({"<", "<=", ">", ">=", "between"})
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
 _NUMBER = re.compile(r"-?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
 _SYMBOLS = ("==", "!=", "<=", ">=", "<", ">", "(", ")", "[", "]", ",")  # longest first
-_REJECTED = {"&&": "use 'and' to combine conditions", "&": "use 'and' to combine conditions",
-             "||": "use 'or' to combine conditions", "|": "use 'or' to combine conditions",
-             "=": "use '==' to compare", "!": "use 'not' to negate, or '!=' to compare"}
+_REJECTED = {
+    "&&": "use 'and' to combine conditions",
+    "&": "use 'and' to combine conditions",
+    "||": "use 'or' to combine conditions",
+    "|": "use 'or' to combine conditions",
+    "=": "use '==' to compare",
+    "!": "use 'not' to negate, or '!=' to compare",
+}
 
 
 @dataclass(frozen=True)
@@ -114,8 +123,7 @@ _Node = _Predicate | _Not | _BoolOp
 
 def _fail(condition: str, detail: str, pos: int | None, hint: str = "") -> SubgroupError:
     where = "" if pos is None else f", at character {pos}"
-    return SubgroupError(f"Subgroup {condition!r}: {detail}{where}.{' ' + hint if hint else ''}",
-                         position=pos)
+    return SubgroupError(f"Subgroup {condition!r}: {detail}{where}.{' ' + hint if hint else ''}", position=pos)
 
 
 def _tokenize(condition: str) -> list[_Token]:
@@ -132,7 +140,7 @@ def _tokenize(condition: str) -> list[_Token]:
             i = end
         elif m := _NUMBER.match(condition, i):
             if m.end() < n and (condition[m.end()].isalnum() or condition[m.end()] in "_."):
-                raise _fail(condition, f"malformed number starting {condition[i:m.end() + 1]!r}", i)
+                raise _fail(condition, f"malformed number starting {condition[i : m.end() + 1]!r}", i)
             text = m.group()
             value = float(text) if any(c in text for c in ".eE") else int(text)
             tokens.append(_Token("number", text, value, i))
@@ -187,8 +195,9 @@ class _Parser:
         if tok.kind != "end":
             if tok.is_punct(")"):
                 raise self._error("unmatched ')'", tok)
-            raise self._error(f"unexpected {self._show(tok)} after a complete condition", tok,
-                              "Join conditions with 'and' or 'or'.")
+            raise self._error(
+                f"unexpected {self._show(tok)} after a complete condition", tok, "Join conditions with 'and' or 'or'."
+            )
         return node
 
     def _peek(self) -> _Token:
@@ -222,8 +231,11 @@ class _Parser:
     def _nest(self, tok: _Token) -> None:
         self.depth += 1
         if self.depth > MAX_DEPTH:
-            raise self._error(f"more than {MAX_DEPTH} nested parentheses or 'not's (the most a condition "
-                              f"may hold)", tok, "Write the condition with less nesting.")
+            raise self._error(
+                f"more than {MAX_DEPTH} nested parentheses or 'not's (the most a condition may hold)",
+                tok,
+                "Write the condition with less nesting.",
+            )
 
     def _not(self) -> _Node:
         tok = self._peek()
@@ -249,15 +261,20 @@ class _Parser:
     def _predicate(self) -> _Predicate:
         self.n_predicates += 1
         if self.n_predicates > MAX_COMPARISONS:
-            raise self._error(f"more than {MAX_COMPARISONS} comparisons (the most a condition may hold)",
-                              self._peek(), "Use 'in [...]' for many values of one column.")
+            raise self._error(
+                f"more than {MAX_COMPARISONS} comparisons (the most a condition may hold)",
+                self._peek(),
+                "Use 'in [...]' for many values of one column.",
+            )
         col = self._next()
         if col.kind == "end":
             raise self._error("a column name is missing", col)
         if col.kind != "column" and (col.kind != "name" or col.text.lower() in _KEYWORDS):
-            raise self._error(f"expected a column name but found {self._show(col)}", col,
-                              "Conditions look like `column == value`; quote unusual column "
-                              "names in backticks.")
+            raise self._error(
+                f"expected a column name but found {self._show(col)}",
+                col,
+                "Conditions look like `column == value`; quote unusual column names in backticks.",
+            )
         tok = self._next()
         if tok.kind == "op":
             return _Predicate(col, tok.text, tok.pos, (self._literal(tok),))
@@ -283,8 +300,7 @@ class _Parser:
         hint = ""
         if tok.kind == "name" and tok.text.lower() not in _KEYWORDS:
             hint = f"Quote column names containing spaces in backticks, e.g. `{col.text} {tok.text}`."
-        raise self._error(f"expected a comparison after column {col.text!r} but found "
-                          f"{self._show(tok)}", tok, hint)
+        raise self._error(f"expected a comparison after column {col.text!r} but found {self._show(tok)}", tok, hint)
 
     def _list(self) -> tuple[_Token, ...]:
         opening = self._next()
@@ -311,13 +327,15 @@ class _Parser:
         if tok.kind == "end":
             raise self._error(f"a value is missing after {after.text!r}", tok)
         if tok.kind == "name" and tok.text.lower() in _MISSING_WORDS:
-            raise self._error(f"{tok.text!r} cannot be compared", tok,
-                              "Use 'column is missing' or 'column is not missing'.")
+            raise self._error(
+                f"{tok.text!r} cannot be compared", tok, "Use 'column is missing' or 'column is not missing'."
+            )
         if tok.kind == "column":
             raise self._error("comparing two columns is not supported", tok)
         hint = f"Quote text values, e.g. '{tok.text}'." if tok.kind == "name" else ""
-        raise self._error(f"expected a value (number, quoted string, true or false) but "
-                          f"found {self._show(tok)}", tok, hint)
+        raise self._error(
+            f"expected a value (number, quoted string, true or false) but found {self._show(tok)}", tok, hint
+        )
 
 
 class _Evaluator:
@@ -341,8 +359,7 @@ class _Evaluator:
     def _column(self, tok: _Token) -> pd.Series:
         found = self.positions.get(tok.text, [])
         if len(found) > 1:
-            raise _fail(self.condition, f"column name {tok.text!r} is ambiguous: {len(found)} "
-                        "columns have it", tok.pos)
+            raise _fail(self.condition, f"column name {tok.text!r} is ambiguous: {len(found)} columns have it", tok.pos)
         if not found:
             lower = [name for name in self.positions if name.lower() == tok.text.lower()]
             close = lower or difflib.get_close_matches(tok.text, list(self.positions), n=3, cutoff=0.5)
@@ -368,8 +385,11 @@ class _Evaluator:
                 value = self._coerce(node, kind, tok, categories.dtype)
                 if value not in s.cat.categories:
                     listed = ", ".join(map(repr, s.cat.categories[:10].tolist()))
-                    raise _fail(self.condition, f"{tok.text} is not a category of ordered column "
-                                f"{node.column.text!r} (categories: {listed})", tok.pos)
+                    raise _fail(
+                        self.condition,
+                        f"{tok.text} is not a category of ordered column {node.column.text!r} (categories: {listed})",
+                        tok.pos,
+                    )
                 places.append(_Token("number", tok.text, s.cat.categories.get_loc(value), tok.pos))
             node = _Predicate(node.column, node.op, node.op_pos, tuple(places))
             categories = pd.Series(np.arange(len(categories)))
@@ -378,7 +398,7 @@ class _Evaluator:
 
     def _kind(self, node: _Predicate, s: pd.Series) -> str:
         name, dtype = node.column.text, s.dtype
-        if dtype == object:
+        if pd.api.types.is_object_dtype(dtype):
             inferred = pd.api.types.infer_dtype(s, skipna=True)
             if inferred == "boolean":
                 return "bool"
@@ -386,8 +406,11 @@ class _Evaluator:
                 return "number"
             if inferred in ("string", "empty"):
                 return "text"
-            raise _fail(self.condition, f"column {name!r} holds values of mixed types "
-                        f"({inferred}) that cannot be compared", node.column.pos)
+            raise _fail(
+                self.condition,
+                f"column {name!r} holds values of mixed types ({inferred}) that cannot be compared",
+                node.column.pos,
+            )
         if pd.api.types.is_bool_dtype(dtype):
             return "bool"
         if pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_complex_dtype(dtype):
@@ -396,8 +419,11 @@ class _Evaluator:
             return "datetime"
         if pd.api.types.is_string_dtype(dtype):
             return "text"
-        raise _fail(self.condition, f"column {name!r} has dtype {dtype}, which subgroup "
-                    "conditions do not support", node.column.pos)
+        raise _fail(
+            self.condition,
+            f"column {name!r} has dtype {dtype}, which subgroup conditions do not support",
+            node.column.pos,
+        )
 
     def _coerce(self, node: _Predicate, kind: str, tok: _Token, dtype: object) -> object:
         """Check a literal against the column's kind; return the value to compare with."""
@@ -414,27 +440,39 @@ class _Evaluator:
             except ValueError:
                 stamp = pd.NaT
             if stamp is pd.NaT:
-                raise _fail(self.condition, f"{tok.text} is not a date", tok.pos,
-                            "Use an ISO date such as '2024-01-31' or '2024-01-31 12:00'.")
+                raise _fail(
+                    self.condition,
+                    f"{tok.text} is not a date",
+                    tok.pos,
+                    "Use an ISO date such as '2024-01-31' or '2024-01-31 12:00'.",
+                )
             tz = getattr(dtype, "tz", None)
             return stamp.tz_localize(tz) if tz is not None and stamp.tz is None else stamp
-        expected = {"number": "is numeric; compare it with a number",
-                    "bool": "is boolean; compare it with true or false",
-                    "datetime": "holds dates; compare it with a quoted ISO date such as '2024-01-31'",
-                    "text": f"holds text; put the value in quotes, e.g. '{tok.text}'"}[kind]
+        expected = {
+            "number": "is numeric; compare it with a number",
+            "bool": "is boolean; compare it with true or false",
+            "datetime": "holds dates; compare it with a quoted ISO date such as '2024-01-31'",
+            "text": f"holds text; put the value in quotes, e.g. '{tok.text}'",
+        }[kind]
         raise _fail(self.condition, f"column {name!r} {expected}, not {shown}", tok.pos)
 
     def _compare(self, node: _Predicate, s: pd.Series, kind: str) -> np.ndarray:
         name, op = node.column.text, node.op
         if kind == "text" and op in _ORDERING:
-            raise _fail(self.condition, f"column {name!r} holds unordered text, so {op!r} cannot "
-                        "be used on it", node.op_pos,
-                        "Use '==', '!=', 'in' or 'not in', or make it an ordered categorical.")
+            raise _fail(
+                self.condition,
+                f"column {name!r} holds unordered text, so {op!r} cannot be used on it",
+                node.op_pos,
+                "Use '==', '!=', 'in' or 'not in', or make it an ordered categorical.",
+            )
         values = [self._coerce(node, kind, tok, s.dtype) for tok in node.literals]
         if op == "between" and values[0] > values[1]:
-            raise _fail(self.condition, f"'between {node.literals[0].text} and "
-                        f"{node.literals[1].text}' is empty: the lower bound must come first",
-                        node.literals[0].pos)
+            raise _fail(
+                self.condition,
+                f"'between {node.literals[0].text} and "
+                f"{node.literals[1].text}' is empty: the lower bound must come first",
+                node.literals[0].pos,
+            )
         if kind == "bool":
             s = s.astype("boolean").astype("Int8")
         try:
@@ -447,8 +485,7 @@ class _Evaluator:
                 result = ~result if op == "not in" else result
             mask = result.to_numpy(dtype=bool, na_value=False)
         except (TypeError, ValueError, OverflowError) as exc:
-            raise _fail(self.condition, f"cannot apply {op!r} to column {name!r} ({exc})",
-                        node.op_pos) from exc
+            raise _fail(self.condition, f"cannot apply {op!r} to column {name!r} ({exc})", node.op_pos) from exc
         return mask & s.notna().to_numpy(dtype=bool)
 
 
@@ -481,13 +518,15 @@ def parse_subgroup(condition: str, X: pd.DataFrame) -> pd.Series:
     if not isinstance(condition, str):
         raise SubgroupError(f"The subgroup 'condition' must be a string (got {type(condition).__name__}).")
     if not condition.strip():
-        raise SubgroupError("The subgroup 'condition' is empty; write e.g. \"x1 > 0 and group == 'a'\".",
-                            position=None)
+        raise SubgroupError("The subgroup 'condition' is empty; write e.g. \"x1 > 0 and group == 'a'\".", position=None)
     if not isinstance(X, pd.DataFrame):
         raise InputError(f"'X' must be a pandas DataFrame (got {type(X).__name__}).")
     if len(condition) > MAX_LENGTH:
-        raise SubgroupError(f"The subgroup 'condition' has {len(condition):,} characters; at most "
-                            f"{MAX_LENGTH:,} are allowed (MAX_LENGTH).", position=MAX_LENGTH)
+        raise SubgroupError(
+            f"The subgroup 'condition' has {len(condition):,} characters; at most "
+            f"{MAX_LENGTH:,} are allowed (MAX_LENGTH).",
+            position=MAX_LENGTH,
+        )
     tree = _Parser(condition).parse()
     return pd.Series(_Evaluator(condition, X).evaluate(tree), index=X.index, dtype=bool)
 
@@ -535,8 +574,10 @@ def format_condition(column: Hashable, op: str, value: object = None) -> str:
         if value is not None:
             raise SubgroupError(f"Operator {op!r} takes no value; leave 'value' as None (got {value!r}).")
         return f"{name} {op}"
-    raise SubgroupError(f"Unknown subgroup operator {op!r}: the 'op' parameter must be one of "
-                        "==, !=, <, <=, >, >=, in, not in, between, is missing, is not missing.")
+    raise SubgroupError(
+        f"Unknown subgroup operator {op!r}: the 'op' parameter must be one of "
+        "==, !=, <, <=, >, >=, in, not in, between, is missing, is not missing."
+    )
 
 
 def _format_literal(value: object) -> str:
@@ -552,5 +593,6 @@ def _format_literal(value: object) -> str:
         value = value.isoformat()
     if isinstance(value, str):
         return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
-    raise SubgroupError(f"Cannot use {value!r} ({type(value).__name__}) as a subgroup 'value'; use a "
-                        f"number, bool, string or date.")
+    raise SubgroupError(
+        f"Cannot use {value!r} ({type(value).__name__}) as a subgroup 'value'; use a number, bool, string or date."
+    )

@@ -62,9 +62,7 @@ def test_ice_matches_sklearn_partial_dependence(gbm, reg_data):
     """ICE equals sklearn's brute-force individual partial dependence on the same grid."""
     X, y = reg_data
     prof = feature_profile(gbm, X, y, "x1", grid=15)
-    ref = partial_dependence(
-        gbm, X, ["x1"], kind="individual", method="brute", custom_values={"x1": prof.grid}
-    )
+    ref = partial_dependence(gbm, X, ["x1"], kind="individual", method="brute", custom_values={"x1": prof.grid})
     assert_allclose(prof.ice, ref["individual"][0], rtol=0, atol=1e-12)
     assert_allclose(prof.pd, ref["individual"][0].mean(axis=0), rtol=0, atol=1e-12)
 
@@ -95,9 +93,7 @@ def test_subset_equals_profile_on_subgroup_data(gbm, reg_data):
     prof = feature_profile(gbm, X, y, "x2")
     mask = parse_subgroup("x3 > 0", X)
     sub = prof.subset(mask)
-    direct = feature_profile(
-        gbm, X[mask], y[mask.to_numpy()], "x2", grid=prof.grid, grid_weights=prof.grid_weights
-    )
+    direct = feature_profile(gbm, X[mask], y[mask.to_numpy()], "x2", grid=prof.grid, grid_weights=prof.grid_weights)
     assert list(sub.rows) == list(X.index[mask.to_numpy()])
     assert_allclose(sub.local_importance, direct.local_importance, rtol=0, atol=1e-12)
     assert_allclose(sub.importance, prof.local_importance[mask.to_numpy()].mean())
@@ -176,7 +172,7 @@ def test_y_none_gives_prediction_views_only(gbm, reg_data):
     prof = feature_profile(gbm, X, None, "x1", grid=5)
     assert prof.ice.shape == (60, 5) and prof.pd.shape == (5,)
     with pytest.raises(InputError, match="needs the target"):
-        prof.ici
+        _ = prof.ici
 
 
 def test_n_obs_sample_is_seeded_and_grid_uses_all_rows(gbm, reg_data):
