@@ -20,8 +20,8 @@ def _warm(app) -> None:
     """Train the default demo and compute its first views, so the page opens on results."""
     from dashboard import jobs
     from dashboard.callbacks.compute import resolve_state, run_request
-    from dashboard.state import default_state
     from dashboard.callbacks.drilldown import normalize
+    from dashboard.state import default_state
 
     ctx = app._wip_context
     try:

@@ -96,24 +96,30 @@ try:
     def dumps(obj) -> bytes:
         return orjson.dumps(obj)
 except ImportError:
+
     def loads(raw: bytes):
         return json.loads(raw)
 
     def dumps(obj) -> bytes:
         return json.dumps(obj, separators=(",", ":")).encode()
 
+
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "out" / "load_test.json"
 LOOPBACK_NAMES = {"127.0.0.1", "localhost", "::1"}
 SUBGROUPS = ("X3 == 0", "X3 == 1", "X1 > 0")
-QUICK = {"sessions": 5, "actions": 5, "max_seconds": 25.0}   # with the warm-up, < 60 s on 2 idle cores
-MAX_CALLS_PER_ACTION = 40          # a runaway chain (callbacks firing each other) is an error
+QUICK = {"sessions": 5, "actions": 5, "max_seconds": 25.0}  # with the warm-up, < 60 s on 2 idle cores
+MAX_CALLS_PER_ACTION = 40  # a runaway chain (callbacks firing each other) is an error
 
 # Readable names of the dashboard's callbacks, by their first output (generic fallback: "id.prop").
 CALLBACK_NAMES = {
-    "state.data": "controller", "results.data": "resolve", "job-done.data": "run_job",
-    "pfi-graph.figure": "render_global", "pi-graph.figure": "render_feature",
-    "ciu-graph.figure": "render_observation", "hover-info.children": "hovered",
+    "state.data": "controller",
+    "results.data": "resolve",
+    "job-done.data": "run_job",
+    "pfi-graph.figure": "render_global",
+    "pi-graph.figure": "render_feature",
+    "ciu-graph.figure": "render_observation",
+    "hover-info.children": "hovered",
     "loss-select.options": "loss_options",
 }
 DUPLICATE_NAMES = {"results.data": "finish", "status.children": "cancelled"}  # allow_duplicate outputs
@@ -174,7 +180,7 @@ class Callback:
         first_id, first_prop = self.outputs[0]
         key = f"{first_id}.{first_prop.split('@')[0]}"
         self.name = DUPLICATE_NAMES.get(key, key + "@dup") if "@" in first_prop else CALLBACK_NAMES.get(key, key)
-        self.downstream: set[str] = set()   # every property this callback can change, transitively
+        self.downstream: set[str] = set()  # every property this callback can change, transitively
 
     def __repr__(self):
         return f"<Callback {self.name}>"
@@ -265,8 +271,12 @@ def percentile(values, q: float):
 def summary_ms(seconds: list[float], nbytes: list[int] | None = None) -> dict:
     if not seconds:
         return {"n": 0}
-    out = {"n": len(seconds), "mean": 1000 * sum(seconds) / len(seconds),
-           **{f"p{q}": 1000 * percentile(seconds, q) for q in (50, 95, 99)}, "max": 1000 * max(seconds)}
+    out = {
+        "n": len(seconds),
+        "mean": 1000 * sum(seconds) / len(seconds),
+        **{f"p{q}": 1000 * percentile(seconds, q) for q in (50, 95, 99)},
+        "max": 1000 * max(seconds),
+    }
     if nbytes:
         out["mean_response_kib"] = sum(nbytes) / len(nbytes) / 1024
     return out
@@ -281,11 +291,11 @@ class Stats:
         self.deadline = time.monotonic() + max_seconds
         self.stop = threading.Event()
         self.issued = 0
-        self.requests: list[tuple] = []     # (kind, seconds, status, bytes in, bytes out, ok)
+        self.requests: list[tuple] = []  # (kind, seconds, status, bytes in, bytes out, ok)
         self.actions: list[dict] = []
         self.errors: list[str] = []
         self.n_errors = {"http": 0, "dash": 0, "check": 0}
-        self.resets: list[str] = []          # connections reset under a request, retried
+        self.resets: list[str] = []  # connections reset under a request, retried
         self.active = 0
         self.max_active = 0
         self.events: list[tuple[float, int]] = []  # (monotonic time, active sessions after it)
@@ -349,8 +359,17 @@ class Stats:
 
 # --- one emulated browser tab ---------------------------------------------------------------
 class Client:
-    def __init__(self, base: str, stats: Stats, *, lanes: int, timeout: float, job_timeout: float,
-                 assets: bool = False, retry: bool = True):
+    def __init__(
+        self,
+        base: str,
+        stats: Stats,
+        *,
+        lanes: int,
+        timeout: float,
+        job_timeout: float,
+        assets: bool = False,
+        retry: bool = True,
+    ):
         self.base = base.rstrip("/")
         self.stats = stats
         self.lanes = max(1, lanes)
@@ -374,7 +393,7 @@ class Client:
         s = getattr(self._tls, "session", None)
         if s is None:
             s = requests.Session()
-            s.trust_env = False          # no proxies or netrc from the environment: loopback only
+            s.trust_env = False  # no proxies or netrc from the environment: loopback only
             s.headers.update({"Accept": "application/json", "Content-Type": "application/json"})
             self._tls.session = s
             with self._sessions_lock:
@@ -403,12 +422,16 @@ class Client:
             try:
                 resp = session.request(method, self.base + path, params=params, data=body, timeout=self.timeout)
             except requests.ConnectionError as exc:
-                reset = any(isinstance(e, (ConnectionResetError, BrokenPipeError, http.client.RemoteDisconnected))
-                            for e in _chain(exc))
+                reset = any(
+                    isinstance(e, (ConnectionResetError, BrokenPipeError, http.client.RemoteDisconnected))
+                    for e in _chain(exc)
+                )
                 if not (reset and self.retry and hasattr(self._tls, "last_end")):
                     raise
-                self.stats.reset(f"{kind}: {type(exc).__name__} after {time.perf_counter() - start:.2f} s on a "
-                                 f"connection idle for {idle:.1f} s; retried")
+                self.stats.reset(
+                    f"{kind}: {type(exc).__name__} after {time.perf_counter() - start:.2f} s on a "
+                    f"connection idle for {idle:.1f} s; retried"
+                )
                 self.stats.acquire()
                 start = time.perf_counter()
                 resp = session.request(method, self.base + path, params=params, data=body, timeout=self.timeout)
@@ -419,8 +442,9 @@ class Client:
             self.stats.request(kind, seconds, None, 0, len(body or b""), False)
             self._count(kind)
             conn = f"a connection idle for {idle:.1f} s" if hasattr(self._tls, "last_end") else "a new connection"
-            self.stats.error("http", f"{kind}: no answer after {seconds:.1f} s on {conn}: "
-                                     f"{type(exc).__name__}: {exc}"[:400])
+            self.stats.error(
+                "http", f"{kind}: no answer after {seconds:.1f} s on {conn}: {type(exc).__name__}: {exc}"[:400]
+            )
             raise RequestFailed(kind) from exc
         seconds = time.perf_counter() - start
         self._tls.last_end = time.monotonic()
@@ -453,7 +477,9 @@ class Client:
         self.prefix = config.get("requests_pathname_prefix") or "/"
         self.end_id = config.get("end_id")
         if self.assets:
-            for url in re.findall(r'<script src="([^"]+)"', text) + re.findall(r'<link rel="stylesheet" href="([^"]+)"', text):
+            for url in re.findall(r'<script src="([^"]+)"', text) + re.findall(
+                r'<link rel="stylesheet" href="([^"]+)"', text
+            ):
                 if url.startswith("/"):
                     self._http("asset", "GET", url)
         _, raw_layout = self._http("GET /_dash-layout", "GET", self._url("_dash-layout"))
@@ -499,9 +525,12 @@ class Client:
         queue the callbacks they trigger; until nothing is pending. Returns the callbacks fired."""
         fired: list[str] = []
         while pending:
-            ready = [cb for cb in pending
-                     if not any(cb.input_keys & other.downstream for other in pending if other is not cb)]
-            if not ready:        # a cycle: fire all (the renderer would too, eventually)
+            ready = [
+                cb
+                for cb in pending
+                if not any(cb.input_keys & other.downstream for other in pending if other is not cb)
+            ]
+            if not ready:  # a cycle: fire all (the renderer would too, eventually)
                 ready = list(pending)
             batch = [(cb, pending.pop(cb)) for cb in ready]
             if len(fired) + len(batch) > MAX_CALLS_PER_ACTION:
@@ -514,7 +543,7 @@ class Client:
                     self._pool = ThreadPoolExecutor(max_workers=self.lanes)
                 futures = [self._pool.submit(self.fire, cb, changed) for cb, changed in batch]
                 answers, failure = [], None
-                for fut in futures:      # wait for all (as the browser does) before raising
+                for fut in futures:  # wait for all (as the browser does) before raising
                     try:
                         answers.append(fut.result())
                     except (RequestFailed, Stop, CheckFailed) as exc:
@@ -542,20 +571,25 @@ class Client:
 
     def _payload(self, cb: Callback, changed: set) -> dict:
         with self.props_lock:
+
             def vals(pairs):
                 out = []
                 for cid, prop in pairs:
                     item = {"id": cid, "property": prop}
                     key = f"{cid}.{prop}"
-                    if key in self.props:       # undefined values are left out, as JSON.stringify does
+                    if key in self.props:  # undefined values are left out, as JSON.stringify does
                         item["value"] = self.props[key]
                     out.append(item)
                 return out
 
             outputs = [{"id": cid, "property": prop} for cid, prop in cb.outputs]
-            payload = {"output": cb.output, "outputs": outputs if cb.multi else outputs[0],
-                       "inputs": vals(cb.inputs), "changedPropIds": sorted(changed),
-                       "parsedChangedPropsIds": sorted(changed)}
+            payload = {
+                "output": cb.output,
+                "outputs": outputs if cb.multi else outputs[0],
+                "inputs": vals(cb.inputs),
+                "changedPropIds": sorted(changed),
+                "parsedChangedPropsIds": sorted(changed),
+            }
             if cb.state:
                 payload["state"] = vals(cb.state)
         return payload
@@ -567,7 +601,7 @@ class Client:
         params = {"endId": self.end_id} if self.end_id else None
         path = self._url("_dash-update-component")
         status, content = self._http(cb.name, "POST", path, params=params, body=body)
-        if status == 204:          # PreventUpdate
+        if status == 204:  # PreventUpdate
             return {}
         data = self._json(cb.name, content)
         if "response" in data:
@@ -601,11 +635,11 @@ class Client:
                 return {}
             data = self._json(cb.name, content)
             side = {}
-            for extra in ("sideUpdate", "progress"):   # applied, as the renderer does (no callback listens)
+            for extra in ("sideUpdate", "progress"):  # applied, as the renderer does (no callback listens)
                 for key, value in (data.get(extra) or {}).items():
-                    if isinstance(value, dict) and "." not in key:   # {id: {prop: value}}
+                    if isinstance(value, dict) and "." not in key:  # {id: {prop: value}}
                         side.setdefault(key, {}).update(value)
-                    else:                                            # {"id.prop": value}
+                    else:  # {"id.prop": value}
                         cid, _, prop = key.rpartition(".")
                         side.setdefault(cid, {})[prop] = value
             if side:
@@ -629,7 +663,7 @@ class Client:
         response = data["response"]
         if data.get("multi"):
             return response
-        cid = cb.output[: cb.output.rfind(".")]   # older single-output shape {"props": {...}}
+        cid = cb.output[: cb.output.rfind(".")]  # older single-output shape {"props": {...}}
         return {cid: response.get("props", response)}
 
     # the user's actions
@@ -656,10 +690,15 @@ def check_views(client: Client, fired: list[str], what: str, *, feature=None, su
     rstate = results.get("state") if isinstance(results, dict) else None
     rstate = rstate if isinstance(rstate, dict) else {}
     if feature is not None and (state.get("feature") != feature or rstate.get("feature") != feature):
-        problems.append(f"asked feature {feature!r}, state has {state.get('feature')!r}, results {rstate.get('feature')!r}")
-    if subgroup is not None and ((state.get("subgroup") or "") != subgroup or (rstate.get("subgroup") or "") != subgroup):
-        problems.append(f"asked subgroup {subgroup!r}, state has {state.get('subgroup')!r}, "
-                        f"results {rstate.get('subgroup')!r}")
+        problems.append(
+            f"asked feature {feature!r}, state has {state.get('feature')!r}, results {rstate.get('feature')!r}"
+        )
+    if subgroup is not None and (
+        (state.get("subgroup") or "") != subgroup or (rstate.get("subgroup") or "") != subgroup
+    ):
+        problems.append(
+            f"asked subgroup {subgroup!r}, state has {state.get('subgroup')!r}, results {rstate.get('subgroup')!r}"
+        )
     error_box = client.get("subgroup-error.children")
     if error_box:
         problems.append(f"subgroup error shown: {error_box!r:.200}")
@@ -705,6 +744,7 @@ def load_page(client: Client, stats: Stats, search: str = "") -> bool:
     def go():
         fired = client.load(search)
         check_views(client, fired, "page load")
+
     return do_action(client, stats, "load", search or "/", go)
 
 
@@ -713,17 +753,19 @@ def switch_feature(client: Client, stats: Stats, feature: str) -> bool:
         client.set_prop("feature-select.value", feature)
         fired = client.event("feature-select.value")
         check_views(client, fired, f"feature {feature}", feature=feature)
+
     return do_action(client, stats, "feature", feature, go)
 
 
 def apply_subgroup(client: Client, stats: Stats, text: str) -> bool:
     def go():
         if text:
-            client.set_prop("subgroup-text.value", text)   # typing: no callback listens to it
+            client.set_prop("subgroup-text.value", text)  # typing: no callback listens to it
             fired = client.click("subgroup-apply")
         else:
             fired = client.click("subgroup-clear")
         check_views(client, fired, f"subgroup {text or '(clear)'}", subgroup=text)
+
     return do_action(client, stats, "subgroup", text or "(clear)", go)
 
 
@@ -763,8 +805,19 @@ class Server:
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = cache_dir / "gunicorn.log"
         env = {**os.environ, "WIP_CACHE_DIR": str(cache_dir), "WIP_SECRET_KEY": "load"}
-        cmd = [sys.executable, "-m", "gunicorn", "-c", str(ROOT / "gunicorn.conf.py"), "app:server",
-               "-w", str(workers), "-b", f"127.0.0.1:{self.port}", "--no-control-socket"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "gunicorn",
+            "-c",
+            str(ROOT / "gunicorn.conf.py"),
+            "app:server",
+            "-w",
+            str(workers),
+            "-b",
+            f"127.0.0.1:{self.port}",
+            "--no-control-socket",
+        ]
         if threads:
             cmd += ["--threads", str(threads)]
         self.cmd = cmd
@@ -816,9 +869,12 @@ class Server:
         text = self.log_path.read_text(errors="replace")[since:]
         lines = text.splitlines()
         bad = [ln for ln in lines if re.search(r"Traceback|\bERROR\b|CRITICAL|WORKER TIMEOUT|Exception", ln)]
-        return {"errors": len(bad), "first": bad[:10],
-                "worker_boots": sum("Booting worker" in ln for ln in lines),
-                "worker_recycles": sum("Autorestarting worker" in ln for ln in lines)}
+        return {
+            "errors": len(bad),
+            "first": bad[:10],
+            "worker_boots": sum("Booting worker" in ln for ln in lines),
+            "worker_recycles": sum("Autorestarting worker" in ln for ln in lines),
+        }
 
 
 def listener_pid(url: str):
@@ -911,8 +967,13 @@ class Monitor(threading.Thread):
         cpu = self.tree_cpu()
         client = time.process_time() - self.client0
         machine1 = self.machine_busy()
-        out = {"wall_seconds": wall, "client_cpu_seconds": client,
-               "loadavg_before": self.load0, "loadavg_after": os.getloadavg(), "cpus": os.cpu_count()}
+        out = {
+            "wall_seconds": wall,
+            "client_cpu_seconds": client,
+            "loadavg_before": self.load0,
+            "loadavg_after": os.getloadavg(),
+            "cpus": os.cpu_count(),
+        }
         if cpu is not None:
             out["server_cpu_seconds"] = cpu
             out["server_cores_used"] = cpu / wall if wall > 0 else None
@@ -943,7 +1004,7 @@ def warm_up(base: str, args, subgroups) -> dict:
             apply_subgroup(client, stats, text)
         jobs_first = sum(a["jobs"] for a in stats.actions)
         jobs_second = None
-        if not args.quick:                         # second pass: all cached now? (the measured phase counts it too)
+        if not args.quick:  # second pass: all cached now? (the measured phase counts it too)
             n_first = len(stats.actions)
             for feature in features[1:] + features[:1]:
                 switch_feature(client, stats, feature)
@@ -957,15 +1018,28 @@ def warm_up(base: str, args, subgroups) -> dict:
     errors = sum(stats.n_errors.values())
     if errors:
         raise SystemExit("warm-up failed:\n  " + "\n  ".join(stats.errors[:10]))
-    return {"seconds": time.perf_counter() - start, "jobs": jobs_first, "jobs_on_second_pass": jobs_second,
-            "features": features, "subgroups": list(subgroups), "requests": len(stats.requests),
-            "actions": [{k: a[k] for k in ("kind", "detail", "seconds", "jobs", "requests")} for a in stats.actions]}
+    return {
+        "seconds": time.perf_counter() - start,
+        "jobs": jobs_first,
+        "jobs_on_second_pass": jobs_second,
+        "features": features,
+        "subgroups": list(subgroups),
+        "requests": len(stats.requests),
+        "actions": [{k: a[k] for k in ("kind", "detail", "seconds", "jobs", "requests")} for a in stats.actions],
+    }
 
 
 def session_main(i: int, base: str, args, stats: Stats, subgroups, barrier: threading.Barrier) -> None:
     rng = random.Random(args.seed * 100_003 + i)
-    client = Client(base, stats, lanes=args.lanes, timeout=args.timeout, job_timeout=args.job_timeout,
-                    assets=args.assets, retry=not args.no_retry)
+    client = Client(
+        base,
+        stats,
+        lanes=args.lanes,
+        timeout=args.timeout,
+        job_timeout=args.job_timeout,
+        assets=args.assets,
+        retry=not args.no_retry,
+    )
     try:
         barrier.wait()
     except threading.BrokenBarrierError:
@@ -988,13 +1062,13 @@ def session_main(i: int, base: str, args, stats: Stats, subgroups, barrier: thre
                 raise Stop()
             features = features_of(client) or ["X1", "X2", "X3"]
             state = client.get("state.data") or {}
-            if client.map is None:          # the page load failed: the user reloads
+            if client.map is None:  # the page load failed: the user reloads
                 ok = load_page(client, stats)
             elif rng.random() < 0.5:
                 choices = [f for f in features if f != state.get("feature")] or features
                 ok = switch_feature(client, stats, rng.choice(choices))
             else:
-                current = (state.get("subgroup") or "")
+                current = state.get("subgroup") or ""
                 choices = [s for s in list(subgroups) + [""] if s != current]
                 ok = apply_subgroup(client, stats, rng.choice(choices))
             failures_in_a_row = 0 if ok else failures_in_a_row + 1
@@ -1010,8 +1084,12 @@ def session_main(i: int, base: str, args, stats: Stats, subgroups, barrier: thre
 def measure(base: str, args, subgroups) -> tuple[Stats, float]:
     stats = Stats(max_requests=args.max_requests, max_seconds=args.max_seconds + 3600)
     barrier = threading.Barrier(args.sessions + 1)
-    threads = [threading.Thread(target=session_main, args=(i, base, args, stats, subgroups, barrier),
-                                name=f"session-{i}", daemon=True) for i in range(args.sessions)]
+    threads = [
+        threading.Thread(
+            target=session_main, args=(i, base, args, stats, subgroups, barrier), name=f"session-{i}", daemon=True
+        )
+        for i in range(args.sessions)
+    ]
     for t in threads:
         t.start()
     stats.restart_clock(args.max_seconds)
@@ -1038,15 +1116,27 @@ def report(stats: Stats, wall: float, args) -> dict:
     served = sum(1 for r in reqs if r[5])
     return {
         "wall_seconds": wall,
-        "sessions": {"asked": args.sessions, **stats.sessions, "max_concurrent": stats.max_active,
-                     **stats.held(args.sessions)},
-        "actions": {"total": len(acts), "ok": sum(a["ok"] for a in acts),
-                    "by_kind": {k: len(v) for k, v in sorted(by_action.items())},
-                    "needed_computation": sum(1 for a in acts if a["jobs"]),
-                    "per_second": len(acts) / wall if wall > 0 else None},
-        "requests": {"total": len(reqs), "served": served, "per_second": served / wall if wall > 0 else None,
-                     "bytes_in": sum(r[3] for r in reqs), "bytes_out": sum(r[4] for r in reqs),
-                     "budget_hit": stats.issued >= args.max_requests},
+        "sessions": {
+            "asked": args.sessions,
+            **stats.sessions,
+            "max_concurrent": stats.max_active,
+            **stats.held(args.sessions),
+        },
+        "actions": {
+            "total": len(acts),
+            "ok": sum(a["ok"] for a in acts),
+            "by_kind": {k: len(v) for k, v in sorted(by_action.items())},
+            "needed_computation": sum(1 for a in acts if a["jobs"]),
+            "per_second": len(acts) / wall if wall > 0 else None,
+        },
+        "requests": {
+            "total": len(reqs),
+            "served": served,
+            "per_second": served / wall if wall > 0 else None,
+            "bytes_in": sum(r[3] for r in reqs),
+            "bytes_out": sum(r[4] for r in reqs),
+            "budget_hit": stats.issued >= args.max_requests,
+        },
         "errors": {"total": sum(stats.n_errors.values()), **stats.n_errors, "first": stats.errors[:20]},
         "resets_retried": {"total": len(stats.resets), "first": stats.resets[:20]},
         "latency_ms": {
@@ -1071,22 +1161,30 @@ def fmt(s: dict) -> str:
 def print_report(res: dict, resources: dict, warm: dict | None, args, target: str) -> None:
     s, a, r, e, lat = res["sessions"], res["actions"], res["requests"], res["errors"], res["latency_ms"]
     print(f"\nmeasured phase: {res['wall_seconds']:.1f} s wall against {target}")
-    print(f"  sessions   : {s['asked']} asked, {s['started']} started, max {s['max_concurrent']} concurrently active "
-          f"(all {s['asked']} active for {s['all_active_seconds']:.1f} s, mean {s['mean_active']:.1f}); "
-          f"{s['completed']} completed, {s['stopped_by_budget']} stopped by the budget, {s['gave_up']} gave up")
-    print(f"  actions    : {a['total']} ({', '.join(f'{k} {v}' for k, v in a['by_kind'].items())}), "
-          f"{a['ok']} ok, {a['needed_computation']} needed a computation, {a['per_second']:.1f}/s; "
-          f"{res['requests_per_action'] or 0:.1f} requests per action")
-    print(f"  requests   : {r['served']} served of {r['total']} ({r['per_second']:.1f}/s), "
-          f"{r['bytes_in'] / 2**20:.1f} MiB down, {r['bytes_out'] / 2**20:.1f} MiB up"
-          + ("; request budget reached" if r["budget_hit"] else ""))
+    print(
+        f"  sessions   : {s['asked']} asked, {s['started']} started, max {s['max_concurrent']} concurrently active "
+        f"(all {s['asked']} active for {s['all_active_seconds']:.1f} s, mean {s['mean_active']:.1f}); "
+        f"{s['completed']} completed, {s['stopped_by_budget']} stopped by the budget, {s['gave_up']} gave up"
+    )
+    print(
+        f"  actions    : {a['total']} ({', '.join(f'{k} {v}' for k, v in a['by_kind'].items())}), "
+        f"{a['ok']} ok, {a['needed_computation']} needed a computation, {a['per_second']:.1f}/s; "
+        f"{res['requests_per_action'] or 0:.1f} requests per action"
+    )
+    print(
+        f"  requests   : {r['served']} served of {r['total']} ({r['per_second']:.1f}/s), "
+        f"{r['bytes_in'] / 2**20:.1f} MiB down, {r['bytes_out'] / 2**20:.1f} MiB up"
+        + ("; request budget reached" if r["budget_hit"] else "")
+    )
     print(f"  errors     : {e['total']} (http {e['http']}, dash {e['dash']}, check {e['check']})")
     for msg in e["first"][:5]:
         print(f"      {msg[:300]}")
     resets = res["resets_retried"]
     if resets["total"]:
-        print(f"  resets     : {resets['total']} request(s) hit a keep-alive connection the server closed, "
-              "retried once on a new connection (as a browser does)")
+        print(
+            f"  resets     : {resets['total']} request(s) hit a keep-alive connection the server closed, "
+            "retried once on a new connection (as a browser does)"
+        )
         for msg in resets["first"][:3]:
             print(f"      {msg[:300]}")
     print(f"  latency ms per request : {fmt(lat['request'])}")
@@ -1098,34 +1196,48 @@ def print_report(res: dict, resources: dict, warm: dict | None, args, target: st
     cpus = resources.get("cpus")
     line = f"  CPU        : {cpus} cores; this script {resources['client_cpu_seconds']:.1f} s"
     if "server_cpu_seconds" in resources:
-        line = (f"  CPU        : {cpus} cores; server (gunicorn tree) {resources['server_cpu_seconds']:.1f} s "
-                f"= {resources['server_cores_used']:.2f} cores, peak RSS {resources['server_peak_rss_mb']:.0f} MiB "
-                f"in {resources['server_peak_processes']} processes; this script {resources['client_cpu_seconds']:.1f} s")
+        line = (
+            f"  CPU        : {cpus} cores; server (gunicorn tree) {resources['server_cpu_seconds']:.1f} s "
+            f"= {resources['server_cores_used']:.2f} cores, peak RSS {resources['server_peak_rss_mb']:.0f} MiB "
+            f"in {resources['server_peak_processes']} processes; this script {resources['client_cpu_seconds']:.1f} s"
+        )
         if "other_cpu_seconds" in resources:
-            line += f"; other processes {resources['other_cpu_seconds']:.1f} s = {resources['other_cores_used']:.2f} cores"
+            line += (
+                f"; other processes {resources['other_cpu_seconds']:.1f} s = {resources['other_cores_used']:.2f} cores"
+            )
     print(line)
     if resources.get("server_cpu_per_action") is not None:
-        print(f"  capacity   : {resources['server_cpu_per_action']:.2f} server CPU-seconds per action -> at most "
-              f"~{resources['capacity_actions_per_second']:.1f} actions/s if the server had all {cpus} cores")
-    print(f"  load avg   : before {' '.join(f'{x:.2f}' for x in resources['loadavg_before'])}, "
-          f"after {' '.join(f'{x:.2f}' for x in resources['loadavg_after'])}")
+        print(
+            f"  capacity   : {resources['server_cpu_per_action']:.2f} server CPU-seconds per action -> at most "
+            f"~{resources['capacity_actions_per_second']:.1f} actions/s if the server had all {cpus} cores"
+        )
+    print(
+        f"  load avg   : before {' '.join(f'{x:.2f}' for x in resources['loadavg_before'])}, "
+        f"after {' '.join(f'{x:.2f}' for x in resources['loadavg_after'])}"
+    )
     if resources.get("other_cores_used") is not None and resources["other_cores_used"] > 0.2:
-        print(f"  NOTE: other processes used {resources['other_cores_used']:.2f} cores during the run: the "
-              "machine was shared, latencies are pessimistic")
+        print(
+            f"  NOTE: other processes used {resources['other_cores_used']:.2f} cores during the run: the "
+            "machine was shared, latencies are pessimistic"
+        )
 
 
 # --- main -----------------------------------------------------------------------------------
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
+    )
     p.add_argument("--sessions", type=int, default=20, help="concurrent sessions")
     p.add_argument("--actions", type=int, default=30, help="actions per session after its page load")
     p.add_argument("--think", type=float, default=0.2, help="think time between actions, seconds (x U(0.5, 1.5))")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--max-requests", type=int, default=5000, help="request budget of the measured phase")
     p.add_argument("--max-seconds", type=float, default=120.0, help="time budget of the measured phase")
-    p.add_argument("--quick", action="store_true",
-                   help="5 sessions x 5 actions, 25 s budget, no second warm-up pass (< 60 s in all on idle cores)")
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="5 sessions x 5 actions, 25 s budget, no second warm-up pass (< 60 s in all on idle cores)",
+    )
     p.add_argument("--url", help="target this server (loopback only) instead of starting gunicorn")
     p.add_argument("--cache-dir", help="cache folder of the gunicorn started here (default: a temporary one)")
     p.add_argument("--workers", type=int, default=2, help="gunicorn workers")
@@ -1135,12 +1247,19 @@ def main(argv=None) -> int:
     p.add_argument("--lanes", type=int, default=6, help="parallel connections per session (a browser uses 6)")
     p.add_argument("--ramp", type=float, default=0.0, help="spread the session starts over this many seconds")
     p.add_argument("--assets", action="store_true", help="page loads also fetch the page's scripts and stylesheets")
-    p.add_argument("--timeout", type=float, default=120.0,
-                   help="per request, seconds (the renderer has none; gunicorn.conf.py's worker timeout is 120)")
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=120.0,
+        help="per request, seconds (the renderer has none; gunicorn.conf.py's worker timeout is 120)",
+    )
     p.add_argument("--job-timeout", type=float, default=300.0, help="a background job in the measured phase, seconds")
     p.add_argument("--warm-timeout", type=float, default=600.0, help="the warm-up, seconds")
-    p.add_argument("--no-retry", action="store_true",
-                   help="count a reset keep-alive connection as an error instead of retrying once as browsers do")
+    p.add_argument(
+        "--no-retry",
+        action="store_true",
+        help="count a reset keep-alive connection as an error instead of retrying once as browsers do",
+    )
     p.add_argument("--out", default=str(OUT), help="JSON report")
     args = p.parse_args(argv)
     if args.quick:
@@ -1170,17 +1289,26 @@ def main(argv=None) -> int:
             base, server_pid = server.url, server.pid
             threads = f", {args.threads} threads" if args.threads else ""
             target = f"gunicorn -w {args.workers} (gthread{threads}) at {base}"
-        print(f"load test: {args.sessions} sessions x (page load + {args.actions} actions), think {args.think} s, "
-              f"seed {args.seed}, bounds {args.max_requests} requests / {args.max_seconds:.0f} s; "
-              f"{os.cpu_count()} CPUs, load avg {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
+        print(
+            f"load test: {args.sessions} sessions x (page load + {args.actions} actions), think {args.think} s, "
+            f"seed {args.seed}, bounds {args.max_requests} requests / {args.max_seconds:.0f} s; "
+            f"{os.cpu_count()} CPUs, load avg {' '.join(f'{x:.2f}' for x in os.getloadavg())}",
+            flush=True,
+        )
 
         warm = None
         if not args.cold:
             warm = warm_up(base, args, subgroups)
-            print(f"warm-up: {warm['seconds']:.1f} s, {warm['jobs']} background job(s) computed the demo and the "
-                  f"subgroups {', '.join(subgroups)}"
-                  + ("" if warm["jobs_on_second_pass"] is None else
-                     f"; second pass: {warm['jobs_on_second_pass']} job(s)"), flush=True)
+            print(
+                f"warm-up: {warm['seconds']:.1f} s, {warm['jobs']} background job(s) computed the demo and the "
+                f"subgroups {', '.join(subgroups)}"
+                + (
+                    ""
+                    if warm["jobs_on_second_pass"] is None
+                    else f"; second pass: {warm['jobs_on_second_pass']} job(s)"
+                ),
+                flush=True,
+            )
         log_mark = server.log_path.stat().st_size if server else 0
 
         monitor = Monitor(server_pid)
@@ -1195,18 +1323,27 @@ def main(argv=None) -> int:
         log = server.log_report(log_mark) if server else None
         print_report(res, resources, warm, args, target)
         if log is not None:
-            print(f"  server log : {log['errors']} error line(s), {log['worker_recycles']} worker recycle(s) "
-                  f"(max_requests), {log['worker_boots']} worker boot(s) during the measured phase")
+            print(
+                f"  server log : {log['errors']} error line(s), {log['worker_recycles']} worker recycle(s) "
+                f"(max_requests), {log['worker_boots']} worker boot(s) during the measured phase"
+            )
             for line in log["first"][:5]:
                 print(f"      {line[:300]}")
 
         out = {
             "config": {k: v for k, v in vars(args).items()},
             "target": target,
-            "environment": {"python": platform.python_version(), "platform": platform.platform(),
-                            "cpus": os.cpu_count(), "requests": requests.__version__,
-                            "psutil": getattr(psutil, "__version__", None)},
-            "warm_up": warm, "measured": res, "resources": resources, "server_log": log,
+            "environment": {
+                "python": platform.python_version(),
+                "platform": platform.platform(),
+                "cpus": os.cpu_count(),
+                "requests": requests.__version__,
+                "psutil": getattr(psutil, "__version__", None),
+            },
+            "warm_up": warm,
+            "measured": res,
+            "resources": resources,
+            "server_log": log,
             "total_seconds": time.perf_counter() - started,
         }
         path = Path(args.out)

@@ -51,6 +51,7 @@ from compute import contextual_importance, global_contextual_importance
 
 try:
     import ciu as pyciu
+
     PEER_SKIP = None
 except Exception as exc:  # optional peer: any import failure means "skip it"
     pyciu, PEER_SKIP = None, f"{type(exc).__name__}: {exc} (pip install py-ciu)"
@@ -99,14 +100,20 @@ def make_models(cfg: dict) -> list:
     pred = rf_reg.predict(Xf)  # output range computed once, outside every timing
     Xb, yb = load_breast_cancer(return_X_y=True, as_frame=True)
     rng = np.random.default_rng(0)
-    labels = {n: list(X.index[np.sort(rng.choice(len(X), cfg["n_instances"], replace=False))])
-              for n, X in (("friedman", Xf), ("cancer", Xb))}
+    labels = {
+        n: list(X.index[np.sort(rng.choice(len(X), cfg["n_instances"], replace=False))])
+        for n, X in (("friedman", Xf), ("cancer", Xb))
+    }
     return [
         ("rf_regressor (friedman1)", rf_reg, Xf, (float(pred.min()), float(pred.max())), labels["friedman"]),
-        ("logistic (breast cancer)", LogisticRegression(max_iter=10_000).fit(Xb, yb), Xb, (0.0, 1.0),
-         labels["cancer"]),
-        ("rf_classifier (breast cancer)", RandomForestClassifier(**forest).fit(Xb, yb), Xb, (0.0, 1.0),
-         labels["cancer"]),
+        ("logistic (breast cancer)", LogisticRegression(max_iter=10_000).fit(Xb, yb), Xb, (0.0, 1.0), labels["cancer"]),
+        (
+            "rf_classifier (breast cancer)",
+            RandomForestClassifier(**forest).fit(Xb, yb),
+            Xb,
+            (0.0, 1.0),
+            labels["cancer"],
+        ),
     ]
 
 
@@ -122,22 +129,24 @@ def raw_block(X: pd.DataFrame, n_rows: int) -> pd.DataFrame:
 
 def ours(wrapped, X, out_range, cfg):
     output = 1 if hasattr(wrapped, "classes_") else None
-    single = lambda label: contextual_importance(wrapped, X, label, output=output, n_samples=cfg["n_samples"],
-                                                 out_range=out_range)
-    glob = lambda labels: global_contextual_importance(wrapped, X, instances=labels, output=output,
-                                                       n_samples=cfg["n_samples"], out_range=out_range)
+    single = lambda label: contextual_importance(
+        wrapped, X, label, output=output, n_samples=cfg["n_samples"], out_range=out_range
+    )
+    glob = lambda labels: global_contextual_importance(
+        wrapped, X, instances=labels, output=output, n_samples=cfg["n_samples"], out_range=out_range
+    )
     return single, glob
 
 
 def peer(wrapped, X, out_range, cfg):
     """py-ciu's single-instance and global CI as Series of CI by feature (np.random seeded)."""
     if hasattr(wrapped, "classes_"):
-        explainer = pyciu.CIU(wrapped.predict_proba, ["0", "1"], data=X, output_inds=[1],
-                              nsamples=cfg["n_samples"] + 3)
+        explainer = pyciu.CIU(wrapped.predict_proba, ["0", "1"], data=X, output_inds=[1], nsamples=cfg["n_samples"] + 3)
     else:
         minmax = pd.DataFrame({"mins": [out_range[0]], "maxs": [out_range[1]]}, index=["y"])
-        explainer = pyciu.CIU(wrapped.predict, ["y"], data=X, out_minmaxs=minmax, output_inds=[0],
-                              nsamples=cfg["n_samples"] + 3)
+        explainer = pyciu.CIU(
+            wrapped.predict, ["y"], data=X, out_minmaxs=minmax, output_inds=[0], nsamples=cfg["n_samples"] + 3
+        )
 
     def single(label):
         np.random.seed(0)
@@ -146,6 +155,7 @@ def peer(wrapped, X, out_range, cfg):
     def glob(labels):
         np.random.seed(0)
         return explainer.explain_all(X.loc[labels]).groupby("feature", sort=False)["CI"].mean()
+
     return single, glob
 
 
@@ -177,7 +187,7 @@ def run_task(title, model, X, explainers: dict, repeats: int, peer_repeats: int)
     print(f"\n{title}")
     print(f"  {'contender':30s} {'seconds':>9s} {'rows':>9s} {'calls':>6s} {'x raw own rows':>14s} {'x ours':>8s}")
     out = {}
-    for name, (result, sec1, rows, calls) in first.items():
+    for name, (result, sec1, rows, _calls) in first.items():
         sec = med.get(name, sec1)
         out[name] = (sec, rows, sec / med[raws[name]], result)
     for name, (sec, rows, x_raw, _) in out.items():
@@ -195,8 +205,10 @@ def print_side_by_side(name, ours_single, theirs_single, ours_global, theirs_glo
     print(f"\n  CIU of one instance [{name}], ours vs py-ciu:")
     print("    " + table.to_string(float_format=lambda v: f"{v:8.4f}").replace("\n", "\n    "))
     gdiff = (ours_global["CI"] - theirs_global.reindex(ours_global.index)).abs()
-    print(f"    max |CI diff|: one instance {table['diff'].abs().max():.4f}; "
-          f"global CI (mean over instances) {gdiff.max():.4f} (mean {gdiff.mean():.4f})")
+    print(
+        f"    max |CI diff|: one instance {table['diff'].abs().max():.4f}; "
+        f"global CI (mean over instances) {gdiff.max():.4f} (mean {gdiff.mean():.4f})"
+    )
 
 
 def versions() -> str:
@@ -205,8 +217,11 @@ def versions() -> str:
             return version(pkg)
         except PackageNotFoundError:
             return "not installed"
-    return (f"python {platform.python_version()}, cores {os.cpu_count()}; numpy {np.__version__}, "
-            f"pandas {pd.__version__}, scikit-learn {sklearn.__version__}, py-ciu {v('py-ciu')}")
+
+    return (
+        f"python {platform.python_version()}, cores {os.cpu_count()}; numpy {np.__version__}, "
+        f"pandas {pd.__version__}, scikit-learn {sklearn.__version__}, py-ciu {v('py-ciu')}"
+    )
 
 
 def main(argv=None) -> int:
@@ -220,17 +235,23 @@ def main(argv=None) -> int:
             parser.error("--repeats must be at least 1")
         cfg["repeats"] = args.repeats
     print(versions())
-    print(f"single-threaded (forests n_jobs=1, BLAS/OpenMP 1 thread); n_samples={cfg['n_samples']}, "
-          f"{cfg['n_trees']} trees, global CI over {cfg['n_instances']} instances, {cfg['repeats']} repeats, medians")
+    print(
+        f"single-threaded (forests n_jobs=1, BLAS/OpenMP 1 thread); n_samples={cfg['n_samples']}, "
+        f"{cfg['n_trees']} trees, global CI over {cfg['n_instances']} instances, {cfg['repeats']} repeats, medians"
+    )
     print("regressor out_range = min/max of its predictions over X, computed beforehand (not timed)")
     if PEER_SKIP:
         print(f"py-ciu skipped: {PEER_SKIP}")
     else:
-        print(f"py-ciu: nsamples={cfg['n_samples'] + 3} (instance + min + max + {cfg['n_samples']} draws, as ours) "
-              f"+ 1 instance predict per feature; global = explain_all, timed once (its counting run)")
-        print("definitions: same CI = (ymax - ymin) / (MAX - MIN) over the same kind of sweep; different random "
-              "draws, so CI differ by sampling noise (both underestimate the true spread); py-ciu sets CU = 0 "
-              "where ymax = ymin (ours NaN); py-ciu's output range defaults to [0, 1] (passed for the regressor)")
+        print(
+            f"py-ciu: nsamples={cfg['n_samples'] + 3} (instance + min + max + {cfg['n_samples']} draws, as ours) "
+            f"+ 1 instance predict per feature; global = explain_all, timed once (its counting run)"
+        )
+        print(
+            "definitions: same CI = (ymax - ymin) / (MAX - MIN) over the same kind of sweep; different random "
+            "draws, so CI differ by sampling noise (both underestimate the true spread); py-ciu sets CU = 0 "
+            "where ymax = ymin (ours NaN); py-ciu's output range defaults to [0, 1] (passed for the regressor)"
+        )
 
     checks = []
     for name, model, X, out_range, labels in make_models(cfg):
@@ -246,12 +267,22 @@ def main(argv=None) -> int:
                 explainers["py-ciu"] = (lambda f=(p_single if is_single else p_global), a=arg: f(a), w_peer)
             res = run_task(f"{task} [{name}]", model, X, explainers, cfg["repeats"], peer_repeats=is_single)
             results[task] = res
-            checks.append((f"{name}, {task}: ours <= {RAW_TARGET}x raw predict of its rows",
-                           res["ours"][2] <= RAW_TARGET, f"{res['ours'][2]:.2f}x"))
+            checks.append(
+                (
+                    f"{name}, {task}: ours <= {RAW_TARGET}x raw predict of its rows",
+                    res["ours"][2] <= RAW_TARGET,
+                    f"{res['ours'][2]:.2f}x",
+                )
+            )
             if "py-ciu" in res and not is_single:
                 speedup = res["py-ciu"][0] / res["ours"][0]
-                checks.append((f"{name}, {task}: ours >= {PEER_SPEEDUP:g}x faster than py-ciu",
-                               speedup >= PEER_SPEEDUP, f"{speedup:.1f}x"))
+                checks.append(
+                    (
+                        f"{name}, {task}: ours >= {PEER_SPEEDUP:g}x faster than py-ciu",
+                        speedup >= PEER_SPEEDUP,
+                        f"{speedup:.1f}x",
+                    )
+                )
         if pyciu is not None:
             single, glob = results.values()
             print_side_by_side(name, single["ours"][3], single["py-ciu"][3], glob["ours"][3], glob["py-ciu"][3])
@@ -260,8 +291,11 @@ def main(argv=None) -> int:
     for label, ok, value in checks:
         print(f"  {'PASS' if ok else 'FAIL'}  {label} ({value})")
     n_pass = sum(ok for _, ok, _ in checks)
-    print(f"\nSUMMARY: {'PASS' if n_pass == len(checks) else 'FAIL'}: {n_pass} passed, {len(checks) - n_pass} failed"
-          + (" (py-ciu skipped)" if pyciu is None else "") + (" [quick workload]" if args.quick else ""))
+    print(
+        f"\nSUMMARY: {'PASS' if n_pass == len(checks) else 'FAIL'}: {n_pass} passed, {len(checks) - n_pass} failed"
+        + (" (py-ciu skipped)" if pyciu is None else "")
+        + (" [quick workload]" if args.quick else "")
+    )
     return 0
 
 

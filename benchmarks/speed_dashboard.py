@@ -65,17 +65,15 @@ import sklearn
 from dash import no_update
 from dash._utils import to_json
 
-from dashboard import ids, jobs
-from dashboard import planning
+from dashboard import ids, jobs, planning, views
 from dashboard.callbacks.compute import plan_state, resolve_state
 from dashboard.callbacks.drilldown import CONTROLLER_OUTPUTS, controller_outputs, normalize
-from dashboard import views
 from dashboard.config import Config
 from dashboard.server import create_app
 from dashboard.state import default_state
 from dashboard.store import ModelEntry, Workspace, new_workspace_id
 
-N_ROWS = 1000                 # test rows = explained rows = ICI curves
+N_ROWS = 1000  # test rows = explained rows = ICI curves
 MAX_CURVES = 1000
 SERVER_TARGET_MS = 150.0
 RENDER_TARGET_MS = 1000.0
@@ -86,8 +84,16 @@ SUBGROUP_CYCLE = ["", "X3 == 0", "X3 == 1"]
 STAGES = ("controller", "resolve", "views", "serialise")
 OUT = ROOT / "benchmarks" / "out" / "speed_dashboard.json"
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
 
 # Output ids of each callback, in the order its function returns them (dashboard/callbacks/*.py).
 CONTROLLER_OUT = [(o.component_id, o.component_property) for o in CONTROLLER_OUTPUTS.values()]
@@ -114,10 +120,19 @@ def build_workspace(ctx) -> Workspace:
     path = ctx.store.root / "demos" / "bench-x3-random_forest.skops"
     sio.dump(forest, path)
     rel, sha = ctx.store.keep_model(path, ".skops")
-    ws = Workspace(id=new_workspace_id(), title=f"X3 simulation, {N_ROWS} rows (benchmark)",
-                   data_path=data_rel, data_sha=data_sha, target="Y", task="regression", loss="squared_error",
-                   output=None, models=(ModelEntry(name="random forest", path=rel, sha=sha, features=features),),
-                   demo=False, features=features)
+    ws = Workspace(
+        id=new_workspace_id(),
+        title=f"X3 simulation, {N_ROWS} rows (benchmark)",
+        data_path=data_rel,
+        data_sha=data_sha,
+        target="Y",
+        task="regression",
+        loss="squared_error",
+        output=None,
+        models=(ModelEntry(name="random forest", path=rel, sha=sha, features=features),),
+        demo=False,
+        features=features,
+    )
     ctx.store.save_workspace(ws)
     return ws
 
@@ -183,7 +198,10 @@ def switch(ctx, state, trigger, inputs, breakdown: dict | None = None) -> tuple[
     rendered = {v.name: views.render(ctx, v, resolved[0]) for v in views.REGISTRY}  # one callback each
     t3 = time.perf_counter()
     bodies, serialise = {}, {}
-    outputs = [("controller", CONTROLLER_OUT, [ctrl[k] for k in CONTROLLER_OUTPUTS]), ("resolve", RESOLVE_OUT, resolved)]
+    outputs = [
+        ("controller", CONTROLLER_OUT, [ctrl[k] for k in CONTROLLER_OUTPUTS]),
+        ("resolve", RESOLVE_OUT, resolved),
+    ]
     outputs += [(name, VIEW_OUT[name], list(out.values())) for name, out in rendered.items()]
     for name, outs, values in outputs:
         s0 = time.perf_counter()
@@ -214,14 +232,16 @@ def _subgroup_step(target):
 
 def time_switches(ctx, ws: Workspace, repeats: int) -> dict:
     """{transition: {"stages": [per-rep dict], "sizes": dict}} for both cycles."""
-    cycles = [("feature", FEATURE_CYCLE, _feature_step, "feature"),
-              ("subgroup", SUBGROUP_CYCLE, _subgroup_step, "subgroup")]
+    cycles = [
+        ("feature", FEATURE_CYCLE, _feature_step, "feature"),
+        ("subgroup", SUBGROUP_CYCLE, _subgroup_step, "subgroup"),
+    ]
     out = {}
     for kind, cycle, step, key in cycles:
         state, _ = normalize(ctx, {**default_state(), "ws": ws.id, "feature": "X1"})
         runs = {}
         for rep in range(repeats + 2):  # two untimed cycles first (imports, parquet and page caches)
-            for i, target in enumerate(cycle[1:] + cycle[:1]):
+            for _i, target in enumerate(cycle[1:] + cycle[:1]):
                 source = state[key]
                 trigger, inputs = step(target)
                 inputs = {**inputs, "previous_subgroup": state.get("subgroup", "")}
@@ -247,14 +267,22 @@ def summarise_server(runs: dict) -> list[dict]:
         totals = [sum(s.values()) * 1e3 for s in entry["stages"]]
         stage_ms = {k: statistics.median(s[k] for s in entry["stages"]) * 1e3 for k in STAGES}
         median, p95 = statistics.median(totals), _pct(totals, 95)
-        rows.append({"action": label, "n": len(totals), "median_ms": median, "p95_ms": p95,
-                     "min_ms": min(totals), "stage_median_ms": stage_ms,
-                     "payload_bytes": sum(v for k, v in entry["sizes"].items() if k != "ici figure"),
-                     "ici_figure_bytes": entry["sizes"]["ici figure"],
-                     "response_bytes": {k: v for k, v in entry["sizes"].items() if k != "ici figure"},
-                     "target_ms": SERVER_TARGET_MS,
-                     "result": "PASS" if median < SERVER_TARGET_MS else "FAIL",
-                     "p95_under_target": p95 < SERVER_TARGET_MS})
+        rows.append(
+            {
+                "action": label,
+                "n": len(totals),
+                "median_ms": median,
+                "p95_ms": p95,
+                "min_ms": min(totals),
+                "stage_median_ms": stage_ms,
+                "payload_bytes": sum(v for k, v in entry["sizes"].items() if k != "ici figure"),
+                "ici_figure_bytes": entry["sizes"]["ici figure"],
+                "response_bytes": {k: v for k, v in entry["sizes"].items() if k != "ici figure"},
+                "target_ms": SERVER_TARGET_MS,
+                "result": "PASS" if median < SERVER_TARGET_MS else "FAIL",
+                "p95_under_target": p95 < SERVER_TARGET_MS,
+            }
+        )
     return rows
 
 
@@ -270,9 +298,22 @@ def _wrapped_targets(ctx):
     import compute
     from dashboard import figures, jobs
 
-    names = [(figures, n) for n in ("pfi_figure", "sfimp_figure", "global_ci_figure", "pi_figure", "ici_figure",
-                                    "ice_figure", "ale_figure", "ciu_figure", "influence_figure", "empty_figure",
-                                    "table_data")]
+    names = [
+        (figures, n)
+        for n in (
+            "pfi_figure",
+            "sfimp_figure",
+            "global_ci_figure",
+            "pi_figure",
+            "ici_figure",
+            "ice_figure",
+            "ale_figure",
+            "ciu_figure",
+            "influence_figure",
+            "empty_figure",
+            "table_data",
+        )
+    ]
     names += [(jobs, "select_rows")]
     names += [(compute.ProfileSummary, n) for n in ("conditional_pfi", "global_ci", "influential", "ciu")]
     names += [(compute, "ale_from_profile"), (ctx.store, "get"), (ctx.store, "workspace"), (ctx.store, "data")]
@@ -296,6 +337,7 @@ def helper_breakdown(ctx, ws: Workspace, passes: int) -> list[tuple[str, float, 
                 return fn(*a, **k)
             finally:
                 log.setdefault(label, []).append(time.perf_counter() - start)
+
         originals.append((owner, name, fn, name in vars(owner)))
         setattr(owner, name, timed)
 
@@ -303,14 +345,17 @@ def helper_breakdown(ctx, ws: Workspace, passes: int) -> list[tuple[str, float, 
         wrap(owner, name)
     n_switches = 0
     try:
-        for kind, cycle, step, key in (("feature", FEATURE_CYCLE, _feature_step, "feature"),
-                                       ("subgroup", SUBGROUP_CYCLE, _subgroup_step, "subgroup")):
+        for _kind, cycle, step, _key in (
+            ("feature", FEATURE_CYCLE, _feature_step, "feature"),
+            ("subgroup", SUBGROUP_CYCLE, _subgroup_step, "subgroup"),
+        ):
             state, _ = normalize(ctx, {**default_state(), "ws": ws.id, "feature": "X1"})
             for _ in range(passes):
                 for target in cycle[1:] + cycle[:1]:
                     trigger, inputs = step(target)
-                    state, _, _ = switch(ctx, state, trigger,
-                                         {**inputs, "previous_subgroup": state.get("subgroup", "")}, breakdown=log)
+                    state, _, _ = switch(
+                        ctx, state, trigger, {**inputs, "previous_subgroup": state.get("subgroup", "")}, breakdown=log
+                    )
                     n_switches += 1
     finally:
         for owner, name, fn, had in reversed(originals):
@@ -347,9 +392,11 @@ def plotly_costs() -> dict:
         "a figure, template='plotly_white' named": med(lambda: go.Figure().update_layout(template="plotly_white")),
         "a figure as dashboard.figures starts one": med(start_figure),
         f"add Scattergl of {MAX_CURVES} curves, customdata list": med(
-            lambda: go.Figure().add_trace(go.Scattergl(x=x, y=y, customdata=labels.tolist()))),
+            lambda: go.Figure().add_trace(go.Scattergl(x=x, y=y, customdata=labels.tolist()))
+        ),
         f"add Scattergl of {MAX_CURVES} curves, customdata int array": med(
-            lambda: go.Figure().add_trace(go.Scattergl(x=x, y=y, customdata=labels))),
+            lambda: go.Figure().add_trace(go.Scattergl(x=x, y=y, customdata=labels))
+        ),
     }
 
 
@@ -367,9 +414,24 @@ def start_gunicorn(cache: Path, log_path: Path):
     env = {**os.environ, "WIP_CACHE_DIR": str(cache), "WIP_MAX_CURVES": str(MAX_CURVES), "WIP_SECRET_KEY": "bench"}
     log = open(log_path, "w")  # noqa: SIM115 (closed by stop_gunicorn)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "-c", "gunicorn.conf.py", "app:server", "-w", "2",
-         "-b", f"127.0.0.1:{port}", "--no-control-socket"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+        [
+            sys.executable,
+            "-m",
+            "gunicorn",
+            "-c",
+            "gunicorn.conf.py",
+            "app:server",
+            "-w",
+            "2",
+            "-b",
+            f"127.0.0.1:{port}",
+            "--no-control-socket",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     url = f"http://127.0.0.1:{port}"
     deadline = time.time() + 90
     while time.time() < deadline:
@@ -543,8 +605,11 @@ def browser_bench(url: str, ws: Workspace, cfg: dict) -> dict:
             out["ici_traces"] = traces
             out["ici_curve_traces"] = len(curves)
             out["ici_curves_in_trace"] = curves[0]["n_gaps"] if len(curves) == 1 else None
-            out["ici_traces_ok"] = (len(curves) == 1 and curves[0]["n_gaps"] == MAX_CURVES
-                                    and curves[0]["name"] == f"ICI curves ({MAX_CURVES})")
+            out["ici_traces_ok"] = (
+                len(curves) == 1
+                and curves[0]["n_gaps"] == MAX_CURVES
+                and curves[0]["name"] == f"ICI curves ({MAX_CURVES})"
+            )
 
             # end-to-end: the feature dropdown, as a user picks a feature
             out["switch_feature"] = []
@@ -571,13 +636,18 @@ def browser_bench(url: str, ws: Workspace, cfg: dict) -> dict:
                 page.evaluate(MARK_POINTER)
                 page.click(f"#{ids.SUBGROUP_APPLY}" if target else f"#{ids.SUBGROUP_CLEAR}")
                 out["switch_subgroup"].append(
-                    _timed_switch(page, PI_SUBGROUP_READY, target, current or "(all rows)", target or "(all rows)"))
+                    _timed_switch(page, PI_SUBGROUP_READY, target, current or "(all rows)", target or "(all rows)")
+                )
                 current = target
 
             # the ICI view alone: the figures of X1 and X2 (all rows) as Dash delivered them
-            figs = [next((c for c in reversed(captured)
-                          if f"curves of {f}:" in c["title"] and "subgroup" not in c["title"]), None)
-                    for f in ("X1", "X2")]
+            figs = [
+                next(
+                    (c for c in reversed(captured) if f"curves of {f}:" in c["title"] and "subgroup" not in c["title"]),
+                    None,
+                )
+                for f in ("X1", "X2")
+            ]
             if None in figs:
                 raise RuntimeError("the ICI figures of X1 and X2 were not seen in the Dash responses")
             out["ici_figure_bytes"] = len(figs[0]["text"].encode())
@@ -595,25 +665,29 @@ def browser_bench(url: str, ws: Workspace, cfg: dict) -> dict:
 
 # --- report -----------------------------------------------------------------------------------
 def print_server(rows: list[dict], shares: dict, cold: dict) -> None:
-    print(f"\nserver time of one switch, results cached ({N_ROWS} ICI curves), in-process, ms "
-          f"(stage columns: medians)")
+    print(f"\nserver time of one switch, results cached ({N_ROWS} ICI curves), in-process, ms (stage columns: medians)")
     head = "".join(f"{s[:7]:>8s}" for s in STAGES)
     print(f"  {'action':38s} {'median':>7s} {'p95':>7s} {head} {'KiB':>6s}  {'target':10s} result")
     for r in rows:
         stages = "".join(f"{r['stage_median_ms'][s]:8.1f}" for s in STAGES)
         p95 = "" if r["p95_under_target"] else " (p95 over)"
-        print(f"  {r['action']:38s} {r['median_ms']:7.1f} {r['p95_ms']:7.1f} {stages} "
-              f"{r['payload_bytes'] / 1024:6.0f}  < {SERVER_TARGET_MS:.0f} ms   {r['result']}{p95}")
+        print(
+            f"  {r['action']:38s} {r['median_ms']:7.1f} {r['p95_ms']:7.1f} {stages} "
+            f"{r['payload_bytes'] / 1024:6.0f}  < {SERVER_TARGET_MS:.0f} ms   {r['result']}{p95}"
+        )
     print(f"  {'share of time':38s} {'':7s} {'':7s} " + "".join(f"{100 * shares[s]:7.0f}%" for s in STAGES))
     worst = max(rows, key=lambda r: r["median_ms"])
     per_feature = cold["profiles"] / cold["n_features"]
-    print(f"\ncold model work (jobs.run, filled once): ICE/ICI profiles of {cold['n_features']} features "
-          f"{cold['profiles']:.2f} s ({per_feature:.2f} s per feature), permutation PFI of all rows "
-          f"{cold['pfi_all']:.2f} s" + "".join(f", {k} {v:.2f} s" for k, v in cold.items()
-                                              if k.startswith("pfi[")))
-    print(f"  cached switch / cold profile pass: slowest median switch {worst['median_ms']:.1f} ms = "
-          f"{worst['median_ms'] / 1e3 / cold['profiles']:.3f}x the profiles pass "
-          f"({worst['median_ms'] / 1e3 / per_feature:.3f}x one feature's pass)")
+    print(
+        f"\ncold model work (jobs.run, filled once): ICE/ICI profiles of {cold['n_features']} features "
+        f"{cold['profiles']:.2f} s ({per_feature:.2f} s per feature), permutation PFI of all rows "
+        f"{cold['pfi_all']:.2f} s" + "".join(f", {k} {v:.2f} s" for k, v in cold.items() if k.startswith("pfi["))
+    )
+    print(
+        f"  cached switch / cold profile pass: slowest median switch {worst['median_ms']:.1f} ms = "
+        f"{worst['median_ms'] / 1e3 / cold['profiles']:.3f}x the profiles pass "
+        f"({worst['median_ms'] / 1e3 / per_feature:.3f}x one feature's pass)"
+    )
 
 
 def print_breakdown(helpers: list, costs: dict) -> None:
@@ -628,19 +702,28 @@ def print_breakdown(helpers: list, costs: dict) -> None:
 
 def summarise_browser(b: dict) -> list[dict]:
     """Table rows (measure, n, median, p95, target, result) of the browser measures."""
+
     def row(label, values, target=None):
         med = statistics.median(values)
         result = "-" if target is None else ("PASS" if med < target else "FAIL")
-        return {"measure": label, "n": len(values), "median_ms": med, "p95_ms": _pct(values, 95),
-                "target_ms": target, "result": result}
+        return {
+            "measure": label,
+            "n": len(values),
+            "median_ms": med,
+            "p95_ms": _pct(values, 95),
+            "target_ms": target,
+            "result": result,
+        }
 
     fresh, in_place = b["render_fresh"], b["render_in_place"]
-    rows = [row("ICI render, fresh div: Plotly.react + 1 frame", [r["frame1"] for r in fresh], RENDER_TARGET_MS),
-            row("  of which Plotly.react (promise resolved)", [r["react"] for r in fresh]),
-            row("  fresh div, + 2 frames", [r["frame2"] for r in fresh]),
-            row("  JSON.parse of the figure (not included)", [r["parse"] for r in fresh]),
-            row("ICI render in place (X1 <-> X2): react + 1 frame", [r["frame1"] for r in in_place]),
-            row("  in place, of which Plotly.react", [r["react"] for r in in_place])]
+    rows = [
+        row("ICI render, fresh div: Plotly.react + 1 frame", [r["frame1"] for r in fresh], RENDER_TARGET_MS),
+        row("  of which Plotly.react (promise resolved)", [r["react"] for r in fresh]),
+        row("  fresh div, + 2 frames", [r["frame2"] for r in fresh]),
+        row("  JSON.parse of the figure (not included)", [r["parse"] for r in fresh]),
+        row("ICI render in place (X1 <-> X2): react + 1 frame", [r["frame1"] for r in in_place]),
+        row("  in place, of which Plotly.react", [r["react"] for r in in_place]),
+    ]
     for key, what in (("switch_feature", "feature dropdown"), ("switch_subgroup", "subgroup Apply/Clear")):
         rows.append(row(f"switch via {what}: click -> new title shown", [x["shown_ms"] for x in b[key]]))
         rows.append(row("  click -> 2 frames later (drawn)", [x["drawn_ms"] for x in b[key]]))
@@ -652,14 +735,20 @@ def print_browser(b: dict) -> None:
     if "skipped" in b:
         print(f"\nbrowser: skipped ({b['skipped']})")
         return
-    print(f"\nbrowser: headless Chromium {b.get('chromium', '?')}, gunicorn -w 2 on the same cache; "
-          f"WebGL: {b.get('webgl_renderer_page') or 'none'}")
+    print(
+        f"\nbrowser: headless Chromium {b.get('chromium', '?')}, gunicorn -w 2 on the same cache; "
+        f"WebGL: {b.get('webgl_renderer_page') or 'none'}"
+    )
     print(f"  first page load until the ICI view shows (plotly.js loading included): {b['first_load_ms']:.0f} ms")
-    print(f"  ICI traces: {len(b['ici_traces'])}; scattergl 'ICI curves' traces: {b['ici_curve_traces']}, "
-          f"curves in it: {b['ici_curves_in_trace']} -> {'OK' if b['ici_traces_ok'] else 'UNEXPECTED'}")
-    print(f"  ICI figure as delivered: {b['ici_figure_bytes'] / 1024:.0f} KiB (feature-views response "
-          f"{b['feature_response_bytes'] / 1024:.0f} KiB); graph box {b['render_box'][0]:.0f} x "
-          f"{b['render_box'][1]:.0f} px, {b['render_canvases']} canvases")
+    print(
+        f"  ICI traces: {len(b['ici_traces'])}; scattergl 'ICI curves' traces: {b['ici_curve_traces']}, "
+        f"curves in it: {b['ici_curves_in_trace']} -> {'OK' if b['ici_traces_ok'] else 'UNEXPECTED'}"
+    )
+    print(
+        f"  ICI figure as delivered: {b['ici_figure_bytes'] / 1024:.0f} KiB (feature-views response "
+        f"{b['feature_response_bytes'] / 1024:.0f} KiB); graph box {b['render_box'][0]:.0f} x "
+        f"{b['render_box'][1]:.0f} px, {b['render_canvases']} canvases"
+    )
     print(f"  {'measure (ms)':52s} {'n':>3s} {'median':>8s} {'p95':>8s}  {'target':10s} result")
     for r in b["table"]:
         target = "-" if r["target_ms"] is None else f"< {r['target_ms']:.0f} ms"
@@ -676,25 +765,55 @@ def final_table(rows: list[dict], cold: dict, browser: dict) -> list[dict]:
     for kind in ("feature", "subgroup"):
         mine = [r for r in rows if r["action"].startswith(kind)]
         worst = max(mine, key=lambda r: r["median_ms"])
-        out.append({"what": f"server time, {kind} switch, cached (slowest: {worst['action'][len(kind) + 1:]})",
-                    "median_ms": worst["median_ms"], "p95_ms": max(r["p95_ms"] for r in mine),
-                    "target": f"< {SERVER_TARGET_MS:.0f} ms",
-                    "result": "PASS" if all(r["result"] == "PASS" for r in mine) else "FAIL"})
-    out.append({"what": f"cold ICE/ICI pass, {cold['n_features']} features (run_request)",
-                "median_ms": 1e3 * cold["profiles"], "p95_ms": None, "target": "-", "result": "-"})
+        out.append(
+            {
+                "what": f"server time, {kind} switch, cached (slowest: {worst['action'][len(kind) + 1 :]})",
+                "median_ms": worst["median_ms"],
+                "p95_ms": max(r["p95_ms"] for r in mine),
+                "target": f"< {SERVER_TARGET_MS:.0f} ms",
+                "result": "PASS" if all(r["result"] == "PASS" for r in mine) else "FAIL",
+            }
+        )
+    out.append(
+        {
+            "what": f"cold ICE/ICI pass, {cold['n_features']} features (run_request)",
+            "median_ms": 1e3 * cold["profiles"],
+            "p95_ms": None,
+            "target": "-",
+            "result": "-",
+        }
+    )
     if "table" in browser:
         render = browser["table"][0]
-        out.append({"what": f"browser: ICI view, {MAX_CURVES} curves, render (fresh div + 1 frame)",
-                    "median_ms": render["median_ms"], "p95_ms": render["p95_ms"],
-                    "target": f"< {RENDER_TARGET_MS:.0f} ms", "result": render["result"]})
-        out.append({"what": f"browser: the {MAX_CURVES} curves are ONE scattergl trace",
-                    "median_ms": None, "p95_ms": None, "target": "1 trace",
-                    "result": "PASS" if browser["ici_traces_ok"] else "FAIL"})
+        out.append(
+            {
+                "what": f"browser: ICI view, {MAX_CURVES} curves, render (fresh div + 1 frame)",
+                "median_ms": render["median_ms"],
+                "p95_ms": render["p95_ms"],
+                "target": f"< {RENDER_TARGET_MS:.0f} ms",
+                "result": render["result"],
+            }
+        )
+        out.append(
+            {
+                "what": f"browser: the {MAX_CURVES} curves are ONE scattergl trace",
+                "median_ms": None,
+                "p95_ms": None,
+                "target": "1 trace",
+                "result": "PASS" if browser["ici_traces_ok"] else "FAIL",
+            }
+        )
         for key, what in (("switch_feature", "feature dropdown"), ("switch_subgroup", "subgroup Apply")):
             drawn = [x["drawn_ms"] for x in browser[key]]
-            out.append({"what": f"browser: end-to-end switch via {what} (click -> drawn)",
-                        "median_ms": statistics.median(drawn), "p95_ms": _pct(drawn, 95), "target": "-",
-                        "result": "-"})
+            out.append(
+                {
+                    "what": f"browser: end-to-end switch via {what} (click -> drawn)",
+                    "median_ms": statistics.median(drawn),
+                    "p95_ms": _pct(drawn, 95),
+                    "target": "-",
+                    "result": "-",
+                }
+            )
     return out
 
 
@@ -711,8 +830,7 @@ def _chromium_version() -> str:
     import re
 
     try:
-        text = subprocess.run([CHROMIUM, "--version"], capture_output=True, text=True, timeout=30,
-                              check=False).stdout
+        text = subprocess.run([CHROMIUM, "--version"], capture_output=True, text=True, timeout=30, check=False).stdout
     except (OSError, subprocess.SubprocessError):
         return "?"
     found = re.search(r"\d+(\.\d+)+", text)
@@ -732,16 +850,25 @@ def main(argv=None) -> int:
         cfg["repeats"] = args.repeats
 
     load_before = os.getloadavg()
-    print(f"python {platform.python_version()}, cores {os.cpu_count()}; dash {dash.__version__}, "
-          f"plotly {plotly.__version__}, scikit-learn {sklearn.__version__}; load average "
-          f"{load_before[0]:.2f} (1 min)")
-    print(f"workload: X3 simulation, {N_ROWS} rows, random forest (60 trees), max_curves={MAX_CURVES}; "
-          f"{cfg['repeats']} timed switches per action, {cfg['renders']} renders, {cfg['switches']} browser switches")
+    print(
+        f"python {platform.python_version()}, cores {os.cpu_count()}; dash {dash.__version__}, "
+        f"plotly {plotly.__version__}, scikit-learn {sklearn.__version__}; load average "
+        f"{load_before[0]:.2f} (1 min)"
+    )
+    print(
+        f"workload: X3 simulation, {N_ROWS} rows, random forest (60 trees), max_curves={MAX_CURVES}; "
+        f"{cfg['repeats']} timed switches per action, {cfg['renders']} renders, {cfg['switches']} browser switches"
+    )
 
     tmp = Path(tempfile.mkdtemp(prefix="wip-bench-"))
-    report: dict = {"quick": args.quick, "config": cfg, "n_rows": N_ROWS, "max_curves": MAX_CURVES,
-                    "cores": os.cpu_count(), "versions": {"python": platform.python_version(),
-                    "dash": dash.__version__, "plotly": plotly.__version__}}
+    report: dict = {
+        "quick": args.quick,
+        "config": cfg,
+        "n_rows": N_ROWS,
+        "max_curves": MAX_CURVES,
+        "cores": os.cpu_count(),
+        "versions": {"python": platform.python_version(), "dash": dash.__version__, "plotly": plotly.__version__},
+    }
     try:
         app = create_app(Config(cache_dir=str(tmp), max_curves=MAX_CURVES, warm=False, secret_key="bench"))
         ctx = app._wip_context
@@ -755,11 +882,14 @@ def main(argv=None) -> int:
         helpers = helper_breakdown(ctx, ws, passes=2 if args.quick else 4)
         costs = plotly_costs()
         print_breakdown(helpers, costs)
-        report.update(server=rows, stage_share=shares, cold_seconds=cold,
-                      cached_over_cold=max(r["median_ms"] for r in rows) / 1e3 / cold["profiles"],
-                      helpers_ms_per_switch=[{"helper": h, "ms_per_switch": ms, "calls_per_switch": c}
-                                             for h, ms, c in helpers],
-                      plotly_costs_ms=costs)
+        report.update(
+            server=rows,
+            stage_share=shares,
+            cold_seconds=cold,
+            cached_over_cold=max(r["median_ms"] for r in rows) / 1e3 / cold["profiles"],
+            helpers_ms_per_switch=[{"helper": h, "ms_per_switch": ms, "calls_per_switch": c} for h, ms, c in helpers],
+            plotly_costs_ms=costs,
+        )
 
         if args.no_browser:
             browser = {"skipped": "--no-browser"}
@@ -789,8 +919,9 @@ def main(argv=None) -> int:
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps(report, indent=2, default=float))
     noisy = " (busy machine: numbers may be noisy)" if max(load_before[0], load_after[0]) > 0.8 * os.cpu_count() else ""
-    print(f"\nload average {load_before[0]:.2f} before, {load_after[0]:.2f} after{noisy}; wrote "
-          f"{OUT.relative_to(ROOT)}")
+    print(
+        f"\nload average {load_before[0]:.2f} before, {load_after[0]:.2f} after{noisy}; wrote {OUT.relative_to(ROOT)}"
+    )
     print(f"SUMMARY: {passed} passed, {failed} failed" + (" [quick]" if args.quick else ""))
     return 0
 

@@ -63,10 +63,15 @@ def run(cfg: dict, repeats: int) -> pd.DataFrame:
         profile = median_time(lambda: feature_profile(model, X, None, FEATURE, grid=cfg["m"]), repeats)
         prof = feature_profile(model, X, None, FEATURE, grid=cfg["m"])
         agg = median_time(lambda: (ice_impact(prof, alpha=1.0), pd_importance(prof)), repeats)
-        rows.append({
-            "model": name, "floor_s": floor, "ale_ratio": ale / floor, "ame_ratio": ame / floor,
-            "aggregation_share": agg / profile,
-        })
+        rows.append(
+            {
+                "model": name,
+                "floor_s": floor,
+                "ale_ratio": ale / floor,
+                "ame_ratio": ame / floor,
+                "aggregation_share": agg / profile,
+            }
+        )
     return pd.DataFrame(rows).set_index("model")
 
 
@@ -79,9 +84,11 @@ def main() -> None:
         table = run(QUICK if args.quick else FULL, args.repeats)
     print(table.to_string(float_format=lambda v: f"{v:.3f}"))
     forest = table.loc["rf_regressor"]
-    print(f"forest: ALE within 1.2x of floor: {forest.ale_ratio <= 1.2}; "
-          f"AME within 1.2x: {forest.ame_ratio <= 1.2}; "
-          f"aggregation below 5% of profile: {forest.aggregation_share < 0.05}")
+    print(
+        f"forest: ALE within 1.2x of floor: {forest.ale_ratio <= 1.2}; "
+        f"AME within 1.2x: {forest.ame_ratio <= 1.2}; "
+        f"aggregation below 5% of profile: {forest.aggregation_share < 0.05}"
+    )
 
 
 if __name__ == "__main__":

@@ -96,7 +96,7 @@ def pfi_floor(model, X, n_repeats, rng):
     block = np.tile(base, (P * n_repeats, 1))
     for j in range(P):
         donors = np.concatenate([rng.permutation(n) for _ in range(n_repeats)])
-        block[j * n_repeats * n:(j + 1) * n_repeats * n, j] = base[donors, j]
+        block[j * n_repeats * n : (j + 1) * n_repeats * n, j] = base[donors, j]
     return raw_call(model)(pd.DataFrame(block, columns=X.columns, copy=False))
 
 
@@ -107,8 +107,7 @@ def run_profile(model, X, y, grid, chunk_rows=None):
 
 
 def run_pfi(model, X, y, n_repeats, chunk_rows=None):
-    return permutation_importance(model, X, y, n_repeats=n_repeats, random_state=0, n_jobs=1,
-                                  chunk_rows=chunk_rows)
+    return permutation_importance(model, X, y, n_repeats=n_repeats, random_state=0, n_jobs=1, chunk_rows=chunk_rows)
 
 
 def profile_contenders(model, X, y, grid) -> dict:
@@ -116,12 +115,14 @@ def profile_contenders(model, X, y, grid) -> dict:
         "floor (numpy + 1 call)": lambda: profile_floor(model, X, grid),
         "compute.feature_profile": lambda: run_profile(model, X, y, grid),
         "sklearn partial_dependence": lambda: partial_dependence(
-            model, X, [FEATURE], kind="both", method="brute", custom_values={FEATURE: grid}),
+            model, X, [FEATURE], kind="both", method="brute", custom_values={FEATURE: grid}
+        ),
     }
     if dx is not None:
         explainer = dx.Explainer(model, X, y, verbose=False)  # setup, not timed
         out["dalex predict_profile"] = lambda: explainer.predict_profile(
-            X, variables=[FEATURE], variable_splits={FEATURE: grid}, verbose=False)
+            X, variables=[FEATURE], variable_splits={FEATURE: grid}, verbose=False
+        )
     return out
 
 
@@ -132,7 +133,8 @@ def pfi_contenders(model, X, y, n_repeats) -> dict:
         "floor (numpy + 1 call)": lambda: pfi_floor(model, X, n_repeats, rng),
         "compute.permutation_importance": lambda: run_pfi(model, X, y, n_repeats),
         "sklearn permutation_importance": lambda: sk_permutation_importance(
-            model, X, y, scoring=scoring, n_repeats=n_repeats, n_jobs=1, random_state=0),
+            model, X, y, scoring=scoring, n_repeats=n_repeats, n_jobs=1, random_state=0
+        ),
     }
 
 
@@ -178,10 +180,14 @@ def memory_rows(model, X, y, cfg, grid) -> list:
     bytes_per_row = CHUNK_BYTES / default
     profile_rows, pfi_rows = len(X) * grid.size, P * cfg["n_repeats"] * len(X)
     rng = np.random.default_rng(0)
-    rows = [("feature_profile floor", None, profile_rows, peak_mib(profile_floor, model, X, grid), None),
-            ("permutation floor", None, pfi_rows, peak_mib(pfi_floor, model, X, cfg["n_repeats"], rng), None)]
-    for label, fn, args, total in (("feature_profile", run_profile, (model, X, y, grid), profile_rows),
-                                   ("permutation_importance", run_pfi, (model, X, y, cfg["n_repeats"]), pfi_rows)):
+    rows = [
+        ("feature_profile floor", None, profile_rows, peak_mib(profile_floor, model, X, grid), None),
+        ("permutation floor", None, pfi_rows, peak_mib(pfi_floor, model, X, cfg["n_repeats"], rng), None),
+    ]
+    for label, fn, args, total in (
+        ("feature_profile", run_profile, (model, X, y, grid), profile_rows),
+        ("permutation_importance", run_pfi, (model, X, y, cfg["n_repeats"]), pfi_rows),
+    ):
         for chunk in (default, default // 10, max(1, total // 10)):
             # bound: one chunk at the library's own bytes-per-row budget, 4 floats per row kept,
             # 1 MiB for fixed overheads (validation, model temporaries, result objects)
@@ -203,7 +209,9 @@ def print_memory(title: str, rows: list) -> tuple[int, int]:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description="Speed of feature_profile and permutation_importance vs the floor and peers.")
+    parser = argparse.ArgumentParser(
+        description="Speed of feature_profile and permutation_importance vs the floor and peers."
+    )
     parser.add_argument("--quick", action="store_true", help="small, fast workload")
     parser.add_argument("--repeats", type=int, default=None, help="timed repeats (default 5, quick 3)")
     args = parser.parse_args(argv)
@@ -212,12 +220,16 @@ def main(argv=None) -> int:
     cfg = QUICK if args.quick else FULL
     repeats = args.repeats or (3 if args.quick else 5)
 
-    print(f"python {platform.python_version()}, cores {os.cpu_count()}; numpy {np.__version__}, "
-          f"pandas {pd.__version__}, scikit-learn {sklearn.__version__}, joblib {joblib.__version__}, "
-          f"dalex {dx.__version__ if dx else 'not installed'}")
+    print(
+        f"python {platform.python_version()}, cores {os.cpu_count()}; numpy {np.__version__}, "
+        f"pandas {pd.__version__}, scikit-learn {sklearn.__version__}, joblib {joblib.__version__}, "
+        f"dalex {dx.__version__ if dx else 'not installed'}"
+    )
     print("single-threaded: forests n_jobs=1, compute and sklearn n_jobs=1, BLAS/OpenMP 1 thread")
-    print(f"workload: feature {FEATURE!r}, n={cfg['n']}, m={cfg['m']} grid points, "
-          f"{cfg['n_trees']} trees, permutation n_repeats={cfg['n_repeats']}; {repeats} repeats, medians")
+    print(
+        f"workload: feature {FEATURE!r}, n={cfg['n']}, m={cfg['m']} grid points, "
+        f"{cfg['n_trees']} trees, permutation n_repeats={cfg['n_repeats']}; {repeats} repeats, medians"
+    )
     if dx is None:
         print("note: dalex is not importable; its predict_profile is skipped (pip install dalex)")
 
@@ -226,23 +238,37 @@ def main(argv=None) -> int:
         col = X[FEATURE].to_numpy()
         grid = np.linspace(col.min(), col.max(), cfg["m"])
         groups = [
-            (f"feature_profile [{name}] ({cfg['n']} x {cfg['m']} rows)", "compute.feature_profile",
-             profile_contenders(model, X, y, grid), PROFILE_TARGET[name], 1.0),
-            (f"permutation_importance [{name}] ({P} x {cfg['n_repeats']} x {cfg['n']} rows)",
-             "compute.permutation_importance", pfi_contenders(model, X, y, cfg["n_repeats"]),
-             PFI_TARGET[name], PFI_SKLEARN_SPEEDUP),
+            (
+                f"feature_profile [{name}] ({cfg['n']} x {cfg['m']} rows)",
+                "compute.feature_profile",
+                profile_contenders(model, X, y, grid),
+                PROFILE_TARGET[name],
+                1.0,
+            ),
+            (
+                f"permutation_importance [{name}] ({P} x {cfg['n_repeats']} x {cfg['n']} rows)",
+                "compute.permutation_importance",
+                pfi_contenders(model, X, y, cfg["n_repeats"]),
+                PFI_TARGET[name],
+                PFI_SKLEARN_SPEEDUP,
+            ),
         ]
         for title, ours, contenders, floor_target, speedup in groups:
             rows = judge(time_interleaved(contenders, repeats), ours, floor_target, speedup)
             print_table(title, rows)
             passed += sum(r[5] == "PASS" for r in rows)
             failed += sum(r[5] == "FAIL" for r in rows)
-        ok, bad = print_memory(f"peak memory [{name}] (tracemalloc, default chunk_rows = "
-                               f"compute.prediction.default_chunk_rows)", memory_rows(model, X, y, cfg, grid))
+        ok, bad = print_memory(
+            f"peak memory [{name}] (tracemalloc, default chunk_rows = compute.prediction.default_chunk_rows)",
+            memory_rows(model, X, y, cfg, grid),
+        )
         passed, failed = passed + ok, failed + bad
 
-    print(f"\nSUMMARY: {passed} passed, {failed} failed"
-          + ("" if dx else " (dalex skipped)") + (" [quick workload]" if args.quick else ""))
+    print(
+        f"\nSUMMARY: {passed} passed, {failed} failed"
+        + ("" if dx else " (dalex skipped)")
+        + (" [quick workload]" if args.quick else "")
+    )
     return 0
 
 

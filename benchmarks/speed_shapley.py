@@ -58,15 +58,14 @@ from compute import shapley_importance
 
 try:
     import sage
+
     SAGE_SKIP = None
 except (ImportError, AttributeError, RuntimeError, ValueError) as exc:  # optional peer: skip it
     sage, SAGE_SKIP = None, f"{type(exc).__name__}: {exc}"
 
 P = 10
-FULL = {"n": 500, "n_trees": 100, "background": 128, "sage_thresh": 0.025, "repeats": 5, "seeds": 10,
-        "exact_n": 500}
-QUICK = {"n": 200, "n_trees": 20, "background": 64, "sage_thresh": 0.05, "repeats": 3, "seeds": 4,
-         "exact_n": 100}
+FULL = {"n": 500, "n_trees": 100, "background": 128, "sage_thresh": 0.025, "repeats": 5, "seeds": 10, "exact_n": 500}
+QUICK = {"n": 200, "n_trees": 20, "background": 64, "sage_thresh": 0.05, "repeats": 3, "seeds": 4, "exact_n": 100}
 N_OBS_PERM = 5
 SAGE_BATCH = 512  # PermutationEstimator's default batch_size (samples per iteration)
 RAW_BLOCK = 500_000
@@ -113,8 +112,9 @@ def recording(model, fn):
     return out, np.concatenate(blocks)
 
 
-def raw_floor(model, rows: np.ndarray, n_rows: int, columns, repeats: int,
-              cap: int | None = RAW_BLOCK) -> tuple[np.ndarray, str]:
+def raw_floor(
+    model, rows: np.ndarray, n_rows: int, columns, repeats: int, cap: int | None = RAW_BLOCK
+) -> tuple[np.ndarray, str]:
     """[wall, CPU] seconds of one raw predict of n_rows rows like ``rows`` (median of repeats);
     above ``cap`` rows, every k-th row is kept."""
     if cap is not None and len(rows) > cap:
@@ -142,21 +142,27 @@ def run_sage(model, X, y, cfg: dict, repeats: int) -> dict:
     base = X.to_numpy(dtype=float)
     background = base[np.random.default_rng(0).choice(len(base), cfg["background"], replace=False)]
     counter = CountingModel(model, X.columns, keep=SAGE_BATCH * (P + 1) * len(background))
-    estimator = sage.PermutationEstimator(sage.MarginalImputer(counter, background), "mse",
-                                          n_jobs=1, random_state=0)
-    seconds, expl = timed(lambda: estimator(base, y, batch_size=SAGE_BATCH, thresh=cfg["sage_thresh"],
-                                            bar=False))
+    estimator = sage.PermutationEstimator(sage.MarginalImputer(counter, background), "mse", n_jobs=1, random_state=0)
+    seconds, expl = timed(lambda: estimator(base, y, batch_size=SAGE_BATCH, thresh=cfg["sage_thresh"], bar=False))
     values, std = np.asarray(expl.values), np.asarray(expl.std)
     floor, how = raw_floor(model, np.concatenate(counter.kept), counter.rows, X.columns, repeats, cap=None)
-    return {"values": pd.Series(values, index=X.columns), "std": pd.Series(std, index=X.columns),
-            "rows": counter.rows, "seconds": seconds, "rel_se": std.max() / abs(values.sum()),
-            "perms": counter.rows // ((P + 1) * len(background)), "floor": floor, "how": how,
-            "thresh_ratio": std.max() / (values.max() - values.min())}
+    return {
+        "values": pd.Series(values, index=X.columns),
+        "std": pd.Series(std, index=X.columns),
+        "rows": counter.rows,
+        "seconds": seconds,
+        "rel_se": std.max() / abs(values.sum()),
+        "perms": counter.rows // ((P + 1) * len(background)),
+        "floor": floor,
+        "how": how,
+        "thresh_ratio": std.max() / (values.max() - values.min()),
+    }
 
 
 def sampled(model, X, y, tol: float, seed: int = 0):
-    return shapley_importance(model, X, y, n_obs_permutations=N_OBS_PERM, random_state=seed,
-                              exact_max_players=1, tol=tol, n_jobs=1)
+    return shapley_importance(
+        model, X, y, n_obs_permutations=N_OBS_PERM, random_state=seed, exact_max_players=1, tol=tol, n_jobs=1
+    )
 
 
 def exact(model, X, y):
@@ -183,8 +189,17 @@ def exact_rows(models: dict, X, y, repeats: int) -> list:
     for name, model in models.items():
         seconds, res = timed(lambda model=model: exact(model, X, y))
         floor, how = raw_floor(model, rows, res.n_rows, X.columns, repeats)
-        out.append({"name": name, "n": len(X), "rows": res.n_rows, "bound": 2**P * len(X) * N_OBS_PERM,
-                    "seconds": seconds, "floor": floor, "how": how})
+        out.append(
+            {
+                "name": name,
+                "n": len(X),
+                "rows": res.n_rows,
+                "bound": 2**P * len(X) * N_OBS_PERM,
+                "seconds": seconds,
+                "floor": floor,
+                "how": how,
+            }
+        )
     return out
 
 
@@ -207,13 +222,17 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     cfg = QUICK if args.quick else FULL
     reps = cfg["repeats"]
-    print(f"python {platform.python_version()}, cores {os.cpu_count()}; numpy {np.__version__}, "
-          f"pandas {pd.__version__}, scikit-learn {sklearn.__version__}, sage-importance "
-          f"{'not available' if sage is None else 'importable'}; load average {os.getloadavg()[0]:.2f}")
+    print(
+        f"python {platform.python_version()}, cores {os.cpu_count()}; numpy {np.__version__}, "
+        f"pandas {pd.__version__}, scikit-learn {sklearn.__version__}, sage-importance "
+        f"{'not available' if sage is None else 'importable'}; load average {os.getloadavg()[0]:.2f}"
+    )
     print("single-threaded: forest n_jobs=1, compute n_jobs=1, SAGE n_jobs=1, BLAS 1 thread")
-    print(f"workload: make_friedman1 p={P}, n={cfg['n']} evaluation rows, {cfg['n_trees']}-tree forest, "
-          f"n_obs_permutations={N_OBS_PERM}; SAGE background {cfg['background']} rows, "
-          f"thresh {cfg['sage_thresh']}" + (" [quick]" if args.quick else ""))
+    print(
+        f"workload: make_friedman1 p={P}, n={cfg['n']} evaluation rows, {cfg['n_trees']}-tree forest, "
+        f"n_obs_permutations={N_OBS_PERM}; SAGE background {cfg['background']} rows, "
+        f"thresh {cfg['sage_thresh']}" + (" [quick]" if args.quick else "")
+    )
     forest, ridge, X, y = make_models(cfg)
 
     # --- SAGE (one run), then SFIMP stopped at the relative SE SAGE reached ----------------
@@ -225,27 +244,38 @@ def main(argv=None) -> int:
     tol = peer["rel_se"] if peer else 0.01
     res, rows = recording(forest, lambda: sampled(forest, X, y, tol))
     block = pd.DataFrame(rows, columns=X.columns, copy=False)
-    med = interleaved({"ours": lambda: sampled(forest, X, y, tol),
-                       "raw": lambda: forest.predict(block)}, reps)
+    med = interleaved({"ours": lambda: sampled(forest, X, y, tol), "raw": lambda: forest.predict(block)}, reps)
     spread = seed_spread(forest, X, y, tol, cfg["seeds"])
     rows_equiv = res.n_rows * max(1.0, (spread / tol) ** 2)
 
-    print(f"\nSampled Shapley on the forest (rel SE = max SE / |sum of values|, target {tol:.4f}; "
-          f"x raw = CPU s / CPU s of one raw predict of the same rows)")
-    print(f"  {'method':34s} {'rows':>11s} {'orderings':>9s} {'wall s':>7s} {'CPU s':>7s} {'rel SE':>7s} "
-          f"{'x raw':>6s}  raw predict")
-    print(f"  {'compute.shapley_importance':34s} {res.n_rows:11,d} {res.n_orderings:9d} {med['ours'][0]:7.2f} "
-          f"{med['ours'][1]:7.2f} {rel_se(res):7.4f} {med['ours'][1] / med['raw'][1]:6.2f}  "
-          f"measured, medians of {reps} interleaved")
-    print(f"  {'  same, SE incl. tau noise (seeds)':34s} {rows_equiv:11,.0f} {'':9s} {'':7s} {'':7s} "
-          f"{spread:7.4f} {'':6s}  rows scaled to SE {tol:.4f} (SD over {cfg['seeds']} seeds)")
+    print(
+        f"\nSampled Shapley on the forest (rel SE = max SE / |sum of values|, target {tol:.4f}; "
+        f"x raw = CPU s / CPU s of one raw predict of the same rows)"
+    )
+    print(
+        f"  {'method':34s} {'rows':>11s} {'orderings':>9s} {'wall s':>7s} {'CPU s':>7s} {'rel SE':>7s} "
+        f"{'x raw':>6s}  raw predict"
+    )
+    print(
+        f"  {'compute.shapley_importance':34s} {res.n_rows:11,d} {res.n_orderings:9d} {med['ours'][0]:7.2f} "
+        f"{med['ours'][1]:7.2f} {rel_se(res):7.4f} {med['ours'][1] / med['raw'][1]:6.2f}  "
+        f"measured, medians of {reps} interleaved"
+    )
+    print(
+        f"  {'  same, SE incl. tau noise (seeds)':34s} {rows_equiv:11,.0f} {'':9s} {'':7s} {'':7s} "
+        f"{spread:7.4f} {'':6s}  rows scaled to SE {tol:.4f} (SD over {cfg['seeds']} seeds)"
+    )
     if peer:
-        print(f"  {'sage PermutationEstimator':34s} {peer['rows']:11,d} {peer['perms']:9d} {peer['seconds'][0]:7.2f} "
-              f"{peer['seconds'][1]:7.2f} {peer['rel_se']:7.4f} {peer['seconds'][1] / peer['floor'][1]:6.2f}  "
-              f"{peer['how']} (1st iteration), one run; SAGE's own measure {peer['thresh_ratio']:.4f}")
-        print(f"  rows SAGE / ours: {peer['rows'] / res.n_rows:.1f}x at reported SE, "
-              f"{peer['rows'] / rows_equiv:.1f}x with our tau noise included; "
-              f"CPU seconds SAGE / ours: {peer['seconds'][1] / med['ours'][1]:.1f}x")
+        print(
+            f"  {'sage PermutationEstimator':34s} {peer['rows']:11,d} {peer['perms']:9d} {peer['seconds'][0]:7.2f} "
+            f"{peer['seconds'][1]:7.2f} {peer['rel_se']:7.4f} {peer['seconds'][1] / peer['floor'][1]:6.2f}  "
+            f"{peer['how']} (1st iteration), one run; SAGE's own measure {peer['thresh_ratio']:.4f}"
+        )
+        print(
+            f"  rows SAGE / ours: {peer['rows'] / res.n_rows:.1f}x at reported SE, "
+            f"{peer['rows'] / rows_equiv:.1f}x with our tau noise included; "
+            f"CPU seconds SAGE / ours: {peer['seconds'][1] / med['ours'][1]:.1f}x"
+        )
 
     print("\nValues (SAGE averages predictions before the loss, SFIMP averages losses: scales differ)")
     table = pd.DataFrame({"sfimp": res.values, "sfimp_se": res.std_error, "sfimp_share": res.proportions})
@@ -253,43 +283,62 @@ def main(argv=None) -> int:
         table["sage"], table["sage_se"] = peer["values"], peer["std"]
         table["sage_share"] = peer["values"] / peer["values"].sum()
     print(table.round(4).to_string())
-    print(f"  totals: SFIMP {res.total:.3f} (GE_empty {res.baseline_error:.3f} - GE_P {res.model_error:.3f})"
-          + (f", SAGE {peer['values'].sum():.3f}" if peer else ""))
+    print(
+        f"  totals: SFIMP {res.total:.3f} (GE_empty {res.baseline_error:.3f} - GE_P {res.model_error:.3f})"
+        + (f", SAGE {peer['values'].sum():.3f}" if peer else "")
+    )
     print(f"  SFIMP ranking: {ranking(res.values)}")
     agree = None
     if peer:
         print(f"  SAGE  ranking: {ranking(peer['values'])}")
         agree = top5(res.values) == top5(peer["values"])
-        print(f"  informative features (top 5; x5..x9 are pure noise, their order is chance): "
-              f"{'same order' if agree else 'DIFFERENT order'}")
+        print(
+            f"  informative features (top 5; x5..x9 are pure noise, their order is chance): "
+            f"{'same order' if agree else 'DIFFERENT order'}"
+        )
 
     # --- exact mode -------------------------------------------------------------------------
-    Xe, ye = X.iloc[:cfg["exact_n"]].reset_index(drop=True), y[:cfg["exact_n"]]
+    Xe, ye = X.iloc[: cfg["exact_n"]].reset_index(drop=True), y[: cfg["exact_n"]]
     ex = exact_rows({"ridge": ridge, f"forest ({cfg['n_trees']} trees)": forest}, Xe, ye, reps)
     print(f"\nExact mode (2^{P} = {2**P} coalitions, n_obs_permutations={N_OBS_PERM}, one timed run each)")
-    print(f"  {'model':20s} {'n':>4s} {'rows':>11s} {'bound':>11s} {'wall s':>7s} {'CPU s':>7s} "
-          f"{'x raw':>6s}  raw predict")
+    print(
+        f"  {'model':20s} {'n':>4s} {'rows':>11s} {'bound':>11s} {'wall s':>7s} {'CPU s':>7s} "
+        f"{'x raw':>6s}  raw predict"
+    )
     for e in ex:
-        print(f"  {e['name']:20s} {e['n']:4d} {e['rows']:11,d} {e['bound']:11,d} {e['seconds'][0]:7.2f} "
-              f"{e['seconds'][1]:7.2f} {e['seconds'][1] / e['floor'][1]:6.2f}  {e['how']}")
+        print(
+            f"  {e['name']:20s} {e['n']:4d} {e['rows']:11,d} {e['bound']:11,d} {e['seconds'][0]:7.2f} "
+            f"{e['seconds'][1]:7.2f} {e['seconds'][1] / e['floor'][1]:6.2f}  {e['how']}"
+        )
     if args.quick:
         guess = ex[1]["seconds"][1] * 2**P * 500 * N_OBS_PERM / ex[1]["rows"]
-        print(f"  this {cfg['n_trees']}-tree forest at n=500 (not run in --quick): ~{guess:.0f} CPU s estimated "
-              f"(scaled linearly in rows from n={ex[1]['n']})")
+        print(
+            f"  this {cfg['n_trees']}-tree forest at n=500 (not run in --quick): ~{guess:.0f} CPU s estimated "
+            f"(scaled linearly in rows from n={ex[1]['n']})"
+        )
 
     # --- summary ------------------------------------------------------------------------------
-    checks = [("(a) rows(ours) < rows(SAGE) at SAGE's SE, tau noise included",
-               None if peer is None else rows_equiv < peer["rows"]),
-              (f"(b) ours <= {RAW_TARGET}x raw predict of our rows (CPU)",
-               med["ours"][1] <= RAW_TARGET * med["raw"][1]),
-              ("(c) exact rows <= 2^p x n x n_obs_permutations", all(e["rows"] <= e["bound"] for e in ex))]
+    checks = [
+        (
+            "(a) rows(ours) < rows(SAGE) at SAGE's SE, tau noise included",
+            None if peer is None else rows_equiv < peer["rows"],
+        ),
+        (f"(b) ours <= {RAW_TARGET}x raw predict of our rows (CPU)", med["ours"][1] <= RAW_TARGET * med["raw"][1]),
+        ("(c) exact rows <= 2^p x n x n_obs_permutations", all(e["rows"] <= e["bound"] for e in ex)),
+    ]
     if agree is not None:
         checks.append(("(d) informative-feature ranking agrees with SAGE", agree))
     load = os.getloadavg()[0]
-    print(f"\nload average at the end {load:.2f} on {os.cpu_count()} cores"
-          + (": other jobs share the cores, timings are noisy" if load > 1.5 else ""))
-    print("SUMMARY: " + "; ".join(f"{name}: {verdict(ok)}" for name, ok in checks)
-          + (f" [SAGE skipped: {SAGE_SKIP}]" if sage is None else "") + (" [quick]" if args.quick else ""))
+    print(
+        f"\nload average at the end {load:.2f} on {os.cpu_count()} cores"
+        + (": other jobs share the cores, timings are noisy" if load > 1.5 else "")
+    )
+    print(
+        "SUMMARY: "
+        + "; ".join(f"{name}: {verdict(ok)}" for name, ok in checks)
+        + (f" [SAGE skipped: {SAGE_SKIP}]" if sage is None else "")
+        + (" [quick]" if args.quick else "")
+    )
     return 0
 
 

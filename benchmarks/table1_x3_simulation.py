@@ -77,10 +77,14 @@ def main() -> None:
     r0 = res[("X3 == 0", "X1")].mean() / res[("X3 == 0", "X2")].mean()
     r1 = res[("X3 == 1", "X2")].mean() / res[("X3 == 1", "X1")].mean()
     print()
-    print(f"Pattern: global PFI(X1)/PFI(X2) = {g_ratio:.2f} (paper: about 1); on X3 = 0 "
-          f"PFI(X1)/PFI(X2) = {r0:.0f}; on X3 = 1 PFI(X2)/PFI(X1) = {r1:.0f} (paper: about 100).")
-    print("Absolute values are larger than the paper's: its forest fitted the simulation less "
-          "closely; a perfect model gives 2 Var(11 X1) = 242 on X3 = 0. Compare the pattern.")
+    print(
+        f"Pattern: global PFI(X1)/PFI(X2) = {g_ratio:.2f} (paper: about 1); on X3 = 0 "
+        f"PFI(X1)/PFI(X2) = {r0:.0f}; on X3 = 1 PFI(X2)/PFI(X1) = {r1:.0f} (paper: about 100)."
+    )
+    print(
+        "Absolute values are larger than the paper's: its forest fitted the simulation less "
+        "closely; a perfect model gives 2 Var(11 X1) = 242 on X3 = 0. Compare the pattern."
+    )
     print(f"({elapsed:.1f} s)")
 
 

@@ -66,8 +66,7 @@ def ciu_table(ymin, ymax, y, out_range, *, phi0=0.5, utility="increasing") -> pd
     cu = np.where(spread > 0, cu, np.nan)
     influence = np.where(spread > 0, ci * (cu - phi0), 0.0)
     flag = (ymin < low) | (ymax > high) | (ci > 1) | (cu < 0) | (cu > 1)
-    return {"CI": ci, "CU": cu, "influence": influence, "ymin": ymin, "ymax": ymax, "y": y,
-            "out_of_range": flag}
+    return {"CI": ci, "CU": cu, "influence": influence, "ymin": ymin, "ymax": ymax, "y": y, "out_of_range": flag}
 
 
 def contextual_importance(
@@ -112,8 +111,21 @@ def contextual_importance(
     -------
     DataFrame with columns CI, CU, influence, ymin, ymax, y, out_of_range.
     """
-    return _ciu(model, X, [instance], features, output, n_samples, phi0, out_range,
-                random_state, utility, n_jobs, chunk_rows, single=True)
+    return _ciu(
+        model,
+        X,
+        [instance],
+        features,
+        output,
+        n_samples,
+        phi0,
+        out_range,
+        random_state,
+        utility,
+        n_jobs,
+        chunk_rows,
+        single=True,
+    )
 
 
 def global_contextual_importance(
@@ -141,8 +153,11 @@ def global_contextual_importance(
     rng = check_rng(random_state)
     n_instances = check_int(n_instances, "n_instances", low=1, none_ok=True)
     if instances is None:
-        take = np.arange(len(X)) if n_instances is None or n_instances >= len(X) else np.sort(
-            rng.choice(len(X), n_instances, replace=False))
+        take = (
+            np.arange(len(X))
+            if n_instances is None or n_instances >= len(X)
+            else np.sort(rng.choice(len(X), n_instances, replace=False))
+        )
         instances = list(X.index[take])
     elif isinstance(instances, (list, tuple, pd.Index, np.ndarray, pd.Series)):
         instances = list(instances)
@@ -155,14 +170,29 @@ def global_contextual_importance(
         )
     if not instances:
         raise InputError("The 'instances' parameter names no rows; give at least one row label of X.")
-    table = _ciu(model, X, instances, features, output, n_samples, 0.5, out_range,
-                 rng, "increasing", n_jobs, chunk_rows, single=False)
+    table = _ciu(
+        model,
+        X,
+        instances,
+        features,
+        output,
+        n_samples,
+        0.5,
+        out_range,
+        rng,
+        "increasing",
+        n_jobs,
+        chunk_rows,
+        single=False,
+    )
     grouped = table.groupby(level="feature", sort=False)
-    return pd.DataFrame({
-        "CI": grouped["CI"].mean(),
-        "CI_std": grouped["CI"].std(ddof=0),
-        "out_of_range_share": grouped["out_of_range"].mean(),
-    })
+    return pd.DataFrame(
+        {
+            "CI": grouped["CI"].mean(),
+            "CI_std": grouped["CI"].std(ddof=0),
+            "out_of_range_share": grouped["out_of_range"].mean(),
+        }
+    )
 
 
 def output_range(model, X, *, output=None, n_jobs=1, chunk_rows=None) -> tuple[float, float]:
@@ -195,8 +225,7 @@ def ciu_from_profiles(profiles, row, *, out_range, phi0=0.5, utility="increasing
     out_range = check_out_range(out_range)
     if not isinstance(profiles, Mapping):
         raise InputError(
-            f"The 'profiles' parameter must be a dict {{feature: FeatureProfile}} (got "
-            f"{type(profiles).__name__})."
+            f"The 'profiles' parameter must be a dict {{feature: FeatureProfile}} (got {type(profiles).__name__})."
         )
     if not profiles:
         raise InputError("The 'profiles' dict is empty; pass at least one FeatureProfile.")
@@ -205,14 +234,10 @@ def ciu_from_profiles(profiles, row, *, out_range, phi0=0.5, utility="increasing
     names, ymin, ymax, y = [], [], [], []
     for name, prof in profiles.items():
         if not isinstance(prof, FeatureProfile):
-            raise InputError(
-                f"The 'profiles' value {name!r} must be a FeatureProfile (got {type(prof).__name__})."
-            )
+            raise InputError(f"The 'profiles' value {name!r} must be a FeatureProfile (got {type(prof).__name__}).")
         where = _row_position(prof.rows, row)
         if where is None:
-            raise InputError(
-                f"The 'row' {row!r} is not among the rows explained by the profile of {name!r}."
-            )
+            raise InputError(f"The 'row' {row!r} is not among the rows explained by the profile of {name!r}.")
         ice = prof.pred[where]
         names.append(name)
         y_row = prof.base_pred[where]
@@ -224,8 +249,22 @@ def ciu_from_profiles(profiles, row, *, out_range, phi0=0.5, utility="increasing
 
 
 # --- implementation --------------------------------------------------------------------
-def _ciu(model, X, instances, features, output, n_samples, phi0, out_range, random_state,
-         utility, n_jobs, chunk_rows, *, single: bool) -> pd.DataFrame:
+def _ciu(
+    model,
+    X,
+    instances,
+    features,
+    output,
+    n_samples,
+    phi0,
+    out_range,
+    random_state,
+    utility,
+    n_jobs,
+    chunk_rows,
+    *,
+    single: bool,
+) -> pd.DataFrame:
     X = check_frame(X)
     predictor, Xm = make_predictor(model, X, output)
     players = check_players(features, list(Xm.columns))
@@ -236,8 +275,7 @@ def _ciu(model, X, instances, features, output, n_samples, phi0, out_range, rand
     rng = check_rng(random_state)
     if out_range is not None:
         out_range = check_out_range(out_range)
-    predictor, positions = _with_instances(predictor, Xm, instances,
-                                           "'instance'" if single else "'instances' entry")
+    predictor, positions = _with_instances(predictor, Xm, instances, "'instance'" if single else "'instances' entry")
     if out_range is None:
         out_range = _default_range(predictor, len(Xm), chunk_rows, n_jobs)
 
@@ -267,7 +305,7 @@ def _ciu(model, X, instances, features, output, n_samples, phi0, out_range, rand
     starts = n_inst + np.concatenate([[0], np.cumsum(np.array(sizes) * n_inst)])
     names, ymins, ymaxs = list(players), [], []
     for k, n_vals in enumerate(sizes):
-        swept_pred = values[starts[k]:starts[k + 1]].reshape(n_inst, n_vals)
+        swept_pred = values[starts[k] : starts[k + 1]].reshape(n_inst, n_vals)
         ymins.append(np.minimum(swept_pred.min(axis=1), y))  # the instance itself is swept too
         ymaxs.append(np.maximum(swept_pred.max(axis=1), y))
     ymin, ymax = np.stack(ymins, axis=1), np.stack(ymaxs, axis=1)  # (instances, players)
@@ -296,15 +334,12 @@ def _with_instances(predictor: Predictor, Xm: pd.DataFrame, instances, what: str
         elif not is_label(inst):
             hint = "; for a row of X pass its label, or X.loc[[label]]" if isinstance(inst, pd.Series) else ""
             raise InputError(
-                f"The {what} must be a row label of X or a one-row DataFrame (got "
-                f"{type(inst).__name__}{hint})."
+                f"The {what} must be a row label of X or a one-row DataFrame (got {type(inst).__name__}{hint})."
             )
         elif inst in Xm.index:
             loc = Xm.index.get_loc(inst)
             if not isinstance(loc, (int, np.integer)):
-                raise InputError(
-                    f"The {what} label {inst!r} is not unique in X; pass the row as a one-row DataFrame."
-                )
+                raise InputError(f"The {what} label {inst!r} is not unique in X; pass the row as a one-row DataFrame.")
             positions.append(int(loc))
         else:
             raise InputError(f"The {what} {inst!r} is neither a row label of X nor a one-row DataFrame.")
@@ -314,8 +349,7 @@ def _with_instances(predictor: Predictor, Xm: pd.DataFrame, instances, what: str
             if isinstance(Xm[col].dtype, pd.CategoricalDtype):
                 combined[col] = pd.Categorical(combined[col], dtype=Xm[col].dtype)
         design = type(predictor.design)(combined, as_frame=predictor.design.as_frame)
-        predictor = Predictor(predictor.model, design, predictor.classes, predictor.has_proba,
-                              predictor.output_index)
+        predictor = Predictor(predictor.model, design, predictor.classes, predictor.has_proba, predictor.output_index)
     return predictor, np.asarray(positions, dtype=np.intp)
 
 
@@ -376,8 +410,7 @@ def check_out_range(out_range, *, derived: bool = False) -> tuple[float, float]:
         raise InputError(f"The 'out_range' parameter must be a pair (MIN, MAX) (got {out_range!r}).")
     low, high = out_range
     if not (is_real(low) and is_real(high) and high > low):
-        hint = ("; the model's predictions over X are constant, so pass out_range explicitly"
-                if derived else "")
+        hint = "; the model's predictions over X are constant, so pass out_range explicitly" if derived else ""
         raise InputError(f"The 'out_range' must be two finite numbers with MIN < MAX (got {out_range!r}){hint}.")
     return float(low), float(high)
 

@@ -125,8 +125,17 @@ def ice_impact(prof: FeatureProfile, *, alpha: float = 0.0, sd: float | None = N
 
 
 def ice_feature_impact(
-    model, X, features=None, *, grid="observed", alpha=0.0, output=None, n_obs=None,
-    random_state=None, n_jobs=1, chunk_rows=None,
+    model,
+    X,
+    features=None,
+    *,
+    grid="observed",
+    alpha=0.0,
+    output=None,
+    n_obs=None,
+    random_state=None,
+    n_jobs=1,
+    chunk_rows=None,
 ) -> pd.DataFrame:
     """ICE feature impact of several features (see :func:`ice_impact`), one pass per feature.
 
@@ -147,8 +156,16 @@ def ice_feature_impact(
     X = check_frame(X)
     alpha = check_real(alpha, "alpha", low=0.0)
     profiles = feature_profiles(
-        model, X, None, features, grid=grid, output=output, n_obs=n_obs,
-        random_state=random_state, n_jobs=n_jobs, chunk_rows=chunk_rows,
+        model,
+        X,
+        None,
+        features,
+        grid=grid,
+        output=output,
+        n_obs=n_obs,
+        random_state=random_state,
+        n_jobs=n_jobs,
+        chunk_rows=chunk_rows,
     )
     rows = [
         ice_impact(prof, alpha=alpha, sd=None if prof.categorical else _column_sd(X[name]))
@@ -226,24 +243,38 @@ def pd_importance(prof: FeatureProfile) -> float:
 
 
 def pd_variance_importance(
-    model, X, features=None, *, grid="observed", output=None, n_obs=None, random_state=None,
-    n_jobs=1, chunk_rows=None,
+    model,
+    X,
+    features=None,
+    *,
+    grid="observed",
+    output=None,
+    n_obs=None,
+    random_state=None,
+    n_jobs=1,
+    chunk_rows=None,
 ) -> pd.DataFrame:
     """:func:`pd_importance` of several features: DataFrame indexed by feature, column
     ``importance``. Arguments as in :func:`compute.feature_profiles`; keep the default
     ``grid="observed"`` for the estimator of the paper (over the observed values)."""
     profiles = feature_profiles(
-        model, X, None, features, grid=grid, output=output, n_obs=n_obs,
-        random_state=random_state, n_jobs=n_jobs, chunk_rows=chunk_rows,
+        model,
+        X,
+        None,
+        features,
+        grid=grid,
+        output=output,
+        n_obs=n_obs,
+        random_state=random_state,
+        n_jobs=n_jobs,
+        chunk_rows=chunk_rows,
     )
     values = pd.DataFrame({"importance": [pd_importance(p) for p in profiles.values()]})
     return values.set_axis(pd.Index(list(profiles), name="feature"))
 
 
 # --- ALE, Scholbeck et al. (2019), Sec. 3 / Apley & Zhu (2020) ----------------------------
-def ale_curve(
-    model, X, feature, *, n_intervals=10, output=None, n_jobs=1, chunk_rows=None
-) -> pd.DataFrame:
+def ale_curve(model, X, feature, *, n_intervals=10, output=None, n_jobs=1, chunk_rows=None) -> pd.DataFrame:
     """First-order accumulated local effects on quantile intervals.
 
     Scholbeck et al. (2019), Sec. 3, Eq. (2) estimated in their steps (i)-(iii): the
@@ -281,8 +312,9 @@ def ale_curve(
     rows = np.flatnonzero(~np.isnan(x))
     bounds = quantile_bounds(x[rows], n_intervals)
     interval = _interval_of(x[rows], bounds)
-    fd = _difference_pass(predictor, feature, rows, bounds[interval - 1], bounds[interval],
-                          chunk_rows=chunk_rows, n_jobs=n_jobs)
+    fd = _difference_pass(
+        predictor, feature, rows, bounds[interval - 1], bounds[interval], chunk_rows=chunk_rows, n_jobs=n_jobs
+    )
     return _ale_frame(bounds, *ale_values(fd, interval, bounds.size - 1))
 
 
@@ -328,8 +360,7 @@ def ale_from_profile(prof: FeatureProfile, *, n_intervals: int | None = None) ->
         at = _snap_to_grid(quantile_bounds(x, n_intervals), prof.grid)
         if at.size < 2:
             raise InputError(
-                f"The explained rows of {prof.feature!r} all take one value ({float(x[0])}); ALE "
-                f"needs at least two."
+                f"The explained rows of {prof.feature!r} all take one value ({float(x[0])}); ALE needs at least two."
             )
     bounds = prof.grid[at]
     interval = _interval_of(x, bounds)
@@ -368,9 +399,7 @@ def _interval_of(x: np.ndarray, bounds: np.ndarray) -> np.ndarray:
 
 
 def _ale_frame(bounds, ale, counts) -> pd.DataFrame:
-    return pd.DataFrame(
-        {"grid": bounds, "ale": ale, "weight": _centring_weights(counts), "n_obs": counts}
-    )
+    return pd.DataFrame({"grid": bounds, "ale": ale, "weight": _centring_weights(counts), "n_obs": counts})
 
 
 # --- Marginal effects, Scholbeck et al. (2019), Sec. 2-3 ----------------------------------
@@ -417,8 +446,9 @@ def marginal_effects(
     for feature, h in zip(features, steps):
         x = Xm[feature].to_numpy(dtype=float, na_value=np.nan)
         rows = np.flatnonzero(~np.isnan(x))
-        me = _difference_pass(predictor, feature, rows, x[rows] - h, x[rows] + h,
-                              chunk_rows=chunk_rows, n_jobs=n_jobs) / (2.0 * h)
+        me = _difference_pass(
+            predictor, feature, rows, x[rows] - h, x[rows] + h, chunk_rows=chunk_rows, n_jobs=n_jobs
+        ) / (2.0 * h)
         records.append((me.mean(), me.std(), h))
     index = pd.Index(features, name="feature")
     frame = pd.DataFrame(records, columns=["effect", "effect_sd", "step"], index=index)
@@ -426,8 +456,16 @@ def marginal_effects(
     return frame
 
 
-def _difference_pass(predictor: Predictor, feature, rows: np.ndarray, low: np.ndarray,
-                     high: np.ndarray, *, chunk_rows: int | None, n_jobs: int) -> np.ndarray:
+def _difference_pass(
+    predictor: Predictor,
+    feature,
+    rows: np.ndarray,
+    low: np.ndarray,
+    high: np.ndarray,
+    *,
+    chunk_rows: int | None,
+    n_jobs: int,
+) -> np.ndarray:
     """``f(high_i, x_C^(i)) - f(low_i, x_C^(i))`` for each row: one pass over 2 n rows."""
     points = np.column_stack([low, high]).astype(float).ravel()  # low_0, high_0, low_1, ...
 
@@ -454,13 +492,9 @@ def _check_at(at, Xm: pd.DataFrame) -> tuple[str, dict]:
         if is_categorical(Xm[column]):
             levels = pd.unique(Xm[column].to_numpy(dtype=object)).tolist()
             if value not in levels:
-                raise InputError(
-                    f"The 'at' value {value!r} is not a level of {column!r}; its levels are {levels!r}."
-                )
+                raise InputError(f"The 'at' value {value!r} is not a level of {column!r}; its levels are {levels!r}.")
         elif not is_real(value):
-            raise InputError(
-                f"The 'at' value of numeric column {column!r} must be a finite number (got {value!r})."
-            )
+            raise InputError(f"The 'at' value of numeric column {column!r} must be a finite number (got {value!r}).")
     return "MER", dict(at)
 
 
@@ -513,9 +547,7 @@ def _numeric_values(column: pd.Series, what: str) -> np.ndarray:
     if finite.size == 0:
         raise InputError(f"Feature {column.name!r} has no non-missing values.")
     if finite.min() == finite.max():
-        raise InputError(
-            f"Feature {column.name!r} is constant ({float(finite[0])}); it has no effect to measure."
-        )
+        raise InputError(f"Feature {column.name!r} is constant ({float(finite[0])}); it has no effect to measure.")
     return x
 
 

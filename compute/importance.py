@@ -107,13 +107,14 @@ def permutation_importance(
     errors = np.empty((len(features), n_repeats))  # permuted errors
     model_error = None
     for start in range(0, len(features), batch):
-        group = segments[1 + start: 1 + start + batch]
+        group = segments[1 + start : 1 + start + batch]
         head = [segments[0]] if model_error is None else []
-        _, losses = predict_segments(predictor, head + group, y_enc=y_enc, loss=loss_obj,
-                                     chunk_rows=chunk_rows, n_jobs=n_jobs)
+        _, losses = predict_segments(
+            predictor, head + group, y_enc=y_enc, loss=loss_obj, chunk_rows=chunk_rows, n_jobs=n_jobs
+        )
         if head:
             model_error, losses = float(losses[:n].mean()), losses[n:]
-        errors[start:start + len(group)] = losses.reshape(len(group), n_repeats, n).mean(axis=2)
+        errors[start : start + len(group)] = losses.reshape(len(group), n_repeats, n).mean(axis=2)
     if kind == "difference":
         values = errors - model_error
     elif model_error <= 1e-12 * max(float(errors.max()), 1e-300):
@@ -123,6 +124,7 @@ def permutation_importance(
         )
     else:
         values = errors / model_error
-    repeats = pd.DataFrame(values, index=pd.Index(features, name="feature"),
-                           columns=[f"repeat_{r + 1}" for r in range(n_repeats)])
+    repeats = pd.DataFrame(
+        values, index=pd.Index(features, name="feature"), columns=[f"repeat_{r + 1}" for r in range(n_repeats)]
+    )
     return PermutationImportance(repeats=repeats, model_error=model_error, loss=loss_obj.name, kind=kind, n_rows=n)

@@ -36,8 +36,7 @@ class Design:
         self._index = pd.Index(self.columns)  # built once: a list would be re-parsed per block
         self.as_frame = as_frame
         self.numeric = all(
-            pd.api.types.is_numeric_dtype(dt) and not pd.api.types.is_bool_dtype(dt)
-            for dt in X.dtypes
+            pd.api.types.is_numeric_dtype(dt) and not pd.api.types.is_bool_dtype(dt) for dt in X.dtypes
         ) and not any(isinstance(dt, pd.CategoricalDtype) for dt in X.dtypes)
         self.array = X.to_numpy(dtype=float, na_value=np.nan) if self.numeric else None
         self._position = {col: j for j, col in enumerate(self.columns)}
@@ -116,7 +115,5 @@ class Design:
         if self.numeric:
             rows = self.array[sources, np.arange(len(self.columns))[None, :]]
             return self.wrap(rows)
-        rows = pd.DataFrame(
-            {col: self.frame[col].array.take(sources[:, j]) for j, col in enumerate(self.columns)}
-        )
+        rows = pd.DataFrame({col: self.frame[col].array.take(sources[:, j]) for j, col in enumerate(self.columns)})
         return rows if self.as_frame else rows.to_numpy()

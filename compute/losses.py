@@ -15,8 +15,13 @@ import numpy as np
 
 REGRESSION_LOSSES = ("squared_error", "absolute_error")
 CLASSIFICATION_LOSSES = ("log_loss", "brier", "zero_one")
-LOSS_LABELS = {"squared_error": "squared error", "absolute_error": "absolute error", "log_loss": "log loss",
-               "brier": "Brier score", "zero_one": "0-1 loss"}  # for people, in that order
+LOSS_LABELS = {
+    "squared_error": "squared error",
+    "absolute_error": "absolute error",
+    "log_loss": "log loss",
+    "brier": "Brier score",
+    "zero_one": "0-1 loss",
+}  # for people, in that order
 DEFAULT_LOSS = {"regression": "squared_error", "classification": "log_loss"}
 
 

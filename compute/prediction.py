@@ -56,15 +56,13 @@ class Predictor:
         except Exception as exc:  # the model is a black box: any failure is its own
             method = "predict_proba" if self.is_classifier and self.has_proba else "predict"
             raise ModelError(
-                f"The model's {method} failed on {n_rows} rows: {type(exc).__name__}: "
-                f"{_shorten(str(exc))}"
+                f"The model's {method} failed on {n_rows} rows: {type(exc).__name__}: {_shorten(str(exc))}"
             ) from exc
         if out.ndim == 2 and out.shape[1] == 1 and expected == (n_rows,):
             out = out[:, 0]
         if out.shape != expected:
             raise ModelError(
-                f"The model returned an array of shape {out.shape} for {n_rows} rows; "
-                f"expected {expected}."
+                f"The model returned an array of shape {out.shape} for {n_rows} rows; expected {expected}."
             )
         if self.is_classifier and not self.has_proba:  # labels -> class positions
             return pd.Index(self.classes).get_indexer(out)
@@ -203,9 +201,16 @@ def predict_segments(
     def obs_of(a, b):
         return np.concatenate([seg.obs_of(lo, hi) for seg, lo, hi in pieces(a, b)])
 
-    return predict_pass(predictor, int(starts[-1]), make_block, y_enc=y_enc,
-                        obs_of=obs_of if loss is not None else None, loss=loss,
-                        chunk_rows=chunk_rows, n_jobs=n_jobs)
+    return predict_pass(
+        predictor,
+        int(starts[-1]),
+        make_block,
+        y_enc=y_enc,
+        obs_of=obs_of if loss is not None else None,
+        loss=loss,
+        chunk_rows=chunk_rows,
+        n_jobs=n_jobs,
+    )
 
 
 def unmodified_segment(predictor: Predictor, rows: np.ndarray) -> Segment:
@@ -223,8 +228,9 @@ def predict_rows(
     n_jobs: int | None = 1,
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """Values (and losses, given ``loss``) of the unmodified rows at positions ``rows``."""
-    return predict_segments(predictor, [unmodified_segment(predictor, rows)], y_enc=y_enc,
-                            loss=loss, chunk_rows=chunk_rows, n_jobs=n_jobs)
+    return predict_segments(
+        predictor, [unmodified_segment(predictor, rows)], y_enc=y_enc, loss=loss, chunk_rows=chunk_rows, n_jobs=n_jobs
+    )
 
 
 def _custom_loss(loss: Loss, y, raw: np.ndarray) -> np.ndarray:
@@ -242,9 +248,7 @@ def _custom_loss(loss: Loss, y, raw: np.ndarray) -> np.ndarray:
             f"loss per row, shape ({n_rows},)."
         )
     if np.isnan(out).any():
-        raise InputError(
-            f"The 'loss' callable returned NaN for {int(np.isnan(out).sum())} of {n_rows} rows."
-        )
+        raise InputError(f"The 'loss' callable returned NaN for {int(np.isnan(out).sum())} of {n_rows} rows.")
     return out
 
 

@@ -105,8 +105,9 @@ def feature_profile(
         "n_obs": n_obs,
         "random_state": random_state if isinstance(random_state, int) else None,
     }
-    return _profile(predictor, feature, grid_obj, X.index, rows, y_enc, loss_obj, params,
-                    chunk_rows=chunk_rows, n_jobs=n_jobs)
+    return _profile(
+        predictor, feature, grid_obj, X.index, rows, y_enc, loss_obj, params, chunk_rows=chunk_rows, n_jobs=n_jobs
+    )
 
 
 def feature_profiles(model, X, y=None, features=None, *, n_jobs=1, **kwargs) -> dict:
@@ -127,9 +128,7 @@ def _checked_grid(column: pd.Series, grid, grid_weights) -> Grid:
         try:
             weights = np.asarray(grid_weights, dtype=float)
         except (TypeError, ValueError) as exc:
-            raise InputError(
-                f"The 'grid_weights' must be numbers, one per grid point (got {grid_weights!r})."
-            ) from exc
+            raise InputError(f"The 'grid_weights' must be numbers, one per grid point (got {grid_weights!r}).") from exc
         if isinstance(grid, (str, int)):
             raise InputError(f"The 'grid_weights' needs an array 'grid' of the same length (got grid={grid!r}).")
         if weights.shape != (len(grid),):
@@ -181,19 +180,18 @@ def _profile(
     off = rows[~on_grid]
     tensor = Segment(n_obs * n_grid, make_block, lambda a, b: rows[np.arange(a, b) // n_grid])
     segments = [tensor, unmodified_segment(predictor, off)] if off.size else [tensor]
-    values, losses = predict_segments(predictor, segments, y_enc=y_enc, loss=loss,
-                                      chunk_rows=chunk_rows, n_jobs=n_jobs)
+    values, losses = predict_segments(predictor, segments, y_enc=y_enc, loss=loss, chunk_rows=chunk_rows, n_jobs=n_jobs)
     pred = values[: n_obs * n_grid].reshape(n_obs, n_grid)
     loss_grid = None if losses is None else losses[: n_obs * n_grid].reshape(n_obs, n_grid)
 
     base_pred = np.empty(n_obs)
     base_pred[on_grid] = pred[on_grid, own[on_grid]]
-    base_pred[~on_grid] = values[n_obs * n_grid:]
+    base_pred[~on_grid] = values[n_obs * n_grid :]
     base_loss = None
     if loss is not None:
         base_loss = np.empty(n_obs)
         base_loss[on_grid] = loss_grid[on_grid, own[on_grid]]
-        base_loss[~on_grid] = losses[n_obs * n_grid:]
+        base_loss[~on_grid] = losses[n_obs * n_grid :]
     return FeatureProfile(
         feature=feature,
         grid=grid.values,

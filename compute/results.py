@@ -126,8 +126,7 @@ class FeatureProfile:
         keep = self._mask_positions(mask)
         if keep.size == 0:
             raise InputError(
-                f"The subgroup 'mask' selects 0 of the {len(self.rows)} explained rows; choose another "
-                f"condition."
+                f"The subgroup 'mask' selects 0 of the {len(self.rows)} explained rows; choose another condition."
             )
         take = lambda a: None if a is None else a[keep]  # noqa: E731
         return replace(
@@ -163,9 +162,8 @@ class FeatureProfile:
 
     def extremes(self, k: int = 1) -> Extremes:
         """Row labels of the ``k`` largest and ``k`` smallest ICI integrals (Fig. 6)."""
-        from .validation import check_int  # validation imports this module
-
         from .summary import rank_extremes
+        from .validation import check_int  # validation imports this module
 
         k = check_int(k, "k", low=1)
         local = self.local_importance

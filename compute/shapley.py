@@ -94,9 +94,7 @@ class ShapleyImportance:
 
     def to_frame(self) -> pd.DataFrame:
         """One row per player: value, std_error, proportion, model_error."""
-        frame = pd.DataFrame(
-            {"value": self.values, "std_error": self.std_error, "proportion": self.proportions}
-        )
+        frame = pd.DataFrame({"value": self.values, "std_error": self.std_error, "proportion": self.proportions})
         frame["model_error"] = self.model_error
         frame.index.name = "feature"
         return frame
@@ -167,8 +165,9 @@ def shapley_importance(
     loss_obj, y_enc = check_target(y, len(X), predictor, loss, "shapley_importance")
 
     rows = sample_rows(len(X), n_obs, rng)
-    game = _Game(predictor, y_enc, loss_obj, rows, players, n_obs_permutations, rng,
-                 chunk_rows=chunk_rows, n_jobs=n_jobs)
+    game = _Game(
+        predictor, y_enc, loss_obj, rows, players, n_obs_permutations, rng, chunk_rows=chunk_rows, n_jobs=n_jobs
+    )
     p = len(players)
     exact = n_permutations is None and p <= exact_max_players
     if exact:
@@ -190,8 +189,12 @@ def shapley_importance(
         n_rows=game.n_rows,
         converged=converged,
         players=players,
-        params={"loss": loss_obj.name, "n_obs_permutations": n_obs_permutations,
-                "n_obs": n_obs, "random_state": random_state if isinstance(random_state, int) else None},
+        params={
+            "loss": loss_obj.name,
+            "n_obs_permutations": n_obs_permutations,
+            "n_obs": n_obs,
+            "random_state": random_state if isinstance(random_state, int) else None,
+        },
     )
 
 
@@ -231,9 +234,19 @@ class _Game:
     Monte-Carlo error that the choice of permutations adds.
     """
 
-    def __init__(self, predictor: Predictor, y_enc, loss: Loss, rows: np.ndarray,
-                 players: Mapping[str, tuple], n_perm: int, rng: np.random.Generator,
-                 *, chunk_rows, n_jobs) -> None:
+    def __init__(
+        self,
+        predictor: Predictor,
+        y_enc,
+        loss: Loss,
+        rows: np.ndarray,
+        players: Mapping[str, tuple],
+        n_perm: int,
+        rng: np.random.Generator,
+        *,
+        chunk_rows,
+        n_jobs,
+    ) -> None:
         self.predictor, self.y_enc, self.loss = predictor, y_enc, loss
         self.rows = rows
         self.donors = np.stack([rows[rng.permutation(rows.size)] for _ in range(n_perm)])
@@ -273,41 +286,50 @@ class _Game:
         batch = max(1, BATCH_ROWS // per_coalition)
         bits = 1 << np.arange(self.player_columns.shape[0], dtype=np.int64)
         for start in range(0, todo.size, batch):
-            masks_b = todo[start:start + batch]
+            masks_b = todo[start : start + batch]
             in_s = (masks_b[:, None] & bits[None, :]) != 0  # (batch, players)
             # a column is marginalised when it belongs to a player outside S
             from_donor = (~in_s).astype(np.int8) @ self.player_columns.astype(np.int8) > 0
             make_block = self._block_maker(from_donor, per_coalition, n)
-            _, losses = self._pass(masks_b.size * per_coalition, make_block,
-                                   lambda a, b: np.arange(a, b) % per_coalition % n)
+            _, losses = self._pass(
+                masks_b.size * per_coalition, make_block, lambda a, b: np.arange(a, b) % per_coalition % n
+            )
             errors = losses.reshape(masks_b.size, n_perm, n).mean(axis=2)
             self._errors.update(zip(masks_b.tolist(), errors))
 
     def _block_maker(self, from_donor: np.ndarray, per_coalition: int, n: int):
         design = self.predictor.design
         if design.numeric:
+
             def make_block(a, b):
                 # whole coalitions by one broadcast select, then cut to rows a:b
                 c0, c1 = a // per_coalition, -(-b // per_coalition)
                 rows = np.where(from_donor[c0:c1, None, :], self._donor[None], self._own[None])
-                rows = rows.reshape(-1, rows.shape[-1])[a - c0 * per_coalition:b - c0 * per_coalition]
+                rows = rows.reshape(-1, rows.shape[-1])[a - c0 * per_coalition : b - c0 * per_coalition]
                 return design.wrap(rows)
         else:
+
             def make_block(a, b):
                 flat = np.arange(a, b)
                 within = flat % per_coalition
                 own = self.rows[within % n]
                 donor = self.donors[within // n, within % n]
                 return design.mixed_block(own, donor, from_donor[flat // per_coalition])
+
         return make_block
 
     def _pass(self, n_total, make_block, obs_pos):
         """``obs_pos(a, b)``: positions in ``self.rows`` of the observations behind rows a:b."""
         self.n_rows += n_total
         return predict_pass(
-            self.predictor, n_total, make_block, y_enc=self.y_enc,
+            self.predictor,
+            n_total,
+            make_block,
+            y_enc=self.y_enc,
             obs_of=lambda a, b: self.rows[obs_pos(a, b)],
-            loss=self.loss, chunk_rows=self.chunk_rows, n_jobs=self.n_jobs,
+            loss=self.loss,
+            chunk_rows=self.chunk_rows,
+            n_jobs=self.n_jobs,
         )
 
 

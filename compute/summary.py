@@ -79,9 +79,15 @@ class ProfileSummary:
         return self.local.index
 
     @classmethod
-    def from_profiles(cls, profiles, *, out_range, n_rows: int | None = None,
-                      impact: pd.DataFrame | None = None, pd_importance: pd.Series | None = None
-                      ) -> ProfileSummary:
+    def from_profiles(
+        cls,
+        profiles,
+        *,
+        out_range,
+        n_rows: int | None = None,
+        impact: pd.DataFrame | None = None,
+        pd_importance: pd.Series | None = None,
+    ) -> ProfileSummary:
         """Summarise profiles of the same explained rows (one per feature, with a target).
 
         ``profiles``: a dict {feature: FeatureProfile} or any iterable of (feature,
@@ -100,8 +106,11 @@ class ProfileSummary:
             local[name] = prof.local_importance
             ice_min[name] = np.minimum(prof.pred.min(axis=1), prof.base_pred)
             ice_max[name] = np.maximum(prof.pred.max(axis=1), prof.base_pred)
-            grids[name] = {"n_grid": int(len(prof.grid)), "grid": prof.params.get("grid"),
-                           "categorical": bool(prof.categorical)}
+            grids[name] = {
+                "n_grid": int(len(prof.grid)),
+                "grid": prof.params.get("grid"),
+                "categorical": bool(prof.categorical),
+            }
         if first is None:
             raise InputError("The 'profiles' are empty; pass at least one FeatureProfile.")
         rows = first.rows
@@ -129,8 +138,10 @@ class ProfileSummary:
             return mask.reindex(self.rows).fillna(False).to_numpy(dtype=bool)
         values = np.asarray(mask, dtype=bool)
         if values.shape != (len(self.rows),):
-            raise InputError(f"The 'mask' must be a boolean Series over row labels or have one entry per "
-                             f"explained row ({len(self.rows)}); got shape {values.shape}.")
+            raise InputError(
+                f"The 'mask' must be a boolean Series over row labels or have one entry per "
+                f"explained row ({len(self.rows)}); got shape {values.shape}."
+            )
         return values
 
     def _positions(self, labels) -> np.ndarray:
@@ -187,9 +198,14 @@ class ProfileSummary:
         ymax = self.ice_max.to_numpy(float)[inside]
         y = self.base_pred.to_numpy(float)[inside][:, None]
         out = ciu_table(ymin, ymax, y, self.out_range)
-        frame = pd.DataFrame({"CI": out["CI"].mean(axis=0), "CI_std": out["CI"].std(axis=0, ddof=0),
-                              "out_of_range_share": out["out_of_range"].mean(axis=0)},
-                             index=pd.Index(self.features, name="feature"))
+        frame = pd.DataFrame(
+            {
+                "CI": out["CI"].mean(axis=0),
+                "CI_std": out["CI"].std(axis=0, ddof=0),
+                "out_of_range_share": out["out_of_range"].mean(axis=0),
+            },
+            index=pd.Index(self.features, name="feature"),
+        )
         return frame.sort_values("CI", ascending=False, kind="stable")
 
     # --- influential rows ------------------------------------------------------------------------
@@ -203,10 +219,13 @@ class ProfileSummary:
         values = self.local[feature].to_numpy(float)[inside]
         largest, smallest = rank_extremes(values, k)
         rows = self.rows[inside]
-        frame = pd.DataFrame({
-            "ici_integral": np.concatenate([values[largest], values[smallest]]),
-            "rank": ["most influential"] * len(largest) + ["least influential"] * len(smallest),
-        }, index=pd.Index(np.concatenate([rows[largest], rows[smallest]]), name="row"))
+        frame = pd.DataFrame(
+            {
+                "ici_integral": np.concatenate([values[largest], values[smallest]]),
+                "rank": ["most influential"] * len(largest) + ["least influential"] * len(smallest),
+            },
+            index=pd.Index(np.concatenate([rows[largest], rows[smallest]]), name="row"),
+        )
         frame.attrs["n_negative"] = int((values < 0).sum())
         frame.attrs["n"] = int(values.size)
         return frame

@@ -54,9 +54,7 @@ def check_feature(columns, feature, name: str = "feature", *, param: str | None 
                 f"The {param!r} parameter must hold column labels (got {type(feature).__name__} "
                 f"{feature!r} among them)."
             )
-        raise InputError(
-            f"The {name!r} parameter must be one column label (got {type(feature).__name__} {feature!r})."
-        )
+        raise InputError(f"The {name!r} parameter must be one column label (got {type(feature).__name__} {feature!r}).")
     if feature in columns:
         return
     if feature is None and param is None and name == "feature":
@@ -81,8 +79,7 @@ def check_features(features, columns, name: str = "features") -> list:
         features = [features]
     else:
         raise InputError(
-            f"The {name!r} parameter must be a column label or a list of them (got "
-            f"{type(features).__name__})."
+            f"The {name!r} parameter must be a column label or a list of them (got {type(features).__name__})."
         )
     if not features:
         raise InputError(f"The {name!r} list is empty; name at least one column.")
@@ -102,22 +99,21 @@ def check_kwargs(kwargs: Mapping, target, function: str, *, taken=("model", "X",
     ``taken`` are the parameters of ``target`` that ``function`` fills itself.
     """
     allowed = [
-        p.name for p in inspect.signature(target).parameters.values()
+        p.name
+        for p in inspect.signature(target).parameters.values()
         if p.name not in taken and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
     ]
     for key in kwargs:
         if key not in allowed:
             raise InputError(
-                f"The {key!r} keyword is not a parameter of {function}; it passes on "
-                f"{', '.join(allowed)}."
+                f"The {key!r} keyword is not a parameter of {function}; it passes on {', '.join(allowed)}."
             )
 
 
 def check_profile(prof, name: str = "prof") -> FeatureProfile:
     if not isinstance(prof, FeatureProfile):
         raise InputError(
-            f"The {name!r} parameter must be a FeatureProfile, as feature_profile returns "
-            f"(got {type(prof).__name__})."
+            f"The {name!r} parameter must be a FeatureProfile, as feature_profile returns (got {type(prof).__name__})."
         )
     return prof
 
@@ -139,8 +135,15 @@ def is_real(value) -> bool:
         return False
 
 
-def check_real(value, name: str, *, low: float | None = None, high: float | None = None,
-               strict: bool = False, allowed: str | None = None) -> float:
+def check_real(
+    value,
+    name: str,
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    strict: bool = False,
+    allowed: str | None = None,
+) -> float:
     """A finite real number (not a bool) within ``[low, high]`` (``(low, ...`` when ``strict``).
 
     ``allowed`` replaces the generated description of the allowed values in the message.
@@ -178,10 +181,7 @@ def check_n_jobs(n_jobs) -> int:
     if n_jobs is None:
         return 1
     if isinstance(n_jobs, (bool, np.bool_)) or not isinstance(n_jobs, numbers.Integral) or n_jobs == 0:
-        raise InputError(
-            f"The 'n_jobs' parameter must be a positive int, -1 for all cores, or None "
-            f"(got {n_jobs!r})."
-        )
+        raise InputError(f"The 'n_jobs' parameter must be a positive int, -1 for all cores, or None (got {n_jobs!r}).")
     return int(n_jobs)
 
 
@@ -197,10 +197,7 @@ def check_rng(random_state) -> np.random.Generator:
     ):
         return np.random.default_rng(int(random_state))
     shown = repr(random_state) if isinstance(random_state, (numbers.Number, str)) else type(random_state).__name__
-    raise InputError(
-        f"The 'random_state' parameter must be an int >= 0, a numpy Generator or None "
-        f"(got {shown})."
-    )
+    raise InputError(f"The 'random_state' parameter must be an int >= 0, a numpy Generator or None (got {shown}).")
 
 
 def check_grid(grid, column: pd.Series | None = None):
@@ -211,8 +208,7 @@ def check_grid(grid, column: pd.Series | None = None):
     if isinstance(grid, str):
         if grid != "observed":
             raise InputError(
-                f"The 'grid' parameter must be \"observed\", an int in [2, {MAX_GRID}] or an "
-                f"array (got {grid!r})."
+                f"The 'grid' parameter must be \"observed\", an int in [2, {MAX_GRID}] or an array (got {grid!r})."
             )
         return grid
     if isinstance(grid, numbers.Integral) and not isinstance(grid, (bool, np.bool_)):
@@ -220,8 +216,7 @@ def check_grid(grid, column: pd.Series | None = None):
         return int(grid)
     if isinstance(grid, (bool, np.bool_)):
         raise InputError(
-            f"The 'grid' parameter must be \"observed\", an int in [2, {MAX_GRID}] or an array "
-            f"(got {grid!r})."
+            f"The 'grid' parameter must be \"observed\", an int in [2, {MAX_GRID}] or an array (got {grid!r})."
         )
     try:
         points = np.asarray(grid)
@@ -263,17 +258,14 @@ def make_predictor(model, X: pd.DataFrame, output=None) -> tuple[Predictor, pd.D
         missing = [c for c in names if c not in X.columns]
         if missing:
             raise InputError(
-                f"'X' lacks columns the model was fitted on: {missing!r}. "
-                f"Data columns: {list(X.columns)!r}."
+                f"'X' lacks columns the model was fitted on: {missing!r}. Data columns: {list(X.columns)!r}."
             )
         if list(X.columns) != names:
             X = X[names]
     elif getattr(model, "n_features_in_", None) is not None:
         as_frame = False  # fitted on arrays: feed arrays, in X's column order
         if X.shape[1] != model.n_features_in_:
-            raise InputError(
-                f"The model expects {model.n_features_in_} features but 'X' has {X.shape[1]} columns."
-            )
+            raise InputError(f"The model expects {model.n_features_in_} features but 'X' has {X.shape[1]} columns.")
     classes = getattr(model, "classes_", None)
     has_proba = hasattr(model, "predict_proba")
     output_index = None
@@ -290,8 +282,7 @@ def make_predictor(model, X: pd.DataFrame, output=None) -> tuple[Predictor, pd.D
             matches = np.flatnonzero(classes == output)
             if matches.size == 0:
                 raise InputError(
-                    f"The 'output' class {output!r} is not one of the model's classes "
-                    f"{classes.tolist()!r}."
+                    f"The 'output' class {output!r} is not one of the model's classes {classes.tolist()!r}."
                 )
             output_index = int(matches[0])
     elif output is not None:
@@ -309,19 +300,13 @@ def resolve_loss(loss, predictor: Predictor) -> Loss:
         return Loss(name, loss, needs_proba=clf and predictor.has_proba, builtin=False)
     known = CLASSIFICATION_LOSSES if clf else REGRESSION_LOSSES
     if not isinstance(loss, str) or loss not in REGRESSION_LOSSES + CLASSIFICATION_LOSSES:
-        raise InputError(
-            f"The 'loss' parameter must be one of {list(known)!r} or a callable (got {loss!r})."
-        )
+        raise InputError(f"The 'loss' parameter must be one of {list(known)!r} or a callable (got {loss!r}).")
     if loss not in known:
         kind, other = ("classifier", "regressor") if clf else ("regressor", "classifier")
-        raise InputError(
-            f"The loss {loss!r} is for a {other}, but this model is a {kind}; "
-            f"use one of {list(known)!r}."
-        )
+        raise InputError(f"The loss {loss!r} is for a {other}, but this model is a {kind}; use one of {list(known)!r}.")
     if loss in ("log_loss", "brier") and not predictor.has_proba:
         raise InputError(
-            f"The loss {loss!r} needs class probabilities but the model has no predict_proba; "
-            f"use 'zero_one'."
+            f"The loss {loss!r} needs class probabilities but the model has no predict_proba; use 'zero_one'."
         )
     return builtin_loss(loss, classification=clf, has_proba=predictor.has_proba)
 
@@ -382,9 +367,7 @@ def check_players(features, columns: list) -> dict[str, tuple]:
     elif isinstance(features, Mapping):
         items = [(str(name), _as_group(cols)) for name, cols in features.items()]
     elif isinstance(features, (list, tuple)):
-        items = [
-            ("+".join(map(str, _as_group(f))), _as_group(f)) for f in features
-        ]
+        items = [("+".join(map(str, _as_group(f))), _as_group(f)) for f in features]
     else:
         raise InputError(
             f"The 'features' parameter must be None, a list of columns or a dict "

@@ -19,25 +19,25 @@ _TRUE = {"1", "true", "yes", "on"}
 class Config:
     host: str = "127.0.0.1"
     port: int = 8050
-    cache_dir: str = ".wip-cache"          # results, uploads, background jobs (shared by all workers)
-    cache_size_mb: int = 2048              # disk-cache size limit; least recently used entries go first
-    upload_limit_mb: int = 200             # per file, enforced while streaming
-    upload_ttl_hours: float = 24.0         # uploaded files are deleted after this long
-    allow_pickle: bool = False             # trust pickle/joblib model files (they execute code)
-    allow_user_types: bool = False         # let users accept skops types off the allow-list (can run code)
-    secret_key: str = ""                   # signs background-job handles; random if empty
-    max_curves: int = 1000                 # observations explained per feature profile
-    grid_budget: int = 300_000             # max n_obs x n_grid rows per feature for the observed grid
-    n_jobs: int = 1                        # threads per model call inside a background job
-    warm: bool = True                      # compute the default demo at start-up (python app.py)
-    celery_broker: str = ""                # e.g. redis://host:6379/0: background jobs on Celery workers
-    upload_per_minute: int = 30            # uploads per client and minute
-    upload_mb_per_hour: int = 2000         # MiB per client and hour
-    upload_disk_mb: int = 4096             # all uploads not yet loaded, oldest evicted first
-    trusted_proxies: int = 0               # reverse proxies whose X-Forwarded-For names the client
-    load_timeout: float = 120.0            # seconds per file check or model load (isolated process)
-    job_timeout: float = 1800.0            # seconds per background computation (isolated process)
-    job_memory_mb: int = 4096              # address-space limit of each isolated process
+    cache_dir: str = ".wip-cache"  # results, uploads, background jobs (shared by all workers)
+    cache_size_mb: int = 2048  # disk-cache size limit; least recently used entries go first
+    upload_limit_mb: int = 200  # per file, enforced while streaming
+    upload_ttl_hours: float = 24.0  # uploaded files are deleted after this long
+    allow_pickle: bool = False  # trust pickle/joblib model files (they execute code)
+    allow_user_types: bool = False  # let users accept skops types off the allow-list (can run code)
+    secret_key: str = ""  # signs background-job handles; random if empty
+    max_curves: int = 1000  # observations explained per feature profile
+    grid_budget: int = 300_000  # max n_obs x n_grid rows per feature for the observed grid
+    n_jobs: int = 1  # threads per model call inside a background job
+    warm: bool = True  # compute the default demo at start-up (python app.py)
+    celery_broker: str = ""  # e.g. redis://host:6379/0: background jobs on Celery workers
+    upload_per_minute: int = 30  # uploads per client and minute
+    upload_mb_per_hour: int = 2000  # MiB per client and hour
+    upload_disk_mb: int = 4096  # all uploads not yet loaded, oldest evicted first
+    trusted_proxies: int = 0  # reverse proxies whose X-Forwarded-For names the client
+    load_timeout: float = 120.0  # seconds per file check or model load (isolated process)
+    job_timeout: float = 1800.0  # seconds per background computation (isolated process)
+    job_memory_mb: int = 4096  # address-space limit of each isolated process
     debug: bool = False
 
     @property
@@ -54,14 +54,14 @@ _HELP = {
     "upload_ttl_hours": "hours an uploaded file is kept",
     "allow_pickle": "accept pickle/joblib model files: they EXECUTE CODE when loaded; only for files you trust",
     "allow_user_types": "let users accept skops types that are not on the allow-list: such types CAN RUN "
-                        "CODE; only for users you trust",
+    "CODE; only for users you trust",
     "secret_key": "signs background-job handles; workers sharing a cache folder share the key kept there",
     "max_curves": "observations explained per feature (ICI/ICE curves)",
     "grid_budget": "largest n_obs x n_grid per feature before the observed grid becomes a quantile grid",
     "n_jobs": "threads per model call inside a background job",
     "warm": "compute the default demo at start-up",
     "celery_broker": "run background jobs on Celery workers through this broker (redis://...) instead of "
-                     "forked children of the web workers",
+    "forked children of the web workers",
     "upload_per_minute": "uploads one client (address) may make per minute",
     "upload_mb_per_hour": "MiB one client (address) may upload per hour",
     "upload_disk_mb": "disk space (MiB) for uploads not yet loaded; the oldest are deleted first",
@@ -109,8 +109,11 @@ def parse_args(argv=None, environ=None) -> Config:
     for f in fields(Config):
         flag = "--" + f.name.replace("_", "-")
         default = getattr(base, f.name)
-        shown = "random, kept in the cache folder" if f.name == "secret_key" and not default else (
-            "(set)" if f.name == "secret_key" else repr(default))
+        shown = (
+            "random, kept in the cache folder"
+            if f.name == "secret_key" and not default
+            else ("(set)" if f.name == "secret_key" else repr(default))
+        )
         help_text = f"{_HELP[f.name]} (env {env_name(f.name)}; default {shown})"
         if isinstance(default, bool):
             parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=default, help=help_text)

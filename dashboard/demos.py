@@ -103,9 +103,19 @@ def build_demo(store, ws_id: str):
                 sio.dump(model, path)
                 rel, sha = store.keep_model(path, ".skops")
                 entries.append(ModelEntry(name=name, path=rel, sha=sha, features=features))
-            ws = Workspace(id=ws_id, title=DEMOS[ws_id], data_path=data_rel, data_sha=data_sha,
-                           target=target, task=task, loss=loss, output=output,
-                           models=tuple(entries), demo=True, features=features)
+            ws = Workspace(
+                id=ws_id,
+                title=DEMOS[ws_id],
+                data_path=data_rel,
+                data_sha=data_sha,
+                target=target,
+                task=task,
+                loss=loss,
+                output=output,
+                models=tuple(entries),
+                demo=True,
+                features=features,
+            )
             store.save_workspace(ws)
             return ws
         finally:

@@ -23,20 +23,33 @@ import pandas as pd
 import plotly.graph_objects as go
 
 import compute
-
 from compute.results import FeatureProfile
 
 # --- theme -------------------------------------------------------------------------------
 # The look of plotly's "plotly_white", spelled out: naming the template makes plotly.py copy
 # and validate all of it for every figure (~90 ms each, most of a view switch's time).
 _GRID = "#EBF0F8"
-_AXIS = dict(gridcolor=_GRID, linecolor=_GRID, zerolinecolor=_GRID, zerolinewidth=2, automargin=True,
-             ticks="", title=dict(standoff=15))
-TEMPLATE = dict(layout=dict(
-    paper_bgcolor="white", plot_bgcolor="white", font=dict(color="#2a3f5f"),
-    colorway=["#636efa", "#EF553B", "#00cc96", "#ab63fa", "#FFA15A", "#19d3f3", "#FF6692", "#B6E880"],
-    hoverlabel=dict(align="left"), hovermode="closest", xaxis=_AXIS, yaxis=_AXIS,
-))
+_AXIS = dict(
+    gridcolor=_GRID,
+    linecolor=_GRID,
+    zerolinecolor=_GRID,
+    zerolinewidth=2,
+    automargin=True,
+    ticks="",
+    title=dict(standoff=15),
+)
+TEMPLATE = dict(
+    layout=dict(
+        paper_bgcolor="white",
+        plot_bgcolor="white",
+        font=dict(color="#2a3f5f"),
+        colorway=["#636efa", "#EF553B", "#00cc96", "#ab63fa", "#FFA15A", "#19d3f3", "#FF6692", "#B6E880"],
+        hoverlabel=dict(align="left"),
+        hovermode="closest",
+        xaxis=_AXIS,
+        yaxis=_AXIS,
+    )
+)
 MARGIN = dict(l=10, r=10, t=85, b=40)
 ALL_COLOR = "#4c72b0"  # all data: PI/PD summary line, single-model bars
 CURVE_COLOR = "#8c8c8c"  # background ICI/ICE curves and marginal distribution
@@ -63,11 +76,15 @@ def _style(fig: go.Figure, title: str, uirevision: str, **layout) -> go.Figure:
     Built as one plain layout dict and wrapped without validation: ``update_layout`` parses
     and validates every key path (~15 ms a call), most of a view's server time."""
     spec = fig.layout.to_plotly_json()
-    _merge(spec, dict(
-        margin=MARGIN, uirevision=uirevision,
-        title=dict(text=title, x=0.01, xanchor="left", y=0.99, yref="container", yanchor="top", font=dict(size=14)),
-        legend=dict(orientation="h", yanchor="bottom", y=1.01, xanchor="right", x=1.0),
-    ))
+    _merge(
+        spec,
+        dict(
+            margin=MARGIN,
+            uirevision=uirevision,
+            title=dict(text=title, x=0.01, xanchor="left", y=0.99, yref="container", yanchor="top", font=dict(size=14)),
+            legend=dict(orientation="h", yanchor="bottom", y=1.01, xanchor="right", x=1.0),
+        ),
+    )
     _merge(spec, layout)
     return go.Figure(data=fig.data, layout=spec, _validate=False)
 
@@ -168,9 +185,16 @@ def _sort_features(values: pd.DataFrame) -> list:
 def _bar_axis(order: list, selected, n_traces: int = 1) -> tuple[dict, int]:
     """Category y axis with the largest at the top and the selected tick in bold; the height."""
     text = [f"<b>{f}</b>" if selected is not None and f == selected else str(f) for f in order]
-    axis = dict(type="category", categoryorder="array", categoryarray=[str(f) for f in order[::-1]],
-                tickmode="array", tickvals=[str(f) for f in order], ticktext=text, automargin=True)
-    height = max(MIN_HEIGHT, 110 + int(PX_PER_FEATURE * len(order) * max(1.0, n_traces ** 0.5)))
+    axis = dict(
+        type="category",
+        categoryorder="array",
+        categoryarray=[str(f) for f in order[::-1]],
+        tickmode="array",
+        tickvals=[str(f) for f in order],
+        ticktext=text,
+        automargin=True,
+    )
+    height = max(MIN_HEIGHT, 110 + int(PX_PER_FEATURE * len(order) * max(1.0, n_traces**0.5)))
     return axis, height
 
 
@@ -180,8 +204,9 @@ def _outline(order: list, selected) -> dict:
 
 
 # --- importance bars (seed 000: PFI and SFIMP) -----------------------------------------------
-def pfi_figure(pfi: Mapping[str, compute.PermutationImportance], *, selected=None,
-               title: str | None = None) -> go.Figure:
+def pfi_figure(
+    pfi: Mapping[str, compute.PermutationImportance], *, selected=None, title: str | None = None
+) -> go.Figure:
     """Permutation feature importance of one or more models as horizontal grouped bars.
 
     Seed 000, Eq. (4) estimated by Eq. (8): one bar per model and feature (mean over the
@@ -200,29 +225,57 @@ def pfi_figure(pfi: Mapping[str, compute.PermutationImportance], *, selected=Non
     for k, (model, res) in enumerate(pfi.items()):
         color = MODEL_COLORS[k % len(MODEL_COLORS)]
         names = [_json_label(f) for f in order]
-        fig.add_trace(go.Bar(_validate=False,
-            name=str(model), x=res.importance.reindex(order).to_numpy(float), y=[str(f) for f in order],
-            orientation="h", customdata=names, marker=dict(color=color, line=_outline(order, selected)),
-            error_x=dict(type="data", array=res.std.reindex(order).to_numpy(float), thickness=1.2),
-            offsetgroup=str(model), legendgroup=str(model),
-            hovertemplate=f"{model}<br>%{{customdata}}: %{{x:.4g}} ± %{{error_x.array:.3g}}<extra></extra>",
-        ))
+        fig.add_trace(
+            go.Bar(
+                _validate=False,
+                name=str(model),
+                x=res.importance.reindex(order).to_numpy(float),
+                y=[str(f) for f in order],
+                orientation="h",
+                customdata=names,
+                marker=dict(color=color, line=_outline(order, selected)),
+                error_x=dict(type="data", array=res.std.reindex(order).to_numpy(float), thickness=1.2),
+                offsetgroup=str(model),
+                legendgroup=str(model),
+                hovertemplate=f"{model}<br>%{{customdata}}: %{{x:.4g}} ± %{{error_x.array:.3g}}<extra></extra>",
+            )
+        )
         repeats = res.repeats.reindex(order).to_numpy(float)
         if repeats.size:
-            fig.add_trace(go.Scatter(_validate=False,
-                x=repeats.ravel(), y=np.repeat([str(f) for f in order], repeats.shape[1]),
-                customdata=np.repeat(np.array(names, dtype=object), repeats.shape[1]).tolist(),
-                mode="markers", marker=dict(color=color, size=4, opacity=0.45, line_width=0),
-                showlegend=False, offsetgroup=str(model), legendgroup=str(model), name=f"{model} repeats",
-                hovertemplate=f"{model}<br>%{{customdata}}: one permutation %{{x:.4g}}<extra></extra>",
-            ))
+            fig.add_trace(
+                go.Scatter(
+                    _validate=False,
+                    x=repeats.ravel(),
+                    y=np.repeat([str(f) for f in order], repeats.shape[1]),
+                    customdata=np.repeat(np.array(names, dtype=object), repeats.shape[1]).tolist(),
+                    mode="markers",
+                    marker=dict(color=color, size=4, opacity=0.45, line_width=0),
+                    showlegend=False,
+                    offsetgroup=str(model),
+                    legendgroup=str(model),
+                    name=f"{model} repeats",
+                    hovertemplate=f"{model}<br>%{{customdata}}: one permutation %{{x:.4g}}<extra></extra>",
+                )
+            )
     what = f"difference in {loss}" if kind == "difference" else f"ratio of {loss}"
-    axis_text = (f"increase in {loss} when the feature is permuted" if kind == "difference"
-                 else f"{loss} permuted / {loss} original")
+    axis_text = (
+        f"increase in {loss} when the feature is permuted"
+        if kind == "difference"
+        else f"{loss} permuted / {loss} original"
+    )
     default = f"PFI ({what}), mean ± std over {n_repeats} permutations"
     yaxis, height = _bar_axis(order, selected, len(models))
-    return _style(fig, title or default, "pfi", barmode="group", scattermode="group", height=height,
-                  xaxis=dict(title=axis_text, zeroline=True), yaxis=yaxis, showlegend=len(models) > 1)
+    return _style(
+        fig,
+        title or default,
+        "pfi",
+        barmode="group",
+        scattermode="group",
+        height=height,
+        xaxis=dict(title=axis_text, zeroline=True),
+        yaxis=yaxis,
+        showlegend=len(models) > 1,
+    )
 
 
 def sfimp_figure(sfimp: Mapping[str, Any], *, selected=None) -> go.Figure:
@@ -242,24 +295,42 @@ def sfimp_figure(sfimp: Mapping[str, Any], *, selected=None) -> go.Figure:
         values = res.values.reindex(order).to_numpy(float)
         share = res.proportions.reindex(order).to_numpy(float)
         text = ["" if np.isnan(s) else f"{round(100 * s) + 0:.0f}%" for s in share]
-        fig.add_trace(go.Bar(_validate=False, 
-            name=f"{model}: error {res.model_error:.3g}", x=values, y=[str(f) for f in order],
-            orientation="h", customdata=[_json_label(f) for f in order], text=text, textposition="inside",
-            insidetextanchor="start",
-            marker=dict(color=MODEL_COLORS[k % len(MODEL_COLORS)], line=_outline(order, selected)),
-            error_x=dict(type="data", array=res.std_error.reindex(order).to_numpy(float), thickness=1.2),
-            hovertemplate=(f"{model}<br>%{{customdata}}: SFIMP %{{x:.4g}} ± %{{error_x.array:.3g}}"
-                           "<br>share %{text}<extra></extra>"),
-        ))
+        fig.add_trace(
+            go.Bar(
+                _validate=False,
+                name=f"{model}: error {res.model_error:.3g}",
+                x=values,
+                y=[str(f) for f in order],
+                orientation="h",
+                customdata=[_json_label(f) for f in order],
+                text=text,
+                textposition="inside",
+                insidetextanchor="start",
+                marker=dict(color=MODEL_COLORS[k % len(MODEL_COLORS)], line=_outline(order, selected)),
+                error_x=dict(type="data", array=res.std_error.reindex(order).to_numpy(float), thickness=1.2),
+                hovertemplate=(
+                    f"{model}<br>%{{customdata}}: SFIMP %{{x:.4g}} ± %{{error_x.array:.3g}}"
+                    "<br>share %{text}<extra></extra>"
+                ),
+            )
+        )
     yaxis, height = _bar_axis(order, selected, len(models))
     title = f"SFIMP (drop in {loss}) ± std. error; labels: share of the total"
-    return _style(fig, title, "sfimp", barmode="group", height=height, yaxis=yaxis,
-                  xaxis=dict(title=f"SFIMP (drop in {loss} the feature earns)", zeroline=True))
+    return _style(
+        fig,
+        title,
+        "sfimp",
+        barmode="group",
+        height=height,
+        yaxis=yaxis,
+        xaxis=dict(title=f"SFIMP (drop in {loss} the feature earns)", zeroline=True),
+    )
 
 
 # --- PI curves with the marginal distribution (seed 000, Fig. 4 and 6) ----------------------
-def pi_figure(prof: FeatureProfile, groups: Mapping[str, np.ndarray] | None = None, *,
-              global_pfi: float | None = None, x_all=None) -> go.Figure:
+def pi_figure(
+    prof: FeatureProfile, groups: Mapping[str, np.ndarray] | None = None, *, global_pfi: float | None = None, x_all=None
+) -> go.Figure:
     """PI curve of all explained rows and of subgroups, over the feature's distribution.
 
     Seed 000, Fig. 4 (conditional PI curves: all / X3 = 0 / X3 = 1) with the marginal
@@ -280,32 +351,88 @@ def pi_figure(prof: FeatureProfile, groups: Mapping[str, np.ndarray] | None = No
         labels = pd.Series([_level_label(v) for v in np.asarray(values, dtype=object)])
         counts = labels.value_counts()
         levels = list(x) + [lv for lv in counts.index if lv not in set(x)]
-        fig.add_trace(go.Bar(_validate=False, x=levels, y=counts.reindex(levels, fill_value=0).to_numpy(),
-                             name="distribution", marker_color=CURVE_COLOR, showlegend=False,
-                             hovertemplate="%{x}: %{y} rows<extra></extra>", **top))
+        fig.add_trace(
+            go.Bar(
+                _validate=False,
+                x=levels,
+                y=counts.reindex(levels, fill_value=0).to_numpy(),
+                name="distribution",
+                marker_color=CURVE_COLOR,
+                showlegend=False,
+                hovertemplate="%{x}: %{y} rows<extra></extra>",
+                **top,
+            )
+        )
     else:
         vals = np.asarray(values, dtype=float)
-        fig.add_trace(go.Histogram(_validate=False, x=vals[np.isfinite(vals)], nbinsx=40, name="distribution",
-                                   marker_color=CURVE_COLOR, showlegend=False,
-                                   hovertemplate="%{x}: %{y} rows<extra></extra>", **top))
+        fig.add_trace(
+            go.Histogram(
+                _validate=False,
+                x=vals[np.isfinite(vals)],
+                nbinsx=40,
+                name="distribution",
+                marker_color=CURVE_COLOR,
+                showlegend=False,
+                hovertemplate="%{x}: %{y} rows<extra></extra>",
+                **top,
+            )
+        )
     mode = "lines+markers" if prof.categorical else "lines"
-    fig.add_trace(go.Scatter(_validate=False, x=x, y=prof.pi, mode=mode, name=f"all (n={len(prof.rows)})",
-                             line=dict(color=ALL_COLOR, width=3),
-                             hovertemplate="all: PI(%{x}) = %{y:.4g}<extra></extra>", **bottom))
+    fig.add_trace(
+        go.Scatter(
+            _validate=False,
+            x=x,
+            y=prof.pi,
+            mode=mode,
+            name=f"all (n={len(prof.rows)})",
+            line=dict(color=ALL_COLOR, width=3),
+            hovertemplate="all: PI(%{x}) = %{y:.4g}<extra></extra>",
+            **bottom,
+        )
+    )
     for k, (label, mask) in enumerate((groups or {}).items()):
         mask = _mask_array(prof, mask)
         if not mask.any():
             continue
         sub = prof.subset(mask)
-        fig.add_trace(go.Scatter(_validate=False, x=x, y=sub.pi, mode=mode, name=f"{label} (n={len(sub.rows)})",
-                                 line=dict(color=GROUP_COLORS[k % len(GROUP_COLORS)], width=2.5),
-                                 hovertemplate=f"{label}: PI(%{{x}}) = %{{y:.4g}}<extra></extra>", **bottom))
+        fig.add_trace(
+            go.Scatter(
+                _validate=False,
+                x=x,
+                y=sub.pi,
+                mode=mode,
+                name=f"{label} (n={len(sub.rows)})",
+                line=dict(color=GROUP_COLORS[k % len(GROUP_COLORS)], width=2.5),
+                hovertemplate=f"{label}: PI(%{{x}}) = %{{y:.4g}}<extra></extra>",
+                **bottom,
+            )
+        )
     if global_pfi is not None:
         y = float(global_pfi)
-        layout["shapes"] = [dict(type="line", xref="x2 domain", x0=0, x1=1, yref="y2", y0=y, y1=y,
-                                 line=dict(dash="dash", color="black", width=1))]
-        layout["annotations"] = [dict(text="global PFI", xref="x2 domain", x=0, yref="y2", y=y, showarrow=False,
-                                      xanchor="left", yanchor="bottom")]
+        layout["shapes"] = [
+            dict(
+                type="line",
+                xref="x2 domain",
+                x0=0,
+                x1=1,
+                yref="y2",
+                y0=y,
+                y1=y,
+                line=dict(dash="dash", color="black", width=1),
+            )
+        ]
+        layout["annotations"] = [
+            dict(
+                text="global PFI",
+                xref="x2 domain",
+                x=0,
+                yref="y2",
+                y=y,
+                showarrow=False,
+                xanchor="left",
+                yanchor="bottom",
+            )
+        ]
     _merge(layout["xaxis2"], dict(title=dict(text=str(prof.feature)), **_category_axis(prof)))
     _merge(layout["xaxis"], _category_axis(prof))
     _merge(layout["yaxis"], dict(title=dict(text="count")))
@@ -315,8 +442,17 @@ def pi_figure(prof: FeatureProfile, groups: Mapping[str, np.ndarray] | None = No
 
 
 # --- ICI and ICE curves (seed 000, Fig. 6) --------------------------------------------------
-def ici_figure(prof: FeatureProfile, *, max_curves: int = 2000, n_points: int = 120, highlight: int = 1,
-               selected=None, mask=None, centered: bool = False, random_state: int = 0) -> go.Figure:
+def ici_figure(
+    prof: FeatureProfile,
+    *,
+    max_curves: int = 2000,
+    n_points: int = 120,
+    highlight: int = 1,
+    selected=None,
+    mask=None,
+    centered: bool = False,
+    random_state: int = 0,
+) -> go.Figure:
     """ICI curves with the PI curve on top, as Fig. 6 of seed 000.
 
     The ``highlight`` observations with the largest ICI integral (local importance) are
@@ -327,23 +463,60 @@ def ici_figure(prof: FeatureProfile, *, max_curves: int = 2000, n_points: int = 
     """
     if not prof.has_target:
         return empty_figure("ICI curves need the target: this data has no target column.")
-    return _curves_figure(prof, "ICI", max_curves=max_curves, n_points=n_points, highlight=highlight,
-                          selected=selected, mask=mask, centered=centered, random_state=random_state)
+    return _curves_figure(
+        prof,
+        "ICI",
+        max_curves=max_curves,
+        n_points=n_points,
+        highlight=highlight,
+        selected=selected,
+        mask=mask,
+        centered=centered,
+        random_state=random_state,
+    )
 
 
-def ice_figure(prof: FeatureProfile, *, max_curves: int = 2000, n_points: int = 120, highlight: int = 1,
-               selected=None, mask=None, centered: bool = False, random_state: int = 0) -> go.Figure:
+def ice_figure(
+    prof: FeatureProfile,
+    *,
+    max_curves: int = 2000,
+    n_points: int = 120,
+    highlight: int = 1,
+    selected=None,
+    mask=None,
+    centered: bool = False,
+    random_state: int = 0,
+) -> go.Figure:
     """ICE curves (or centred ICE) with the PD curve on top.
 
     Highlights mark the same rows as in :func:`ici_figure` (largest / smallest ICI
     integral) when the profile has a target, none otherwise.
     """
-    return _curves_figure(prof, "ICE", max_curves=max_curves, n_points=n_points, highlight=highlight,
-                          selected=selected, mask=mask, centered=centered, random_state=random_state)
+    return _curves_figure(
+        prof,
+        "ICE",
+        max_curves=max_curves,
+        n_points=n_points,
+        highlight=highlight,
+        selected=selected,
+        mask=mask,
+        centered=centered,
+        random_state=random_state,
+    )
 
 
-def _curves_figure(prof: FeatureProfile, kind: str, *, max_curves: int, n_points: int, highlight: int,
-                   selected, mask, centered: bool, random_state: int) -> go.Figure:
+def _curves_figure(
+    prof: FeatureProfile,
+    kind: str,
+    *,
+    max_curves: int,
+    n_points: int,
+    highlight: int,
+    selected,
+    mask,
+    centered: bool,
+    random_state: int,
+) -> go.Figure:
     """Shared ICI/ICE drawing.
 
     All background curves form ONE ``Scattergl`` trace, each curve followed by a gap: NaN in
@@ -385,25 +558,47 @@ def _curves_figure(prof: FeatureProfile, kind: str, *, max_curves: int, n_points
     ys = np.full((drawn.size, width), np.nan)
     xs[:, :-1], ys[:, :-1] = x[cols], curves[np.ix_(drawn, cols)]
     hover = "row %{customdata}<br>" + f"{prof.feature} = " + "%{x}<br>y = %{y:.4g}<extra></extra>"
-    fig.add_trace(go.Scattergl(_validate=False, 
-        x=xs.ravel(), y=ys.ravel(), customdata=np.repeat(labels[drawn], width), mode="lines",
-        line=dict(color=CURVE_COLOR, width=1), opacity=CURVE_OPACITY, connectgaps=False,
-        name=f"{kind} curves ({drawn.size})", hovertemplate=hover,
-    ))
+    fig.add_trace(
+        go.Scattergl(
+            _validate=False,
+            x=xs.ravel(),
+            y=ys.ravel(),
+            customdata=np.repeat(labels[drawn], width),
+            mode="lines",
+            line=dict(color=CURVE_COLOR, width=1),
+            opacity=CURVE_OPACITY,
+            connectgaps=False,
+            name=f"{kind} curves ({drawn.size})",
+            hovertemplate=hover,
+        )
+    )
     what = {"ICI": "PI", "ICE": "PD"}[kind]
     scope = "all" if mask is None else "subgroup"
-    fig.add_trace(go.Scattergl(_validate=False, 
-        x=x, y=summary, mode="lines+markers" if prof.categorical else "lines",
-        line=dict(color=ALL_COLOR, width=4), name=f"{what} ({scope}, n={eligible.size})",
-        hovertemplate=f"{what}: %{{x}}, %{{y:.4g}}<extra></extra>",
-    ))
+    fig.add_trace(
+        go.Scattergl(
+            _validate=False,
+            x=x,
+            y=summary,
+            mode="lines+markers" if prof.categorical else "lines",
+            line=dict(color=ALL_COLOR, width=4),
+            name=f"{what} ({scope}, n={eligible.size})",
+            hovertemplate=f"{what}: %{{x}}, %{{y:.4g}}<extra></extra>",
+        )
+    )
 
     def one(pos: int, name: str, color: str, line_width: float) -> None:
-        fig.add_trace(go.Scattergl(_validate=False, 
-            x=x, y=curves[pos], customdata=np.repeat(labels[pos:pos + 1], n_grid).tolist(),
-            mode="lines+markers" if prof.categorical else "lines", name=name,
-            line=dict(color=color, width=line_width), hovertemplate=hover,
-        ))
+        fig.add_trace(
+            go.Scattergl(
+                _validate=False,
+                x=x,
+                y=curves[pos],
+                customdata=np.repeat(labels[pos : pos + 1], n_grid).tolist(),
+                mode="lines+markers" if prof.categorical else "lines",
+                name=name,
+                line=dict(color=color, width=line_width),
+                hovertemplate=hover,
+            )
+        )
 
     local = prof.local_importance if prof.has_target else None
     for pos in largest:
@@ -425,11 +620,19 @@ def _curves_figure(prof: FeatureProfile, kind: str, *, max_curves: int, n_points
         ytitle = "prediction" if prof.output is None else f"predicted P({prof.output})"
     if centered:
         ytitle += f" (centred at {prof.feature} = {x[0]})"
-    title = (f"{'centred ' if centered else ''}{kind} curves of {prof.feature}{label}: "
-             f"{n_shown} of {eligible.size} observations drawn, {what} on top")
+    title = (
+        f"{'centred ' if centered else ''}{kind} curves of {prof.feature}{label}: "
+        f"{n_shown} of {eligible.size} observations drawn, {what} on top"
+    )
     sub = f"curves on {cols.size} of {n_grid} grid points" if cols.size < n_grid else None
-    fig = _style(fig, title, f"{kind.lower()}-{prof.feature}", height=460,
-                 xaxis=dict(title=str(prof.feature), **_category_axis(prof)), yaxis=dict(title=ytitle))
+    fig = _style(
+        fig,
+        title,
+        f"{kind.lower()}-{prof.feature}",
+        height=460,
+        xaxis=dict(title=str(prof.feature), **_category_axis(prof)),
+        yaxis=dict(title=ytitle),
+    )
     if sub:
         fig.layout.title.subtitle.text = sub
     return fig
@@ -449,30 +652,61 @@ def ciu_figure(ciu: pd.DataFrame, *, title: str | None = None) -> go.Figure:
     df = ciu.reindex(order)
     y = [str(f) for f in order]
     names = [_json_label(f) for f in order]
-    hover = [f"{f}<br>CI = {r.CI:.3g}, CU = {r.CU:.3g}<br>ymin = {r.ymin:.4g}, ymax = {r.ymax:.4g},"
-             f" y = {r.y:.4g}" + (" <br>out of range: the model over/undershoots" if r.out_of_range else "")
-             for f, r in zip(order, df.itertuples())]
-    common = dict(y=y, orientation="h", customdata=names, hovertext=hover,
-                  hovertemplate="%{hovertext}<extra></extra>")
+    hover = [
+        f"{f}<br>CI = {r.CI:.3g}, CU = {r.CU:.3g}<br>ymin = {r.ymin:.4g}, ymax = {r.ymax:.4g},"
+        f" y = {r.y:.4g}" + (" <br>out of range: the model over/undershoots" if r.out_of_range else "")
+        for f, r in zip(order, df.itertuples())
+    ]
+    common = dict(y=y, orientation="h", customdata=names, hovertext=hover, hovertemplate="%{hovertext}<extra></extra>")
     fig = _figure()
-    fig.add_trace(go.Bar(_validate=False, x=df["CI"].to_numpy(float), name="CI (contextual importance)",
-                         marker=dict(color=ALL_COLOR), opacity=CI_OPACITY, **common))
-    fig.add_trace(go.Bar(_validate=False, x=(df["CI"] * df["CU"]).to_numpy(float), name="CI × CU (contextual utility)",
-                         marker=dict(color=ALL_COLOR), width=0.5, **common))
+    fig.add_trace(
+        go.Bar(
+            _validate=False,
+            x=df["CI"].to_numpy(float),
+            name="CI (contextual importance)",
+            marker=dict(color=ALL_COLOR),
+            opacity=CI_OPACITY,
+            **common,
+        )
+    )
+    fig.add_trace(
+        go.Bar(
+            _validate=False,
+            x=(df["CI"] * df["CU"]).to_numpy(float),
+            name="CI × CU (contextual utility)",
+            marker=dict(color=ALL_COLOR),
+            width=0.5,
+            **common,
+        )
+    )
     flagged = df["out_of_range"].to_numpy(bool)
     if flagged.any():
-        fig.add_trace(go.Scatter(_validate=False, 
-            x=df["CI"].to_numpy(float)[flagged], y=np.array(y, dtype=object)[flagged],
-            customdata=np.array(names, dtype=object)[flagged].tolist(), mode="markers+text", text=["out of range"] * int(flagged.sum()),
-            textposition="middle right", marker=dict(symbol="triangle-left", color=SMALLEST_COLOR, size=10),
-            name="out of range", hovertext=np.array(hover, dtype=object)[flagged],
-            hovertemplate="%{hovertext}<extra></extra>",
-        ))
+        fig.add_trace(
+            go.Scatter(
+                _validate=False,
+                x=df["CI"].to_numpy(float)[flagged],
+                y=np.array(y, dtype=object)[flagged],
+                customdata=np.array(names, dtype=object)[flagged].tolist(),
+                mode="markers+text",
+                text=["out of range"] * int(flagged.sum()),
+                textposition="middle right",
+                marker=dict(symbol="triangle-left", color=SMALLEST_COLOR, size=10),
+                name="out of range",
+                hovertext=np.array(hover, dtype=object)[flagged],
+                hovertemplate="%{hovertext}<extra></extra>",
+            )
+        )
     yaxis, height = _bar_axis(order, None)
     default = "Contextual importance (transparent bar) and utility (solid share of it)"
-    return _style(fig, title or default, "ciu", barmode="overlay", height=height, yaxis=yaxis,
-                  xaxis=dict(title="CI: share of the output range the feature spans; solid: CI × CU",
-                             zeroline=True))
+    return _style(
+        fig,
+        title or default,
+        "ciu",
+        barmode="overlay",
+        height=height,
+        yaxis=yaxis,
+        xaxis=dict(title="CI: share of the output range the feature spans; solid: CI × CU", zeroline=True),
+    )
 
 
 def influence_figure(ciu: pd.DataFrame) -> go.Figure:
@@ -482,15 +716,28 @@ def influence_figure(ciu: pd.DataFrame) -> go.Figure:
         return empty_figure("No contextual influence computed yet.")
     order = list(ciu["influence"].abs().sort_values(ascending=False, na_position="last", kind="stable").index)
     infl = ciu["influence"].reindex(order).to_numpy(float)
-    fig = _figure(go.Bar(_validate=False, 
-        x=infl, y=[str(f) for f in order], orientation="h", customdata=[_json_label(f) for f in order],
-        marker_color=[POSITIVE_COLOR if v >= 0 else NEGATIVE_COLOR for v in infl], name="influence",
-        hovertemplate="%{customdata}: influence %{x:.4g}<extra></extra>",
-    ))
+    fig = _figure(
+        go.Bar(
+            _validate=False,
+            x=infl,
+            y=[str(f) for f in order],
+            orientation="h",
+            customdata=[_json_label(f) for f in order],
+            marker_color=[POSITIVE_COLOR if v >= 0 else NEGATIVE_COLOR for v in infl],
+            name="influence",
+            hovertemplate="%{customdata}: influence %{x:.4g}<extra></extra>",
+        )
+    )
     yaxis, height = _bar_axis(order, None)
-    return _style(fig, "Contextual influence CI × (CU − φ0): green raises, red lowers the output",
-                  "influence", height=height, yaxis=yaxis, showlegend=False,
-                  xaxis=dict(title="contextual influence", zeroline=True, zerolinecolor="black"))
+    return _style(
+        fig,
+        "Contextual influence CI × (CU − φ0): green raises, red lowers the output",
+        "influence",
+        height=height,
+        yaxis=yaxis,
+        showlegend=False,
+        xaxis=dict(title="contextual influence", zeroline=True, zerolinecolor="black"),
+    )
 
 
 def global_ci_figure(global_ci: pd.DataFrame, *, selected=None) -> go.Figure:
@@ -500,18 +747,34 @@ def global_ci_figure(global_ci: pd.DataFrame, *, selected=None) -> go.Figure:
     order = _sort_features(global_ci[["CI"]])
     df = global_ci.reindex(order)
     share = df["out_of_range_share"].to_numpy(float) if "out_of_range_share" in df else np.full(len(df), np.nan)
-    hover = [f"{f}<br>mean CI = {ci:.3g} ± {sd:.3g}" + ("" if np.isnan(s) else f"<br>out of range: {100 * s:.0f}%")
-             for f, ci, sd, s in zip(order, df["CI"], df["CI_std"], share)]
-    fig = _figure(go.Bar(_validate=False, 
-        x=df["CI"].to_numpy(float), y=[str(f) for f in order], orientation="h",
-        customdata=[_json_label(f) for f in order], hovertext=hover, hovertemplate="%{hovertext}<extra></extra>",
-        error_x=dict(type="data", array=df["CI_std"].to_numpy(float), thickness=1.2), name="global CI",
-        marker=dict(color=ALL_COLOR, line=_outline(order, selected)),
-    ))
+    hover = [
+        f"{f}<br>mean CI = {ci:.3g} ± {sd:.3g}" + ("" if np.isnan(s) else f"<br>out of range: {100 * s:.0f}%")
+        for f, ci, sd, s in zip(order, df["CI"], df["CI_std"], share)
+    ]
+    fig = _figure(
+        go.Bar(
+            _validate=False,
+            x=df["CI"].to_numpy(float),
+            y=[str(f) for f in order],
+            orientation="h",
+            customdata=[_json_label(f) for f in order],
+            hovertext=hover,
+            hovertemplate="%{hovertext}<extra></extra>",
+            error_x=dict(type="data", array=df["CI_std"].to_numpy(float), thickness=1.2),
+            name="global CI",
+            marker=dict(color=ALL_COLOR, line=_outline(order, selected)),
+        )
+    )
     yaxis, height = _bar_axis(order, selected)
-    return _style(fig, "Global contextual importance: mean CI over instances ± std", "global-ci",
-                  height=height, yaxis=yaxis, showlegend=False,
-                  xaxis=dict(title="mean CI (share of the output range)", zeroline=True))
+    return _style(
+        fig,
+        "Global contextual importance: mean CI over instances ± std",
+        "global-ci",
+        height=height,
+        yaxis=yaxis,
+        showlegend=False,
+        xaxis=dict(title="mean CI (share of the output range)", zeroline=True),
+    )
 
 
 # --- ALE ---------------------------------------------------------------------------------------
@@ -528,12 +791,31 @@ def ale_figure(ale: pd.DataFrame, *, feature) -> go.Figure:
     top, bottom = _stacked(0.78)
     layout = top.pop("layout")
     fig = _figure()
-    fig.add_trace(go.Scatter(_validate=False, x=grid, y=ale["ale"].to_numpy(float), mode="lines+markers",
-                             name="ALE", line=dict(color=ALL_COLOR, width=3),
-                             hovertemplate=f"{feature} = %{{x:.4g}}<br>ALE %{{y:.4g}}<extra></extra>", **top))
-    fig.add_trace(go.Bar(_validate=False, x=(grid[1:] + grid[:-1]) / 2, y=ale["n_obs"].to_numpy()[1:],
-                         width=0.95 * np.diff(grid), name="rows per interval", marker_color=CURVE_COLOR,
-                         showlegend=False, hovertemplate="%{y} rows in this interval<extra></extra>", **bottom))
+    fig.add_trace(
+        go.Scatter(
+            _validate=False,
+            x=grid,
+            y=ale["ale"].to_numpy(float),
+            mode="lines+markers",
+            name="ALE",
+            line=dict(color=ALL_COLOR, width=3),
+            hovertemplate=f"{feature} = %{{x:.4g}}<br>ALE %{{y:.4g}}<extra></extra>",
+            **top,
+        )
+    )
+    fig.add_trace(
+        go.Bar(
+            _validate=False,
+            x=(grid[1:] + grid[:-1]) / 2,
+            y=ale["n_obs"].to_numpy()[1:],
+            width=0.95 * np.diff(grid),
+            name="rows per interval",
+            marker_color=CURVE_COLOR,
+            showlegend=False,
+            hovertemplate="%{y} rows in this interval<extra></extra>",
+            **bottom,
+        )
+    )
     _merge(layout["xaxis2"], dict(title=dict(text=str(feature))))
     _merge(layout["yaxis"], dict(title=dict(text="ALE (centred effect on the prediction)")))
     _merge(layout["yaxis2"], dict(title=dict(text="rows")))
@@ -549,8 +831,9 @@ def empty_figure(message: str) -> go.Figure:
 
     fig = _figure()
     text = "<br>".join(html.escape(line) for line in textwrap.wrap(str(message), 60)) or " "
-    fig.add_annotation(text=text, x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False,
-                       font=dict(size=15, color="#555555"))
+    fig.add_annotation(
+        text=text, x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False, font=dict(size=15, color="#555555")
+    )
     return _style(fig, "", "empty", height=MIN_HEIGHT, xaxis=dict(visible=False), yaxis=dict(visible=False))
 
 
@@ -559,8 +842,10 @@ def table_data(df: pd.DataFrame, *, index_name: str | None = None, digits: int =
     to ``digits`` significant digits, missing values as None, column ids as strings."""
     frame = df.copy()
     names = [index_name] if index_name is not None and frame.index.nlevels == 1 else list(frame.index.names)
-    frame.index.names = [str(n) if n is not None else ("index" if frame.index.nlevels == 1 else f"level_{i}")
-                         for i, n in enumerate(names)]
+    frame.index.names = [
+        str(n) if n is not None else ("index" if frame.index.nlevels == 1 else f"level_{i}")
+        for i, n in enumerate(names)
+    ]
     frame = frame.reset_index()
     frame.columns = [str(c) for c in frame.columns]
 
@@ -576,6 +861,14 @@ def table_data(df: pd.DataFrame, *, index_name: str | None = None, digits: int =
         return v if isinstance(v, str) else str(v)
 
     records = [{c: cell(v) for c, v in zip(frame.columns, row)} for row in frame.itertuples(index=False)]
-    columns = [{"name": c, "id": c, "type": "numeric" if pd.api.types.is_numeric_dtype(frame[c])
-                and not pd.api.types.is_bool_dtype(frame[c]) else "text"} for c in frame.columns]
+    columns = [
+        {
+            "name": c,
+            "id": c,
+            "type": "numeric"
+            if pd.api.types.is_numeric_dtype(frame[c]) and not pd.api.types.is_bool_dtype(frame[c])
+            else "text",
+        }
+        for c in frame.columns
+    ]
     return records, columns

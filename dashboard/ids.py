@@ -1,15 +1,15 @@
 """Every component id of the dashboard, once (kebab-case strings)."""
 
 URL = "url"
-STATE = "state"                 # dcc.Store: the drill-down state (mirrors the URL)
-RESULTS = "results"             # dcc.Store: cache keys of the results the views render
-JOB_REQUEST = "job-request"     # dcc.Store: the state the background job is asked to compute
-JOB_DONE = "job-done"           # dcc.Store: what the last background job reported
-JOB_ACTIVE = "job-active"       # dcc.Store: True while a background job runs (watchdog)
-LOADED_WS = "loaded-ws"         # dcc.Store: workspace id produced by "Load"
+STATE = "state"  # dcc.Store: the drill-down state (mirrors the URL)
+RESULTS = "results"  # dcc.Store: cache keys of the results the views render
+JOB_REQUEST = "job-request"  # dcc.Store: the state the background job is asked to compute
+JOB_DONE = "job-done"  # dcc.Store: what the last background job reported
+JOB_ACTIVE = "job-active"  # dcc.Store: True while a background job runs (watchdog)
+LOADED_WS = "loaded-ws"  # dcc.Store: workspace id produced by "Load"
 STATUS = "status"
-CLICKED_ROW = "clicked-row"    # dcc.Store: {"row", "t"} from a click on an ICI/ICE curve
-NEGATIVE = "negative"          # dcc.Store: rows with a negative ICI integral (for "exclude")
+CLICKED_ROW = "clicked-row"  # dcc.Store: {"row", "t"} from a click on an ICI/ICE curve
+NEGATIVE = "negative"  # dcc.Store: rows with a negative ICI integral (for "exclude")
 
 # drill-down controls
 WS_SELECT = "ws-select"
@@ -49,7 +49,7 @@ PI_GRAPH = "pi-graph"
 ICI_GRAPH = "ici-graph"
 ICI_TABLE = "ici-table"
 ICI_INFO = "ici-info"
-HOVER_INFO = "hover-info"        # the hovered curve's observation values
+HOVER_INFO = "hover-info"  # the hovered curve's observation values
 ICE_GRAPH = "ice-graph"
 CIU_GRAPH = "ciu-graph"
 INFLUENCE_GRAPH = "influence-graph"
@@ -57,7 +57,7 @@ GLOBAL_CI_GRAPH = "global-ci-graph"
 OBS_TABLE = "obs-table"
 IMPACT_TABLE = "impact-table"
 ALE_GRAPH = "ale-graph"
-ALE_INTERVALS = "ale-intervals"   # number input: K, the number of ALE intervals
+ALE_INTERVALS = "ale-intervals"  # number input: K, the number of ALE intervals
 
 # export
 DOWNLOAD = "download"
@@ -67,10 +67,10 @@ EXPORT_CIU = "export-ciu"
 EXPORT_REPORT = "export-report"
 
 # loading your own files
-MODEL_UPLOAD = "model-upload"     # button: opens the file chooser, POSTs to /upload
+MODEL_UPLOAD = "model-upload"  # button: opens the file chooser, POSTs to /upload
 DATA_UPLOAD = "data-upload"
-MODEL_FILES = "model-files"       # dcc.Store: [{"id", "name", "size"}] (server-side file ids)
-DATA_FILE = "data-file"           # dcc.Store: {"id", "name", "size"}
+MODEL_FILES = "model-files"  # dcc.Store: [{"id", "name", "size"}] (server-side file ids)
+DATA_FILE = "data-file"  # dcc.Store: {"id", "name", "size"}
 MODEL_FILES_INFO = "model-files-info"
 DATA_FILE_INFO = "data-file-info"
 MODEL_ERROR = "model-error"

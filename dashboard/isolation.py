@@ -106,7 +106,8 @@ def isolated(fn, *args, what: str = "The model", limits: Limits | None = None):
         raise compute.ModelError(
             f"{what} took longer than {limits.seconds:g} s, the time this server allows{hint}; it was "
             "stopped. A model or file that needs this long may be crafted to never finish, or too large "
-            "for this server: try a smaller file, or ask the operator to raise the limit.")
+            "for this server: try a smaller file, or ask the operator to raise the limit."
+        )
     _, status = os.waitpid(pid, 0)
     if not payload:
         if os.WIFSIGNALED(status):
@@ -117,7 +118,8 @@ def isolated(fn, *args, what: str = "The model", limits: Limits | None = None):
         raise compute.ModelError(
             f"{what} stopped the process that was running it: it {how}. The file may be damaged or "
             "crafted, or the model needs more memory than the server allows. The server keeps running; "
-            "try another model file.")
+            "try another model file."
+        )
     kind, value = pickle.loads(payload)
     if kind == "error":
         if isinstance(value, MemoryError) and limits.memory_bytes:
@@ -125,7 +127,8 @@ def isolated(fn, *args, what: str = "The model", limits: Limits | None = None):
             raise compute.ModelError(
                 f"{what} needed more memory than this server allows per job "
                 f"({limits.memory_bytes / 2**20:,.0f} MiB{hint}). Try a smaller file or a sample of the "
-                "rows, or ask the operator to raise the limit.") from None
+                "rows, or ask the operator to raise the limit."
+            ) from None
         raise value
     return value
 

@@ -33,8 +33,9 @@ from .store import Store, Workspace
 Progress = Callable[[int, int, str], None]
 
 
-def run(store: Store, ws: Workspace, tasks: list[dict], *, policy, n_jobs: int = 1,
-        progress: Progress | None = None) -> None:
+def run(
+    store: Store, ws: Workspace, tasks: list[dict], *, policy, n_jobs: int = 1, progress: Progress | None = None
+) -> None:
     """Compute the missing tasks and cache their results (inside a background job)."""
     progress = progress or (lambda done, total, label: None)
     todo = [Task.from_dict(t) for t in missing(store, tasks)]
@@ -77,13 +78,14 @@ def _run_task(store, ws, task, data, y, models, policy, n_jobs, progress, done, 
         path = store.path(entry.path)
         # the file passed the upload limit when it arrived (demo models are ours)
         file_policy = replace(policy, max_bytes=max(policy.max_bytes, path.stat().st_size))
-        models[entry.name] = load_model(path, name=entry.name, policy=file_policy,
-                                        accepted_types=entry.accepted_types)
+        models[entry.name] = load_model(path, name=entry.name, policy=file_policy, accepted_types=entry.accepted_types)
     model = models[entry.name]
     X = data[list(entry.features)]
     if task.kind == "profiles":
+
         def step(feature, i):
             progress(done + i, steps, f"{entry.name}: ICE/ICI pass for {feature}")
+
         store.put(task.key, _profiles(store, ws, entry, model, X, y, task.params, n_jobs, step))
         return done + len(entry.features)
     mask = select_rows(data, task.params["condition"], task.params["excluded"]).to_numpy()
@@ -91,13 +93,29 @@ def _run_task(store, ws, task, data, y, models, policy, n_jobs, progress, done, 
     if task.kind == "pfi":
         progress(done, steps, f"{entry.name}: permutation importance ({task.params['n_repeats']} repeats)")
         result = compute.permutation_importance(
-            model, X[mask], y[mask], loss=ws.loss, n_repeats=task.params["n_repeats"],
-            output=ws.output, random_state=SEED, n_jobs=n_jobs)
+            model,
+            X[mask],
+            y[mask],
+            loss=ws.loss,
+            n_repeats=task.params["n_repeats"],
+            output=ws.output,
+            random_state=SEED,
+            n_jobs=n_jobs,
+        )
     else:
         progress(done, steps, f"{entry.name}: Shapley feature importance")
         result = compute.shapley_importance(
-            model, X[mask], y[mask], loss=ws.loss, output=ws.output, random_state=SEED,
-            n_jobs=n_jobs, exact_max_players=10, tol=0.02, max_rows=4_000_000)
+            model,
+            X[mask],
+            y[mask],
+            loss=ws.loss,
+            output=ws.output,
+            random_state=SEED,
+            n_jobs=n_jobs,
+            exact_max_players=10,
+            tol=0.02,
+            max_rows=4_000_000,
+        )
     store.put(task.key, result)
     return done + 1
 
@@ -106,7 +124,8 @@ def _need_rows(mask: np.ndarray, least: int) -> None:
     if int(mask.sum()) < least:
         raise compute.InputError(
             f"The selected rows number {int(mask.sum())}; at least {least} are needed to permute a feature. "
-            "Choose a larger subgroup or exclude fewer observations.")
+            "Choose a larger subgroup or exclude fewer observations."
+        )
 
 
 def _profiles(store, ws, entry, model, X, y, settings, n_jobs, step) -> compute.ProfileSummary:
@@ -123,8 +142,18 @@ def _profiles(store, ws, entry, model, X, y, settings, n_jobs, step) -> compute.
             if prof is None:
                 n_unique = X[feature].nunique(dropna=False)
                 grid = "observed" if n_explained * n_unique <= settings["budget"] else QUANTILE_GRID
-                prof = compute.feature_profile(model, X, y, feature, grid=grid, loss=ws.loss, output=ws.output,
-                                               n_obs=n_obs, random_state=settings["seed"], n_jobs=n_jobs)
+                prof = compute.feature_profile(
+                    model,
+                    X,
+                    y,
+                    feature,
+                    grid=grid,
+                    loss=ws.loss,
+                    output=ws.output,
+                    n_obs=n_obs,
+                    random_state=settings["seed"],
+                    n_jobs=n_jobs,
+                )
                 store.put(key, prof)
             impact[feature] = compute.ice_impact(prof) if len(prof.grid) > 1 else pd.Series(dtype=float)
             pd_imp[feature] = compute.pd_importance(prof)

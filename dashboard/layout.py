@@ -56,98 +56,175 @@ def load_panel(config) -> html.Details:
         else "Pickle and joblib files are refused: loading them runs code from the file. "
         "Save with skops.io.dump(model, 'model.skops') or export to ONNX."
     )
-    return html.Details([
-        html.Summary("Load your own model and data"),
-        html.Div([
-            html.Div([
-                html.Label("Model files (.skops, .onnx)"),
-                html.Button("Choose model files…", id=ids.MODEL_UPLOAD, className="button"),
-                html.Div(id=ids.MODEL_FILES_INFO, className="file-info"),
-                error_line(ids.MODEL_ERROR),
-                html.Div([
-                    html.P("This skops file contains types this server does not load by itself (they could run "
-                           "code). Tick only the ones you trust:"),
-                    dcc.Checklist(id=ids.TYPES_CHECKLIST, options=[], value=[]),
-                ], id=ids.TYPES_BOX, style={"display": "none"}),
-                html.P(pickle_note, className="help"),
-            ], className="load-field"),
-            html.Div([
-                html.Label("Data file (.csv, .parquet) with the target column"),
-                html.Button("Choose data file…", id=ids.DATA_UPLOAD, className="button"),
-                html.Div(id=ids.DATA_FILE_INFO, className="file-info"),
-                error_line(ids.DATA_ERROR),
-                dcc.Checklist(id=ids.ADD_TO_CURRENT, options=[
-                    {"label": " no data file: add the models to the data shown now", "value": "add"}], value=[]),
-            ], className="load-field"),
-            html.Div([
-                html.Label("Target column"),
-                dcc.Dropdown(id=ids.TARGET_SELECT, options=[], placeholder="choose the target column"),
-                error_line(ids.TARGET_ERROR),
-                html.Label("Loss"),
-                dcc.Dropdown(id=ids.LOSS_SELECT, options=[], placeholder="default from the task"),
-                html.Label("Class to explain (classifiers)"),
-                dcc.Dropdown(id=ids.OUTPUT_SELECT, options=[], placeholder="default: the last class"),
-            ], className="load-field"),
-            html.Div([
-                html.Button("Load", id=ids.LOAD_BUTTON, className="button primary"),
-                html.Button("Cancel loading", id=ids.LOAD_CANCEL, className="button", disabled=True),
-                html.Div(id=ids.LOAD_STATUS, className="field-error", role="alert"),
-            ], className="load-field"),
-        ], className="load-grid"),
-        dcc.Store(id=ids.MODEL_FILES, data=[]),
-        dcc.Store(id=ids.DATA_FILE, data=None),
-    ], className="load-panel")
+    return html.Details(
+        [
+            html.Summary("Load your own model and data"),
+            html.Div(
+                [
+                    html.Div(
+                        [
+                            html.Label("Model files (.skops, .onnx)"),
+                            html.Button("Choose model files…", id=ids.MODEL_UPLOAD, className="button"),
+                            html.Div(id=ids.MODEL_FILES_INFO, className="file-info"),
+                            error_line(ids.MODEL_ERROR),
+                            html.Div(
+                                [
+                                    html.P(
+                                        "This skops file contains types this server does not load by itself "
+                                        "(they could run code). Tick only the ones you trust:"
+                                    ),
+                                    dcc.Checklist(id=ids.TYPES_CHECKLIST, options=[], value=[]),
+                                ],
+                                id=ids.TYPES_BOX,
+                                style={"display": "none"},
+                            ),
+                            html.P(pickle_note, className="help"),
+                        ],
+                        className="load-field",
+                    ),
+                    html.Div(
+                        [
+                            html.Label("Data file (.csv, .parquet) with the target column"),
+                            html.Button("Choose data file…", id=ids.DATA_UPLOAD, className="button"),
+                            html.Div(id=ids.DATA_FILE_INFO, className="file-info"),
+                            error_line(ids.DATA_ERROR),
+                            dcc.Checklist(
+                                id=ids.ADD_TO_CURRENT,
+                                options=[
+                                    {"label": " no data file: add the models to the data shown now", "value": "add"}
+                                ],
+                                value=[],
+                            ),
+                        ],
+                        className="load-field",
+                    ),
+                    html.Div(
+                        [
+                            html.Label("Target column"),
+                            dcc.Dropdown(id=ids.TARGET_SELECT, options=[], placeholder="choose the target column"),
+                            error_line(ids.TARGET_ERROR),
+                            html.Label("Loss"),
+                            dcc.Dropdown(id=ids.LOSS_SELECT, options=[], placeholder="default from the task"),
+                            html.Label("Class to explain (classifiers)"),
+                            dcc.Dropdown(id=ids.OUTPUT_SELECT, options=[], placeholder="default: the last class"),
+                        ],
+                        className="load-field",
+                    ),
+                    html.Div(
+                        [
+                            html.Button("Load", id=ids.LOAD_BUTTON, className="button primary"),
+                            html.Button("Cancel loading", id=ids.LOAD_CANCEL, className="button", disabled=True),
+                            html.Div(id=ids.LOAD_STATUS, className="field-error", role="alert"),
+                        ],
+                        className="load-field",
+                    ),
+                ],
+                className="load-grid",
+            ),
+            dcc.Store(id=ids.MODEL_FILES, data=[]),
+            dcc.Store(id=ids.DATA_FILE, data=None),
+        ],
+        className="load-panel",
+    )
 
 
 def header():
-    return html.Header([
-        html.Div([
-            html.H1("Why it performs"),
-            html.Span("model-agnostic feature importance: PFI · SFIMP · PI/ICI · ICE/PD · CIU", className="tagline"),
-        ], className="brand"),
-        html.Div([
-            html.Label("Data set", htmlFor=ids.WS_SELECT),
-            dcc.Dropdown(id=ids.WS_SELECT, options=[{"label": v, "value": k} for k, v in DEMOS.items()],
-                         clearable=False, style={"minWidth": "300px"}),
-        ], className="control"),
-        html.Div([
-            html.Label("Model for curves and CIU", htmlFor=ids.MODEL_SELECT),
-            dcc.Dropdown(id=ids.MODEL_SELECT, options=[], clearable=False, style={"minWidth": "180px"}),
-        ], className="control"),
-        html.Div([
-            html.Label("Feature", htmlFor=ids.FEATURE_SELECT),
-            dcc.Dropdown(id=ids.FEATURE_SELECT, options=[], clearable=False, style={"minWidth": "180px"}),
-        ], className="control"),
-    ], className="header")
+    return html.Header(
+        [
+            html.Div(
+                [
+                    html.H1("Why it performs"),
+                    html.Span(
+                        "model-agnostic feature importance: PFI · SFIMP · PI/ICI · ICE/PD · CIU", className="tagline"
+                    ),
+                ],
+                className="brand",
+            ),
+            html.Div(
+                [
+                    html.Label("Data set", htmlFor=ids.WS_SELECT),
+                    dcc.Dropdown(
+                        id=ids.WS_SELECT,
+                        options=[{"label": v, "value": k} for k, v in DEMOS.items()],
+                        clearable=False,
+                        style={"minWidth": "300px"},
+                    ),
+                ],
+                className="control",
+            ),
+            html.Div(
+                [
+                    html.Label("Model for curves and CIU", htmlFor=ids.MODEL_SELECT),
+                    dcc.Dropdown(id=ids.MODEL_SELECT, options=[], clearable=False, style={"minWidth": "180px"}),
+                ],
+                className="control",
+            ),
+            html.Div(
+                [
+                    html.Label("Feature", htmlFor=ids.FEATURE_SELECT),
+                    dcc.Dropdown(id=ids.FEATURE_SELECT, options=[], clearable=False, style={"minWidth": "180px"}),
+                ],
+                className="control",
+            ),
+        ],
+        className="header",
+    )
 
 
 def subgroup_bar():
-    return html.Div([
-        html.Div([
-            html.Label("Subgroup"),
-            dcc.Dropdown(id=ids.COND_COLUMN, options=[], placeholder="column", style={"width": "150px"}),
-            dcc.Dropdown(id=ids.COND_OP, options=OPERATORS, value="==", clearable=False, style={"width": "110px"}),
-            dcc.Input(id=ids.COND_VALUE, type="text", placeholder="value (a, b for between/in)",
-                      debounce=True, style={"width": "170px"}),
-            html.Button("Add condition", id=ids.COND_ADD, className="button"),
-        ], className="builder"),
-        html.Div([
-            dcc.Input(id=ids.SUBGROUP_TEXT, type="text", debounce=False, n_submit=0,
-                      placeholder="or type a condition, e.g. X3 == 0 and X1 > -1", className="subgroup-text"),
-            html.Button("Apply", id=ids.SUBGROUP_APPLY, className="button primary"),
-            html.Button("Clear", id=ids.SUBGROUP_CLEAR, className="button"),
-            html.Span(id=ids.SUBGROUP_SIZE, className="subgroup-size"),
-        ], className="builder"),
-        error_line(ids.SUBGROUP_ERROR),
-    ], className="subgroup-bar")
+    return html.Div(
+        [
+            html.Div(
+                [
+                    html.Label("Subgroup"),
+                    dcc.Dropdown(id=ids.COND_COLUMN, options=[], placeholder="column", style={"width": "150px"}),
+                    dcc.Dropdown(
+                        id=ids.COND_OP, options=OPERATORS, value="==", clearable=False, style={"width": "110px"}
+                    ),
+                    dcc.Input(
+                        id=ids.COND_VALUE,
+                        type="text",
+                        placeholder="value (a, b for between/in)",
+                        debounce=True,
+                        style={"width": "170px"},
+                    ),
+                    html.Button("Add condition", id=ids.COND_ADD, className="button"),
+                ],
+                className="builder",
+            ),
+            html.Div(
+                [
+                    dcc.Input(
+                        id=ids.SUBGROUP_TEXT,
+                        type="text",
+                        debounce=False,
+                        n_submit=0,
+                        placeholder="or type a condition, e.g. X3 == 0 and X1 > -1",
+                        className="subgroup-text",
+                    ),
+                    html.Button("Apply", id=ids.SUBGROUP_APPLY, className="button primary"),
+                    html.Button("Clear", id=ids.SUBGROUP_CLEAR, className="button"),
+                    html.Span(id=ids.SUBGROUP_SIZE, className="subgroup-size"),
+                ],
+                className="builder",
+            ),
+            error_line(ids.SUBGROUP_ERROR),
+        ],
+        className="subgroup-bar",
+    )
 
 
 def progress_bar():
-    return html.Div([
-        html.Progress(id=ids.PROGRESS, value="0", max="1"),
-        html.Span(id=ids.PROGRESS_LABEL, className="progress-label"),
-        html.Button("Cancel", id=ids.CANCEL, className="button", disabled=True),
-    ], id=ids.PROGRESS_BOX, className="progress-box", style={"visibility": "hidden"})
+    return html.Div(
+        [
+            html.Progress(id=ids.PROGRESS, value="0", max="1"),
+            html.Span(id=ids.PROGRESS_LABEL, className="progress-label"),
+            html.Button("Cancel", id=ids.CANCEL, className="button", disabled=True),
+        ],
+        id=ids.PROGRESS_BOX,
+        className="progress-box",
+        style={"visibility": "hidden"},
+    )
 
 
 def views():
@@ -158,24 +235,30 @@ def views():
 
 
 def page(config) -> html.Div:
-    return html.Div([
-        dcc.Location(id=ids.URL, refresh="callback-nav"),
-        dcc.Store(id=ids.STATE),
-        dcc.Store(id=ids.RESULTS),
-        dcc.Store(id=ids.JOB_REQUEST),
-        dcc.Store(id=ids.JOB_DONE),
-        dcc.Store(id=ids.JOB_ACTIVE, data=False),
-        dcc.Store(id=ids.LOADED_WS),
-        dcc.Store(id=ids.NEGATIVE),
-        dcc.Store(id=ids.CLICKED_ROW),
-        dcc.Download(id=ids.DOWNLOAD),
-        header(),
-        load_panel(config),
-        subgroup_bar(),
-        html.Div([
-            html.Div(id=ids.STATUS, className="status", role="status"),
-            progress_bar(),
-            html.Button("Download HTML report", id=ids.EXPORT_REPORT, className="button"),
-        ], className="status-bar"),
-        views(),
-    ], className="page")
+    return html.Div(
+        [
+            dcc.Location(id=ids.URL, refresh="callback-nav"),
+            dcc.Store(id=ids.STATE),
+            dcc.Store(id=ids.RESULTS),
+            dcc.Store(id=ids.JOB_REQUEST),
+            dcc.Store(id=ids.JOB_DONE),
+            dcc.Store(id=ids.JOB_ACTIVE, data=False),
+            dcc.Store(id=ids.LOADED_WS),
+            dcc.Store(id=ids.NEGATIVE),
+            dcc.Store(id=ids.CLICKED_ROW),
+            dcc.Download(id=ids.DOWNLOAD),
+            header(),
+            load_panel(config),
+            subgroup_bar(),
+            html.Div(
+                [
+                    html.Div(id=ids.STATUS, className="status", role="status"),
+                    progress_bar(),
+                    html.Button("Download HTML report", id=ids.EXPORT_REPORT, className="button"),
+                ],
+                className="status-bar",
+            ),
+            views(),
+        ],
+        className="page",
+    )

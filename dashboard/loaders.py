@@ -54,10 +54,14 @@ FIELDS = ("model", "data", "target", "output", "loss")
 MODEL_SUFFIXES = (".skops", ".onnx", ".pkl", ".pickle", ".joblib")
 DATA_SUFFIXES = (".csv", ".parquet", ".pq")
 PICKLE_SUFFIXES = (".pkl", ".pickle", ".joblib")
-PARQUET_EXPANSION = 4   # a Parquet file may expand to at most 4 x the upload limit in memory
+PARQUET_EXPANSION = 4  # a Parquet file may expand to at most 4 x the upload limit in memory
 _ONNX_DTYPES = {
-    "tensor(float)": np.float32, "tensor(double)": np.float64, "tensor(int64)": np.int64,
-    "tensor(int32)": np.int32, "tensor(bool)": np.bool_, "tensor(string)": object,
+    "tensor(float)": np.float32,
+    "tensor(double)": np.float64,
+    "tensor(int64)": np.int64,
+    "tensor(int32)": np.int32,
+    "tensor(bool)": np.bool_,
+    "tensor(string)": object,
 }
 
 
@@ -125,14 +129,18 @@ def load_model(path, *, name: str | None = None, policy: Policy = Policy(), acce
         raise LoadError(
             f"{label}: a model file must end in {', '.join(MODEL_SUFFIXES)} (got "
             f"{suffix or 'no suffix'}). Save it with skops.io.dump(model, 'model.skops') or export "
-            f"it to ONNX.", field="model")
+            f"it to ONNX.",
+            field="model",
+        )
     if suffix in PICKLE_SUFFIXES and not policy.allow_pickle:
         raise LoadError(
             f"{label} is a pickle/joblib file. Loading such a file executes any code it contains, "
             f"so this server refuses them. Save the model with skops instead "
-            f"(import skops.io; skops.io.dump(model, \"model.skops\")) or convert it to ONNX "
+            f'(import skops.io; skops.io.dump(model, "model.skops")) or convert it to ONNX '
             f"(skl2onnx.to_onnx), and upload that file. For trusted users only, the operator can "
-            f"start the server with --allow-pickle.", field="model")
+            f"start the server with --allow-pickle.",
+            field="model",
+        )
     _check_size(path, label, policy, "model")
     versions: list[str] = []
     with warnings.catch_warnings(record=True) as caught:
@@ -148,12 +156,15 @@ def load_model(path, *, name: str | None = None, policy: Policy = Policy(), acce
                 check_model(model, label)  # before anything calls the model
             except ModelFileError as exc:
                 raise LoadError(str(exc), field="model") from exc
-    versions += [str(w.message.original_sklearn_version) for w in caught
-                 if hasattr(w.message, "original_sklearn_version")]
+    versions += [
+        str(w.message.original_sklearn_version) for w in caught if hasattr(w.message, "original_sklearn_version")
+    ]
     if not hasattr(model, "predict") and not hasattr(model, "predict_proba"):
         raise LoadError(
             f"{label} holds a {type(model).__name__}, which has neither predict nor predict_proba; "
-            f"upload a fitted model (an estimator or a Pipeline).", field="model")
+            f"upload a fitted model (an estimator or a Pipeline).",
+            field="model",
+        )
     _remember_warnings(model, _version_warnings(model, label, versions))
     return model
 
@@ -182,8 +193,7 @@ def model_versions(path) -> dict[str, str]:
     try:
         if suffix == ".skops":
             schema = _skops_schema(path, "model.skops")
-            found = {"skops": str(schema.get("_skops_version", "")),
-                     "skops protocol": str(schema.get("protocol", ""))}
+            found = {"skops": str(schema.get("_skops_version", "")), "skops protocol": str(schema.get("protocol", ""))}
             sk = sorted(set(_values_of(schema, "_sklearn_version")))
             if sk:
                 found["scikit-learn"] = ", ".join(sk)
@@ -259,19 +269,26 @@ def _load_skops(path: str, label: str, policy: Policy, accepted: tuple) -> tuple
     rest = list(found.refused)
     if rest:
         listed = ", ".join(rest)
-        why = (f"{label} contains types this server does not load by itself: {listed}. Building "
-               f"them could run code (even classes of NumPy, SciPy or scikit-learn can delete files "
-               f"when they are built or freed). This server accepts automatically only a list of "
-               f"scikit-learn estimators and the array and attribute types fitted models need "
-               f"(functions and classes used as callables, e.g. FunctionTransformer(func=...), "
-               f"always need acceptance).")
+        why = (
+            f"{label} contains types this server does not load by itself: {listed}. Building "
+            f"them could run code (even classes of NumPy, SciPy or scikit-learn can delete files "
+            f"when they are built or freed). This server accepts automatically only a list of "
+            f"scikit-learn estimators and the array and attribute types fitted models need "
+            f"(functions and classes used as callables, e.g. FunctionTransformer(func=...), "
+            f"always need acceptance)."
+        )
         if not policy.allow_user_types:
-            raise LoadError(f"{why} Ask the operator to start the server with --allow-user-types to "
-                            f"accept such types per upload, or export the model to ONNX.", field="model")
+            raise LoadError(
+                f"{why} Ask the operator to start the server with --allow-user-types to "
+                f"accept such types per upload, or export the model to ONNX.",
+                field="model",
+            )
         missing = [t for t in rest if t not in accepted]
         if missing:
-            raise LoadError(f"{why} Tick the types you trust ({', '.join(missing)}) and load again, "
-                            f"or export the model to ONNX.", field="model")
+            raise LoadError(
+                f"{why} Tick the types you trust ({', '.join(missing)}) and load again, or export the model to ONNX.",
+                field="model",
+            )
     import skops.io as sio
 
     # skops audits the file again and refuses anything outside this exact list
@@ -279,11 +296,16 @@ def _load_skops(path: str, label: str, policy: Policy, accepted: tuple) -> tuple
     try:
         return sio.load(path, trusted=trusted), _values_of(found.schema, "_sklearn_version")
     except ImportError as exc:
-        raise LoadError(f"{label} needs a module this server does not have ({_short(exc)}); ask the "
-                        f"operator to install it, or export the model to ONNX.", field="model") from exc
+        raise LoadError(
+            f"{label} needs a module this server does not have ({_short(exc)}); ask the "
+            f"operator to install it, or export the model to ONNX.",
+            field="model",
+        ) from exc
     except Exception as exc:  # a crafted schema can make skops fail in any way (even RecursionError)
-        raise LoadError(f"{label} is not a valid .skops file ({type(exc).__name__}: {_short(exc)})."
-                        f"{_skops_hint(found.schema)}", field="model") from exc
+        raise LoadError(
+            f"{label} is not a valid .skops file ({type(exc).__name__}: {_short(exc)}).{_skops_hint(found.schema)}",
+            field="model",
+        ) from exc
 
 
 # --- pickle / joblib (operator opt-in only) ------------------------------------------------
@@ -293,12 +315,13 @@ def _load_pickle(path: str, label: str) -> object:
     try:
         return joblib.load(path)
     except Exception as exc:
-        raise LoadError(f"{label} could not be loaded as a pickle/joblib file "
-                        f"({type(exc).__name__}: {_short(exc)}).", field="model") from exc
+        raise LoadError(
+            f"{label} could not be loaded as a pickle/joblib file ({type(exc).__name__}: {_short(exc)}).", field="model"
+        ) from exc
 
 
 # --- version warnings ----------------------------------------------------------------------
-_WARNINGS: "weakref.WeakKeyDictionary[object, tuple[str, ...]]" = weakref.WeakKeyDictionary()
+_WARNINGS: weakref.WeakKeyDictionary[object, tuple[str, ...]] = weakref.WeakKeyDictionary()
 
 
 def _remember_warnings(model, messages: list[str]) -> None:
@@ -321,8 +344,10 @@ def _version_warnings(model, label: str, versions: list[str]) -> list[str]:
     other = sorted(set(versions) - {sklearn.__version__})
     if not other:
         return []
-    return [f"{label} was saved with scikit-learn {', '.join(other)}; this server runs "
-            f"{sklearn.__version__}: predictions may differ or fail."]
+    return [
+        f"{label} was saved with scikit-learn {', '.join(other)}; this server runs "
+        f"{sklearn.__version__}: predictions may differ or fail."
+    ]
 
 
 def _estimators(model, depth: int = 0):
@@ -353,12 +378,15 @@ def _onnx_session(path: str, label: str):
         except Exception as exc:
             message = _short(exc).replace(local, label).replace(folder, ".").replace(path, label)
             if "external data" in message.lower():
-                raise LoadError(f"{label} keeps tensors in separate external-data files, which this "
-                                f"server does not read; save the model as one file "
-                                f"(onnx.save_model(model, path, save_as_external_data=False)).",
-                                field="model") from exc
-            raise LoadError(f"{label} is not a valid ONNX model that ONNX Runtime can run "
-                            f"({message}).", field="model") from exc
+                raise LoadError(
+                    f"{label} keeps tensors in separate external-data files, which this "
+                    f"server does not read; save the model as one file "
+                    f"(onnx.save_model(model, path, save_as_external_data=False)).",
+                    field="model",
+                ) from exc
+            raise LoadError(
+                f"{label} is not a valid ONNX model that ONNX Runtime can run ({message}).", field="model"
+            ) from exc
         proto = _onnx_proto(local)
     return session, proto
 
@@ -389,7 +417,7 @@ def _onnx_versions(path: str) -> dict[str, str]:
     return found
 
 
-def _load_onnx(path: str, label: str) -> "OnnxModel":
+def _load_onnx(path: str, label: str) -> OnnxModel:
     session, proto = _onnx_session(path, label)
     model = OnnxModel(session, name=label, classes=_proto_classes(proto, session))
     if model._estimator_type == "classifier":
@@ -444,17 +472,26 @@ class OnnxModel:
         self._inputs = []
         for inp in session.get_inputs():
             if inp.type not in _ONNX_DTYPES:
-                raise LoadError(f"{name}: input {inp.name!r} has type {inp.type}, which this server "
-                                f"cannot feed (supported: {', '.join(_ONNX_DTYPES)}).", field="model")
+                raise LoadError(
+                    f"{name}: input {inp.name!r} has type {inp.type}, which this server "
+                    f"cannot feed (supported: {', '.join(_ONNX_DTYPES)}).",
+                    field="model",
+                )
             self._inputs.append((inp.name, _ONNX_DTYPES[inp.type], list(inp.shape)))
         self._per_column = len(self._inputs) > 1
         if self._per_column:
-            wide = [n for n, _, shape in self._inputs if len(shape) > 2 or
-                    (len(shape) == 2 and isinstance(shape[1], int) and shape[1] != 1)]
+            wide = [
+                n
+                for n, _, shape in self._inputs
+                if len(shape) > 2 or (len(shape) == 2 and isinstance(shape[1], int) and shape[1] != 1)
+            ]
             if wide:
-                raise LoadError(f"{name} has several inputs and some take more than one column "
-                                f"({wide[:5]}); this server supports one input per column or a "
-                                f"single tensor input.", field="model")
+                raise LoadError(
+                    f"{name} has several inputs and some take more than one column "
+                    f"({wide[:5]}); this server supports one input per column or a "
+                    f"single tensor input.",
+                    field="model",
+                )
         outputs = session.get_outputs()
         proba = [o for o in outputs if "probabilit" in o.name.lower()]
         if proba:
@@ -521,16 +558,17 @@ class OnnxModel:
         return np.array([[row[c] for c in classes] for row in out], dtype=np.float64)
 
     def _discover_classes(self) -> np.ndarray:
-        error = ModelError(f"{self.name} does not say which class each probability column belongs "
-                           f"to; export it with skl2onnx's default ZipMap output (without "
-                           f"options={{'zipmap': False}}).")
+        error = ModelError(
+            f"{self.name} does not say which class each probability column belongs "
+            f"to; export it with skl2onnx's default ZipMap output (without "
+            f"options={{'zipmap': False}})."
+        )
         if not self._proba_is_map:
             raise error
         dummy = {}
         for name, dtype, shape in self._inputs:
             width = shape[1] if len(shape) == 2 and isinstance(shape[1], int) else 1
-            dummy[name] = np.full((1, width) if len(shape) == 2 else (1,), "" if dtype is object else 0,
-                                  dtype=dtype)
+            dummy[name] = np.full((1, width) if len(shape) == 2 else (1,), "" if dtype is object else 0, dtype=dtype)
         try:
             out = self._session.run([self._proba_name], dummy)[0]
         except Exception as exc:
@@ -558,8 +596,7 @@ class OnnxModel:
         try:
             return self._session.run([output], self._feeds(X))[0]
         except Exception as exc:
-            raise ModelError(f"{self.name} could not predict: {type(exc).__name__}: "
-                             f"{_short(exc)}") from exc
+            raise ModelError(f"{self.name} could not predict: {type(exc).__name__}: {_short(exc)}") from exc
 
 
 # --- data ----------------------------------------------------------------------------------
@@ -572,8 +609,9 @@ def read_data(path, *, name: str | None = None, policy: Policy = Policy()) -> pd
     label = name or os.path.basename(path)
     suffix = _suffix(path, name, DATA_SUFFIXES)
     if suffix not in DATA_SUFFIXES:
-        raise LoadError(f"{label}: a data file must end in {', '.join(DATA_SUFFIXES)} (got "
-                        f"{suffix or 'no suffix'}).", field="data")
+        raise LoadError(
+            f"{label}: a data file must end in {', '.join(DATA_SUFFIXES)} (got {suffix or 'no suffix'}).", field="data"
+        )
     _check_size(path, label, policy, "data")
     frame = _read_csv(path, label, policy) if suffix == ".csv" else _read_parquet(path, label, policy)
     _check_frame(frame, label, policy)
@@ -584,12 +622,21 @@ def read_data(path, *, name: str | None = None, policy: Policy = Policy()) -> pd
 def _read_csv(path: str, label: str, policy: Policy) -> pd.DataFrame:
     with open(path, "rb") as fh:
         head = fh.read(64 * 1024)
-    kind = ("an Excel workbook (.xlsx)" if head.startswith(b"PK\x03\x04") else
-            "an old Excel workbook (.xls)" if head.startswith(b"\xd0\xcf\x11\xe0") else
-            "a binary file (it contains NUL bytes; UTF-16 text does too)" if b"\x00" in head else None)
+    kind = (
+        "an Excel workbook (.xlsx)"
+        if head.startswith(b"PK\x03\x04")
+        else "an old Excel workbook (.xls)"
+        if head.startswith(b"\xd0\xcf\x11\xe0")
+        else "a binary file (it contains NUL bytes; UTF-16 text does too)"
+        if b"\x00" in head
+        else None
+    )
     if kind:
-        raise LoadError(f"{label} looks like {kind}, not a CSV file; export it as CSV (UTF-8), e.g. "
-                        f"in Excel with File > Save As > 'CSV UTF-8'.", field="data")
+        raise LoadError(
+            f"{label} looks like {kind}, not a CSV file; export it as CSV (UTF-8), e.g. "
+            f"in Excel with File > Save As > 'CSV UTF-8'.",
+            field="data",
+        )
     _check_utf8(path, label)
     with open(path, encoding="utf-8-sig", newline="") as fh:
         try:
@@ -600,15 +647,19 @@ def _read_csv(path: str, label: str, policy: Policy) -> pd.DataFrame:
         raise LoadError(f"{label} has no header line; the first line must name the columns.", field="data")
     _check_names(header, label, policy)
     try:
-        frame = pd.read_csv(path, encoding="utf-8-sig", engine="c", on_bad_lines="error",
-                            nrows=policy.max_rows + 1, low_memory=False)
+        frame = pd.read_csv(
+            path, encoding="utf-8-sig", engine="c", on_bad_lines="error", nrows=policy.max_rows + 1, low_memory=False
+        )
     except pd.errors.ParserError as exc:
         found = re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", str(exc))
         if found:
             expected, line, saw = found.groups()
-            raise LoadError(f"{label}: line {line} has {saw} fields but the header has {expected}. "
-                            f"Check for an unquoted comma in a value (quote it: \"a, b\") or a "
-                            f"missing header name.", field="data") from exc
+            raise LoadError(
+                f"{label}: line {line} has {saw} fields but the header has {expected}. "
+                f'Check for an unquoted comma in a value (quote it: "a, b") or a '
+                f"missing header name.",
+                field="data",
+            ) from exc
         raise LoadError(f"{label} cannot be parsed as CSV ({_short(exc)}).", field="data") from exc
     except (pd.errors.EmptyDataError, ValueError) as exc:
         raise LoadError(f"{label} cannot be parsed as CSV ({_short(exc)}).", field="data") from exc
@@ -627,10 +678,12 @@ def _check_utf8(path: str, label: str) -> None:
             except UnicodeDecodeError as exc:
                 pos = offset - pending + exc.start
                 line = lines + chunk[: max(exc.start - pending, 0)].count(b"\n") + 1
-                raise LoadError(f"{label} is not UTF-8 text: byte {pos} (0x{exc.object[exc.start]:02x}, "
-                                f"line {line}) is invalid. Re-save the file as CSV UTF-8 (in Excel: "
-                                f"'CSV UTF-8'; in pandas: to_csv(..., encoding='utf-8')).",
-                                field="data") from exc
+                raise LoadError(
+                    f"{label} is not UTF-8 text: byte {pos} (0x{exc.object[exc.start]:02x}, "
+                    f"line {line}) is invalid. Re-save the file as CSV UTF-8 (in Excel: "
+                    f"'CSV UTF-8'; in pandas: to_csv(..., encoding='utf-8')).",
+                    field="data",
+                ) from exc
             if not chunk:
                 return
             offset += len(chunk)
@@ -648,25 +701,35 @@ def _read_parquet(path: str, label: str, policy: Policy) -> pd.DataFrame:
     try:
         schema = pf.schema_arrow
         if pf.metadata.num_rows > policy.max_rows:
-            raise LoadError(f"{label} has {pf.metadata.num_rows} rows; this server accepts at most "
-                            f"{policy.max_rows}. Upload a sample of the rows.", field="data")
+            raise LoadError(
+                f"{label} has {pf.metadata.num_rows} rows; this server accepts at most "
+                f"{policy.max_rows}. Upload a sample of the rows.",
+                field="data",
+            )
         _check_names(list(schema.names), label, policy)
         nested = [f.name for f in schema if pa.types.is_nested(f.type)]
         if nested:
-            raise LoadError(f"{label} has nested (list/struct/map) columns {nested[:10]}; flatten "
-                            f"them into plain columns.", field="data")
+            raise LoadError(
+                f"{label} has nested (list/struct/map) columns {nested[:10]}; flatten them into plain columns.",
+                field="data",
+            )
         expanded, allowed = _parquet_in_memory(pf), PARQUET_EXPANSION * policy.max_bytes
         if expanded > allowed:
-            raise LoadError(f"{label} would take about {expanded / 2**20:,.0f} MiB once decompressed, more "
-                            f"than this server reads from one file ({allowed / 2**20:,.0f} MiB, "
-                            f"{PARQUET_EXPANSION} x the upload limit). Upload fewer rows or columns.",
-                            field="data")
+            raise LoadError(
+                f"{label} would take about {expanded / 2**20:,.0f} MiB once decompressed, more "
+                f"than this server reads from one file ({allowed / 2**20:,.0f} MiB, "
+                f"{PARQUET_EXPANSION} x the upload limit). Upload fewer rows or columns.",
+                field="data",
+            )
         try:
             return pf.read().to_pandas()
         except Exception as exc:
             if isinstance(exc, MemoryError) or "malloc" in str(exc):
-                raise LoadError(f"{label} needs more memory to read than this server allows per file; "
-                                f"upload fewer rows or columns.", field="data") from exc
+                raise LoadError(
+                    f"{label} needs more memory to read than this server allows per file; "
+                    f"upload fewer rows or columns.",
+                    field="data",
+                ) from exc
             raise LoadError(f"{label} could not be read as Parquet ({_short(exc)}).", field="data") from exc
     finally:
         pf.close()
@@ -679,8 +742,14 @@ def _parquet_in_memory(pf) -> int:
 
     meta = pf.metadata
     total = meta.num_rows * meta.num_columns * 8
-    text = {j for j, f in enumerate(pf.schema_arrow) if pa.types.is_string(f.type) or pa.types.is_binary(f.type)
-            or pa.types.is_large_string(f.type) or pa.types.is_large_binary(f.type)}
+    text = {
+        j
+        for j, f in enumerate(pf.schema_arrow)
+        if pa.types.is_string(f.type)
+        or pa.types.is_binary(f.type)
+        or pa.types.is_large_string(f.type)
+        or pa.types.is_large_binary(f.type)
+    }
     for g in range(meta.num_row_groups):
         group = meta.row_group(g)
         total += sum(group.column(j).total_uncompressed_size for j in range(group.num_columns) if j in text)
@@ -689,32 +758,43 @@ def _parquet_in_memory(pf) -> int:
 
 def _check_names(names: list, label: str, policy: Policy) -> None:
     if len(names) > policy.max_columns:
-        raise LoadError(f"{label} has {len(names)} columns; this server accepts at most "
-                        f"{policy.max_columns}. Keep the model's input columns and the target.",
-                        field="data")
+        raise LoadError(
+            f"{label} has {len(names)} columns; this server accepts at most "
+            f"{policy.max_columns}. Keep the model's input columns and the target.",
+            field="data",
+        )
     blank = [j + 1 for j, n in enumerate(names) if not str(n).strip() or re.fullmatch(r"Unnamed: \d+", str(n))]
     if blank:
-        raise LoadError(f"{label}: column(s) {blank[:10]} have no name in the header. Name every "
-                        f"column; a leading unnamed column is usually a row index saved by pandas "
-                        f"(save with to_csv(..., index=False)).", field="data")
+        raise LoadError(
+            f"{label}: column(s) {blank[:10]} have no name in the header. Name every "
+            f"column; a leading unnamed column is usually a row index saved by pandas "
+            f"(save with to_csv(..., index=False)).",
+            field="data",
+        )
     counts = pd.Series([str(n) for n in names]).value_counts()
     duplicated = counts[counts > 1].index.tolist()
     if duplicated:
-        raise LoadError(f"{label} has duplicated column names {duplicated[:10]}; each column needs "
-                        f"its own name.", field="data")
+        raise LoadError(
+            f"{label} has duplicated column names {duplicated[:10]}; each column needs its own name.", field="data"
+        )
 
 
 def _check_frame(frame: pd.DataFrame, label: str, policy: Policy) -> None:
     if len(frame) == 0:
         raise LoadError(f"{label} has a header but no data rows.", field="data")
     if len(frame) > policy.max_rows:
-        raise LoadError(f"{label} has more than {policy.max_rows} rows, the most this server accepts; "
-                        f"upload a sample of the rows.", field="data")
+        raise LoadError(
+            f"{label} has more than {policy.max_rows} rows, the most this server accepts; upload a sample of the rows.",
+            field="data",
+        )
     _check_names(list(frame.columns), label, policy)
     empty = frame.columns[frame.isna().all().to_numpy()].tolist()
     if empty:
-        raise LoadError(f"{label}: column(s) {[str(c) for c in empty[:10]]} have no values (all "
-                        f"missing); delete them or fill them in.", field="data")
+        raise LoadError(
+            f"{label}: column(s) {[str(c) for c in empty[:10]]} have no values (all "
+            f"missing); delete them or fill them in.",
+            field="data",
+        )
 
 
 # --- model and data together ----------------------------------------------------------------
@@ -735,8 +815,7 @@ def check_model_data(model, data: pd.DataFrame, target, *, name: str = "model") 
         hint = _close_matches(target, columns, n=3)
         maybe = f" Did you mean {', '.join(repr(h) for h in hint)}?" if hint else ""
         shown = columns[:20] + (["..."] if len(columns) > 20 else [])
-        raise LoadError(f"The target column {target!r} is not in {where}.{maybe} Columns: {shown}.",
-                        field="target")
+        raise LoadError(f"The target column {target!r} is not in {where}.{maybe} Columns: {shown}.", field="target")
     if len(data) < 2:
         raise LoadError(f"{where} has {len(data)} row; at least 2 are needed.", field="data")
     notes: list[str] = []
@@ -745,8 +824,11 @@ def check_model_data(model, data: pd.DataFrame, target, *, name: str = "model") 
     if names is not None:
         names = list(names)
         if target in names:
-            raise LoadError(f"{target!r} is an input column of {name}, so it cannot be the target; "
-                            f"choose the column {name} predicts.", field="target")
+            raise LoadError(
+                f"{target!r} is an input column of {name}, so it cannot be the target; "
+                f"choose the column {name} predicts.",
+                field="target",
+            )
         missing = [c for c in names if c not in data.columns]
         if missing:
             more = f" and {len(missing) - 10} more" if len(missing) > 10 else ""
@@ -756,9 +838,11 @@ def check_model_data(model, data: pd.DataFrame, target, *, name: str = "model") 
                 if close:
                     hints.append(f"{close[0]!r} for {col!r}")
             maybe = f" (did you mean {', '.join(hints)}?)" if hints else ""
-            raise LoadError(f"{where} lacks {len(missing)} column(s) that {name} was trained on: "
-                            f"{missing[:10]}{more}{maybe}. Column names must match exactly.",
-                            field="data")
+            raise LoadError(
+                f"{where} lacks {len(missing)} column(s) that {name} was trained on: "
+                f"{missing[:10]}{more}{maybe}. Column names must match exactly.",
+                field="data",
+            )
         X = data[names]
     else:
         cols = [c for c in columns if c != target]
@@ -766,25 +850,34 @@ def check_model_data(model, data: pd.DataFrame, target, *, name: str = "model") 
         if n_in is not None:
             as_frame = False
             if len(cols) != n_in:
-                raise LoadError(f"{name} expects {n_in} input columns but {where} has {len(cols)} "
-                                f"besides the target {target!r}. {name} does not record column names, "
-                                f"so the data must hold exactly its inputs, in training order.",
-                                field="data")
+                raise LoadError(
+                    f"{name} expects {n_in} input columns but {where} has {len(cols)} "
+                    f"besides the target {target!r}. {name} does not record column names, "
+                    f"so the data must hold exactly its inputs, in training order.",
+                    field="data",
+                )
             shown = [str(c) for c in cols[:10]] + (["..."] if len(cols) > 10 else [])
-            notes.append(f"{name} does not record its input column names; the {n_in} columns of "
-                         f"{where} other than {target!r} are used in file order: {shown}.")
+            notes.append(
+                f"{name} does not record its input column names; the {n_in} columns of "
+                f"{where} other than {target!r} are used in file order: {shown}."
+            )
         X = data[cols]
     counts = X.isna().sum()
     counts = counts[counts > 0]
     if len(counts):
         listed = ", ".join(f"{c!r} ({n} row{'s' if n > 1 else ''})" for c, n in counts.head(10).items())
-        raise LoadError(f"{where} has missing values in {len(counts)} input column(s): {listed}. "
-                        f"Fill them or drop those rows.", field="data")
+        raise LoadError(
+            f"{where} has missing values in {len(counts)} input column(s): {listed}. Fill them or drop those rows.",
+            field="data",
+        )
     y = data[target]
     if y.isna().any():
         first = y.index[y.isna().to_numpy()][0]
-        raise LoadError(f"The target column {target!r} has {int(y.isna().sum())} missing value(s) "
-                        f"(first in row {first!r}); drop those rows.", field="target")
+        raise LoadError(
+            f"The target column {target!r} has {int(y.isna().sum())} missing value(s) "
+            f"(first in row {first!r}); drop those rows.",
+            field="target",
+        )
     y = _check_target(model, y, target, name, where)
     _check_prediction(model, X, as_frame, y, name, where)
     X.attrs["notes"] = notes  # X is a new frame (copy-on-write): data.attrs is untouched
@@ -794,32 +887,41 @@ def check_model_data(model, data: pd.DataFrame, target, *, name: str = "model") 
 def _check_target(model, y: pd.Series, target, name: str, where: str) -> pd.Series:
     if infer_task(model, y) == "regression":
         if not pd.api.types.is_numeric_dtype(y.dtype) or pd.api.types.is_bool_dtype(y.dtype):
-            raise LoadError(f"{name} is a regressor, so the target must be numeric, but {target!r} in "
-                            f"{where} holds text (e.g. {y.iloc[0]!r}): it looks like a class label. "
-                            f"Choose a numeric target, or upload a classifier.", field="target")
+            raise LoadError(
+                f"{name} is a regressor, so the target must be numeric, but {target!r} in "
+                f"{where} holds text (e.g. {y.iloc[0]!r}): it looks like a class label. "
+                f"Choose a numeric target, or upload a classifier.",
+                field="target",
+            )
         values = y.astype(float)
         if not np.isfinite(values.to_numpy()).all():
-            raise LoadError(f"The target column {target!r} has infinite values; fix those rows.",
-                            field="target")
+            raise LoadError(f"The target column {target!r} has infinite values; fix those rows.", field="target")
         return values
     try:
         classes = getattr(model, "classes_", None)
     except ModelError as exc:
         raise LoadError(str(exc), field="model") from exc
     if classes is None:
-        raise LoadError(f"{name} has predict_proba but no classes_, so its probability columns "
-                        f"cannot be matched to labels.", field="model")
+        raise LoadError(
+            f"{name} has predict_proba but no classes_, so its probability columns cannot be matched to labels.",
+            field="model",
+        )
     classes = np.asarray(classes)
     codes = _label_codes(y, classes)
     if (codes < 0).any():
         unknown = pd.unique(y.to_numpy()[codes < 0])[:5].tolist()
-        raise LoadError(f"The target column {target!r} holds labels that {name} does not know: "
-                        f"{unknown}; its classes are {classes.tolist()[:20]}. Choose the column the "
-                        f"model was trained to predict, or check the labels' spelling.", field="target")
+        raise LoadError(
+            f"The target column {target!r} holds labels that {name} does not know: "
+            f"{unknown}; its classes are {classes.tolist()[:20]}. Choose the column the "
+            f"model was trained to predict, or check the labels' spelling.",
+            field="target",
+        )
     if len(np.unique(codes)) < 2:
-        raise LoadError(f"The target column {target!r} has a single class ({y.iloc[0]!r}) in {where}; "
-                        f"importance for a classifier needs at least two classes in the data.",
-                        field="target")
+        raise LoadError(
+            f"The target column {target!r} has a single class ({y.iloc[0]!r}) in {where}; "
+            f"importance for a classifier needs at least two classes in the data.",
+            field="target",
+        )
     return pd.Series(classes[codes], index=y.index, name=y.name)
 
 
@@ -850,17 +952,21 @@ def _check_prediction(model, X: pd.DataFrame, as_frame: bool, y: pd.Series, name
             out = np.asarray(model.predict_proba(block) if proba else model.predict(block))
     except Exception as exc:
         detail = str(exc) if isinstance(exc, ModelError) else f"{type(exc).__name__}: {_short(exc)}"
-        raise LoadError(f"{name} failed to predict on {k} rows of {where}: {detail}",
-                        field="model") from exc
+        raise LoadError(f"{name} failed to predict on {k} rows of {where}: {detail}", field="model") from exc
     expected = (k, len(model.classes_)) if proba else (k,)
     if out.ndim == 2 and out.shape[1] == 1 and expected == (k,):
         out = out[:, 0]
     if out.shape != expected:
-        raise LoadError(f"{name} returned an array of shape {out.shape} for {k} rows of {where}; "
-                        f"expected {expected}.", field="model")
+        raise LoadError(
+            f"{name} returned an array of shape {out.shape} for {k} rows of {where}; expected {expected}.",
+            field="model",
+        )
     if infer_task(model, y) == "regression" and not pd.api.types.is_numeric_dtype(out.dtype):
-        raise LoadError(f"{name} predicts {out.dtype} values (e.g. {out[0]!r}) but has no classes_; "
-                        f"a regressor must predict numbers.", field="model")
+        raise LoadError(
+            f"{name} predicts {out.dtype} values (e.g. {out[0]!r}) but has no classes_; "
+            f"a regressor must predict numbers.",
+            field="model",
+        )
 
 
 # --- small helpers -------------------------------------------------------------------------
@@ -887,9 +993,12 @@ def _check_size(path: str, label: str, policy: Policy, field: str) -> int:
     if size == 0:
         raise LoadError(f"{label} is empty (0 bytes); upload the file again.", field=field)
     if size > policy.max_bytes:
-        raise LoadError(f"{label} is {size / 2**20:.1f} MB; this server accepts files up to "
-                        f"{policy.max_bytes / 2**20:.0f} MB. Upload a sample of the rows or a smaller "
-                        f"file.", field=field)
+        raise LoadError(
+            f"{label} is {size / 2**20:.1f} MB; this server accepts files up to "
+            f"{policy.max_bytes / 2**20:.0f} MB. Upload a sample of the rows or a smaller "
+            f"file.",
+            field=field,
+        )
     return size
 
 

@@ -67,49 +67,105 @@ _CHUNK = 1 << 20
 
 # Loaders of the current skops protocol (skops.io._*.NODE_TYPE_MAPPING). A schema naming any
 # other loader is refused before skops sees it.
-KNOWN_LOADERS = frozenset({
-    "DictNode", "DefaultDictNode", "ListNode", "SetNode", "TupleNode", "BytesNode",
-    "BytearrayNode", "SliceNode", "FunctionNode", "MethodNode", "PartialNode", "TypeNode",
-    "ConstructorFromReduceNode", "ObjectNode", "JsonNode", "OperatorFuncNode", "CachedNode",
-    "NdArrayNode", "MaskedArrayNode", "DTypeNode", "RandomStateNode", "RandomGeneratorNode",
-    "SparseMatrixNode", "LossNode", "TreeNode",
-})
+KNOWN_LOADERS = frozenset(
+    {
+        "DictNode",
+        "DefaultDictNode",
+        "ListNode",
+        "SetNode",
+        "TupleNode",
+        "BytesNode",
+        "BytearrayNode",
+        "SliceNode",
+        "FunctionNode",
+        "MethodNode",
+        "PartialNode",
+        "TypeNode",
+        "ConstructorFromReduceNode",
+        "ObjectNode",
+        "JsonNode",
+        "OperatorFuncNode",
+        "CachedNode",
+        "NdArrayNode",
+        "MaskedArrayNode",
+        "DTypeNode",
+        "RandomStateNode",
+        "RandomGeneratorNode",
+        "SparseMatrixNode",
+        "LossNode",
+        "TreeNode",
+    }
+)
 
 # Private scikit-learn classes that fitted models of the usual kinds hold as attributes, found
 # by dumping such models with skops.io.dump and listing every type in the schema (see
 # tests/test_model_trust.py). Each is either plain data, or validated by check_model.
 _SKLEARN_INTERNAL = (
-    ("sklearn._loss.link", ("IdentityLink", "Interval", "LogLink", "LogitLink", "HalfLogitLink",
-                            "MultinomialLogit")),
-    ("sklearn._loss.loss", ("HalfSquaredError", "AbsoluteError", "PinballLoss", "HuberLoss",
-                            "HalfPoissonLoss", "HalfGammaLoss", "HalfTweedieLoss",
-                            "HalfTweedieLossIdentity", "HalfBinomialLoss", "ExponentialLoss",
-                            "HalfMultinomialLoss")),
+    ("sklearn._loss.link", ("IdentityLink", "Interval", "LogLink", "LogitLink", "HalfLogitLink", "MultinomialLogit")),
+    (
+        "sklearn._loss.loss",
+        (
+            "HalfSquaredError",
+            "AbsoluteError",
+            "PinballLoss",
+            "HuberLoss",
+            "HalfPoissonLoss",
+            "HalfGammaLoss",
+            "HalfTweedieLoss",
+            "HalfTweedieLossIdentity",
+            "HalfBinomialLoss",
+            "ExponentialLoss",
+            "HalfMultinomialLoss",
+        ),
+    ),
     ("sklearn.ensemble._hist_gradient_boosting.binning", ("_BinMapper",)),
     ("sklearn.ensemble._hist_gradient_boosting.predictor", ("TreePredictor",)),
     ("sklearn.compose._column_transformer", ("make_column_selector",)),
     ("sklearn.neural_network._stochastic_optimizers", ("AdamOptimizer", "SGDOptimizer")),
     ("sklearn.neighbors._kd_tree", ("KDTree",)),
     ("sklearn.neighbors._ball_tree", ("BallTree",)),
-    ("sklearn.metrics._dist_metrics", ("EuclideanDistance64", "ManhattanDistance64",
-                                       "ChebyshevDistance64", "MinkowskiDistance64")),
+    (
+        "sklearn.metrics._dist_metrics",
+        ("EuclideanDistance64", "ManhattanDistance64", "ChebyshevDistance64", "MinkowskiDistance64"),
+    ),
 )
 # Cython losses that skops' LossNode rebuilds by calling the class with arguments from the file.
 _SKLEARN_LOSSES = (
-    ("sklearn._loss._loss", ("CyHalfSquaredError", "CyAbsoluteError", "CyPinballLoss",
-                             "CyHuberLoss", "CyHalfPoissonLoss", "CyHalfGammaLoss",
-                             "CyHalfTweedieLoss", "CyHalfTweedieLossIdentity",
-                             "CyHalfBinomialLoss", "CyExponentialLoss", "CyHalfMultinomialLoss")),
-    ("sklearn.linear_model._sgd_fast", ("Hinge", "ModifiedHuber", "SquaredHinge", "EpsilonInsensitive",
-                                        "SquaredEpsilonInsensitive", "Huber", "Log", "SquaredLoss")),
+    (
+        "sklearn._loss._loss",
+        (
+            "CyHalfSquaredError",
+            "CyAbsoluteError",
+            "CyPinballLoss",
+            "CyHuberLoss",
+            "CyHalfPoissonLoss",
+            "CyHalfGammaLoss",
+            "CyHalfTweedieLoss",
+            "CyHalfTweedieLossIdentity",
+            "CyHalfBinomialLoss",
+            "CyExponentialLoss",
+            "CyHalfMultinomialLoss",
+        ),
+    ),
+    (
+        "sklearn.linear_model._sgd_fast",
+        (
+            "Hinge",
+            "ModifiedHuber",
+            "SquaredHinge",
+            "EpsilonInsensitive",
+            "SquaredEpsilonInsensitive",
+            "Huber",
+            "Log",
+            "SquaredLoss",
+        ),
+    ),
 )
 _SCIPY_SPARSE = ("csr_matrix", "csc_matrix", "coo_matrix", "csr_array", "csc_array", "coo_array")
 _FUNCTIONS = ("sklearn.utils.validation.check_array",)
 # Builtin classes used as values (dtype=int, dtype=object, dict key types).
-_BUILTIN_VALUE_TYPES = ("int", "float", "str", "bool", "complex", "bytes", "object", "list",
-                        "tuple", "set", "map")
-_METRIC_CLASSES = ("EuclideanDistance64", "ManhattanDistance64", "ChebyshevDistance64",
-                   "MinkowskiDistance64")
+_BUILTIN_VALUE_TYPES = ("int", "float", "str", "bool", "complex", "bytes", "object", "list", "tuple", "set", "map")
+_METRIC_CLASSES = ("EuclideanDistance64", "ManhattanDistance64", "ChebyshevDistance64", "MinkowskiDistance64")
 
 
 class ModelFileError(ValueError):
@@ -151,8 +207,7 @@ def sklearn_estimator_types() -> set[str]:
 
 
 def _numpy_scalar_types() -> set[str]:
-    return {_type_name(obj) for obj in vars(np).values()
-            if isinstance(obj, type) and issubclass(obj, np.generic)}
+    return {_type_name(obj) for obj in vars(np).values() if isinstance(obj, type) and issubclass(obj, np.generic)}
 
 
 @functools.cache
@@ -180,8 +235,7 @@ def allow_list() -> dict[str, frozenset[str]]:
         "SliceNode": {"builtins.slice"},
         "BytesNode": {"builtins.bytes"},
         "BytearrayNode": {"builtins.bytearray"},
-        "JsonNode": {"builtins.str", "builtins.int", "builtins.float", "builtins.bool",
-                     "builtins.NoneType"},
+        "JsonNode": {"builtins.str", "builtins.int", "builtins.float", "builtins.bool", "builtins.NoneType"},
         "FunctionNode": set(_FUNCTIONS),
         "PartialNode": {"functools.partial"},
     }
@@ -203,7 +257,7 @@ class Inspection:
 
     schema: dict
     types: dict[str, frozenset[str]]  # type name -> loaders that build it
-    refused: tuple[str, ...]          # names not on the allow-list (with the loaders used)
+    refused: tuple[str, ...]  # names not on the allow-list (with the loaders used)
 
     @property
     def allowed(self) -> list[str]:
@@ -222,25 +276,30 @@ def inspect_skops(path: str, label: str, *, limit: int) -> Inspection:
     except ModelFileError:
         raise
     except Exception as exc:
-        raise ModelFileError(f"{label} is not a valid .skops file ({type(exc).__name__}: "
-                             f"{_first_line(exc)}).") from exc
+        raise ModelFileError(f"{label} is not a valid .skops file ({type(exc).__name__}: {_first_line(exc)}).") from exc
     read = 0
     for member, count in references.items():
         if member not in sizes:
-            raise ModelFileError(f"{label} is not a valid .skops file: its schema refers to "
-                                 f"{member!r}, which the archive does not contain.")
+            raise ModelFileError(
+                f"{label} is not a valid .skops file: its schema refers to "
+                f"{member!r}, which the archive does not contain."
+            )
         read += sizes[member] * count
     if read > limit:
-        raise ModelFileError(f"{label} makes the loader read {read / 2**20:.0f} MB (members "
-                             f"named several times by its schema), more than this server accepts "
-                             f"({limit / 2**20:.0f} MB).")
+        raise ModelFileError(
+            f"{label} makes the loader read {read / 2**20:.0f} MB (members "
+            f"named several times by its schema), more than this server accepts "
+            f"({limit / 2**20:.0f} MB)."
+        )
     refused = tuple(sorted(name for name, loaders in types.items() if not is_allowed(name, loaders)))
     return Inspection(schema=schema, types=types, refused=refused)
 
 
 def _read_archive(path: str, label: str, limit: int) -> tuple[dict, dict[str, int]]:
-    bad = ModelFileError(f"{label} is not a valid .skops file (it is not a skops zip archive); save "
-                         f"the model with skops.io.dump(model, 'model.skops').")
+    bad = ModelFileError(
+        f"{label} is not a valid .skops file (it is not a skops zip archive); save "
+        f"the model with skops.io.dump(model, 'model.skops')."
+    )
     if not zipfile.is_zipfile(path):
         raise bad
     with zipfile.ZipFile(path) as archive:
@@ -249,18 +308,22 @@ def _read_archive(path: str, label: str, limit: int) -> tuple[dict, dict[str, in
         if "schema.json" not in names:
             raise bad
         if len(infos) > MAX_MEMBERS or len(set(names)) != len(names):
-            raise ModelFileError(f"{label} is not a valid .skops file: it has "
-                                 f"{'duplicated' if len(infos) <= MAX_MEMBERS else 'too many'} "
-                                 f"members.")
+            raise ModelFileError(
+                f"{label} is not a valid .skops file: it has "
+                f"{'duplicated' if len(infos) <= MAX_MEMBERS else 'too many'} "
+                f"members."
+            )
         for info in infos:
             if info.flag_bits & 0x1:
-                raise ModelFileError(f"{label} has an encrypted member ({info.filename!r}); "
-                                     f"upload an unencrypted skops file.")
+                raise ModelFileError(
+                    f"{label} has an encrypted member ({info.filename!r}); upload an unencrypted skops file."
+                )
             if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
                 raise ModelFileError(
                     f"{label} uses a compression this server does not unpack (member "
                     f"{info.filename!r}, method {info.compress_type}); save it with "
-                    f"skops.io.dump(model, path) or compression=zipfile.ZIP_DEFLATED.")
+                    f"skops.io.dump(model, path) or compression=zipfile.ZIP_DEFLATED."
+                )
         declared = sum(info.file_size for info in infos)
         if declared > limit:
             raise _too_big(label, declared, limit)
@@ -279,9 +342,11 @@ def _read_archive(path: str, label: str, limit: int) -> tuple[dict, dict[str, in
         raise bad
     protocol = schema.get("protocol")
     if isinstance(protocol, bool) or protocol not in SKOPS_PROTOCOLS:
-        raise ModelFileError(f"{label} was written with skops protocol {protocol!r}; this server "
-                             f"reads protocols {', '.join(map(str, SKOPS_PROTOCOLS))}. Save the model "
-                             f"again with a recent skops.")
+        raise ModelFileError(
+            f"{label} was written with skops protocol {protocol!r}; this server "
+            f"reads protocols {', '.join(map(str, SKOPS_PROTOCOLS))}. Save the model "
+            f"again with a recent skops."
+        )
     return schema, {info.filename: info.file_size for info in infos}
 
 
@@ -298,9 +363,11 @@ class _Budget:
 
 
 def _too_big(label: str, size: int, limit: int, more: bool = False) -> ModelFileError:
-    return ModelFileError(f"{label} unpacks to {'more than ' if more else ''}{size / 2**20:.0f} MB, "
-                          f"more than this server accepts ({limit / 2**20:.0f} MB, the upload "
-                          f"limit).")
+    return ModelFileError(
+        f"{label} unpacks to {'more than ' if more else ''}{size / 2**20:.0f} MB, "
+        f"more than this server accepts ({limit / 2**20:.0f} MB, the upload "
+        f"limit)."
+    )
 
 
 def _drain(stream, budget: _Budget) -> None:
@@ -325,15 +392,17 @@ def _check_npy(stream, info: zipfile.ZipInfo, budget: _Budget, label: str) -> No
         else:  # 3.0 (unicode field names): same header, no public reader
             shape, _, dtype = npformat._read_array_header(buffer, version)
     except Exception as exc:
-        raise ModelFileError(f"{label}: member {info.filename!r} is not a valid .npy array "
-                             f"({_first_line(exc)}).") from exc
+        raise ModelFileError(
+            f"{label}: member {info.filename!r} is not a valid .npy array ({_first_line(exc)})."
+        ) from exc
     if dtype.hasobject:
-        raise ModelFileError(f"{label}: member {info.filename!r} holds Python objects, which "
-                             f"skops never writes.")
+        raise ModelFileError(f"{label}: member {info.filename!r} holds Python objects, which skops never writes.")
     declared = int(np.prod(shape, dtype=object)) * dtype.itemsize
     if declared != info.file_size - buffer.tell():
-        raise ModelFileError(f"{label}: member {info.filename!r} declares an array of {declared} "
-                             f"bytes but holds {info.file_size - buffer.tell()}.")
+        raise ModelFileError(
+            f"{label}: member {info.filename!r} declares an array of {declared} "
+            f"bytes but holds {info.file_size - buffer.tell()}."
+        )
     _drain(stream, budget)
 
 
@@ -351,8 +420,7 @@ def _check_inner_zip(fileobj, name: str, budget: _Budget) -> None:
     with zipfile.ZipFile(fileobj) as inner:
         for info in inner.infolist():
             if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
-                raise ModelFileError(f"{budget.label}: member {name!r} uses an unsupported "
-                                     f"compression.")
+                raise ModelFileError(f"{budget.label}: member {name!r} uses an unsupported compression.")
             with inner.open(info) as member:
                 _drain(member, budget)
 
@@ -365,8 +433,9 @@ def _schema_types(schema: dict, label: str) -> tuple[dict[str, frozenset[str]], 
     while stack:
         item, depth = stack.pop()
         if depth > MAX_SCHEMA_DEPTH:
-            raise ModelFileError(f"{label} is not a valid .skops file: its schema is nested more "
-                                 f"than {MAX_SCHEMA_DEPTH} levels deep.")
+            raise ModelFileError(
+                f"{label} is not a valid .skops file: its schema is nested more than {MAX_SCHEMA_DEPTH} levels deep."
+            )
         if isinstance(item, list):
             stack.extend((value, depth + 1) for value in item)
             continue
@@ -376,12 +445,15 @@ def _schema_types(schema: dict, label: str) -> tuple[dict[str, frozenset[str]], 
             name, loader = _node_type(item, label)
             types.setdefault(name, set()).add(loader)
             if "__id__" in item and (not isinstance(item["__id__"], int) or isinstance(item["__id__"], bool)):
-                raise ModelFileError(f"{label} is not a valid .skops file: a node of type {name} "
-                                     f"has a non-integer __id__.")
+                raise ModelFileError(
+                    f"{label} is not a valid .skops file: a node of type {name} has a non-integer __id__."
+                )
             if "file" in item:
                 if not isinstance(item["file"], str):
-                    raise ModelFileError(f"{label} is not a valid .skops file: a node of type "
-                                         f"{name} names its data file with a {type(item['file']).__name__}.")
+                    raise ModelFileError(
+                        f"{label} is not a valid .skops file: a node of type "
+                        f"{name} names its data file with a {type(item['file']).__name__}."
+                    )
                 references[item["file"]] = references.get(item["file"], 0) + 1
         stack.extend((value, depth + 1) for value in item.values())
     return {name: frozenset(loaders) for name, loaders in types.items()}, references
@@ -392,12 +464,14 @@ def _node_type(node: dict, label: str) -> tuple[str, str]:
     wrong = [key for key, value in fields.items() if not isinstance(value, str) or not value]
     if wrong:
         shown = ", ".join(f"{key} is {type(fields[key]).__name__}" for key in wrong)
-        raise ModelFileError(f"{label} is not a valid .skops file: a schema node's type fields "
-                             f"must be non-empty text ({shown}).")
+        raise ModelFileError(
+            f"{label} is not a valid .skops file: a schema node's type fields must be non-empty text ({shown})."
+        )
     loader = fields["__loader__"]
     if loader not in KNOWN_LOADERS:
-        raise ModelFileError(f"{label} is not a valid .skops file: unknown loader {loader[:80]!r} "
-                             f"(saved with another skops version?).")
+        raise ModelFileError(
+            f"{label} is not a valid .skops file: unknown loader {loader[:80]!r} (saved with another skops version?)."
+        )
     name = f"{fields['__module__']}.{fields['__class__']}"
     if loader == "MethodNode":  # a bound method: skops names it owner type + method
         content = node.get("content")
@@ -427,8 +501,9 @@ def check_model(model, label: str) -> None:
     except ModelFileError:
         raise
     except Exception as exc:
-        raise ModelFileError(f"{label} holds a model whose internal arrays are inconsistent "
-                             f"({type(exc).__name__}: {_first_line(exc)}).") from exc
+        raise ModelFileError(
+            f"{label} holds a model whose internal arrays are inconsistent ({type(exc).__name__}: {_first_line(exc)})."
+        ) from exc
 
 
 def _objects(root):
@@ -483,7 +558,8 @@ def _check_all(model, label: str) -> None:
         if isinstance(obj, BaseDecisionTree) and "tree_" in _attrs(obj):  # fitted
             _check_tree_owner(obj, label)
         if isinstance(obj, (BaseForest, BaseGradientBoosting, BaseBagging)) or (
-                isinstance(obj, BaseEnsemble) and "estimators_" in _attrs(obj)):
+            isinstance(obj, BaseEnsemble) and "estimators_" in _attrs(obj)
+        ):
             _check_ensemble(obj, label, bagging=isinstance(obj, BaseBagging))
         if isinstance(obj, BaseGradientBoosting):
             boosting.append(obj)
@@ -505,16 +581,17 @@ def _attrs(obj) -> dict:
 
 
 def _fail(label: str, what: str, problem: str) -> ModelFileError:
-    return ModelFileError(f"{label} is refused: {what} {problem}. The file was altered or damaged; "
-                          f"save the model again with skops.io.dump.")
+    return ModelFileError(
+        f"{label} is refused: {what} {problem}. The file was altered or damaged; "
+        f"save the model again with skops.io.dump."
+    )
 
 
 def _n_features_in(obj, label: str, what: str) -> int:
     n = _attrs(obj).get("n_features_in_")
     if isinstance(n, (int, np.integer)) and not isinstance(n, bool) and n >= 1:
         return int(n)
-    raise _fail(label, what, f"has no valid n_features_in_ (got {n!r}); scikit-learn would not "
-                             f"check the input width")
+    raise _fail(label, what, f"has no valid n_features_in_ (got {n!r}); scikit-learn would not check the input width")
 
 
 def _check_children(left: np.ndarray, right: np.ndarray, internal: np.ndarray, label: str, what: str) -> None:
@@ -525,13 +602,16 @@ def _check_children(left: np.ndarray, right: np.ndarray, internal: np.ndarray, l
     kids = np.concatenate([left[internal], right[internal]]).astype(np.int64, copy=False)
     if kids.size and (kids.min() < 1 or kids.max() >= n):
         bad = int(kids[(kids < 1) | (kids >= n)][0])
-        raise _fail(label, what, f"has a child index {bad} outside 1..{n - 1} (the root cannot be "
-                                 f"a child)")
+        raise _fail(label, what, f"has a child index {bad} outside 1..{n - 1} (the root cannot be a child)")
     parents = np.bincount(kids, minlength=n) if kids.size else np.zeros(n, dtype=np.int64)
     if (parents[1:] != 1).any():
         node = int(np.flatnonzero(parents[1:] != 1)[0]) + 1
-        raise _fail(label, what, f"has node {node} reached {int(parents[node])} times instead of "
-                                 f"once (a cycle or a shared or orphaned node)")
+        raise _fail(
+            label,
+            what,
+            f"has node {node} reached {int(parents[node])} times instead of "
+            f"once (a cycle or a shared or orphaned node)",
+        )
     # Each non-root node has one parent; it is a tree iff every node's chain of parents
     # reaches the root. Pointer doubling checks that in log2(n) vectorised steps.
     parent = np.zeros(n, dtype=np.int64)
@@ -541,8 +621,7 @@ def _check_children(left: np.ndarray, right: np.ndarray, internal: np.ndarray, l
     for _ in range(max(1, int(n).bit_length())):
         parent = parent[parent]
     if (parent != 0).any():
-        raise _fail(label, what, f"has a cycle: node {int(np.flatnonzero(parent)[0])} is not reached "
-                                 f"from the root")
+        raise _fail(label, what, f"has a cycle: node {int(np.flatnonzero(parent)[0])} is not reached from the root")
 
 
 def _check_tree(tree, label: str) -> None:
@@ -565,8 +644,7 @@ def _check_tree(tree, label: str) -> None:
     f = feature[internal]
     if f.size and (f.min() < 0 or f.max() >= tree.n_features):
         bad = int(f[(f < 0) | (f >= tree.n_features)][0])
-        raise _fail(label, what, f"splits on feature {bad}, but it has {tree.n_features} input "
-                                 f"feature(s)")
+        raise _fail(label, what, f"splits on feature {bad}, but it has {tree.n_features} input feature(s)")
     t = threshold[internal]
     if np.isnan(t).any() or (t == -np.inf).any():  # +inf is scikit-learn's "missing values only" split
         raise _fail(label, what, "has a NaN or -inf split threshold")
@@ -612,8 +690,7 @@ def _check_ensemble(est, label: str, bagging: bool) -> None:
             if expected > n:
                 raise _fail(label, name, f"gives estimator {i} {expected} features of {n}")
         if width != expected:
-            raise _fail(label, name, f"passes {expected} features to estimator {i}, which expects "
-                                     f"{width}")
+            raise _fail(label, name, f"passes {expected} features to estimator {i}, which expects {width}")
 
 
 def _check_gradient_boosting(est, label: str) -> None:
@@ -633,8 +710,11 @@ def _check_gradient_boosting(est, label: str) -> None:
     n = _n_features_in(est, label, name)
     raw = est._raw_predict_init(np.zeros((2, n), dtype=np.float32))
     if not isinstance(raw, np.ndarray) or raw.dtype != np.float64 or raw.shape != (2, stages.shape[1]):
-        raise _fail(label, name, f"starts from raw predictions of shape "
-                                 f"{getattr(raw, 'shape', None)} for {stages.shape[1]} trees per stage")
+        raise _fail(
+            label,
+            name,
+            f"starts from raw predictions of shape {getattr(raw, 'shape', None)} for {stages.shape[1]} trees per stage",
+        )
 
 
 def _check_predictor(pred, label: str) -> None:
@@ -643,8 +723,7 @@ def _check_predictor(pred, label: str) -> None:
 
     what = "a histogram gradient boosting tree"
     nodes = _attrs(pred).get("nodes")
-    if not isinstance(nodes, np.ndarray) or nodes.dtype != PREDICTOR_RECORD_DTYPE or nodes.ndim != 1 \
-            or len(nodes) < 1:
+    if not isinstance(nodes, np.ndarray) or nodes.dtype != PREDICTOR_RECORD_DTYPE or nodes.ndim != 1 or len(nodes) < 1:
         raise _fail(label, what, "has no valid node array")
     bitsets = {}
     for key in ("raw_left_cat_bitsets", "binned_left_cat_bitsets"):
@@ -685,8 +764,7 @@ def _check_hist_gradient_boosting(est, label: str) -> None:
     mapper = attrs.get("_bin_mapper")
     is_cat = _attrs(mapper).get("is_categorical_")
     if is_cat is not None and (not isinstance(is_cat, np.ndarray) or is_cat.shape != (n,)):
-        raise _fail(label, name, f"has categorical flags for {getattr(is_cat, 'shape', '?')} of {n} "
-                                 f"features")
+        raise _fail(label, name, f"has categorical flags for {getattr(is_cat, 'shape', '?')} of {n} features")
     for stage in predictors:
         for pred in stage:
             if not isinstance(pred, TreePredictor):
@@ -695,8 +773,9 @@ def _check_hist_gradient_boosting(est, label: str) -> None:
                 raise _fail(label, name, f"splits on feature {pred._max_feature}, but it has {n}")
             cats = pred._categorical_features
             if cats.size and (is_cat is None or not is_cat[cats].all()):
-                raise _fail(label, name, f"splits on feature {int(cats[0])} as categorical, but it "
-                                         f"is not a categorical feature")
+                raise _fail(
+                    label, name, f"splits on feature {int(cats[0])} as categorical, but it is not a categorical feature"
+                )
 
 
 @functools.cache
@@ -733,8 +812,7 @@ def __getattr__(name):  # pickle finds the class created on first use
 def _check_predictor_input(pred, X) -> None:
     shape = getattr(X, "shape", ())
     if len(shape) != 2 or shape[1] <= pred._max_feature:
-        raise ValueError(f"input of shape {shape} is too narrow for a tree that splits on feature "
-                         f"{pred._max_feature}")
+        raise ValueError(f"input of shape {shape} is too narrow for a tree that splits on feature {pred._max_feature}")
 
 
 def _check_metric(metric, label: str) -> None:
@@ -755,8 +833,11 @@ def _rebuild_search_tree(tree, label: str) -> None:
     state = tree.__getstate__()
     data, leaf_size, metric, weights = state[0], state[4], state[11], state[12]
     if type(metric).__name__ not in _METRIC_CLASSES:
-        raise _fail(label, f"the {name}", f"uses the distance metric {type(metric).__name__}, which "
-                                          f"this server does not rebuild")
+        raise _fail(
+            label,
+            f"the {name}",
+            f"uses the distance metric {type(metric).__name__}, which this server does not rebuild",
+        )
     if not isinstance(leaf_size, (int, np.integer)) or not 1 <= leaf_size <= 10**6:
         raise _fail(label, f"the {name}", f"has leaf size {leaf_size!r}")
     fresh = type(tree)(np.asarray(data), leaf_size=int(leaf_size), metric=metric, sample_weight=weights)
@@ -785,10 +866,13 @@ def _check_libsvm(est, label: str) -> None:
         raise _fail(label, name, "lacks its libsvm arrays")
     n_sv, n_class = len(support), len(n_support)
     m = n_class * (n_class - 1) // 2
-    if n_class < 2 or (n_support < 0).any() or (svm_type < 2 and int(n_support.sum()) != n_sv) \
-            or (svm_type >= 2 and n_class != 2):
-        raise _fail(label, name, f"has support vector counts {n_support.tolist()[:10]} for {n_sv} "
-                                 f"support vectors")
+    if (
+        n_class < 2
+        or (n_support < 0).any()
+        or (svm_type < 2 and int(n_support.sum()) != n_sv)
+        or (svm_type >= 2 and n_class != 2)
+    ):
+        raise _fail(label, name, f"has support vector counts {n_support.tolist()[:10]} for {n_sv} support vectors")
     if dual is None or tuple(dual.shape) != (n_class - 1, n_sv):
         raise _fail(label, name, f"has dual coefficients of shape {getattr(dual, 'shape', None)}")
     if len(intercept) != m:
@@ -811,8 +895,11 @@ def _check_libsvm(est, label: str) -> None:
         if not isinstance(rows, (int, np.integer)) or (n_sv and (support.min() < 0 or support.max() >= rows)):
             raise _fail(label, name, f"has support indices outside the {rows} training samples")
     elif not isinstance(vectors, np.ndarray) or vectors.shape != (n_sv, n):
-        raise _fail(label, name, f"has support vectors of shape {getattr(vectors, 'shape', None)} "
-                                 f"for {n_sv} vectors of {n} features")
+        raise _fail(
+            label,
+            name,
+            f"has support vectors of shape {getattr(vectors, 'shape', None)} for {n_sv} vectors of {n} features",
+        )
 
 
 def _enabled(flag) -> bool:
@@ -830,14 +917,23 @@ def _check_params(obj, label: str) -> None:
     a = _attrs(obj)
     kind = type(obj).__module__
     if kind.startswith("sklearn.feature_extraction") and a.get("input", "content") != "content":
-        raise _fail(label, type(obj).__name__, f"has input={a.get('input')!r}: it would open the "
-                                               f"files named in the data")
+        raise _fail(
+            label, type(obj).__name__, f"has input={a.get('input')!r}: it would open the files named in the data"
+        )
     centres = a.get("cluster_centers_")
-    if isinstance(centres, np.ndarray) and "n_features_in_" in a and kind.startswith("sklearn.") \
-            and (centres.ndim != 2 or centres.shape[1] != a["n_features_in_"]):
+    if (
+        isinstance(centres, np.ndarray)
+        and "n_features_in_" in a
+        and kind.startswith("sklearn.")
+        and (centres.ndim != 2 or centres.shape[1] != a["n_features_in_"])
+    ):
         raise _fail(label, type(obj).__name__, f"has cluster centres of shape {centres.shape}")
     jobs = a.get("n_jobs")
     cores = os.cpu_count() or 1
-    if kind.startswith("sklearn.") and isinstance(jobs, (int, np.integer)) and not isinstance(jobs, bool) \
-            and abs(int(jobs)) > cores:
+    if (
+        kind.startswith("sklearn.")
+        and isinstance(jobs, (int, np.integer))
+        and not isinstance(jobs, bool)
+        and abs(int(jobs)) > cores
+    ):
         obj.n_jobs = cores if jobs > 0 else -1  # same predictions; no thread storm

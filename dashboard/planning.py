@@ -25,15 +25,14 @@ QUANTILE_GRID = 60
 
 @dataclass(frozen=True)
 class Task:
-    kind: str            # "profiles", "pfi" or "sfimp"
-    key: str             # cache key of the result the task writes (profiles: the summary)
-    model: str           # model name within the workspace
+    kind: str  # "profiles", "pfi" or "sfimp"
+    key: str  # cache key of the result the task writes (profiles: the summary)
+    model: str  # model name within the workspace
     params: dict
-    also: tuple = ()     # further keys the task writes (profiles: one per feature)
+    also: tuple = ()  # further keys the task writes (profiles: one per feature)
 
     def to_dict(self) -> dict:
-        return {"kind": self.kind, "key": self.key, "model": self.model, "params": self.params,
-                "also": list(self.also)}
+        return {"kind": self.kind, "key": self.key, "model": self.model, "params": self.params, "also": list(self.also)}
 
     @classmethod
     def from_dict(cls, record: dict) -> Task:
@@ -68,9 +67,19 @@ def sfimp_key(ws, model, rows: str) -> str:
     return result_key("sfimp", ws, model, rows=rows, seed=SEED)
 
 
-def plan(ws: Workspace, *, focus: str, n_rows: int, condition: str, excluded, n_repeats: int,
-         sfimp: bool, max_curves: int, grid_budget: int,
-         needs: frozenset = frozenset({"profiles", "pfi", "sfimp"})) -> dict:
+def plan(
+    ws: Workspace,
+    *,
+    focus: str,
+    n_rows: int,
+    condition: str,
+    excluded,
+    n_repeats: int,
+    sfimp: bool,
+    max_curves: int,
+    grid_budget: int,
+    needs: frozenset = frozenset({"profiles", "pfi", "sfimp"}),
+) -> dict:
     """The cache keys a drill-down state needs, and the tasks that produce them; ``needs``:
     the task kinds the views read (``dashboard.views.needed_tasks()``)."""
     settings = profile_settings(n_rows, max_curves, grid_budget)
@@ -86,13 +95,21 @@ def plan(ws: Workspace, *, focus: str, n_rows: int, condition: str, excluded, n_
     if "profiles" in needs:
         tasks.append(Task("profiles", keys["summary"], focus_entry.name, settings, tuple(keys["profiles"].values())))
     if "pfi" in needs:
-        tasks += [Task("pfi", keys["pfi"][m.name], m.name,
-                       {"condition": condition, "excluded": list(excluded or ()), "n_repeats": int(n_repeats)})
-                  for m in ws.models]
+        tasks += [
+            Task(
+                "pfi",
+                keys["pfi"][m.name],
+                m.name,
+                {"condition": condition, "excluded": list(excluded or ()), "n_repeats": int(n_repeats)},
+            )
+            for m in ws.models
+        ]
     if "sfimp" in needs:
-        tasks += [Task("sfimp", keys["sfimp"][m.name], m.name,
-                       {"condition": condition, "excluded": list(excluded or ())})
-                  for m in ws.models if sfimp]
+        tasks += [
+            Task("sfimp", keys["sfimp"][m.name], m.name, {"condition": condition, "excluded": list(excluded or ())})
+            for m in ws.models
+            if sfimp
+        ]
     return {"keys": keys, "tasks": [t.to_dict() for t in tasks]}
 
 

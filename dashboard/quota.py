@@ -15,8 +15,8 @@ from pathlib import Path
 
 from .store import ForkSafeCache
 
-WINDOW_RATE = 60.0      # seconds: the upload-rate window
-WINDOW_BYTES = 3600.0   # seconds: the bytes-per-client window
+WINDOW_RATE = 60.0  # seconds: the upload-rate window
+WINDOW_BYTES = 3600.0  # seconds: the bytes-per-client window
 
 
 @dataclass(frozen=True)
@@ -41,14 +41,21 @@ class UploadQuota:
             recent = [t for t, _ in events if now - t < WINDOW_RATE]
             if len(recent) >= self.per_minute:
                 wait = int(WINDOW_RATE - (now - min(recent))) + 1
-                return Verdict(False, f"Too many uploads from your address: at most {self.per_minute} per minute. "
-                                      f"Try again in {wait} s.", wait)
+                return Verdict(
+                    False,
+                    f"Too many uploads from your address: at most {self.per_minute} per minute. Try again in {wait} s.",
+                    wait,
+                )
             used = sum(b for _, b in events)
             if used + size > self.bytes_per_hour:
                 wait = int(WINDOW_BYTES - (now - min(t for t, _ in events))) + 1 if events else int(WINDOW_BYTES)
-                return Verdict(False, f"Your address has uploaded {used / 2**20:,.0f} MiB in the last hour; this "
-                                      f"server accepts {self.bytes_per_hour / 2**20:,.0f} MiB per hour. Try again "
-                                      f"in {wait // 60 + 1} min.", wait)
+                return Verdict(
+                    False,
+                    f"Your address has uploaded {used / 2**20:,.0f} MiB in the last hour; this "
+                    f"server accepts {self.bytes_per_hour / 2**20:,.0f} MiB per hour. Try again "
+                    f"in {wait // 60 + 1} min.",
+                    wait,
+                )
             events.append((now, int(size)))
             self.cache.set(key, events, expire=WINDOW_BYTES)
         return Verdict(True)
@@ -73,6 +80,7 @@ class UploadQuota:
             shutil.rmtree(folder, ignore_errors=True)
             total -= size
         if total > self.disk_budget:
-            return Verdict(False, "The server's space for uploads is full; try again later or upload a smaller file.",
-                           60)
+            return Verdict(
+                False, "The server's space for uploads is full; try again later or upload a smaller file.", 60
+            )
         return Verdict(True)

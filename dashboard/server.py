@@ -70,8 +70,12 @@ def background_manager(config: Config):
         from dash import CeleryManager
 
         celery_app = Celery("why_it_performs", broker=config.celery_broker, backend=config.celery_broker)
-        celery_app.conf.update(task_acks_late=True, worker_prefetch_multiplier=1, result_expires=3600,
-                               broker_connection_retry_on_startup=True)
+        celery_app.conf.update(
+            task_acks_late=True,
+            worker_prefetch_multiplier=1,
+            result_expires=3600,
+            broker_connection_retry_on_startup=True,
+        )
         return CeleryManager(celery_app, expire=3600), celery_app
     jobs_cache = ForkSafeCache(str(config.cache_path / "jobs"))  # job processes fork from threads
     return DiskcacheManager(jobs_cache, expire=3600), None
@@ -93,9 +97,12 @@ def add_upload_route(server, ctx: Context) -> None:
     limit = config_limit = ctx.config.upload_limit_mb * 2**20
     suffixes = {"model": MODEL_SUFFIXES, "data": DATA_SUFFIXES}
     last_purge = [0.0]
-    quota = UploadQuota(ctx.store.root, per_minute=ctx.config.upload_per_minute,
-                        bytes_per_hour=ctx.config.upload_mb_per_hour * 2**20,
-                        disk_budget=max(ctx.config.upload_disk_mb, ctx.config.upload_limit_mb) * 2**20)
+    quota = UploadQuota(
+        ctx.store.root,
+        per_minute=ctx.config.upload_per_minute,
+        bytes_per_hour=ctx.config.upload_mb_per_hour * 2**20,
+        disk_budget=max(ctx.config.upload_disk_mb, ctx.config.upload_limit_mb) * 2**20,
+    )
     if ctx.config.trusted_proxies:
         from werkzeug.middleware.proxy_fix import ProxyFix
 
@@ -113,8 +120,10 @@ def add_upload_route(server, ctx: Context) -> None:
             last_purge[0] = time.time()
             ctx.store.purge_uploads(ctx.config.upload_ttl_hours)
         request.max_content_length = limit + _FORM_OVERHEAD
-        too_big = (f"The file is larger than this server's upload limit of {ctx.config.upload_limit_mb} MiB "
-                   "(option --upload-limit-mb).")
+        too_big = (
+            f"The file is larger than this server's upload limit of {ctx.config.upload_limit_mb} MiB "
+            "(option --upload-limit-mb)."
+        )
         if request.content_length is not None and request.content_length > limit + _FORM_OVERHEAD:
             return jsonify(error=too_big), 413
         verdict = quota.admit(request.remote_addr or "unknown", request.content_length or limit)
@@ -132,8 +141,9 @@ def add_upload_route(server, ctx: Context) -> None:
         name = file.filename
         suffix = "." + name.rsplit(".", 1)[-1].lower() if "." in name else ""
         if suffix not in suffixes[kind]:
-            return jsonify(error=f"{name}: a {kind} file must end in {', '.join(suffixes[kind])} (got "
-                                 f"{suffix or 'no suffix'})."), 400
+            return jsonify(
+                error=f"{name}: a {kind} file must end in {', '.join(suffixes[kind])} (got {suffix or 'no suffix'})."
+            ), 400
         token, path = ctx.store.new_upload(name)
         try:
             file.save(path)

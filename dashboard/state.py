@@ -19,7 +19,7 @@ from .store import Store
 
 DEFAULT_REPEATS = 10
 MAX_REPEATS = 200
-DEFAULT_ALE_K = 20     # ALE intervals: R iml's and PyALE's default
+DEFAULT_ALE_K = 20  # ALE intervals: R iml's and PyALE's default
 MAX_ALE_K = 200
 _KEYS = ("ws", "model", "feature", "subgroup", "obs", "centered", "repeats", "sfimp", "exclude", "ale_k")
 
@@ -33,31 +33,46 @@ class Context:
     @property
     def load_limits(self) -> Limits:
         """Limits of a process that reads an uploaded file or loads a model."""
-        return Limits(self.config.load_timeout, self.config.job_memory_mb * 2**20,
-                      option="--load-timeout / --job-memory-mb")
+        return Limits(
+            self.config.load_timeout, self.config.job_memory_mb * 2**20, option="--load-timeout / --job-memory-mb"
+        )
 
     @property
     def job_limits(self) -> Limits:
         """Limits of a process that computes results with the models."""
-        return Limits(self.config.job_timeout, self.config.job_memory_mb * 2**20,
-                      option="--job-timeout / --job-memory-mb")
+        return Limits(
+            self.config.job_timeout, self.config.job_memory_mb * 2**20, option="--job-timeout / --job-memory-mb"
+        )
 
 
 def make_context(config: Config) -> Context:
     store = Store(config.cache_path, size_limit_mb=config.cache_size_mb)
-    policy = Policy(allow_pickle=config.allow_pickle, allow_user_types=config.allow_user_types,
-                    max_bytes=config.upload_limit_mb * 2**20)
+    policy = Policy(
+        allow_pickle=config.allow_pickle,
+        allow_user_types=config.allow_user_types,
+        max_bytes=config.upload_limit_mb * 2**20,
+    )
     return Context(config=config, store=store, policy=policy)
 
 
 def default_state() -> dict:
-    return {"ws": DEFAULT_DEMO, "model": None, "feature": None, "subgroup": "", "obs": None,
-            "centered": False, "repeats": DEFAULT_REPEATS, "sfimp": False, "exclude": [], "ale_k": DEFAULT_ALE_K}
+    return {
+        "ws": DEFAULT_DEMO,
+        "model": None,
+        "feature": None,
+        "subgroup": "",
+        "obs": None,
+        "centered": False,
+        "repeats": DEFAULT_REPEATS,
+        "sfimp": False,
+        "exclude": [],
+        "ale_k": DEFAULT_ALE_K,
+    }
 
 
-MAX_TEXT = 2000        # longest feature, model, observation or subgroup text kept
-MAX_EXCLUDED = 5000    # most excluded observations kept
-_ID_LIKE = 200         # longest workspace id or excluded row label kept
+MAX_TEXT = 2000  # longest feature, model, observation or subgroup text kept
+MAX_EXCLUDED = 5000  # most excluded observations kept
+_ID_LIKE = 200  # longest workspace id or excluded row label kept
 
 
 def clean_state(raw) -> dict:
@@ -93,8 +108,11 @@ def clean_state(raw) -> dict:
         state["ale_k"] = min(max(ale_k, 2), MAX_ALE_K)
     exclude = raw.get("exclude")
     if isinstance(exclude, list):
-        kept = [str(e) for e in exclude[:MAX_EXCLUDED]
-                if isinstance(e, (str, int)) and not isinstance(e, bool) and len(str(e)) <= _ID_LIKE]
+        kept = [
+            str(e)
+            for e in exclude[:MAX_EXCLUDED]
+            if isinstance(e, (str, int)) and not isinstance(e, bool) and len(str(e)) <= _ID_LIKE
+        ]
         state["exclude"] = sorted(set(kept))
     return state
 

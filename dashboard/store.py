@@ -49,11 +49,11 @@ _DEMO_ID = re.compile(r"^demo-[a-z0-9]+$")
 
 @dataclass(frozen=True)
 class ModelEntry:
-    name: str            # shown to the user (file name without suffix, or the demo model's name)
-    path: str            # relative to cache_dir
-    sha: str             # SHA-256 of the file
+    name: str  # shown to the user (file name without suffix, or the demo model's name)
+    path: str  # relative to cache_dir
+    sha: str  # SHA-256 of the file
     accepted_types: tuple = ()
-    features: tuple = () # the data columns the model reads, in its order
+    features: tuple = ()  # the data columns the model reads, in its order
 
     @property
     def key(self) -> str:
@@ -64,15 +64,15 @@ class ModelEntry:
 class Workspace:
     id: str
     title: str
-    data_path: str       # parquet, relative to cache_dir
+    data_path: str  # parquet, relative to cache_dir
     data_sha: str
     target: str
-    task: str            # "regression" or "classification"
+    task: str  # "regression" or "classification"
     loss: str
-    output: Any = None   # class whose probability is explained (classifiers)
+    output: Any = None  # class whose probability is explained (classifiers)
     models: tuple[ModelEntry, ...] = ()
     demo: bool = False
-    features: tuple = () # model inputs (the same for every model of the workspace)
+    features: tuple = ()  # model inputs (the same for every model of the workspace)
     warnings: tuple = field(default=())
 
     def model(self, name: str | None) -> ModelEntry:
@@ -91,7 +91,8 @@ class Workspace:
         record = json.loads(text)
         record["models"] = tuple(
             ModelEntry(**{**m, "accepted_types": tuple(m["accepted_types"]), "features": tuple(m["features"])})
-            for m in record["models"])
+            for m in record["models"]
+        )
         record["features"] = tuple(record["features"])
         record["warnings"] = tuple(record.get("warnings", ()))
         return cls(**record)
@@ -114,8 +115,8 @@ def _json_default(value):
 # ``fork`` also takes (no transaction is in flight when a process forks), and the child
 # drops the inherited connections without touching them (it reconnects on first use).
 _FORK_GUARD = threading.RLock()
-_CACHES: list = []      # weak references to every ForkSafeCache of this process
-_ORPHANED: list = []    # inherited connections a child must neither use nor close
+_CACHES: list = []  # weak references to every ForkSafeCache of this process
+_ORPHANED: list = []  # inherited connections a child must neither use nor close
 
 
 def _before_fork() -> None:
@@ -136,8 +137,7 @@ def _after_fork_in_child() -> None:
             cache._local = threading.local()
 
 
-os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent,
-                    after_in_child=_after_fork_in_child)
+os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent, after_in_child=_after_fork_in_child)
 
 
 class ForkSafeCache(diskcache.Cache):
@@ -168,10 +168,37 @@ def _guarded(name):
     return call
 
 
-for _name in ("get", "set", "add", "delete", "touch", "pop", "incr", "decr", "read", "push", "pull",
-              "peek", "peekitem", "check", "expire", "evict", "cull", "clear", "volume", "stats",
-              "reset", "create_tag_index", "drop_tag_index", "__getitem__", "__setitem__",
-              "__delitem__", "__contains__", "__len__", "close"):
+for _name in (
+    "get",
+    "set",
+    "add",
+    "delete",
+    "touch",
+    "pop",
+    "incr",
+    "decr",
+    "read",
+    "push",
+    "pull",
+    "peek",
+    "peekitem",
+    "check",
+    "expire",
+    "evict",
+    "cull",
+    "clear",
+    "volume",
+    "stats",
+    "reset",
+    "create_tag_index",
+    "drop_tag_index",
+    "__getitem__",
+    "__setitem__",
+    "__delitem__",
+    "__contains__",
+    "__len__",
+    "close",
+):
     setattr(ForkSafeCache, _name, _guarded(_name))
 
 
@@ -183,7 +210,8 @@ class Store:
         for sub in ("uploads", "data", "models", "workspaces", "demos"):
             (self.root / sub).mkdir(parents=True, exist_ok=True)
         self.results = ForkSafeCache(
-            str(self.root / "results"), size_limit=int(size_limit_mb) * 2**20,
+            str(self.root / "results"),
+            size_limit=int(size_limit_mb) * 2**20,
             eviction_policy="least-recently-used",
         )
 
@@ -344,8 +372,13 @@ def unseal(blob):
 def result_key(kind: str, ws: Workspace, model: ModelEntry | None = None, **params) -> str:
     """Cache key from the content hashes of data and model, the task settings and params."""
     spec = {
-        "v": RESULT_VERSION, "kind": kind, "data": ws.data_sha, "target": ws.target,
-        "loss": ws.loss, "output": ws.output, "model": None if model is None else model.sha,
+        "v": RESULT_VERSION,
+        "kind": kind,
+        "data": ws.data_sha,
+        "target": ws.target,
+        "loss": ws.loss,
+        "output": ws.output,
+        "model": None if model is None else model.sha,
         "params": params,
     }
     digest = hashlib.sha256(json.dumps(spec, sort_keys=True, default=str).encode()).hexdigest()

@@ -1,8 +1,9 @@
 """Run the whole test suite: unit tests and browser tests (README's second command).
 
 Browser tests need Debian's ``chromium`` and ``chromium-driver``, the Celery test
-``redis-server``. When they are missing and we are root, they are installed with apt first (the machines have the Debian mirror
-but no browser downloads: never ``playwright install``). Extra arguments go to pytest.
+``redis-server``. When they are missing and we are root, they are installed with apt first
+(the machines have the Debian mirror but no browser downloads: never ``playwright install``).
+Extra arguments go to pytest.
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ import os
 import shutil
 import subprocess
 import sys
-
 
 PACKAGES = {"chromium": "chromium", "chromedriver": "chromium-driver", "redis-server": "redis-server"}
 
@@ -22,12 +22,17 @@ def ensure_system_packages() -> None:
     if not missing:
         return
     if os.geteuid() != 0 or not shutil.which("apt-get"):
-        sys.exit(f"The browser and Celery tests need Debian packages: apt-get install -y {' '.join(missing)} "
-                 "(as root).")
+        sys.exit(
+            f"The browser and Celery tests need Debian packages: apt-get install -y {' '.join(missing)} (as root)."
+        )
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
     subprocess.run(["apt-get", "update", "-qq"], check=True, env=env)
-    subprocess.run(["apt-get", "install", "-y", "-qq", "--no-install-recommends", *missing],
-                   check=True, env=env, stdout=subprocess.DEVNULL)
+    subprocess.run(
+        ["apt-get", "install", "-y", "-qq", "--no-install-recommends", *missing],
+        check=True,
+        env=env,
+        stdout=subprocess.DEVNULL,
+    )
 
 
 def main() -> int:

@@ -804,8 +804,7 @@ def _cases():
     for value in (0, -1, "2", 1.5, True, None):
         add("rank_extremes", {"k": value}, InputError, r"'k' parameter must be an int >= 1", f"k={value!r}")
     add("rank_extremes", {"values": ["a", "b"]}, InputError, "'values' parameter must be numbers", "text")
-    add("rank_extremes", {"values": np.ones((2, 2))}, InputError, "'values' parameter must be one-dimensional",
-        "2d")
+    add("rank_extremes", {"values": np.ones((2, 2))}, InputError, "'values' parameter must be one-dimensional", "2d")
     return out
 
 

@@ -45,9 +45,24 @@ def server(tmp_path_factory):
     env = {**os.environ, "WIP_CACHE_DIR": str(cache), "WIP_SECRET_KEY": "test-secret", "WIP_UPLOAD_LIMIT_MB": "5"}
     log = open(cache / "gunicorn.log", "w")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "-c", str(ROOT / "gunicorn.conf.py"), "app:server", "-w", "2",
-         "-b", f"127.0.0.1:{port}", "--no-control-socket"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+        [
+            sys.executable,
+            "-m",
+            "gunicorn",
+            "-c",
+            str(ROOT / "gunicorn.conf.py"),
+            "app:server",
+            "-w",
+            "2",
+            "-b",
+            f"127.0.0.1:{port}",
+            "--no-control-socket",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     url = f"http://127.0.0.1:{port}"
     deadline = time.time() + 60
     while time.time() < deadline:
@@ -96,7 +111,8 @@ def wait_views(tab) -> None:
     tab.wait_for_selector("#ici-graph .main-svg")
     tab.wait_for_function(
         "() => { const g = document.querySelector('#ici-graph .js-plotly-plot');"
-        " return g && g._fullData && g._fullData.some(t => (t.name || '').startsWith('largest integral')); }")
+        " return g && g._fullData && g._fullData.some(t => (t.name || '').startsWith('largest integral')); }"
+    )
     tab.wait_for_function("() => !document.querySelector('._dash-loading-callback')")
 
 
@@ -113,7 +129,9 @@ def table_column(tab, table_id: str, header_prefix: str) -> dict:
                 if (cells.length > col && col >= 0) out[cells[0].innerText.trim()] = parseFloat(cells[col].innerText);
             }
             return out;
-        }""", [table_id, header_prefix])
+        }""",
+        [table_id, header_prefix],
+    )
 
 
 def test_gunicorn_serves_layout_and_callbacks(server):
@@ -132,10 +150,14 @@ def test_demo_renders_pi_and_ici(server, tab):
     """The demo opens on PI and ICI curves, the extremes highlighted, the URL holding the state."""
     tab.goto(server["url"] + "/")
     wait_views(tab)
-    ici = tab.evaluate("() => document.querySelector('#ici-graph .js-plotly-plot')._fullData.map(t => [t.type, t.name])")
+    ici = tab.evaluate(
+        "() => document.querySelector('#ici-graph .js-plotly-plot')._fullData.map(t => [t.type, t.name])"
+    )
     assert ici[0][0] == "scattergl"
     assert any(name.startswith("smallest integral") for _, name in ici)
-    pi_names = tab.evaluate("() => document.querySelector('#pi-graph .js-plotly-plot')._fullData.map(t => t.name || '')")
+    pi_names = tab.evaluate(
+        "() => document.querySelector('#pi-graph .js-plotly-plot')._fullData.map(t => t.name || '')"
+    )
     assert any(n.startswith("all (n=500)") for n in pi_names)
     assert "ws=demo-x3" in tab.url and "feature=X1" in tab.url
     shot(tab, "demo-pi-ici")
@@ -158,16 +180,19 @@ def test_subgroup_x3_changes_the_ranking(server, tab):
     # the permutation PFI bars are recomputed on the subgroup: X1 on top
     tab.wait_for_function(
         "() => { const g = document.querySelector('#pfi-graph .js-plotly-plot');"
-        " return g && (g.layout.title.text || '').includes('subgroup'); }")
+        " return g && (g.layout.title.text || '').includes('subgroup'); }"
+    )
     bars = tab.evaluate(
         "() => { const t = document.querySelector('#pfi-graph .js-plotly-plot')._fullData.find(t => t.type === 'bar');"
-        " const y = Array.from(t.y), x = Array.from(t.x); return Object.fromEntries(y.map((f, i) => [f, x[i]])); }")
+        " const y = Array.from(t.y), x = Array.from(t.x); return Object.fromEntries(y.map((f, i) => [f, x[i]])); }"
+    )
     assert bars["X1"] > 5 * bars["X2"]
     assert "subgroup (n=" in tab.inner_text("#pfi-table")
     tab.wait_for_function(  # PI curves of all rows, the subgroup and its complement (Fig. 4)
         "() => { const n = document.querySelector('#pi-graph .js-plotly-plot')._fullData.map(t => t.name || '');"
         " return n.some(s => s.startsWith('all (n=500)')) && n.some(s => s.startsWith('X3 == 0 (n='))"
-        " && n.some(s => s.startsWith('not (X3 == 0) (n=')); }")
+        " && n.some(s => s.startsWith('not (X3 == 0) (n=')); }"
+    )
     shot(tab, "subgroup-x3-0")
 
 
@@ -183,7 +208,9 @@ def _click_curve(tab, trace_prefix: str):
             const box = g.getBoundingClientRect();
             return {px: box.left + xa._offset + xa.l2p(xs[k]), py: box.top + ya._offset + ya.l2p(ys[k]),
                     row: String(Array.from(t.customdata)[k])};
-        }""", trace_prefix)
+        }""",
+        trace_prefix,
+    )
     tab.mouse.move(target["px"], target["py"])
     tab.wait_for_timeout(300)
     tab.mouse.click(target["px"], target["py"])
@@ -198,9 +225,9 @@ def test_click_ici_curve_shows_its_ciu(server, tab):
     tab.wait_for_function(f"() => location.search.includes('obs={row}')")
     tab.wait_for_function(
         f"() => {{ const g = document.querySelector('#ciu-graph .js-plotly-plot');"
-        f" return g && (g.layout.title.text || '').includes('row {row}'); }}")
-    ciu_features = tab.evaluate(
-        "() => Array.from(document.querySelector('#ciu-graph .js-plotly-plot')._fullData[0].y)")
+        f" return g && (g.layout.title.text || '').includes('row {row}'); }}"
+    )
+    ciu_features = tab.evaluate("() => Array.from(document.querySelector('#ciu-graph .js-plotly-plot')._fullData[0].y)")
     assert set(ciu_features) == {"X1", "X2", "X3"}
     assert "prediction" in tab.inner_text("#obs-table")
     shot(tab, "ici-click-ciu")
@@ -215,20 +242,22 @@ def _choose_files(tab, button: str, paths):
 @pytest.fixture(scope="module")
 def upload_files(tmp_path_factory):
     """A skops pipeline (forest on mixed types) with its CSV, a pickle, and bad data files."""
+    import skops.io as sio
     from sklearn.compose import ColumnTransformer
     from sklearn.ensemble import RandomForestClassifier
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import OneHotEncoder
-    import skops.io as sio
 
     folder = tmp_path_factory.mktemp("uploads")
     rng = np.random.default_rng(0)
     n = 300
-    data = pd.DataFrame({
-        "income": rng.normal(50, 10, n).round(2),
-        "age": rng.integers(18, 80, n),
-        "region": rng.choice(["north", "south", "east"], n),
-    })
+    data = pd.DataFrame(
+        {
+            "income": rng.normal(50, 10, n).round(2),
+            "age": rng.integers(18, 80, n),
+            "region": rng.choice(["north", "south", "east"], n),
+        }
+    )
     score = (data.income - 50) / 10 + (data.region == "south") * 1.0 + rng.normal(0, 0.5, n)
     data["approved"] = np.where(score > 0.3, "yes", "no")
     X, y = data.drop(columns="approved"), data["approved"]
@@ -238,6 +267,7 @@ def upload_files(tmp_path_factory):
     data.to_csv(folder / "credit.csv", index=False)
     (folder / "sheet.csv").write_bytes(b"PK\x03\x04" + b"\x00" * 200)
     import pickle
+
     (folder / "model.pkl").write_bytes(pickle.dumps(model))
     return folder
 
@@ -254,8 +284,7 @@ def test_upload_skops_and_csv_renders_views(server, tab, upload_files):
     tab.click("#load-button")
     tab.wait_for_function("() => !location.search.includes('demo-x3') && location.search.includes('ws=')")
     wait_views(tab)
-    features = tab.evaluate(
-        "() => Array.from(document.querySelector('#pfi-graph .js-plotly-plot')._fullData[0].y)")
+    features = tab.evaluate("() => Array.from(document.querySelector('#pfi-graph .js-plotly-plot')._fullData[0].y)")
     assert set(features) == {"income", "age", "region"}
     assert tab.inner_text("#model-error").strip() == ""
     shot(tab, "upload-skops-csv")

@@ -27,9 +27,9 @@ pytestmark = pytest.mark.browser
 ROOT = Path(__file__).resolve().parent.parent
 OUTPUT = Path(os.environ.get("WIP_TEST_OUTPUT", ROOT / "test-output")) / "screenshots"
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-FIRST_VISIT_MS = 120_000   # trains the demo (web worker) and runs its ICE/ICI passes (Celery worker)
-STEP_MS = 60_000           # a subgroup: one permutation-PFI job on the Celery worker
-START_S = 60               # each process up (imports of dash, sklearn, celery on a loaded machine)
+FIRST_VISIT_MS = 120_000  # trains the demo (web worker) and runs its ICE/ICI passes (Celery worker)
+STEP_MS = 60_000  # a subgroup: one permutation-PFI job on the Celery worker
+START_S = 60  # each process up (imports of dash, sklearn, celery on a loaded machine)
 
 
 def _free_port() -> int:
@@ -92,8 +92,24 @@ def wip_redis(wip_cluster_dir, request):
 
     port = _free_port()
     log_path = wip_cluster_dir / "redis.log"
-    proc = _start([exe, "--port", str(port), "--save", "", "--appendonly", "no", "--bind", "127.0.0.1",
-                   "--dir", str(wip_cluster_dir)], env=dict(os.environ), log_path=log_path, request=request)
+    proc = _start(
+        [
+            exe,
+            "--port",
+            str(port),
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--bind",
+            "127.0.0.1",
+            "--dir",
+            str(wip_cluster_dir),
+        ],
+        env=dict(os.environ),
+        log_path=log_path,
+        request=request,
+    )
     client = redis.Redis(host="127.0.0.1", port=port, socket_connect_timeout=1, socket_timeout=2)
     deadline = time.time() + 20
     while True:
@@ -114,8 +130,13 @@ def wip_env(wip_redis, wip_cluster_dir):
     """One configuration for web and compute processes: broker, cache folder, secret."""
     cache = wip_cluster_dir / "cache"
     cache.mkdir()
-    env = {**os.environ, "WIP_CELERY_BROKER": wip_redis, "WIP_CACHE_DIR": str(cache),
-           "WIP_SECRET_KEY": "celery-test", "PYTHONUNBUFFERED": "1"}
+    env = {
+        **os.environ,
+        "WIP_CELERY_BROKER": wip_redis,
+        "WIP_CACHE_DIR": str(cache),
+        "WIP_SECRET_KEY": "celery-test",
+        "PYTHONUNBUFFERED": "1",
+    }
     return {"env": env, "cache": cache}
 
 
@@ -139,9 +160,28 @@ def wip_worker(wip_env, wip_cluster_dir, request):
     """One Celery worker (one prefork child) importing the app from the repository root.
     Started here, awaited by ``wip_web`` once gunicorn is up (both import in parallel)."""
     log_path = wip_cluster_dir / "celery.log"
-    proc = _start([sys.executable, "-m", "celery", "-A", "app:celery_app", "worker", "--concurrency", "1",
-                   "--pool", "prefork", "--loglevel", "INFO", "--without-gossip", "--without-mingle",
-                   "--without-heartbeat"], env=wip_env["env"], log_path=log_path, request=request)
+    proc = _start(
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "app:celery_app",
+            "worker",
+            "--concurrency",
+            "1",
+            "--pool",
+            "prefork",
+            "--loglevel",
+            "INFO",
+            "--without-gossip",
+            "--without-mingle",
+            "--without-heartbeat",
+        ],
+        env=wip_env["env"],
+        log_path=log_path,
+        request=request,
+    )
     return _Worker(proc, log_path)
 
 
@@ -154,9 +194,24 @@ def wip_web(wip_env, wip_worker, wip_cluster_dir, request):
         pytest.fail("Debian's chromium is missing: run the suite with `python tests/run.py` (installs it).")
     port = _free_port()
     log_path = wip_cluster_dir / "gunicorn.log"
-    proc = _start([sys.executable, "-m", "gunicorn", "-c", str(ROOT / "gunicorn.conf.py"), "app:server", "-w", "2",
-                   "-b", f"127.0.0.1:{port}", "--no-control-socket"],
-                  env=wip_env["env"], log_path=log_path, request=request)
+    proc = _start(
+        [
+            sys.executable,
+            "-m",
+            "gunicorn",
+            "-c",
+            str(ROOT / "gunicorn.conf.py"),
+            "app:server",
+            "-w",
+            "2",
+            "-b",
+            f"127.0.0.1:{port}",
+            "--no-control-socket",
+        ],
+        env=wip_env["env"],
+        log_path=log_path,
+        request=request,
+    )
     url = f"http://127.0.0.1:{port}"
     deadline = time.time() + START_S
     while True:
@@ -210,7 +265,8 @@ def _wait_ici(tab, timeout: int) -> None:
     tab.wait_for_function(
         "() => { const g = document.querySelector('#ici-graph .js-plotly-plot');"
         " return g && g._fullData && g._fullData.some(t => (t.name || '').startsWith('largest integral')); }",
-        timeout=timeout)
+        timeout=timeout,
+    )
 
 
 def test_background_callbacks_run_on_celery(wip_web, wip_worker, wip_env, wip_tab):
@@ -225,7 +281,9 @@ def test_background_callbacks_run_on_celery(wip_web, wip_worker, wip_env, wip_ta
     tab.wait_for_selector("#pfi-table th:has-text('subgroup')", timeout=STEP_MS)
     tab.wait_for_function(  # the permutation PFI of the subgroup: a job on the worker too
         "() => { const g = document.querySelector('#pfi-graph .js-plotly-plot');"
-        " return g && (g.layout.title.text || '').includes('subgroup'); }", timeout=STEP_MS)
+        " return g && (g.layout.title.text || '').includes('subgroup'); }",
+        timeout=STEP_MS,
+    )
     tab.wait_for_function("() => !document.querySelector('._dash-loading-callback')")
     assert "subgroup (n=" in tab.inner_text("#pfi-table")
     print(f"subgroup views after {time.time() - t0:.1f} s")
@@ -242,6 +300,8 @@ def test_background_callbacks_run_on_celery(wip_web, wip_worker, wip_env, wip_ta
     # ... and not in forked children of the web workers: DiskcacheManager's job store,
     # <cache>/jobs, was never created (CeleryManager keeps its handles in Redis).
     jobs = wip_env["cache"] / "jobs"
-    assert not jobs.exists() or not any(jobs.iterdir()), f"web workers used a diskcache job store: {list(jobs.iterdir())}"
+    assert not jobs.exists() or not any(jobs.iterdir()), (
+        f"web workers used a diskcache job store: {list(jobs.iterdir())}"
+    )
     assert "Traceback" not in wip_web["log"].read_text(errors="replace"), _tail(wip_web["log"])
     assert tab.errors == [], f"browser errors: {tab.errors}"

@@ -6,12 +6,11 @@ import numpy as np
 import pandas as pd
 import plotly.io as pio
 import pytest
-
-import compute
 from numpy.testing import assert_allclose
 from sklearn.ensemble import RandomForestRegressor
 from sklearn.linear_model import LinearRegression
 
+import compute
 from compute import (
     ale_from_profile,
     ciu_from_profiles,
@@ -52,8 +51,10 @@ def city(clf_data, clf_pipeline):
 def pfi(x3):
     X, y, rf = x3
     lm = LinearRegression().fit(X, y)
-    return {"forest": permutation_importance(rf, X, y, n_repeats=4),
-            "linear": permutation_importance(lm, X, y, n_repeats=4)}
+    return {
+        "forest": permutation_importance(rf, X, y, n_repeats=4),
+        "linear": permutation_importance(lm, X, y, n_repeats=4),
+    }
 
 
 @pytest.fixture(scope="module")
@@ -148,7 +149,7 @@ def test_ici_curves_in_one_scattergl_with_one_gap_per_curve(prof):
 def test_ici_curve_points_carry_their_row_label(prof):
     """Each curve's customdata is one row label and its y is that row's ICI curve."""
     fig = F.ici_figure(prof, n_points=1000)
-    for x, y, cd in segments(fig.data[0])[:20]:
+    for _x, y, cd in segments(fig.data[0])[:20]:
         (label,) = set(cd.tolist())
         assert_allclose(y, prof.ici[prof.rows.get_loc(label)])
 
@@ -213,8 +214,9 @@ def test_ici_sampling_caps_and_keeps_highlighted_and_selected(prof):
 
 def test_ici_sampling_is_seeded(prof):
     """The same random_state draws the same curves; another one different curves."""
-    rows = [[cd[0] for _, _, cd in segments(F.ici_figure(prof, max_curves=10, random_state=s).data[0])]
-            for s in (1, 1, 2)]
+    rows = [
+        [cd[0] for _, _, cd in segments(F.ici_figure(prof, max_curves=10, random_state=s).data[0])] for s in (1, 1, 2)
+    ]
     assert rows[0] == rows[1] != rows[2]
 
 
@@ -312,8 +314,9 @@ def test_pfi_title_and_height(pfi):
     fig = F.pfi_figure(pfi)
     assert fig.layout.title.text == "PFI (difference in squared_error), mean ± std over 4 permutations"
     assert fig.layout.height >= 300
-    repeats = pd.DataFrame({"repeat_1": np.arange(40.0), "repeat_2": np.arange(40.0) + 0.2},
-                           index=[f"f{i}" for i in range(40)])
+    repeats = pd.DataFrame(
+        {"repeat_1": np.arange(40.0), "repeat_2": np.arange(40.0) + 0.2}, index=[f"f{i}" for i in range(40)]
+    )
     many = {"m": compute.PermutationImportance(repeats=repeats, model_error=1.0, loss="squared_error")}
     assert F.pfi_figure(many).layout.height >= 40 * 28
 
@@ -390,8 +393,10 @@ def test_every_figure_has_template_and_uirevision(prof, pfi):
 
 def test_table_data_round_trip():
     """Records and columns rebuild the frame, floats rounded to significant digits."""
-    df = pd.DataFrame({"CI": [0.123456, 12345.678], "n": [1, 2], "ok": [True, False],
-                       "note": ["a", None]}, index=pd.Index(["x1", "x2"], name="feature"))
+    df = pd.DataFrame(
+        {"CI": [0.123456, 12345.678], "n": [1, 2], "ok": [True, False], "note": ["a", None]},
+        index=pd.Index(["x1", "x2"], name="feature"),
+    )
     records, columns = F.table_data(df, digits=3)
     assert [c["id"] for c in columns] == ["feature", "CI", "n", "ok", "note"]
     back = pd.DataFrame(records).set_index("feature")

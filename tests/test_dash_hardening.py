@@ -12,28 +12,36 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from helpers.hostile import SuicidalRegressor
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from compute.datasets import x3_interaction
+from dashboard import views
 from dashboard.callbacks.compute import plan_state, resolve_state, run_request
 from dashboard.callbacks.drilldown import normalize, update_state
 from dashboard.callbacks.load import describe_data, load_workspace
-from dashboard import views
 from dashboard.config import Config
 from dashboard.loaders import LoadError, Policy, read_data
 from dashboard.server import create_app
 from dashboard.state import default_state
 from dashboard.store import ModelEntry, Workspace, new_workspace_id
-from helpers.hostile import SuicidalRegressor
 
 
 @pytest.fixture(scope="module")
 def app(tmp_path_factory):
     cache = tmp_path_factory.mktemp("hardening-cache")
     # the fuzzing tests upload hundreds of files from one address: quotas are tested elsewhere
-    return create_app(Config(cache_dir=str(cache), max_curves=120, allow_pickle=True, upload_limit_mb=1,
-                             upload_per_minute=100_000, upload_mb_per_hour=100_000))
+    return create_app(
+        Config(
+            cache_dir=str(cache),
+            max_curves=120,
+            allow_pickle=True,
+            upload_limit_mb=1,
+            upload_per_minute=100_000,
+            upload_mb_per_hour=100_000,
+        )
+    )
 
 
 @pytest.fixture(scope="module")
@@ -68,10 +76,17 @@ def test_model_killing_its_process_fails_the_job_with_a_message(ctx):
     path = Path(ctx.store.root / "killer.pkl")
     path.write_bytes(pickle.dumps(SuicidalRegressor()))
     rel, sha = ctx.store.keep_model(path, ".pkl")
-    ws = Workspace(id=new_workspace_id(), title="killer", data_path=demo.data_path, data_sha=demo.data_sha,
-                   target=demo.target, task="regression", loss="squared_error",
-                   models=(ModelEntry(name="killer", path=rel, sha=sha, features=demo.features),),
-                   features=demo.features)
+    ws = Workspace(
+        id=new_workspace_id(),
+        title="killer",
+        data_path=demo.data_path,
+        data_sha=demo.data_sha,
+        target=demo.target,
+        task="regression",
+        loss="squared_error",
+        models=(ModelEntry(name="killer", path=rel, sha=sha, features=demo.features),),
+        features=demo.features,
+    )
     ctx.store.save_workspace(ws)
     state = _demo_state(ctx, ws=ws.id)
     _, request, _ = resolve_state(ctx, state, None)
@@ -135,8 +150,9 @@ def test_worker_killed_mid_computation_then_next_request_recomputes(tmp_path):
         got, want = ctx.store.get(results["keys"][kind]), fresh_app._wip_context.store.get(fresh["keys"][kind])
         pd.testing.assert_frame_equal(got.local, want.local)
     for name, key in fresh["keys"]["pfi"].items():
-        pd.testing.assert_frame_equal(ctx.store.get(results["keys"]["pfi"][name]).to_frame(),
-                                      fresh_app._wip_context.store.get(key).to_frame())
+        pd.testing.assert_frame_equal(
+            ctx.store.get(results["keys"]["pfi"][name]).to_frame(), fresh_app._wip_context.store.get(key).to_frame()
+        )
 
 
 def test_views_ignore_cache_keys_sent_by_the_browser(ctx):
@@ -170,9 +186,17 @@ def test_two_sessions_only_reach_each_others_uploads_by_their_random_ids(app):
     guessed = {"id": first["id"][:-1] + ("A" if first["id"][-1] != "A" else "B"), "name": "secret.csv"}
     payload = {
         "output": "..data-file-info.children...data-error.children...target-select.options..."
-                  "target-select.value...output-select.options..",
-        "outputs": [{"id": i, "property": p} for i, p in (("data-file-info", "children"), ("data-error", "children"),
-                    ("target-select", "options"), ("target-select", "value"), ("output-select", "options"))],
+        "target-select.value...output-select.options..",
+        "outputs": [
+            {"id": i, "property": p}
+            for i, p in (
+                ("data-file-info", "children"),
+                ("data-error", "children"),
+                ("target-select", "options"),
+                ("target-select", "value"),
+                ("output-select", "options"),
+            )
+        ],
         "inputs": [{"id": "data-file", "property": "data", "value": guessed}],
         "changedPropIds": ["data-file.data"],
         "state": [],
@@ -185,7 +209,10 @@ def test_two_sessions_only_reach_each_others_uploads_by_their_random_ids(app):
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(content=st.binary(max_size=3000), suffix=st.sampled_from([".csv", ".parquet", ".skops", ".onnx", ".pkl", ".txt", ""]))
+@given(
+    content=st.binary(max_size=3000),
+    suffix=st.sampled_from([".csv", ".parquet", ".skops", ".onnx", ".pkl", ".txt", ""]),
+)
 def test_random_bytes_at_the_upload_route_never_break_the_server(app, content, suffix):
     """Random bytes under any name: the route and the data check answer with an id or a message."""
     client = app.server.test_client()
@@ -200,18 +227,23 @@ def test_random_bytes_at_the_upload_route_never_break_the_server(app, content, s
         assert error is None or len(error) < 600
 
 
-cell = st.one_of(st.none(), st.integers(-5, 5), st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=6),
-                 st.booleans())
+cell = st.one_of(
+    st.none(), st.integers(-5, 5), st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=6), st.booleans()
+)
 
 
 @settings(max_examples=60, deadline=None)
-@given(rows=st.lists(st.lists(cell, min_size=1, max_size=4), min_size=0, max_size=6),
-       names=st.lists(st.text(max_size=5), min_size=1, max_size=4))
+@given(
+    rows=st.lists(st.lists(cell, min_size=1, max_size=4), min_size=0, max_size=6),
+    names=st.lists(st.text(max_size=5), min_size=1, max_size=4),
+)
 def test_random_small_tables_load_or_get_a_message(tmp_path_factory, rows, names):
     """Random small tables written as CSV: read_data returns a frame or raises LoadError."""
     folder = tmp_path_factory.mktemp("tables")
     width = len(names)
-    lines = [",".join(f'"{n}"' for n in names)] + [",".join("" if v is None else str(v) for v in r[:width]) for r in rows]
+    lines = [",".join(f'"{n}"' for n in names)] + [
+        ",".join("" if v is None else str(v) for v in r[:width]) for r in rows
+    ]
     path = folder / "t.csv"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     try:
@@ -230,8 +262,17 @@ def test_expired_uploads_workspaces_and_their_files_are_deleted(tmp_path):
     token, path = store.new_upload("old.csv")
     path.write_text("a,b\n1,2\n")
     rel, sha = store.keep_data(pd.DataFrame({"a": [1.0, 2.0], "b": [3.0, 4.0]}))
-    ws = Workspace(id=new_workspace_id(), title="old", data_path=rel, data_sha=sha, target="b",
-                   task="regression", loss="squared_error", models=demo.models, features=("a",))
+    ws = Workspace(
+        id=new_workspace_id(),
+        title="old",
+        data_path=rel,
+        data_sha=sha,
+        target="b",
+        task="regression",
+        loss="squared_error",
+        models=demo.models,
+        features=("a",),
+    )
     store.save_workspace(ws)
     old = time.time() - 2 * 3600
     for file in (path.parent, store.root / "workspaces" / f"{ws.id}.json", store.path(rel)):

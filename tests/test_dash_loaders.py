@@ -12,8 +12,8 @@ import joblib
 import numpy as np
 import pandas as pd
 import pytest
-import skops.io as sio
 import sklearn
+import skops.io as sio
 from numpy.testing import assert_allclose, assert_array_equal
 from sklearn.compose import ColumnTransformer, make_column_selector
 from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
@@ -47,11 +47,15 @@ def frame():
     n = 120
     a, b = rng.normal(size=n), rng.normal(size=n)
     c = rng.choice(["x", "y", "z"], size=n)
-    return pd.DataFrame({
-        "a": a, "b": b, "c": pd.array(c, dtype="str"),
-        "y_num": 2 * a - b + (c == "x") + 0.1 * rng.normal(size=n),
-        "label": pd.array(np.where(a > 0.5, "hi", np.where(a > -0.5, "mid", "lo")), dtype="str"),
-    })
+    return pd.DataFrame(
+        {
+            "a": a,
+            "b": b,
+            "c": pd.array(c, dtype="str"),
+            "y_num": 2 * a - b + (c == "x") + 0.1 * rng.normal(size=n),
+            "label": pd.array(np.where(a > 0.5, "hi", np.where(a > -0.5, "mid", "lo")), dtype="str"),
+        }
+    )
 
 
 @pytest.fixture(scope="session")
@@ -86,7 +90,8 @@ def files(tmp_path_factory, frame, forest, regressor):
 def helper_module(tmp_path, monkeypatch):
     """A user module (not sklearn) defining a function and an estimator class."""
     name = f"user_helpers_{uuid.uuid4().hex[:8]}"
-    (tmp_path / f"{name}.py").write_text(textwrap.dedent("""
+    (tmp_path / f"{name}.py").write_text(
+        textwrap.dedent("""
         import numpy as np
         from sklearn.base import BaseEstimator, RegressorMixin
 
@@ -100,7 +105,8 @@ def helper_module(tmp_path, monkeypatch):
 
             def predict(self, X):
                 return np.full(len(X), self.value_)
-    """))
+    """)
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
     module = __import__(name)
     yield module
@@ -312,9 +318,12 @@ def test_onnx_external_data_cannot_read_neighbouring_files(tmp_path):
         entry = weight.external_data.add()
         entry.key, entry.value = key, value
     graph = helper.make_graph(
-        [helper.make_node("Add", ["X", "W"], ["Y"])], "g",
+        [helper.make_node("Add", ["X", "W"], ["Y"])],
+        "g",
         [helper.make_tensor_value_info("X", TensorProto.FLOAT, [None, 4])],
-        [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [None, 4])], initializer=[weight])
+        [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [None, 4])],
+        initializer=[weight],
+    )
     proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     (tmp_path / "ext.onnx").write_bytes(proto.SerializeToString())
     with pytest.raises(LoadError, match="ext.onnx keeps tensors in separate external-data files") as info:
@@ -426,8 +435,18 @@ def test_integer_labels_match_across_dtypes(tmp_path, frame):
 
 
 CHECKS = [
-    (lambda d: d.drop(columns=["c"]), "label", "data", "data.csv lacks 1 column\\(s\\) that forest.skops was trained on: \\['c'\\]"),
-    (lambda d: d.assign(a=d["a"].where(d.index > 2)), "label", "data", "missing values in 1 input column\\(s\\): 'a' \\(3 rows\\)"),
+    (
+        lambda d: d.drop(columns=["c"]),
+        "label",
+        "data",
+        "data.csv lacks 1 column\\(s\\) that forest.skops was trained on: \\['c'\\]",
+    ),
+    (
+        lambda d: d.assign(a=d["a"].where(d.index > 2)),
+        "label",
+        "data",
+        "missing values in 1 input column\\(s\\): 'a' \\(3 rows\\)",
+    ),
     (lambda d: d.assign(label=d["label"].where(d.index > 0)), "label", "target", "'label' has 1 missing"),
     (lambda d: d.assign(label="maybe"), "label", "target", "labels that forest.skops does not know: \\['maybe'\\]"),
     (lambda d: d.assign(label="hi"), "label", "target", "single class \\('hi'\\)"),
@@ -454,19 +473,22 @@ def test_regressor_with_text_target(regressor, data):
 
 def test_predict_failure_is_shortened_and_names_files(data):
     """The model's own error, first line only, prefixed with the model and data names."""
+
     class Fails:
         def predict(self, X):
             raise ValueError("could not convert string to float: 'x'\n" + "trace line\n" * 50)
 
     with pytest.raises(LoadError) as info:
         check_model_data(Fails(), data, "y_num", name="broken.skops")
-    assert str(info.value) == ("broken.skops failed to predict on 5 rows of data.csv: ValueError: "
-                               "could not convert string to float: 'x'")
+    assert str(info.value) == (
+        "broken.skops failed to predict on 5 rows of data.csv: ValueError: could not convert string to float: 'x'"
+    )
     assert info.value.field == "model"
 
 
 def test_wrong_output_shape(data):
     """A model returning one value per call is refused with the shapes."""
+
     class Scalar:
         def predict(self, X):
             return np.zeros(1)

@@ -25,12 +25,9 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 import compute
-from dashboard import figures, ids
-from dashboard import planning
+from dashboard import figures, ids, planning, views
 from dashboard.callbacks.compute import finish_job, plan_state, resolve_state, run_request
 from dashboard.callbacks.drilldown import build_condition, control_options, normalize, parse_values, update_state
-from dashboard import views
-from dashboard.views import export as export_table, report_html
 from dashboard.callbacks.load import describe_data, describe_models, load_outputs, load_workspace
 from dashboard.config import Config, from_env, parse_args
 from dashboard.server import create_app
@@ -42,6 +39,8 @@ from dashboard.state import (
     state_from_search,
 )
 from dashboard.store import Store, result_key, safe_name
+from dashboard.views import export as export_table
+from dashboard.views import report_html
 
 FEATURES = ["X1", "X2", "X3"]
 
@@ -117,19 +116,31 @@ def _inputs(state, **values):
 # --- state in the URL ----------------------------------------------------------------------
 def test_search_round_trip_keeps_every_field():
     """state_from_search(search_from_state(s)) == s, with quotes, spaces, == and exclusions."""
-    s = {**default_state(), "ws": "demo-x3", "model": "random forest", "feature": "X2",
-         "subgroup": "`my col` == 'a b' and city == \"São Paulo\" and X3 == 0 and X1 >= -1.5",
-         "obs": "17", "centered": True, "repeats": 40, "sfimp": True, "exclude": ["17", "250", "3"],
-         "ale_k": 35}
+    s = {
+        **default_state(),
+        "ws": "demo-x3",
+        "model": "random forest",
+        "feature": "X2",
+        "subgroup": "`my col` == 'a b' and city == \"São Paulo\" and X3 == 0 and X1 >= -1.5",
+        "obs": "17",
+        "centered": True,
+        "repeats": 40,
+        "sfimp": True,
+        "exclude": ["17", "250", "3"],
+        "ale_k": 35,
+    }
     assert state_from_search(search_from_state(s)) == s
 
 
-@pytest.mark.parametrize("query, repeats", [
-    ("?repeats=abc", DEFAULT_REPEATS),
-    ("?repeats=1e3", DEFAULT_REPEATS),
-    ("?repeats=99999999999999", MAX_REPEATS),
-    ("?repeats=-4", 2),
-])
+@pytest.mark.parametrize(
+    "query, repeats",
+    [
+        ("?repeats=abc", DEFAULT_REPEATS),
+        ("?repeats=1e3", DEFAULT_REPEATS),
+        ("?repeats=99999999999999", MAX_REPEATS),
+        ("?repeats=-4", 2),
+    ],
+)
 def test_bad_repeats_in_query_fall_back(query, repeats):
     """A non-integer repeats falls back to the default; out-of-range ones are clipped."""
     assert state_from_search("?ws=demo-x3&" + query.lstrip("?"))["repeats"] == repeats
@@ -173,15 +184,17 @@ def test_empty_subgroup_is_refused(ctx, state):
 def test_condition_builder_ands_with_subgroup(ctx, state, current, expected):
     """The builder's X3 == 0 becomes the subgroup, ANDed with an existing one."""
     before = {**state, "subgroup": current}
-    new, error = update_state(ctx, before, ids.COND_ADD,
-                              _inputs(before, cond_column="X3", cond_op="==", cond_value="0"))
+    new, error = update_state(
+        ctx, before, ids.COND_ADD, _inputs(before, cond_column="X3", cond_op="==", cond_value="0")
+    )
     assert (new["subgroup"], error) == (expected, None)
 
 
 def test_between_needs_two_values(ctx, state):
     """'between' with one value is an error and leaves the subgroup as it was."""
-    new, error = update_state(ctx, state, ids.COND_ADD,
-                              _inputs(state, cond_column="X1", cond_op="between", cond_value="0"))
+    new, error = update_state(
+        ctx, state, ids.COND_ADD, _inputs(state, cond_column="X1", cond_op="between", cond_value="0")
+    )
     assert "two values" in error
     assert new["subgroup"] == state["subgroup"]
 
@@ -295,8 +308,10 @@ def test_global_ci_is_mean_relative_ice_range(summary, profiles):
     lo, hi = summary.out_range
     expected = {}
     for f, prof in profiles.items():
-        ranges = [max(prof.pred[i].max(), prof.base_pred[i]) - min(prof.pred[i].min(), prof.base_pred[i])
-                  for i in range(len(prof.rows))]
+        ranges = [
+            max(prof.pred[i].max(), prof.base_pred[i]) - min(prof.pred[i].min(), prof.base_pred[i])
+            for i in range(len(prof.rows))
+        ]
         expected[f] = np.mean(ranges) / (hi - lo)
     assert_allclose(summary.global_ci()["CI"].reindex(FEATURES), pd.Series(expected)[FEATURES], rtol=1e-10)
 
@@ -333,7 +348,10 @@ def test_rows_id_order_insensitive_and_specific():
     a = planning.rows_id("X3 == 0", ["2", "1"])
     assert re.fullmatch(r"[0-9a-f]{24}", a)
     assert a == planning.rows_id("X3 == 0", ["1", "2"]) == planning.rows_id(" X3 == 0 ", [1, 2])
-    assert len({a, planning.rows_id("X3 == 0", ["1"]), planning.rows_id("X3 == 1", ["1", "2"]), planning.rows_id("", [])}) == 4
+    assert (
+        len({a, planning.rows_id("X3 == 0", ["1"]), planning.rows_id("X3 == 1", ["1", "2"]), planning.rows_id("", [])})
+        == 4
+    )
 
 
 def test_result_key_depends_on_content_only(ctx):
@@ -341,12 +359,16 @@ def test_result_key_depends_on_content_only(ctx):
     ws = ctx.store.workspace("demo-x3")
     model = ws.models[0]
     base = result_key("pfi", ws, model, rows="r", n_repeats=10)
-    changed = [result_key("pfi", ws, replace(model, sha="0" * 64), rows="r", n_repeats=10),
-               result_key("pfi", replace(ws, data_sha="0" * 64), model, rows="r", n_repeats=10),
-               result_key("pfi", replace(ws, loss="absolute_error"), model, rows="r", n_repeats=10),
-               result_key("pfi", ws, model, rows="r", n_repeats=20)]
-    same = [result_key("pfi", ws, replace(model, name="renamed"), rows="r", n_repeats=10),
-            result_key("pfi", replace(ws, title="other title"), model, n_repeats=10, rows="r")]
+    changed = [
+        result_key("pfi", ws, replace(model, sha="0" * 64), rows="r", n_repeats=10),
+        result_key("pfi", replace(ws, data_sha="0" * 64), model, rows="r", n_repeats=10),
+        result_key("pfi", replace(ws, loss="absolute_error"), model, rows="r", n_repeats=10),
+        result_key("pfi", ws, model, rows="r", n_repeats=20),
+    ]
+    same = [
+        result_key("pfi", ws, replace(model, name="renamed"), rows="r", n_repeats=10),
+        result_key("pfi", replace(ws, title="other title"), model, n_repeats=10, rows="r"),
+    ]
     assert base not in changed and len(set(changed)) == 4
     assert same == [base, base]
 
@@ -379,7 +401,11 @@ def test_pfi_table_has_group_columns_with_counts(ctx, sub_results, summary, x3_z
     n_sub = int(x3_zero.reindex(summary.rows).sum())
     n_all = len(summary.rows)
     assert [c["name"] for c in columns] == [
-        "feature", f"all (n={n_all})", f"subgroup (n={n_sub})", f"complement (n={n_all - n_sub})"]
+        "feature",
+        f"all (n={n_all})",
+        f"subgroup (n={n_sub})",
+        f"complement (n={n_all - n_sub})",
+    ]
 
 
 def test_observation_view_defaults_to_largest_integral(ctx, results, summary):
@@ -678,30 +704,44 @@ def test_help_does_not_print_secret_key(tmp_path, capsys):
 
 
 # --- the controller's reducers ----------------------------------------------------------------
-@pytest.mark.parametrize("trigger, reducer, inputs, changed", [
-    (ids.MODEL_SELECT, "choose_model", {"model": "m2"}, {"model": "m2"}),
-    (ids.FEATURE_SELECT, "choose_feature", {"feature": "X2"}, {"feature": "X2"}),
-    (ids.PFI_GRAPH, "click_feature", {"click": {"points": [{"customdata": "X3"}]}}, {"feature": "X3"}),
-    (ids.CLICKED_ROW, "click_curve_row", {"clicked": {"row": 12, "t": 1}}, {"obs": "12"}),
-    (ids.ICI_TABLE, "click_table_row", {"active_cell": {"row_id": "40", "row": 0}}, {"obs": "40"}),
-    (ids.SUBGROUP_APPLY, "apply_subgroup", {"subgroup_text": "  X3 == 0 "}, {"subgroup": "X3 == 0"}),
-    (ids.SUBGROUP_CLEAR, "clear_subgroup", {}, {"subgroup": ""}),
-    (ids.COND_ADD, "add_condition", {"cond_column": "X1", "cond_op": ">", "cond_value": "0"},
-     {"subgroup": "(X3 == 1) and X1 > 0"}),
-    (ids.REPEATS_MORE, "more_repeats", {}, {"repeats": 20}),
-    (ids.SFIMP_RUN, "run_sfimp", {}, {"sfimp": True}),
-    (ids.CENTERED, "toggle_centered", {"centered": ["c"]}, {"centered": True}),
-    (ids.EXCLUDE_SELECTED, "exclude_selected", {}, {"exclude": ["5", "7"]}),
-    (ids.EXCLUDE_NEGATIVE, "exclude_negative", {"negative": ["9", "5"]}, {"exclude": ["5", "9"]}),
-    (ids.EXCLUDE_CLEAR, "clear_exclusions", {}, {"exclude": []}),
-])
+@pytest.mark.parametrize(
+    "trigger, reducer, inputs, changed",
+    [
+        (ids.MODEL_SELECT, "choose_model", {"model": "m2"}, {"model": "m2"}),
+        (ids.FEATURE_SELECT, "choose_feature", {"feature": "X2"}, {"feature": "X2"}),
+        (ids.PFI_GRAPH, "click_feature", {"click": {"points": [{"customdata": "X3"}]}}, {"feature": "X3"}),
+        (ids.CLICKED_ROW, "click_curve_row", {"clicked": {"row": 12, "t": 1}}, {"obs": "12"}),
+        (ids.ICI_TABLE, "click_table_row", {"active_cell": {"row_id": "40", "row": 0}}, {"obs": "40"}),
+        (ids.SUBGROUP_APPLY, "apply_subgroup", {"subgroup_text": "  X3 == 0 "}, {"subgroup": "X3 == 0"}),
+        (ids.SUBGROUP_CLEAR, "clear_subgroup", {}, {"subgroup": ""}),
+        (
+            ids.COND_ADD,
+            "add_condition",
+            {"cond_column": "X1", "cond_op": ">", "cond_value": "0"},
+            {"subgroup": "(X3 == 1) and X1 > 0"},
+        ),
+        (ids.REPEATS_MORE, "more_repeats", {}, {"repeats": 20}),
+        (ids.SFIMP_RUN, "run_sfimp", {}, {"sfimp": True}),
+        (ids.CENTERED, "toggle_centered", {"centered": ["c"]}, {"centered": True}),
+        (ids.EXCLUDE_SELECTED, "exclude_selected", {}, {"exclude": ["5", "7"]}),
+        (ids.EXCLUDE_NEGATIVE, "exclude_negative", {"negative": ["9", "5"]}, {"exclude": ["5", "9"]}),
+        (ids.EXCLUDE_CLEAR, "clear_exclusions", {}, {"exclude": []}),
+    ],
+)
 def test_each_reducer_changes_only_its_fields(trigger, reducer, inputs, changed):
     """Each triggering input has one small pure reducer (state, inputs) -> state that
     changes exactly the fields it is about."""
     from dashboard.callbacks import drilldown
 
-    before = {**default_state(), "ws": "demo-x3", "model": "m1", "feature": "X1", "subgroup": "X3 == 1",
-              "obs": "7", "exclude": ["5"]}
+    before = {
+        **default_state(),
+        "ws": "demo-x3",
+        "model": "m1",
+        "feature": "X1",
+        "subgroup": "X3 == 1",
+        "obs": "7",
+        "exclude": ["5"],
+    }
     fn = drilldown.REDUCERS[trigger]
     assert fn.__name__ == reducer
     after = fn(dict(before), inputs)
@@ -712,7 +752,10 @@ def test_each_reducer_changes_only_its_fields(trigger, reducer, inputs, changed)
 def test_every_controller_input_has_a_reducer():
     from dashboard.callbacks import drilldown
 
-    triggers = {dep.component_id for name, dep in drilldown.CONTROLLER_INPUTS.items()
-                if type(dep).__name__ == "Input" and name not in ("pfi_click", "sfimp_click", "ci_click")}
+    triggers = {
+        dep.component_id
+        for name, dep in drilldown.CONTROLLER_INPUTS.items()
+        if type(dep).__name__ == "Input" and name not in ("pfi_click", "sfimp_click", "ci_click")
+    }
     clicks = {ids.PFI_GRAPH, ids.SFIMP_GRAPH, ids.GLOBAL_CI_GRAPH}
     assert triggers | clicks == set(drilldown.REDUCERS)

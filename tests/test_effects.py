@@ -56,13 +56,15 @@ def mixed():
     """Numeric, string, boolean and constant columns, with a formula model."""
     rng = np.random.default_rng(3)
     n = 80
-    X = pd.DataFrame({
-        "num": rng.normal(size=n),
-        "other": rng.integers(0, 5, size=n),
-        "city": pd.array(rng.choice(["paris", "rome", "oslo"], size=n), dtype="str"),
-        "flag": rng.random(n) < 0.5,
-        "const": np.full(n, 2.0),
-    })
+    X = pd.DataFrame(
+        {
+            "num": rng.normal(size=n),
+            "other": rng.integers(0, 5, size=n),
+            "city": pd.array(rng.choice(["paris", "rome", "oslo"], size=n), dtype="str"),
+            "flag": rng.random(n) < 0.5,
+            "const": np.full(n, 2.0),
+        }
+    )
     model = Formula(
         lambda X: X.num * (1 + X.flag) + 0.3 * X.other + 2.0 * (X.city == "rome") + 0 * X.const,
         list(X.columns),
@@ -147,12 +149,15 @@ def fare_data():
     n = 891
     fare = np.round(np.exp(rng.normal(2.6, 0.9, n)), 4)
     near = rng.random(n) < 0.35
-    fare[near] = np.round(rng.choice([7.225, 7.75, 7.8958, 8.05, 13.0, 26.0], size=near.sum())
-                          + rng.integers(0, 5, size=near.sum()) * 1e-4, 4)
-    X = pd.DataFrame({"fare": fare, "sex": (rng.random(n) < 0.35).astype(float),
-                      "age": np.round(rng.uniform(1, 70, n))})
-    y = (np.sin(1.5 * np.log1p(X.fare)) + 0.5 * X.sex * (X.fare > 20) + 0.02 * X.age
-         + rng.normal(0, 0.3, n))
+    fare[near] = np.round(
+        rng.choice([7.225, 7.75, 7.8958, 8.05, 13.0, 26.0], size=near.sum())
+        + rng.integers(0, 5, size=near.sum()) * 1e-4,
+        4,
+    )
+    X = pd.DataFrame(
+        {"fare": fare, "sex": (rng.random(n) < 0.35).astype(float), "age": np.round(rng.uniform(1, 70, n))}
+    )
+    y = np.sin(1.5 * np.log1p(X.fare)) + 0.5 * X.sex * (X.fare > 20) + 0.02 * X.age + rng.normal(0, 0.3, n)
     tree = DecisionTreeRegressor(max_depth=5, min_samples_leaf=20, random_state=0).fit(X, y)
     return X, tree
 
@@ -304,11 +309,14 @@ def test_ale_from_observed_profile_with_k_equals_ale_curve(mass_gbm, mass_data, 
     X, _ = mass_data
     for feature in X.columns:
         prof = feature_profile(mass_gbm, X, None, feature)
-        pd.testing.assert_frame_equal(ale_from_profile(prof, n_intervals=n_intervals),
-                                      ale_curve(mass_gbm, X, feature, n_intervals=n_intervals))
+        pd.testing.assert_frame_equal(
+            ale_from_profile(prof, n_intervals=n_intervals), ale_curve(mass_gbm, X, feature, n_intervals=n_intervals)
+        )
         sample = feature_profile(mass_gbm, X, None, feature, n_obs=120, random_state=0)
-        pd.testing.assert_frame_equal(ale_from_profile(sample, n_intervals=n_intervals),
-                                      ale_curve(mass_gbm, X.loc[sample.rows], feature, n_intervals=n_intervals))
+        pd.testing.assert_frame_equal(
+            ale_from_profile(sample, n_intervals=n_intervals),
+            ale_curve(mass_gbm, X.loc[sample.rows], feature, n_intervals=n_intervals),
+        )
 
 
 def test_ale_from_quantile_profile_snaps_bounds_to_grid(mass_data):

@@ -5,11 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-
-import compute
 from numpy.testing import assert_allclose
 from sklearn.linear_model import LinearRegression
 
+import compute
 from compute import feature_profile, permutation_importance
 
 

@@ -56,8 +56,13 @@ ROOT = Path(__file__).resolve().parents[1]
 def data():
     rng = np.random.default_rng(0)
     n = 200
-    X = pd.DataFrame({"a": rng.normal(size=n), "b": rng.normal(size=n),
-                      "c": pd.array(rng.choice(["x", "y", "z"], size=n), dtype="str")})
+    X = pd.DataFrame(
+        {
+            "a": rng.normal(size=n),
+            "b": rng.normal(size=n),
+            "c": pd.array(rng.choice(["x", "y", "z"], size=n), dtype="str"),
+        }
+    )
     y_num = 2 * X.a - X.b + (X.c == "x") + 0.1 * rng.normal(size=n)
     y_cls = np.where(X.a > 0.5, "hi", np.where(X.a > -0.5, "mid", "lo"))
     return X, y_num, y_cls
@@ -74,8 +79,9 @@ def victim(tmp_path):
 
 def assert_victim_intact(folder: Path) -> None:
     gc.collect()
-    assert folder.is_dir() and (folder / "secret.key").read_text() == "keep me", \
+    assert folder.is_dir() and (folder / "secret.key").read_text() == "keep me", (
         "loading the model deleted or changed the victim folder"
+    )
 
 
 def dump(model, path: Path) -> Path:
@@ -118,9 +124,15 @@ def run_isolated(code: str, timeout: float = 90) -> str:
     """Run ``code`` in a fresh interpreter (the worktree's dashboard); its stdout. A crafted
     model that spins forever or crashes then fails the test instead of the suite."""
     try:
-        done = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, check=False,
-                              text=True, timeout=timeout, cwd=ROOT,
-                              env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1"})
+        done = subprocess.run(
+            [sys.executable, "-c", textwrap.dedent(code)],
+            capture_output=True,
+            check=False,
+            text=True,
+            timeout=timeout,
+            cwd=ROOT,
+            env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1"},
+        )
     except subprocess.TimeoutExpired:
         pytest.fail(f"the model did not finish within {timeout} s (an endless loop?)")
     assert done.returncode == 0, f"the subprocess died ({done.returncode}): {done.stderr[-2000:]}"
@@ -169,14 +181,17 @@ def _npz_file(victim: Path):
 
 
 # --- item 1: exact types, not packages --------------------------------------------------------
-@pytest.mark.parametrize("make", [
-    lambda v: _finaliser("DataSource", v),
-    lambda v: _finaliser("Repository", v),
-    _npz_file,
-    lambda v: _temp_memmap(),
-    lambda v: _scipy_object(),
-], ids=["numpy-DataSource-rmtree", "numpy-Repository-rmtree", "numpy-NpzFile", "sklearn-TempMemmap",
-        "scipy-BFGS"])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda v: _finaliser("DataSource", v),
+        lambda v: _finaliser("Repository", v),
+        _npz_file,
+        lambda v: _temp_memmap(),
+        lambda v: _scipy_object(),
+    ],
+    ids=["numpy-DataSource-rmtree", "numpy-Repository-rmtree", "numpy-NpzFile", "sklearn-TempMemmap", "scipy-BFGS"],
+)
 def test_side_effect_types_from_trusted_packages_are_refused(tmp_path, victim, data, make):
     """The audit's exploit and its relatives: a LinearRegression carrying an object of a
     NumPy/SciPy/scikit-learn class that is not on the allow-list is refused by name, in the
@@ -210,6 +225,7 @@ def test_allowed_type_with_another_loader_is_refused(tmp_path, data, victim):
         def edit(schema):
             schema["content"]["__loader__"] = "DictNode"
             schema["content"]["__module__"], schema["content"]["__class__"] = module, cls
+
         return edit
 
     lr = rewrite(path, tmp_path / "lr.skops", schema=as_dict_of("sklearn.linear_model._base", "LinearRegression"))
@@ -238,14 +254,29 @@ def _typical_models(data):
     Xnan = Xn.copy()
     Xnan.iloc[::7, 0] = np.nan
     Xcat = X.assign(c=X.c.astype("category"))
-    onehot = ColumnTransformer([("cat", OneHotEncoder(handle_unknown="ignore"), ["c"]),
-                                ("num", StandardScaler(), ["a", "b"])])
+    onehot = ColumnTransformer(
+        [("cat", OneHotEncoder(handle_unknown="ignore"), ["c"]), ("num", StandardScaler(), ["a", "b"])]
+    )
     models = {
-        "ColumnTransformer+OneHotEncoder+RF": (make_pipeline(onehot, RandomForestClassifier(10, random_state=0)), X, y_cls),
+        "ColumnTransformer+OneHotEncoder+RF": (
+            make_pipeline(onehot, RandomForestClassifier(10, random_state=0)),
+            X,
+            y_cls,
+        ),
         "SimpleImputer+Ridge": (make_pipeline(SimpleImputer(), Ridge()), Xnan, y_num),
-        "OrdinalEncoder+HGB": (make_pipeline(ColumnTransformer([("o", OrdinalEncoder(), ["c"])], remainder="passthrough"),
-                                             HistGradientBoostingRegressor(max_iter=20)), X, y_num),
-        "HGB classifier categorical": (HistGradientBoostingClassifier(max_iter=20, categorical_features="from_dtype"), Xcat, y_cls),
+        "OrdinalEncoder+HGB": (
+            make_pipeline(
+                ColumnTransformer([("o", OrdinalEncoder(), ["c"])], remainder="passthrough"),
+                HistGradientBoostingRegressor(max_iter=20),
+            ),
+            X,
+            y_num,
+        ),
+        "HGB classifier categorical": (
+            HistGradientBoostingClassifier(max_iter=20, categorical_features="from_dtype"),
+            Xcat,
+            y_cls,
+        ),
         "HGB regressor NaN": (HistGradientBoostingRegressor(max_iter=20), Xnan, y_num),
         "RandomForestRegressor": (RandomForestRegressor(10, random_state=0), Xn, y_num),
         "ExtraTreesClassifier": (ExtraTreesClassifier(10, random_state=0), Xn, y_cls),
@@ -265,8 +296,11 @@ def _typical_models(data):
     except ImportError:  # scikit-learn < 1.3
         pass
     else:
-        models["TargetEncoder"] = (make_pipeline(ColumnTransformer([("t", TargetEncoder(), ["c"])],
-                                                                   remainder="passthrough"), Ridge()), X, y_num)
+        models["TargetEncoder"] = (
+            make_pipeline(ColumnTransformer([("t", TargetEncoder(), ["c"])], remainder="passthrough"), Ridge()),
+            X,
+            y_num,
+        )
     return models
 
 
@@ -323,12 +357,16 @@ def _first_split(tree) -> int:
     return int(np.flatnonzero(tree.children_left != -1)[0])
 
 
-@pytest.mark.parametrize("edit, match", [
-    (lambda t: _tampered_tree(t, feature=(0, 1_000_000)), "splits on feature 1000000"),
-    (lambda t: _tampered_tree(t, threshold=(0, np.nan)), "NaN"),
-    (lambda t: _tampered_tree(t, left_child=(0, 10**6)), "child index 1000000"),
-    (lambda t: _tampered_tree(t, right_child=(0, -7)), "child index -7"),
-], ids=["feature-1e6", "nan-threshold", "child-out-of-range", "child-negative"])
+@pytest.mark.parametrize(
+    "edit, match",
+    [
+        (lambda t: _tampered_tree(t, feature=(0, 1_000_000)), "splits on feature 1000000"),
+        (lambda t: _tampered_tree(t, threshold=(0, np.nan)), "NaN"),
+        (lambda t: _tampered_tree(t, left_child=(0, 10**6)), "child index 1000000"),
+        (lambda t: _tampered_tree(t, right_child=(0, -7)), "child index -7"),
+    ],
+    ids=["feature-1e6", "nan-threshold", "child-out-of-range", "child-negative"],
+)
 def test_tampered_decision_tree_is_refused(tmp_path, tree_data, edit, match):
     X, y = tree_data
     model = DecisionTreeRegressor(max_depth=4, random_state=0).fit(X, y)
@@ -339,8 +377,10 @@ def test_tampered_decision_tree_is_refused(tmp_path, tree_data, edit, match):
 def test_tree_inside_forest_and_pipeline_is_checked(tmp_path, data):
     """Trees are found wherever they are: in a forest, inside a Pipeline."""
     X, y, _ = data
-    model = make_pipeline(ColumnTransformer([("o", OneHotEncoder(), ["c"])], remainder="passthrough"),
-                          RandomForestRegressor(5, max_depth=3, random_state=0)).fit(X, y)
+    model = make_pipeline(
+        ColumnTransformer([("o", OneHotEncoder(), ["c"])], remainder="passthrough"),
+        RandomForestRegressor(5, max_depth=3, random_state=0),
+    ).fit(X, y)
     _tampered_tree(model[-1].estimators_[3].tree_, feature=(0, 50))
     refused(dump(model, tmp_path / "evil.skops"), "splits on feature 50", both=False)
 
@@ -353,8 +393,7 @@ def test_forest_tree_reading_wider_input_than_checked_is_refused(tmp_path, tree_
     tree = forest.estimators_[1]
     wide = DecisionTreeRegressor(max_depth=3, random_state=0).fit(np.c_[X, X, X], y)
     tree.tree_, tree.n_features_in_ = wide.tree_, 6
-    refused(dump(forest, tmp_path / "evil.skops"), "passes 2 features to estimator 1, which expects 6",
-            both=False)
+    refused(dump(forest, tmp_path / "evil.skops"), "passes 2 features to estimator 1, which expects 6", both=False)
 
 
 def test_gradient_boosting_stage_width_is_checked(tmp_path, tree_data):
@@ -364,8 +403,7 @@ def test_gradient_boosting_stage_width_is_checked(tmp_path, tree_data):
     X, y = tree_data
     model = GradientBoostingRegressor(n_estimators=5, max_depth=2).fit(X, y)
     model.estimators_ = np.concatenate([model.estimators_] * 3, axis=1)
-    refused(dump(model, tmp_path / "evil.skops"), "raw predictions of shape \\(2, 1\\) for 3 trees",
-            both=False)
+    refused(dump(model, tmp_path / "evil.skops"), "raw predictions of shape \\(2, 1\\) for 3 trees", both=False)
 
 
 def test_cyclic_tree_is_refused_quickly(tmp_path, tree_data):
@@ -376,10 +414,11 @@ def test_cyclic_tree_is_refused_quickly(tmp_path, tree_data):
     _tampered_tree(model.tree_, left_child=(0, 0), right_child=(0, 0))
     path = dump(model, tmp_path / "cycle.skops")
     X.to_csv(tmp_path / "X.csv", index=False)
-    out = run_isolated(f"""
+    out = run_isolated(
+        f"""
         import time, pandas as pd
         from dashboard.loaders import LoadError, load_model, model_untrusted_types
-        X = pd.read_csv({str(tmp_path / 'X.csv')!r})
+        X = pd.read_csv({str(tmp_path / "X.csv")!r})
         start = time.perf_counter()
         assert model_untrusted_types({str(path)!r}) == []
         try:
@@ -389,7 +428,9 @@ def test_cyclic_tree_is_refused_quickly(tmp_path, tree_data):
         else:
             model.predict(X)  # spins forever on a cyclic tree
             print("LOADED AND PREDICTED")
-    """, timeout=60)
+    """,
+        timeout=60,
+    )
     assert out.startswith("REFUSED"), out
     assert float(out.split()[1]) < 5 and "child index 0" in out
 
@@ -432,19 +473,25 @@ def _categorical_predictor(model):
     raise AssertionError("no categorical split")
 
 
-@pytest.mark.parametrize("field, value, match", [
-    ("feature_idx", 1_000_000, "splits on feature 1000000"),
-    ("left", 0, "child index 0"),
-    ("right", 4_000_000_000, "child index 4000000000"),
-    ("num_threshold", np.nan, "NaN"),
-    ("bitset_idx", 70_000, "categorical bitset 70000"),
-], ids=["feature-1e6", "cycle-to-root", "child-out-of-range", "nan-threshold", "bitset-index"])
+@pytest.mark.parametrize(
+    "field, value, match",
+    [
+        ("feature_idx", 1_000_000, "splits on feature 1000000"),
+        ("left", 0, "child index 0"),
+        ("right", 4_000_000_000, "child index 4000000000"),
+        ("num_threshold", np.nan, "NaN"),
+        ("bitset_idx", 70_000, "categorical bitset 70000"),
+    ],
+    ids=["feature-1e6", "cycle-to-root", "child-out-of-range", "nan-threshold", "bitset-index"],
+)
 def test_tampered_hist_gradient_boosting_is_refused(tmp_path, hgb, field, value, match):
     model, _ = hgb
     pred = _categorical_predictor(model) if field == "bitset_idx" else model._predictors[0][0]
     nodes = pred.nodes
-    split = np.flatnonzero((nodes["is_leaf"] == 0) & ((nodes["is_categorical"] == 1) if field == "bitset_idx"
-                                                       else (nodes["is_categorical"] == 0)))[0]
+    split = np.flatnonzero(
+        (nodes["is_leaf"] == 0)
+        & ((nodes["is_categorical"] == 1) if field == "bitset_idx" else (nodes["is_categorical"] == 0))
+    )[0]
     nodes[field][split] = value
     refused(dump(model, tmp_path / "evil.skops"), match, both=False, policy=USER_TYPES, accepted=HGB_TYPES)
 
@@ -479,7 +526,7 @@ def test_tampered_neighbour_tree_is_rebuilt_not_trusted(tmp_path, tree_data):
         import numpy as np
         from dashboard.loaders import load_model
         model = load_model({str(path)!r})
-        np.save({str(tmp_path / 'pred.npy')!r}, model.predict(np.load({str(tmp_path / 'X.npy')!r})))
+        np.save({str(tmp_path / "pred.npy")!r}, model.predict(np.load({str(tmp_path / "X.npy")!r})))
         print("OK")
     """)
     assert out.strip() == "OK"
@@ -515,7 +562,7 @@ def _central_directory_version(path: Path, version: int) -> None:
     raw = bytearray(path.read_bytes())
     at = raw.find(b"PK\x01\x02")
     while at != -1:
-        raw[at + 6:at + 8] = struct.pack("<H", version)
+        raw[at + 6 : at + 8] = struct.pack("<H", version)
         at = raw.find(b"PK\x01\x02", at + 4)
     path.write_bytes(bytes(raw))
 
@@ -531,6 +578,7 @@ def test_crafted_schemas_and_archives_give_load_errors(tmp_path, data):
     def set_root(key, value):
         def edit(schema):
             schema["content"][key] = value
+
         return edit
 
     def nested(levels):  # JSON text: json.dumps itself cannot nest this deep
@@ -546,10 +594,12 @@ def test_crafted_schemas_and_archives_give_load_errors(tmp_path, data):
         "loader-object": {"schema": set_root("__loader__", {"not": "text"})},
         "loader-list": {"schema": set_root("__loader__", ["ObjectNode"])},
         # nodes skops never visits (extra keys) but a type scan must not trip over either
-        "stray-loader-list": {"schema": lambda s: s.update(extra={"__loader__": ["x"], "__module__": "m",
-                                                                  "__class__": "c"})},
-        "stray-loader-object": {"schema": lambda s: s["content"].update(
-            extra={"__loader__": {"a": 1}, "__module__": "m", "__class__": "c"})},
+        "stray-loader-list": {
+            "schema": lambda s: s.update(extra={"__loader__": ["x"], "__module__": "m", "__class__": "c"})
+        },
+        "stray-loader-object": {
+            "schema": lambda s: s["content"].update(extra={"__loader__": {"a": 1}, "__module__": "m", "__class__": "c"})
+        },
         "module-list": {"schema": set_root("__module__", ["sklearn"])},
         "class-number": {"schema": set_root("__class__", 12)},
         "unknown-loader": {"schema": set_root("__loader__", "EvalNode")},
@@ -607,9 +657,11 @@ def test_zip_bomb_declared_size_is_refused_before_unpacking(tmp_path, data, monk
     assert bomb.stat().st_size < 20_000
     opened = []
     real_open = zipfile.ZipFile.open
-    monkeypatch.setattr(zipfile.ZipFile, "open",
-                        lambda self, name, *a, **k: opened.append(getattr(name, "filename", name))
-                        or real_open(self, name, *a, **k))
+    monkeypatch.setattr(
+        zipfile.ZipFile,
+        "open",
+        lambda self, name, *a, **k: opened.append(getattr(name, "filename", name)) or real_open(self, name, *a, **k),
+    )
     message = refused(bomb, "unpacks to 6 MB.*1 MB", policy=SMALL)
     assert "padding.bin" not in opened and "the upload limit" in message
 
@@ -622,8 +674,8 @@ def test_zip_bomb_with_lying_sizes_is_refused(tmp_path, data):
     bomb = _with_member(good, tmp_path / "liar.skops", "padding.bin", bytes(6 << 20))
     raw = bytearray(bomb.read_bytes())
     at = raw.rfind(b"PK\x01\x02")  # the last central-directory entry: padding.bin
-    assert raw[at + 46:at + 46 + 11] == b"padding.bin"
-    raw[at + 24:at + 28] = struct.pack("<I", 100)  # uncompressed size
+    assert raw[at + 46 : at + 46 + 11] == b"padding.bin"
+    raw[at + 24 : at + 28] = struct.pack("<I", 100)  # uncompressed size
     bomb.write_bytes(bytes(raw))
     refused(bomb, "not a valid .skops file", policy=SMALL)
 
@@ -655,8 +707,9 @@ def test_sparse_matrix_member_counts_its_inner_arrays(tmp_path, data):
     model.extra_ = sp.csr_matrix(np.ones((1, 1)))
     good = dump(model, tmp_path / "good.skops")
     member = next(n for n in zipfile.ZipFile(good).namelist() if n.endswith(".npz"))
-    big = sp.csr_matrix((np.zeros(1_000_000), np.zeros(1_000_000, dtype=np.int32),
-                         np.r_[0, 1_000_000].astype(np.int32)), shape=(1, 1))
+    big = sp.csr_matrix(
+        (np.zeros(1_000_000), np.zeros(1_000_000, dtype=np.int32), np.r_[0, 1_000_000].astype(np.int32)), shape=(1, 1)
+    )
     buffer = io.BytesIO()
     sp.save_npz(buffer, big, compressed=True)
     assert len(buffer.getvalue()) < 100_000

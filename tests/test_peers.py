@@ -33,8 +33,9 @@ def sklearn_grid(column: pd.Series, m: int) -> np.ndarray:
     try:
         from sklearn.inspection._partial_dependence import _grid_from_X
 
-        _, axes = _grid_from_X(values, percentiles=(0.0, 1.0), is_categorical=[False],
-                               grid_resolution=m, custom_values={})
+        _, axes = _grid_from_X(
+            values, percentiles=(0.0, 1.0), is_categorical=[False], grid_resolution=m, custom_values={}
+        )
         return np.asarray(axes[0], dtype=float)
     except (ImportError, TypeError):
         uniques = np.unique(values)
@@ -117,13 +118,16 @@ def test_ale_equals_type1_reference(mass_gbm, mass_data, K):
 
 
 # --- ICE: scikit-learn's partial_dependence(kind="individual") --------------------------------
-@pytest.mark.parametrize("feature, grid", [
-    ("num", "observed"),
-    ("num", 15),
-    ("size", ["S", "M", "L"]),
-    ("city", ["oslo", "paris", "rome"]),
-    ("flag", [False, True]),
-])
+@pytest.mark.parametrize(
+    "feature, grid",
+    [
+        ("num", "observed"),
+        ("num", 15),
+        ("size", ["S", "M", "L"]),
+        ("city", ["oslo", "paris", "rome"]),
+        ("flag", [False, True]),
+    ],
+)
 def test_ice_equals_sklearn_individual_partial_dependence(clf_pipeline, clf_data, feature, grid):
     """Pipeline (ColumnTransformer: scaler + one-hot) on numeric, string, categorical and
     boolean columns: our ICE tensor is sklearn's individual PD of the same class on our grid."""
@@ -134,9 +138,16 @@ def test_ice_equals_sklearn_individual_partial_dependence(clf_pipeline, clf_data
     X, _ = clf_data
     prof = feature_profile(clf_pipeline, X, None, feature, grid=grid)
     values = list(prof.grid) if prof.categorical else prof.grid
-    res = partial_dependence(clf_pipeline, X, [feature], kind="individual", method="brute",
-                             response_method="predict_proba", custom_values={feature: values},
-                             categorical_features=[feature] if prof.categorical else None)
+    res = partial_dependence(
+        clf_pipeline,
+        X,
+        [feature],
+        kind="individual",
+        method="brute",
+        response_method="predict_proba",
+        custom_values={feature: values},
+        categorical_features=[feature] if prof.categorical else None,
+    )
     k = list(clf_pipeline.classes_).index(prof.output)
     assert list(res["grid_values"][0]) == list(values)
     assert_allclose(prof.pred, res["individual"][k], rtol=1e-12, atol=1e-14)

@@ -60,8 +60,14 @@ def test_frame_has_pandas3_str_dtype(X: pd.DataFrame) -> None:
 @pytest.mark.parametrize("op", ["==", "!=", "<", "<=", ">", ">="])
 def test_comparisons_on_float_column(X: pd.DataFrame, op: str) -> None:
     """Each comparison operator matches pandas on a float column, never selecting NaN."""
-    fn = {"==": operator.eq, "!=": operator.ne, "<": operator.lt,
-          "<=": operator.le, ">": operator.gt, ">=": operator.ge}[op]
+    fn = {
+        "==": operator.eq,
+        "!=": operator.ne,
+        "<": operator.lt,
+        "<=": operator.le,
+        ">": operator.gt,
+        ">=": operator.ge,
+    }[op]
     value = float(X["x1"].dropna().iloc[3])
     check(f"x1 {op} {value!r}", X, fn(X["x1"], value) & X["x1"].notna())
 
@@ -69,8 +75,14 @@ def test_comparisons_on_float_column(X: pd.DataFrame, op: str) -> None:
 @pytest.mark.parametrize("op", ["==", "!=", "<", "<=", ">", ">="])
 def test_comparisons_on_int_column_with_negative_literal(X: pd.DataFrame, op: str) -> None:
     """Integer columns compare with negative integer literals."""
-    fn = {"==": operator.eq, "!=": operator.ne, "<": operator.lt,
-          "<=": operator.le, ">": operator.gt, ">=": operator.ge}[op]
+    fn = {
+        "==": operator.eq,
+        "!=": operator.ne,
+        "<": operator.lt,
+        "<=": operator.le,
+        ">": operator.gt,
+        ">=": operator.ge,
+    }[op]
     check(f"X3 {op} -1", X, fn(X["X3"], -1))
 
 
@@ -197,8 +209,11 @@ def test_parentheses_override_precedence(X: pd.DataFrame) -> None:
 
 def test_keywords_are_case_insensitive(X: pd.DataFrame) -> None:
     """``AND``, ``Or``, ``NOT``, ``IN`` and ``Between`` work in any case."""
-    check("NOT X3 IN [0] AnD x1 Between 0 and 1 Or flag == TRUE", X,
-          (~X["X3"].isin([0]) & (X["x1"] >= 0) & (X["x1"] <= 1)) | X["flag"])
+    check(
+        "NOT X3 IN [0] AnD x1 Between 0 and 1 Or flag == TRUE",
+        X,
+        (~X["X3"].isin([0]) & (X["x1"] >= 0) & (X["x1"] <= 1)) | X["flag"],
+    )
 
 
 def test_issue_example(X: pd.DataFrame) -> None:
@@ -283,10 +298,17 @@ def test_errors(X: pd.DataFrame, condition: str, message: str) -> None:
         parse_subgroup(condition, X)
 
 
-@pytest.mark.parametrize("condition, position", [
-    ("X3 = 0", 3), ("(x1 > 0", 0), ("x1 > 0 and", 10), ("x1 > 0 and x9 < 1", 11),
-    ("x1 == 'abc'", 6), ("", None),
-])
+@pytest.mark.parametrize(
+    "condition, position",
+    [
+        ("X3 = 0", 3),
+        ("(x1 > 0", 0),
+        ("x1 > 0 and", 10),
+        ("x1 > 0 and x9 < 1", 11),
+        ("x1 == 'abc'", 6),
+        ("", None),
+    ],
+)
 def test_error_position(X: pd.DataFrame, condition: str, position: int | None) -> None:
     """``SubgroupError.position`` is the 0-based offset of the problem."""
     with pytest.raises(SubgroupError) as info:
@@ -302,12 +324,15 @@ def test_error_message_quotes_condition(X: pd.DataFrame) -> None:
     assert isinstance(info.value, InputError) and isinstance(info.value, ValueError)
 
 
-@pytest.mark.parametrize("template", [
-    '__import__("os").system("touch {m}")',
-    'x1 == __import__("os").system("touch {m}")',
-    'x1 > 0 or exec("import os; os.system(\'touch {m}\')")',
-    "`x1` == 1 or @{m}",
-])
+@pytest.mark.parametrize(
+    "template",
+    [
+        '__import__("os").system("touch {m}")',
+        'x1 == __import__("os").system("touch {m}")',
+        "x1 > 0 or exec(\"import os; os.system('touch {m}')\")",
+        "`x1` == 1 or @{m}",
+    ],
+)
 def test_injection_does_not_execute(X: pd.DataFrame, tmp_path: Path, template: str) -> None:
     """Python code in a condition is rejected and never run."""
     marker = tmp_path / "pwned_marker"
@@ -326,13 +351,16 @@ def test_format_condition_round_trips_awkward_column_names(name: str) -> None:
     check(format_condition(name, ">=", 2), df, df[name] >= 2)
 
 
-@pytest.mark.parametrize("op, value, expected", [
-    ("!=", "it's", [False, True, True, False]),
-    ("in", ["it's", 'q"uote'], [True, True, False, False]),
-    ("not in", ("back\\slash",), [True, True, False, False]),
-    ("is missing", None, [False, False, False, True]),
-    ("is not missing", None, [True, True, True, False]),
-])
+@pytest.mark.parametrize(
+    "op, value, expected",
+    [
+        ("!=", "it's", [False, True, True, False]),
+        ("in", ["it's", 'q"uote'], [True, True, False, False]),
+        ("not in", ("back\\slash",), [True, True, False, False]),
+        ("is missing", None, [False, False, False, True]),
+        ("is not missing", None, [True, True, True, False]),
+    ],
+)
 def test_format_condition_round_trips_operators(op: str, value: object, expected: list[bool]) -> None:
     """Every builder operator produces a condition that selects what it describes."""
     df = pd.DataFrame({"s s": pd.Series(["it's", 'q"uote', "back\\slash", None], dtype="str")})
@@ -347,14 +375,17 @@ def test_format_condition_between_and_scalars() -> None:
     assert format_condition("n", "<", np.int64(3)) == "n < 3"
 
 
-@pytest.mark.parametrize("op, value, message", [
-    ("~", 1, "Unknown subgroup operator"),
-    ("in", "abc", "needs a list"),
-    ("between", (1, 2, 3), "(low, high) pair"),
-    ("is missing", 1, "takes no value"),
-    ("==", float("nan"), "is missing"),
-    ("==", object(), "Cannot use"),
-])
+@pytest.mark.parametrize(
+    "op, value, message",
+    [
+        ("~", 1, "Unknown subgroup operator"),
+        ("in", "abc", "needs a list"),
+        ("between", (1, 2, 3), "(low, high) pair"),
+        ("is missing", 1, "takes no value"),
+        ("==", float("nan"), "is missing"),
+        ("==", object(), "Cannot use"),
+    ],
+)
 def test_format_condition_errors(op: str, value: object, message: str) -> None:
     """Bad operators or values raise SubgroupError."""
     with pytest.raises(SubgroupError, match=re.escape(message)):
@@ -371,8 +402,7 @@ def test_format_condition_text_property(column: str, values: list[str], pick: in
 
 
 @settings(max_examples=200, deadline=None)
-@given(number=st.one_of(st.floats(allow_nan=False, allow_infinity=False),
-                        st.integers(-(2**63), 2**63 - 1)))
+@given(number=st.one_of(st.floats(allow_nan=False, allow_infinity=False), st.integers(-(2**63), 2**63 - 1)))
 def test_format_condition_number_property(number: float | int) -> None:
     """Any finite float or int64 literal survives formatting and parsing exactly."""
     df = pd.DataFrame({"v": pd.Series([number, 0], dtype=type(number))})
@@ -380,15 +410,18 @@ def test_format_condition_number_property(number: float | int) -> None:
 
 
 # --- caps: no visitor input reaches a RecursionError or a multi-second parse ------------------
-@pytest.mark.parametrize("condition, cap", [
-    ("(" * 200 + "x1 > 0" + ")" * 200, "32 nested"),
-    ("not " * 3000 + "x1 > 0", "characters"),
-    ("not " * 40 + "x1 > 0", "32 nested"),
-    (" or ".join(["x1 > 0"] * 20_000), "characters"),
-    (" or ".join(["x1 > 0"] * 150), "100 comparisons"),
-    ("x1 > 0 and " * 9090 + "x1 > 0", "characters"),
-    ("x" * 100_000, "characters"),
-])
+@pytest.mark.parametrize(
+    "condition, cap",
+    [
+        ("(" * 200 + "x1 > 0" + ")" * 200, "32 nested"),
+        ("not " * 3000 + "x1 > 0", "characters"),
+        ("not " * 40 + "x1 > 0", "32 nested"),
+        (" or ".join(["x1 > 0"] * 20_000), "characters"),
+        (" or ".join(["x1 > 0"] * 150), "100 comparisons"),
+        ("x1 > 0 and " * 9090 + "x1 > 0", "characters"),
+        ("x" * 100_000, "characters"),
+    ],
+)
 def test_caps_give_a_subgroup_error_quickly(condition, cap):
     import time
 

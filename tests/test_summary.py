@@ -60,8 +60,13 @@ def test_one_rows_ciu_equals_the_library(linear, phi0, utility):
     ours = summary.ciu(row, phi0=phi0, utility=utility)
     ref = compute.contextual_importance(model, X, row, n_samples=5, phi0=phi0, utility=utility)
     for column in ("CI", "CU", "influence", "ymin", "ymax", "y", "out_of_range"):
-        assert_allclose(ours[column].astype(float), ref[column].reindex(ours.index).astype(float),
-                        rtol=1e-10, atol=1e-12, err_msg=column)
+        assert_allclose(
+            ours[column].astype(float),
+            ref[column].reindex(ours.index).astype(float),
+            rtol=1e-10,
+            atol=1e-12,
+            err_msg=column,
+        )
     # influence = CI (CU - phi0): a phi0 that is ignored would leave these equal for 0.5
     assert_allclose(ours["influence"], ours["CI"] * (ours["CU"] - phi0), rtol=1e-12)
 
@@ -75,8 +80,12 @@ def test_conditional_pfi_equals_the_subset_profiles(linear):
         assert_allclose(table.loc[feature, "complement"], prof.subset(~mask).importance, rtol=1e-12)
         keep = ~X.index.isin(X.index[[0, 3]])
         assert_allclose(table.loc[feature, "without excluded"], prof.local_importance[keep].mean(), rtol=1e-12)
-    assert table.attrs["counts"] == {"all": 200, "subgroup": int(mask.sum()), "complement": int((~mask).sum()),
-                                     "without excluded": 198}
+    assert table.attrs["counts"] == {
+        "all": 200,
+        "subgroup": int(mask.sum()),
+        "complement": int((~mask).sum()),
+        "without excluded": 198,
+    }
 
 
 def test_rank_extremes_one_tie_rule():
@@ -91,9 +100,15 @@ def test_rank_extremes_one_tie_rule():
 def test_influential_uses_the_tie_rule_and_the_mask():
     rows = pd.Index([10, 11, 12, 13, 14])
     local = pd.DataFrame({"f": [5.0, 7.0, 7.0, -1.0, -1.0]}, index=rows)
-    summary = ProfileSummary(features=("f",), local=local, ice_min=local, ice_max=local,
-                             base_pred=pd.Series(0.0, index=rows), base_loss=pd.Series(0.0, index=rows),
-                             out_range=(0.0, 1.0))
+    summary = ProfileSummary(
+        features=("f",),
+        local=local,
+        ice_min=local,
+        ice_max=local,
+        base_pred=pd.Series(0.0, index=rows),
+        base_loss=pd.Series(0.0, index=rows),
+        out_range=(0.0, 1.0),
+    )
     table = summary.influential("f", k=1)
     assert table.index.tolist() == [11, 13] and table["rank"].tolist() == ["most influential", "least influential"]
     assert table.attrs == {"n_negative": 2, "n": 5}

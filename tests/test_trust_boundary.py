@@ -18,20 +18,19 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from helpers.hostile import endless_onnx
 
 import compute
 from compute.datasets import x3_interaction
-from dashboard import ids
+from dashboard import ids, views
 from dashboard.callbacks.compute import plan_state, resolve_state, run_request
 from dashboard.callbacks.drilldown import normalize, update_state
 from dashboard.callbacks.load import describe_data, describe_models, load_workspace
-from dashboard import views
 from dashboard.callbacks.views import hover_text
 from dashboard.config import Config
 from dashboard.isolation import Limits, isolated
 from dashboard.server import create_app
 from dashboard.state import MAX_REPEATS, clean_state, default_state
-from helpers.hostile import endless_onnx
 
 HERE = Path(__file__).parent
 
@@ -83,12 +82,27 @@ def test_forged_job_request_cannot_store_another_states_results(ctx):
         "request": "whatever",
         "ws": state["ws"],
         "tasks": [
-            {"kind": "pfi", "key": pfi_all, "model": model, "also": [],
-             "params": {"condition": "X3 == 0", "excluded": [], "n_repeats": 3}},
-            {"kind": "pfi", "key": profile_x1, "model": model, "also": [],
-             "params": {"condition": "", "excluded": [], "n_repeats": 2}},
-            {"kind": "pfi", "key": "pfi:attacker-chosen", "model": model, "also": [],
-             "params": {"condition": "", "excluded": [], "n_repeats": 100_000}},
+            {
+                "kind": "pfi",
+                "key": pfi_all,
+                "model": model,
+                "also": [],
+                "params": {"condition": "X3 == 0", "excluded": [], "n_repeats": 3},
+            },
+            {
+                "kind": "pfi",
+                "key": profile_x1,
+                "model": model,
+                "also": [],
+                "params": {"condition": "", "excluded": [], "n_repeats": 2},
+            },
+            {
+                "kind": "pfi",
+                "key": "pfi:attacker-chosen",
+                "model": model,
+                "also": [],
+                "params": {"condition": "", "excluded": [], "n_repeats": 100_000},
+            },
         ],
     }
     before = _keys(ctx)
@@ -116,13 +130,25 @@ def test_job_request_is_only_a_state(ctx):
     assert request["state"] == state
 
 
-@pytest.mark.parametrize("raw", [
-    None, "x", [], {"ws": 5}, {"ws": "demo-x3", "repeats": "abc"}, {"ws": "demo-x3", "repeats": 10**12},
-    {"ws": "demo-x3", "subgroup": ["X1 > 0"]}, {"ws": "demo-x3", "exclude": "1,2"},
-    {"ws": "demo-x3", "exclude": [{"a": 1}, None, 3, "4"]}, {"ws": "demo-x3", "feature": {"x": 1}},
-    {"ws": "demo-x3", "obs": [1]}, {"ws": "demo-x3", "model": 3.5, "centered": "yes", "sfimp": 1},
-    {"ws": "../../etc/passwd"}, {"ws": "demo-x3", "subgroup": "(" * 5000},
-])
+@pytest.mark.parametrize(
+    "raw",
+    [
+        None,
+        "x",
+        [],
+        {"ws": 5},
+        {"ws": "demo-x3", "repeats": "abc"},
+        {"ws": "demo-x3", "repeats": 10**12},
+        {"ws": "demo-x3", "subgroup": ["X1 > 0"]},
+        {"ws": "demo-x3", "exclude": "1,2"},
+        {"ws": "demo-x3", "exclude": [{"a": 1}, None, 3, "4"]},
+        {"ws": "demo-x3", "feature": {"x": 1}},
+        {"ws": "demo-x3", "obs": [1]},
+        {"ws": "demo-x3", "model": 3.5, "centered": "yes", "sfimp": 1},
+        {"ws": "../../etc/passwd"},
+        {"ws": "demo-x3", "subgroup": "(" * 5000},
+    ],
+)
 def test_forged_state_values_never_raise(ctx, raw):
     """Every place that takes a state from the browser copes with any JSON value."""
     cleaned = clean_state(raw)
@@ -139,17 +165,20 @@ def test_forged_state_values_never_raise(ctx, raw):
     assert new == clean_state(new)
 
 
-@pytest.mark.parametrize("trigger, inputs", [
-    (ids.CLICKED_ROW, {"clicked": "not a dict"}),
-    (ids.ICI_TABLE, {"active_cell": [1, 2]}),
-    (ids.CENTERED, {"centered": 5}),
-    (ids.EXCLUDE_NEGATIVE, {"negative": 7}),
-    (ids.PFI_GRAPH, {"click": {"points": "x"}}),
-    (ids.COND_ADD, {"cond_column": ["X1"], "cond_op": {}, "cond_value": 3}),
-    (ids.SUBGROUP_APPLY, {"subgroup_text": {"a": 1}}),
-    (ids.WS_SELECT, {"ws": ["demo-x3"]}),
-    (ids.LOADED_WS, {"loaded": {"ws": 1}}),
-])
+@pytest.mark.parametrize(
+    "trigger, inputs",
+    [
+        (ids.CLICKED_ROW, {"clicked": "not a dict"}),
+        (ids.ICI_TABLE, {"active_cell": [1, 2]}),
+        (ids.CENTERED, {"centered": 5}),
+        (ids.EXCLUDE_NEGATIVE, {"negative": 7}),
+        (ids.PFI_GRAPH, {"click": {"points": "x"}}),
+        (ids.COND_ADD, {"cond_column": ["X1"], "cond_op": {}, "cond_value": 3}),
+        (ids.SUBGROUP_APPLY, {"subgroup_text": {"a": 1}}),
+        (ids.WS_SELECT, {"ws": ["demo-x3"]}),
+        (ids.LOADED_WS, {"loaded": {"ws": 1}}),
+    ],
+)
 def test_forged_input_values_are_ignored_not_raised(ctx, trigger, inputs):
     state = _state(ctx)
     new, _ = update_state(ctx, state, trigger, {"previous_subgroup": "", **inputs})
@@ -257,9 +286,15 @@ def _rss() -> int:
     raise AssertionError("no VmRSS")
 
 
-@pytest.mark.parametrize("files", [
-    "junk", [1, 2], [{"id": 5, "name": ["x"]}], [{"id": "A" * 22, "name": "m.skops", "size": "big"}],
-])
+@pytest.mark.parametrize(
+    "files",
+    [
+        "junk",
+        [1, 2],
+        [{"id": 5, "name": ["x"]}],
+        [{"id": "A" * 22, "name": "m.skops", "size": "big"}],
+    ],
+)
 def test_forged_upload_records_get_messages_not_errors(ctx, files):
     describe_models(ctx, files)
     describe_data(ctx, files[0] if isinstance(files, list) else files)
@@ -273,8 +308,13 @@ def test_processes_forked_while_threads_use_the_cache_can_write_to_it(ctx):
     inside an SQLite transaction inherited its lock records and waited on a lock nobody
     held (measured with plain diskcache: 7 of 30 children timed out, 3 hung)."""
     script = HERE / "helpers" / "fork_stress.py"
-    out = subprocess.run([sys.executable, str(script), "ForkSafeCache", "40"], capture_output=True, text=True,
-                         timeout=240, cwd=HERE.parent)
+    out = subprocess.run(
+        [sys.executable, str(script), "ForkSafeCache", "40"],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        cwd=HERE.parent,
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip().endswith("{0: 40}"), out.stdout
 
@@ -282,15 +322,15 @@ def test_processes_forked_while_threads_use_the_cache_can_write_to_it(ctx):
 def test_concurrent_loads_do_not_hang(ctx):
     """Three sessions loading at once, 20 rounds: every load finishes with a workspace."""
     data = x3_interaction(40, random_state=1)[0].assign(Y=1.0)
-    from sklearn.linear_model import LinearRegression
     import skops.io as sio
+    from sklearn.linear_model import LinearRegression
 
     model = LinearRegression().fit(data[["X1", "X2", "X3"]], data["Y"])
     blob = sio.dumps(model)
     results: list = []
 
     def one_session(k):
-        for r in range(20):
+        for _r in range(20):
             m = _upload(ctx, f"m{k}.skops", blob)
             d = _upload(ctx, f"d{k}.csv", data.to_csv(index=False).encode())
             results.append(load_workspace(ctx, [m], d, "Y", None, None, [], False, None))
@@ -318,8 +358,9 @@ def test_concurrent_loads_do_not_hang(ctx):
 def test_watchdog_reports_a_job_that_ended_without_results(ctx):
     """When the job stops running and the state's results are still missing (its process
     was killed), the page gets a message instead of "Computing…" forever."""
-    from dashboard.callbacks.compute import STOPPED, watch_job
     from dash import no_update
+
+    from dashboard.callbacks.compute import STOPPED, watch_job
 
     pending = _state(ctx, subgroup="X1 < -0.77")
     results, status = watch_job(ctx, False, pending, None)
@@ -332,10 +373,8 @@ def test_watchdog_reports_a_job_that_ended_without_results(ctx):
 def test_callback_route_limits_body_size_and_nesting(app):
     """The audit's 100 MiB body to /_dash-update-component, and JSON nested 100,000 deep."""
     client = app.server.test_client()
-    big = client.post("/_dash-update-component", data=b"{" + b" " * (3 * 2**20) + b"}",
-                      content_type="application/json")
+    big = client.post("/_dash-update-component", data=b"{" + b" " * (3 * 2**20) + b"}", content_type="application/json")
     assert big.status_code == 413
-    deep = client.post("/_dash-update-component", data=b"[" * 100_000 + b"]" * 100_000,
-                       content_type="application/json")
+    deep = client.post("/_dash-update-component", data=b"[" * 100_000 + b"]" * 100_000, content_type="application/json")
     assert deep.status_code == 400
     assert client.get("/").status_code == 200

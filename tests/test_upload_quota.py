@@ -19,8 +19,12 @@ def _app(tmp_path, **options):
 
 def _post(client, size: int, *, addr: str = "10.0.0.1", name: str = "d.csv"):
     body = b"a,b\n" + b"1,2\n" * max((size - 4) // 4, 1)
-    return client.post("/upload", data={"kind": "data", "file": (io.BytesIO(body), name)},
-                       content_type="multipart/form-data", environ_base={"REMOTE_ADDR": addr})
+    return client.post(
+        "/upload",
+        data={"kind": "data", "file": (io.BytesIO(body), name)},
+        content_type="multipart/form-data",
+        environ_base={"REMOTE_ADDR": addr},
+    )
 
 
 def _uploads(app):

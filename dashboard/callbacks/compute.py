@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-import secrets
 import logging
+import secrets
 import traceback
 from typing import NamedTuple
 
@@ -21,8 +21,7 @@ from dash import Input, Output, State, no_update
 
 import compute
 
-from .. import ids, jobs
-from .. import planning
+from .. import ids, jobs, planning
 from ..isolation import isolated
 from ..state import clean_state
 from .drilldown import normalize
@@ -41,17 +40,29 @@ def plan_state(ctx, ws, state: dict) -> dict:
     from ..views import needed_tasks  # the views import this module
 
     n_rows = len(ctx.store.data(ws))
-    return planning.plan(ws, focus=state.get("model"), n_rows=n_rows, condition=state.get("subgroup", ""),
-                     excluded=state.get("exclude") or [], n_repeats=state.get("repeats", 10),
-                     sfimp=bool(state.get("sfimp")), max_curves=ctx.config.max_curves,
-                     grid_budget=ctx.config.grid_budget, needs=needed_tasks())
+    return planning.plan(
+        ws,
+        focus=state.get("model"),
+        n_rows=n_rows,
+        condition=state.get("subgroup", ""),
+        excluded=state.get("exclude") or [],
+        n_repeats=state.get("repeats", 10),
+        sfimp=bool(state.get("sfimp")),
+        max_curves=ctx.config.max_curves,
+        grid_budget=ctx.config.grid_budget,
+        needs=needed_tasks(),
+    )
 
 
 def _readable(ctx, keys: dict, state: dict) -> bool:
     """Read (and checksum) every entry the views will read; a damaged one is dropped by the
     store, so it is recomputed at once rather than shown as missing."""
-    needed = [keys["summary"], keys["profiles"].get(state.get("feature"), keys["summary"]),
-              *keys["pfi"].values(), *keys["sfimp"].values()]
+    needed = [
+        keys["summary"],
+        keys["profiles"].get(state.get("feature"), keys["summary"]),
+        *keys["pfi"].values(),
+        *keys["sfimp"].values(),
+    ]
     return all(ctx.store.get(k) is not None for k in needed)
 
 
@@ -91,8 +102,10 @@ def resolve_state(ctx, state: dict | None, done: dict | None) -> Resolution:
         if done.get("error"):
             return Resolution({"error": str(done["error"]), "state": state}, no_update, str(done["error"]))
         if done.get("ok"):  # finished, yet results are missing: the cache evicted them at once
-            message = ("The results did not fit in the result cache (its size limit is too small for them); "
-                       "raise --cache-size-mb.")
+            message = (
+                "The results did not fit in the result cache (its size limit is too small for them); "
+                "raise --cache-size-mb."
+            )
             return Resolution({"error": message, "state": state}, no_update, message)
     # The request names the state only: the job plans its tasks, keys and parameters again
     # from it (run_request), so nothing else a browser puts in a request is ever used.
@@ -108,6 +121,7 @@ def resolve_state(ctx, state: dict | None, done: dict | None) -> Resolution:
 def run_request(ctx, request, set_progress=None) -> dict:
     """Body of the background job: plan the state's tasks on the server and compute the
     missing ones into the cache, in an isolated process with the job limits."""
+
     def progress(done, total, label):
         if set_progress is not None:
             set_progress((str(done), str(max(total, 1)), label))
@@ -128,9 +142,12 @@ def run_request(ctx, request, set_progress=None) -> dict:
         return {"request": rid, "error": str(exc)}
     except Exception as exc:  # a bug or a model failure we did not anticipate: log it, show a notice
         log.error("background job failed: %s\n%s", exc, traceback.format_exc())
-        return {"request": rid,
-                "error": f"The computation failed ({type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else ''}). "
-                         "Try another model or data set; the server keeps running."}
+        first_line = str(exc).splitlines()[0][:300] if str(exc) else ""
+        return {
+            "request": rid,
+            "error": f"The computation failed ({type(exc).__name__}: {first_line}). "
+            "Try another model or data set; the server keeps running.",
+        }
 
 
 def _run_tasks(ctx, ws, tasks, progress) -> None:
@@ -141,8 +158,11 @@ def register(app, ctx) -> None:
     # STATE -> resolve -> JOB_REQUEST -> run_job -> JOB_DONE -> finish -> RESULTS: no cycle
     # (the renderer would not re-run a callback that fed the job that just finished).
     @app.callback(
-        output={"results": Output(ids.RESULTS, "data"), "request": Output(ids.JOB_REQUEST, "data"),
-                "status": Output(ids.STATUS, "children")},
+        output={
+            "results": Output(ids.RESULTS, "data"),
+            "request": Output(ids.JOB_REQUEST, "data"),
+            "status": Output(ids.STATUS, "children"),
+        },
         inputs={"state": Input(ids.STATE, "data")},
     )
     def resolve(state):
@@ -197,9 +217,11 @@ def register(app, ctx) -> None:
         return watch_job(ctx, active, state, done)
 
 
-STOPPED = ("The computation ended without its results: it was cancelled, or its process stopped "
-           "(killed for memory or time, or the server restarted). Change a setting or reload the page "
-           "to compute again.")
+STOPPED = (
+    "The computation ended without its results: it was cancelled, or its process stopped "
+    "(killed for memory or time, or the server restarted). Change a setting or reload the page "
+    "to compute again."
+)
 
 
 def watch_job(ctx, active, state, done):

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import json
 
-from dash import Input, Output, State, ctx as dash_ctx, no_update
+from dash import Input, Output, State, no_update
+from dash import ctx as dash_ctx
 
 import compute
 
@@ -203,8 +204,9 @@ def normalize(ctx, state: dict, *, previous_subgroup: str = "", error=None) -> t
     state = clean_state(state)
     ws = ctx.store.workspace(state.get("ws"))
     if ws is None:
-        error = (f"Data set {state.get('ws')!r} is not available on this server (uploads expire); "
-                 "showing a demo instead.")
+        error = (
+            f"Data set {state.get('ws')!r} is not available on this server (uploads expire); showing a demo instead."
+        )
         state = {**default_state()}
         ws = ctx.store.workspace(state["ws"])
     model = ws.model(state.get("model"))
@@ -215,8 +217,9 @@ def normalize(ctx, state: dict, *, previous_subgroup: str = "", error=None) -> t
         try:
             mask = select_rows(ctx.store.data(ws), state["subgroup"])
             if not mask.any():
-                raise compute.SubgroupError(f"Subgroup {state['subgroup']!r} selects 0 of {len(mask)} rows; "
-                                            "choose another condition.")
+                raise compute.SubgroupError(
+                    f"Subgroup {state['subgroup']!r} selects 0 of {len(mask)} rows; choose another condition."
+                )
         except compute.SubgroupError as exc:
             error = f"{exc}"
             state["subgroup"] = previous_subgroup if previous_subgroup != state["subgroup"] else ""
@@ -308,9 +311,12 @@ def register(app, ctx) -> None:
     def controller(**values):
         trigger = dash_ctx.triggered_id
         state = values.pop("state")
-        inputs = {**values, "click": values.get(_CLICKS.get(trigger, ""), None),
-                  "previous_subgroup": (state or {}).get("subgroup", "") if isinstance(state, dict) else "",
-                  "negative": values.get("negative") or []}
+        inputs = {
+            **values,
+            "click": values.get(_CLICKS.get(trigger, ""), None),
+            "previous_subgroup": (state or {}).get("subgroup", "") if isinstance(state, dict) else "",
+            "negative": values.get("negative") or [],
+        }
         return controller_outputs(ctx, state, trigger, inputs)
 
 
@@ -323,11 +329,21 @@ def controller_outputs(ctx, state, trigger, inputs) -> dict:
         return {**{name: no_update for name in CONTROLLER_OUTPUTS}, "subgroup_error": None}
     subgroup_box = no_update if (error and trigger in (ids.SUBGROUP_APPLY, ids.SUBGROUP_TEXT)) else new["subgroup"]
     ws_options, model_options, feature_options, column_options = control_options(ctx, new)
-    return {"state": new, "search": search_from_state(new), "ws": new["ws"], "model": new["model"],
-            "feature": new["feature"], "subgroup_text": subgroup_box, "subgroup_error": error,
-            "centered": ["c"] if new["centered"] else [], "ale_k": new["ale_k"], "ws_options": ws_options,
-            "model_options": model_options, "feature_options": feature_options,
-            "column_options": column_options}
+    return {
+        "state": new,
+        "search": search_from_state(new),
+        "ws": new["ws"],
+        "model": new["model"],
+        "feature": new["feature"],
+        "subgroup_text": subgroup_box,
+        "subgroup_error": error,
+        "centered": ["c"] if new["centered"] else [],
+        "ale_k": new["ale_k"],
+        "ws_options": ws_options,
+        "model_options": model_options,
+        "feature_options": feature_options,
+        "column_options": column_options,
+    }
 
 
 def control_options(ctx, state):
@@ -340,5 +356,9 @@ def control_options(ctx, state):
         demos.append({"label": ws.title, "value": ws.id})
     model = ws.model(state.get("model"))
     columns = [c for c in ctx.store.data(ws).columns]
-    return (demos, [m.name for m in ws.models], list(model.features),
-            [{"label": str(c), "value": json.dumps(c) if not isinstance(c, str) else c} for c in columns])
+    return (
+        demos,
+        [m.name for m in ws.models],
+        list(model.features),
+        [{"label": str(c), "value": json.dumps(c) if not isinstance(c, str) else c} for c in columns],
+    )

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from dash import Input, State, ctx as dash_ctx, no_update
-from dash import Output
+from dash import Input, Output, State, no_update
+from dash import ctx as dash_ctx
 
 from .. import ids
 

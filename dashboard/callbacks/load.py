@@ -10,8 +10,8 @@ from __future__ import annotations
 import functools
 import logging
 import traceback
-from typing import NamedTuple
 from pathlib import Path
+from typing import NamedTuple
 
 import pandas as pd
 from dash import Input, Output, State, html, no_update
@@ -20,6 +20,7 @@ import compute
 from compute.losses import CLASSIFICATION_LOSSES, DEFAULT_LOSS, LOSS_LABELS, REGRESSION_LOSSES
 
 from .. import ids
+from ..isolation import isolated
 from ..loaders import (
     DATA_SUFFIXES,
     MODEL_SUFFIXES,
@@ -31,7 +32,6 @@ from ..loaders import (
     model_untrusted_types,
     read_data,
 )
-from ..isolation import isolated
 from ..store import ModelEntry, Workspace, new_workspace_id
 
 log = logging.getLogger(__name__)
@@ -70,9 +70,11 @@ def describe_models(ctx, files) -> ModelFeedback:
         info.append(f"{name} ({(size if isinstance(size, (int, float)) else 0) / 1024:.0f} KiB)")
         suffix = Path(name).suffix.lower()
         if suffix in PICKLE_SUFFIXES and not ctx.policy.allow_pickle:
-            errors.append(f"{name}: refused. Pickle and joblib files run code when they are loaded, so this "
-                          "server does not open them. Save the model with skops.io.dump(model, 'model.skops') "
-                          "or export it to ONNX.")
+            errors.append(
+                f"{name}: refused. Pickle and joblib files run code when they are loaded, so this "
+                "server does not open them. Save the model with skops.io.dump(model, 'model.skops') "
+                "or export it to ONNX."
+            )
             ctx.store.discard_upload(f.get("id"))  # refused files do not wait for the TTL
         elif suffix == ".skops":
             path = ctx.store.upload_path(f.get("id"))
@@ -80,8 +82,13 @@ def describe_models(ctx, files) -> ModelFeedback:
                 errors.append(f"{name}: the upload expired; choose the file again.")
                 continue
             try:
-                types.extend(isolated(functools.partial(model_untrusted_types, path, policy=ctx.policy, name=name),
-                                      what=f"Reading {name}", limits=ctx.load_limits))
+                types.extend(
+                    isolated(
+                        functools.partial(model_untrusted_types, path, policy=ctx.policy, name=name),
+                        what=f"Reading {name}",
+                        limits=ctx.load_limits,
+                    )
+                )
             except (LoadError, compute.ExplainError) as exc:
                 errors.append(str(exc))
                 ctx.store.discard_upload(f.get("id"))
@@ -97,8 +104,11 @@ def describe_models(ctx, files) -> ModelFeedback:
 def _data_outline(path, name, policy) -> dict:
     """Rows, column names and the last column's class options of a data file (runs isolated)."""
     frame = read_data(path, name=name, policy=policy)
-    return {"rows": len(frame), "columns": [str(c) for c in frame.columns],
-            "classes": _class_options(frame[frame.columns[-1]])}
+    return {
+        "rows": len(frame),
+        "columns": [str(c) for c in frame.columns],
+        "classes": _class_options(frame[frame.columns[-1]]),
+    }
 
 
 def describe_data(ctx, upload) -> DataFeedback:
@@ -154,8 +164,20 @@ def load_workspace(ctx, model_files, data_file, target, loss, output, accepted, 
     state = state if isinstance(state, dict) else None
     names = ", ".join(str(f.get("name", "?"))[:200] for f in model_files)
     try:
-        return isolated(_load_workspace, ctx, model_files, data_file, target, loss, output, accepted,
-                        add_to_current, state, what=f"Loading {names or 'the model'}", limits=ctx.load_limits)
+        return isolated(
+            _load_workspace,
+            ctx,
+            model_files,
+            data_file,
+            target,
+            loss,
+            output,
+            accepted,
+            add_to_current,
+            state,
+            what=f"Loading {names or 'the model'}",
+            limits=ctx.load_limits,
+        )
     except compute.ModelError as exc:
         return {"errors": {"model": str(exc)}}
 
@@ -195,8 +217,9 @@ def _load_workspace(ctx, model_files, data_file, target, loss, output, accepted,
             warnings.extend(load_warnings(model))
             loaded.append((f, name, path, model, X))
         if len(tasks) > 1:
-            raise LoadError("The models mix classifiers and regressors; load models of one task together.",
-                            field="model")
+            raise LoadError(
+                "The models mix classifiers and regressors; load models of one task together.", field="model"
+            )
         task = tasks.pop()
         loss = loss or DEFAULT_LOSS[task]
         if task == "regression" and loss in CLASSIFICATION_LOSSES:
@@ -218,20 +241,37 @@ def _load_workspace(ctx, model_files, data_file, target, loss, output, accepted,
         names = set()
         base_models = list(current.models) if (current is not None and not data_file) else []
         names.update(m.name for m in base_models)
-        for f, name, path, model, X in loaded:
+        for _f, name, path, _model, X in loaded:
             unique = name
             k = 2
             while unique in names:
                 unique, k = f"{name} ({k})", k + 1
             names.add(unique)
             rel, sha = ctx.store.keep_model(path, Path(path).suffix.lower())
-            entries.append(ModelEntry(name=unique, path=rel, sha=sha, accepted_types=tuple(accepted or ()),
-                                      features=tuple(str(c) for c in X.columns)))
+            entries.append(
+                ModelEntry(
+                    name=unique,
+                    path=rel,
+                    sha=sha,
+                    accepted_types=tuple(accepted or ()),
+                    features=tuple(str(c) for c in X.columns),
+                )
+            )
         all_models = tuple(base_models) + tuple(entries)
-        ws = Workspace(id=new_workspace_id(), title=f"{data_name}: {', '.join(m.name for m in all_models)}",
-                       data_path=data_rel, data_sha=data_sha, target=str(target), task=task, loss=loss,
-                       output=output, models=all_models, demo=False,
-                       features=tuple(all_models[0].features), warnings=tuple(warnings))
+        ws = Workspace(
+            id=new_workspace_id(),
+            title=f"{data_name}: {', '.join(m.name for m in all_models)}",
+            data_path=data_rel,
+            data_sha=data_sha,
+            target=str(target),
+            task=task,
+            loss=loss,
+            output=output,
+            models=all_models,
+            demo=False,
+            features=tuple(all_models[0].features),
+            warnings=tuple(warnings),
+        )
         ctx.store.save_workspace(ws)
         return {"ws": ws.id, "warnings": warnings}
     except LoadError as exc:
@@ -240,8 +280,12 @@ def _load_workspace(ctx, model_files, data_file, target, loss, output, accepted,
         return {"errors": {"model": str(exc)}}
     except Exception as exc:
         log.error("load failed: %s\n%s", exc, traceback.format_exc())
-        return {"errors": {"model": f"Loading failed ({type(exc).__name__}). Check that the files are a model "
-                                    "and a table of the same features."}}
+        return {
+            "errors": {
+                "model": f"Loading failed ({type(exc).__name__}). Check that the files are a model "
+                "and a table of the same features."
+            }
+        }
 
 
 def load_outputs(result: dict) -> dict:
@@ -249,12 +293,16 @@ def load_outputs(result: dict) -> dict:
     errors = result.get("errors", {})
     if errors:
         status = errors.get("loss") or errors.get("output") or "Not loaded: see the messages above."
-        return {"loaded": no_update, "model_error": errors.get("model"), "data_error": errors.get("data"),
-                "target_error": errors.get("target"), "status": status}
+        return {
+            "loaded": no_update,
+            "model_error": errors.get("model"),
+            "data_error": errors.get("data"),
+            "target_error": errors.get("target"),
+            "status": status,
+        }
     warnings = result.get("warnings") or []
     status = "Loaded." + ("" if not warnings else " Note: " + " ".join(warnings))
-    return {"loaded": result["ws"], "model_error": None, "data_error": None, "target_error": None,
-            "status": status}
+    return {"loaded": result["ws"], "model_error": None, "data_error": None, "target_error": None, "status": status}
 
 
 def register(app, ctx) -> None:
@@ -274,8 +322,12 @@ def register(app, ctx) -> None:
     )
 
     @app.callback(
-        output={"info": Output(ids.MODEL_FILES_INFO, "children"), "error": Output(ids.MODEL_ERROR, "children"),
-                "types": Output(ids.TYPES_CHECKLIST, "options"), "types_box": Output(ids.TYPES_BOX, "style")},
+        output={
+            "info": Output(ids.MODEL_FILES_INFO, "children"),
+            "error": Output(ids.MODEL_ERROR, "children"),
+            "types": Output(ids.TYPES_CHECKLIST, "options"),
+            "types_box": Output(ids.TYPES_BOX, "style"),
+        },
         inputs={"files": Input(ids.MODEL_FILES, "data")},
         prevent_initial_call=True,
     )
@@ -283,9 +335,13 @@ def register(app, ctx) -> None:
         return describe_models(ctx, files)._asdict()
 
     @app.callback(
-        output={"info": Output(ids.DATA_FILE_INFO, "children"), "error": Output(ids.DATA_ERROR, "children"),
-                "columns": Output(ids.TARGET_SELECT, "options"), "target": Output(ids.TARGET_SELECT, "value"),
-                "classes": Output(ids.OUTPUT_SELECT, "options")},
+        output={
+            "info": Output(ids.DATA_FILE_INFO, "children"),
+            "error": Output(ids.DATA_ERROR, "children"),
+            "columns": Output(ids.TARGET_SELECT, "options"),
+            "target": Output(ids.TARGET_SELECT, "value"),
+            "classes": Output(ids.OUTPUT_SELECT, "options"),
+        },
         inputs={"upload": Input(ids.DATA_FILE, "data")},
         prevent_initial_call=True,
     )
@@ -300,29 +356,39 @@ def register(app, ctx) -> None:
         return [{"label": LOSS_LABELS[name], "value": name} for name in ALL_LOSSES]
 
     @app.callback(
-        output={"loaded": Output(ids.LOADED_WS, "data"),
-                "model_error": Output(ids.MODEL_ERROR, "children", allow_duplicate=True),
-                "data_error": Output(ids.DATA_ERROR, "children", allow_duplicate=True),
-                "target_error": Output(ids.TARGET_ERROR, "children"),
-                "status": Output(ids.LOAD_STATUS, "children")},
-        inputs={"n": Input(ids.LOAD_BUTTON, "n_clicks"), "model_files": State(ids.MODEL_FILES, "data"),
-                "data_file": State(ids.DATA_FILE, "data"), "target": State(ids.TARGET_SELECT, "value"),
-                "loss": State(ids.LOSS_SELECT, "value"), "output": State(ids.OUTPUT_SELECT, "value"),
-                "accepted": State(ids.TYPES_CHECKLIST, "value"), "add": State(ids.ADD_TO_CURRENT, "value"),
-                "state": State(ids.STATE, "data")},
+        output={
+            "loaded": Output(ids.LOADED_WS, "data"),
+            "model_error": Output(ids.MODEL_ERROR, "children", allow_duplicate=True),
+            "data_error": Output(ids.DATA_ERROR, "children", allow_duplicate=True),
+            "target_error": Output(ids.TARGET_ERROR, "children"),
+            "status": Output(ids.LOAD_STATUS, "children"),
+        },
+        inputs={
+            "n": Input(ids.LOAD_BUTTON, "n_clicks"),
+            "model_files": State(ids.MODEL_FILES, "data"),
+            "data_file": State(ids.DATA_FILE, "data"),
+            "target": State(ids.TARGET_SELECT, "value"),
+            "loss": State(ids.LOSS_SELECT, "value"),
+            "output": State(ids.OUTPUT_SELECT, "value"),
+            "accepted": State(ids.TYPES_CHECKLIST, "value"),
+            "add": State(ids.ADD_TO_CURRENT, "value"),
+            "state": State(ids.STATE, "data"),
+        },
         background=True,
-        running=[(Output(ids.LOAD_BUTTON, "disabled"), True, False),
-                 (Output(ids.LOAD_CANCEL, "disabled"), False, True)],
+        running=[
+            (Output(ids.LOAD_BUTTON, "disabled"), True, False),
+            (Output(ids.LOAD_CANCEL, "disabled"), False, True),
+        ],
         cancel=[Input(ids.LOAD_CANCEL, "n_clicks")],
         prevent_initial_call=True,
     )
     def load(n, model_files, data_file, target, loss, output, accepted, add, state):
         if not n:
             return {name: no_update for name in ("loaded", "model_error", "data_error", "target_error", "status")}
-        result = load_workspace(ctx, model_files, data_file, target, loss, output, accepted,
-                                isinstance(add, list) and "add" in add, state)
+        result = load_workspace(
+            ctx, model_files, data_file, target, loss, output, accepted, isinstance(add, list) and "add" in add, state
+        )
         return load_outputs(result)
-
 
     @app.callback(
         Output(ids.LOAD_STATUS, "children", allow_duplicate=True),

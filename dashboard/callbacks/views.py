@@ -5,8 +5,7 @@ from __future__ import annotations
 import numpy as np
 from dash import Input, Output, State
 
-from .. import ids
-from .. import planning
+from .. import ids, planning
 from ..state import clean_state
 
 

@@ -23,8 +23,21 @@ from .base import Inputs, View, empty, figure_html, is_figure_ready, load_inputs
 log = logging.getLogger(__name__)
 
 # page order
-_MODULES = ("pfi", "sfimp", "conditional_pfi", "pi", "ici", "ice", "influential", "ciu", "influence",
-            "observation", "global_ci", "impact", "ale")
+_MODULES = (
+    "pfi",
+    "sfimp",
+    "conditional_pfi",
+    "pi",
+    "ici",
+    "ice",
+    "influential",
+    "ciu",
+    "influence",
+    "observation",
+    "global_ci",
+    "impact",
+    "ale",
+)
 REGISTRY: tuple[View, ...] = tuple(import_module(f"{__name__}.{m}").VIEW for m in _MODULES)
 BY_NAME: dict[str, View] = {v.name: v for v in REGISTRY}
 
@@ -71,8 +84,9 @@ def render_all(ctx, results) -> dict[str, dict]:
 
 def panels(panel) -> list:
     """One panel per view, in page order (``panel`` is ``dashboard.layout.panel``)."""
-    return [panel(v.title, *v.body(), help_text=v.question, extra=None if v.extra is None else v.extra())
-            for v in REGISTRY]
+    return [
+        panel(v.title, *v.body(), help_text=v.question, extra=None if v.extra is None else v.extra()) for v in REGISTRY
+    ]
 
 
 def exports() -> dict:
@@ -116,32 +130,59 @@ def report_html(ctx, results, base_url: str = "") -> str | None:
             elif isinstance(props.get("children"), str) and props["children"]:
                 notes.append(text_html(props["children"]))
         if shown:  # views with nothing computed are left out
-            sections.append(f"<section><h2>{html_lib.escape(view.title)}</h2>"
-                            f"<p class='question'>{html_lib.escape(view.question)}</p>"
-                            + "".join(shown) + "".join(notes) + "</section>")
+            sections.append(
+                f"<section><h2>{html_lib.escape(view.title)}</h2>"
+                f"<p class='question'>{html_lib.escape(view.question)}</p>"
+                + "".join(shown)
+                + "".join(notes)
+                + "</section>"
+            )
     state = inp.state
     link = base_url + search_from_state(state)
-    meta = (f"<p>Data: {html_lib.escape(inp.ws.title)} · model: {html_lib.escape(state['model'])} · feature: "
-            f"{html_lib.escape(str(state['feature']))} · subgroup: {html_lib.escape(state.get('subgroup') or 'none')}"
-            f" · generated {dt.datetime.now().isoformat(timespec='seconds')}</p>"
-            f"<p>Drill-down link: <a href=\"{html_lib.escape(link)}\">{html_lib.escape(link)}</a></p>")
-    style = ("body{font-family:system-ui,sans-serif;margin:2em;color:#1f2937}table{border-collapse:collapse}"
-             "td,th{border:1px solid #ddd;padding:2px 6px;font-size:13px}section{margin-bottom:2em}"
-             ".question{color:#4b5563}")
-    return (f"<!doctype html><html><head><meta charset='utf-8'><title>Why it performs: report</title>"
-            f"<style>{style}</style></head><body><h1>Feature importance report</h1>{meta}"
-            + "".join(sections) + "</body></html>")
+    meta = (
+        f"<p>Data: {html_lib.escape(inp.ws.title)} · model: {html_lib.escape(state['model'])} · feature: "
+        f"{html_lib.escape(str(state['feature']))} · subgroup: {html_lib.escape(state.get('subgroup') or 'none')}"
+        f" · generated {dt.datetime.now().isoformat(timespec='seconds')}</p>"
+        f'<p>Drill-down link: <a href="{html_lib.escape(link)}">{html_lib.escape(link)}</a></p>'
+    )
+    style = (
+        "body{font-family:system-ui,sans-serif;margin:2em;color:#1f2937}table{border-collapse:collapse}"
+        "td,th{border:1px solid #ddd;padding:2px 6px;font-size:13px}section{margin-bottom:2em}"
+        ".question{color:#4b5563}"
+    )
+    return (
+        f"<!doctype html><html><head><meta charset='utf-8'><title>Why it performs: report</title>"
+        f"<style>{style}</style></head><body><h1>Feature importance report</h1>{meta}"
+        + "".join(sections)
+        + "</body></html>"
+    )
 
 
 def register(app, ctx) -> None:
     """One callback per view: the results record in, the view's named outputs out."""
     for view in REGISTRY:
+
         def callback(results, view=view):
             return render(ctx, view, results)
 
-        app.callback(output={name: Output(cid, prop) for name, (cid, prop) in view.outputs.items()},
-                     inputs={"results": Input(ids.RESULTS, "data")})(callback)
+        app.callback(
+            output={name: Output(cid, prop) for name, (cid, prop) in view.outputs.items()},
+            inputs={"results": Input(ids.RESULTS, "data")},
+        )(callback)
 
 
-__all__ = ["BY_NAME", "REGISTRY", "Inputs", "View", "export", "exports", "load_inputs", "needed_tasks",
-           "panels", "register", "render", "render_all", "report_html"]
+__all__ = [
+    "BY_NAME",
+    "REGISTRY",
+    "Inputs",
+    "View",
+    "export",
+    "exports",
+    "load_inputs",
+    "needed_tasks",
+    "panels",
+    "register",
+    "render",
+    "render_all",
+    "report_html",
+]

@@ -27,16 +27,28 @@ def render(ctx, inp) -> dict:
 VIEW = View(
     name="ale",
     title="Accumulated local effects",
-    question=("ALE of the feature read off its ICE tensor (Scholbeck et al., Sec. 3), on K intervals "
-              "bounded by quantiles of the explained rows' values, taken on the curves' grid (fewer where "
-              f"values tie; K = {DEFAULT_ALE_K} by default, as R iml and PyALE)."),
+    question=(
+        "ALE of the feature read off its ICE tensor (Scholbeck et al., Sec. 3), on K intervals "
+        "bounded by quantiles of the explained rows' values, taken on the curves' grid (fewer where "
+        f"values tie; K = {DEFAULT_ALE_K} by default, as R iml and PyALE)."
+    ),
     outputs={"figure": (ids.ALE_GRAPH, "figure")},
     render=render,
     body=lambda: [layout.graph(ids.ALE_GRAPH, filename="ale")],
-    extra=lambda: html.Label([
-        "intervals K ",
-        dcc.Input(id=ids.ALE_INTERVALS, type="number", min=2, max=MAX_ALE_K, step=1, value=DEFAULT_ALE_K,
-                  debounce=True, style={"width": "70px"}),
-    ]),
+    extra=lambda: html.Label(
+        [
+            "intervals K ",
+            dcc.Input(
+                id=ids.ALE_INTERVALS,
+                type="number",
+                min=2,
+                max=MAX_ALE_K,
+                step=1,
+                value=DEFAULT_ALE_K,
+                debounce=True,
+                style={"width": "70px"},
+            ),
+        ]
+    ),
     needs=frozenset({PROFILES}),
 )

@@ -25,8 +25,7 @@ import plotly.io as pio
 
 import compute
 
-from .. import figures
-from .. import planning
+from .. import figures, planning
 from ..callbacks.compute import plan_state
 from ..callbacks.drilldown import normalize
 from ..state import clean_state
@@ -38,13 +37,13 @@ PROFILES, PFI, SFIMP = "profiles", "pfi", "sfimp"
 @dataclass(frozen=True)
 class View:
     name: str
-    title: str                    # panel heading
-    question: str                 # one line: what the view answers / how to read it
+    title: str  # panel heading
+    question: str  # one line: what the view answers / how to read it
     outputs: dict[str, tuple[str, str]]  # output name -> (component id, property)
-    render: Callable[..., dict]   # (ctx, Inputs) -> {output name: value}
-    body: Callable[[], list] = lambda: []      # panel components (the output components)
-    extra: Callable[[], Any] | None = None     # tools in the panel header
-    needs: frozenset = frozenset()             # task kinds the view reads
+    render: Callable[..., dict]  # (ctx, Inputs) -> {output name: value}
+    body: Callable[[], list] = lambda: []  # panel components (the output components)
+    extra: Callable[[], Any] | None = None  # tools in the panel header
+    needs: frozenset = frozenset()  # task kinds the view reads
     placeholder: Callable[[str], dict] | None = None  # outputs while results are missing
     report: Callable[[dict], list[str]] | None = None  # HTML parts from the rendered outputs
     exports: dict[str, Callable] = field(default_factory=dict)  # button id -> (ctx, Inputs) -> download
@@ -93,8 +92,11 @@ class Inputs:
     def selection(self) -> str:
         """The rows the global views use, for titles."""
         n = len(self.data)
-        text = f"all {n:,} rows" if self.mask is None else (
-            f"subgroup {self.state['subgroup']}: {int(self.mask.sum()):,} of {n:,} rows")
+        text = (
+            f"all {n:,} rows"
+            if self.mask is None
+            else (f"subgroup {self.state['subgroup']}: {int(self.mask.sum()):,} of {n:,} rows")
+        )
         if self.state.get("exclude"):
             text += f", {len(self.state['exclude'])} excluded"
         return text
@@ -159,8 +161,11 @@ def empty(message: str):
 
 
 def waiting(results) -> str:
-    return (results or {}).get("error") if isinstance(results, dict) and (results or {}).get("error") else \
-        "Waiting for results…"
+    return (
+        (results or {}).get("error")
+        if isinstance(results, dict) and (results or {}).get("error")
+        else "Waiting for results…"
+    )
 
 
 def figure_html(fig, *, first: bool = False) -> str:
@@ -171,8 +176,9 @@ def table_html(rows: list[dict], cols: list[dict]) -> str:
     if not rows:
         return ""
     head = "".join(f"<th>{html_lib.escape(str(c['name']))}</th>" for c in cols)
-    body = "".join("<tr>" + "".join(f"<td>{html_lib.escape(str(r.get(c['id'], '')))}</td>" for c in cols)
-                   + "</tr>" for r in rows)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{html_lib.escape(str(r.get(c['id'], '')))}</td>" for c in cols) + "</tr>" for r in rows
+    )
     return f"<table><tr>{head}</tr>{body}</table>"
 
 

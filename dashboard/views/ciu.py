@@ -26,6 +26,9 @@ VIEW = View(
     question="Contextual importance (transparent) and utility (solid, CI x CU) of Främling (Fig. 3).",
     outputs={"figure": (ids.CIU_GRAPH, "figure"), "info": (ids.OBS_INFO, "children")},
     render=render,
-    body=lambda: [layout.graph(ids.CIU_GRAPH, height=None, filename="ciu"), html.Div(id=ids.OBS_INFO, className="help")],
+    body=lambda: [
+        layout.graph(ids.CIU_GRAPH, height=None, filename="ciu"),
+        html.Div(id=ids.OBS_INFO, className="help"),
+    ],
     needs=frozenset({PROFILES}),
 )

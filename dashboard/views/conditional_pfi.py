@@ -38,12 +38,16 @@ VIEW = View(
     name="conditional_pfi",
     title="Conditional PFI: all data, subgroup, complement",
     question="Eq. 9: the mean ICI integral over the rows of each group (no new model calls).",
-    outputs={"data": (ids.PFI_TABLE, "data"), "columns": (ids.PFI_TABLE, "columns"),
-             "size": (ids.SUBGROUP_SIZE, "children")},
+    outputs={
+        "data": (ids.PFI_TABLE, "data"),
+        "columns": (ids.PFI_TABLE, "columns"),
+        "size": (ids.SUBGROUP_SIZE, "children"),
+    },
     render=render,
-    body=lambda: [layout.table(ids.PFI_TABLE),
-                  html.Div([html.Button("Export CSV", id=ids.EXPORT_PFI, className="button small")],
-                           className="panel-foot")],
+    body=lambda: [
+        layout.table(ids.PFI_TABLE),
+        html.Div([html.Button("Export CSV", id=ids.EXPORT_PFI, className="button small")], className="panel-foot"),
+    ],
     needs=frozenset({PROFILES}),
     exports={ids.EXPORT_PFI: export_csv},
 )

@@ -13,8 +13,9 @@ def render(ctx, inp) -> dict:
     prof = inp.profile
     if prof is None:
         return {"figure": empty("Waiting for the ICE/ICI pass…")}
-    fig = figures.ice_figure(prof, selected=selected_label(inp, prof.rows), mask=eligible_mask(inp),
-                             centered=bool(inp.state.get("centered")))
+    fig = figures.ice_figure(
+        prof, selected=selected_label(inp, prof.rows), mask=eligible_mask(inp), centered=bool(inp.state.get("centered"))
+    )
     return {"figure": fig}
 
 

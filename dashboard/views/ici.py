@@ -16,8 +16,7 @@ def render(ctx, inp) -> dict:
     eligible = eligible_mask(inp)
     fig = figures.ici_figure(prof, selected=selected_label(inp, prof.rows), mask=eligible)
     local = prof.local_importance if eligible is None else prof.local_importance[eligible]
-    info = (f"{int((local < 0).sum())} of {local.size} observations have a negative ICI integral "
-            f"for {inp.feature}.")
+    info = f"{int((local < 0).sum())} of {local.size} observations have a negative ICI integral for {inp.feature}."
     return {"figure": fig, "info": info}
 
 
@@ -25,10 +24,13 @@ VIEW = View(
     name="ici",
     title="ICI curves",
     question="One curve per observation; green: largest integral, red: smallest. Click a curve to select that "
-             "observation everywhere.",
+    "observation everywhere.",
     outputs={"figure": (ids.ICI_GRAPH, "figure"), "info": (ids.ICI_INFO, "children")},
     render=render,
-    body=lambda: [layout.graph(ids.ICI_GRAPH, filename="ici"), html.Div(id=ids.HOVER_INFO, className="hover-info"),
-                  html.Div(id=ids.ICI_INFO, className="help")],
+    body=lambda: [
+        layout.graph(ids.ICI_GRAPH, filename="ici"),
+        html.Div(id=ids.HOVER_INFO, className="hover-info"),
+        html.Div(id=ids.ICI_INFO, className="help"),
+    ],
     needs=frozenset({PROFILES}),
 )

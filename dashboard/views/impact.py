@@ -20,7 +20,7 @@ VIEW = View(
     name="impact",
     title="ICE feature impact",
     question="Ruler paper: impact, in-distribution impact, heterogeneity (interactions) and non-linearity per "
-             "feature; PD importance (FIRM) for comparison.",
+    "feature; PD importance (FIRM) for comparison.",
     outputs={"data": (ids.IMPACT_TABLE, "data"), "columns": (ids.IMPACT_TABLE, "columns")},
     render=render,
     body=lambda: [layout.table(ids.IMPACT_TABLE)],

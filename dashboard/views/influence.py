@@ -31,9 +31,10 @@ VIEW = View(
     question="Influence = CI x (CU - 0.5) (Eq. 10): positive features push the output up.",
     outputs={"figure": (ids.INFLUENCE_GRAPH, "figure")},
     render=render,
-    body=lambda: [layout.graph(ids.INFLUENCE_GRAPH, height=None, filename="influence"),
-                  html.Div(html.Button("Export CSV", id=ids.EXPORT_CIU, className="button small"),
-                           className="panel-foot")],
+    body=lambda: [
+        layout.graph(ids.INFLUENCE_GRAPH, height=None, filename="influence"),
+        html.Div(html.Button("Export CSV", id=ids.EXPORT_CIU, className="button small"), className="panel-foot"),
+    ],
     needs=frozenset({PROFILES}),
     exports={ids.EXPORT_CIU: export_csv},
 )

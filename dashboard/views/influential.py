@@ -15,8 +15,12 @@ N_INFLUENTIAL = 10
 def render(ctx, inp) -> dict:
     summary, prof = inp.summary, inp.profile
     excluded = inp.state.get("exclude") or []
-    info = (f"{len(excluded)} observation(s) excluded from the PFI: {', '.join(excluded[:10])}"
-            + ("…" if len(excluded) > 10 else "") if excluded else "")
+    info = (
+        f"{len(excluded)} observation(s) excluded from the PFI: {', '.join(excluded[:10])}"
+        + ("…" if len(excluded) > 10 else "")
+        if excluded
+        else ""
+    )
     if summary is None or prof is None:
         return {"data": [], "columns": [], "negative": [], "excluded": info}
     table = summary.influential(inp.feature, N_INFLUENTIAL, eligible_mask(inp))
@@ -42,18 +46,25 @@ VIEW = View(
     name="influential",
     title="Most and least influential observations",
     question="Local PFI = integral of an observation's ICI curve; excluding observations recomputes the PFI "
-             "(Table 2, row 3). Click a row to select the observation.",
-    outputs={"data": (ids.ICI_TABLE, "data"), "columns": (ids.ICI_TABLE, "columns"),
-             "negative": (ids.NEGATIVE, "data"), "excluded": (ids.EXCLUDED_INFO, "children")},
+    "(Table 2, row 3). Click a row to select the observation.",
+    outputs={
+        "data": (ids.ICI_TABLE, "data"),
+        "columns": (ids.ICI_TABLE, "columns"),
+        "negative": (ids.NEGATIVE, "data"),
+        "excluded": (ids.EXCLUDED_INFO, "children"),
+    },
     render=render,
     body=lambda: [
         layout.table(ids.ICI_TABLE, page_size=10),
-        html.Div([
-            html.Button("Exclude negative integrals", id=ids.EXCLUDE_NEGATIVE, className="button small"),
-            html.Button("Exclude selected observation", id=ids.EXCLUDE_SELECTED, className="button small"),
-            html.Button("Clear exclusions", id=ids.EXCLUDE_CLEAR, className="button small"),
-            html.Button("Export CSV", id=ids.EXPORT_ICI, className="button small"),
-        ], className="panel-foot"),
+        html.Div(
+            [
+                html.Button("Exclude negative integrals", id=ids.EXCLUDE_NEGATIVE, className="button small"),
+                html.Button("Exclude selected observation", id=ids.EXCLUDE_SELECTED, className="button small"),
+                html.Button("Clear exclusions", id=ids.EXCLUDE_CLEAR, className="button small"),
+                html.Button("Export CSV", id=ids.EXPORT_ICI, className="button small"),
+            ],
+            className="panel-foot",
+        ),
         html.Div(id=ids.EXCLUDED_INFO, className="help"),
     ],
     needs=frozenset({PROFILES}),

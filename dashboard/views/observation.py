@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from .. import figures, ids, layout
-from .. import planning
+from .. import figures, ids, layout, planning
 from .base import PROFILES, View
 from .selection import selected_row
 

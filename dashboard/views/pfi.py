@@ -13,11 +13,11 @@ def render(ctx, inp) -> dict:
     if not pfi:
         return {"figure": empty("Waiting for the permutations…"), "info": ""}
     first = next(iter(pfi.values()))
-    title = (f"PFI ({first.kind} in {first.loss}), mean ± std over {first.n_repeats} permutations, "
-             f"{inp.selection}")
+    title = f"PFI ({first.kind} in {first.loss}), mean ± std over {first.n_repeats} permutations, {inp.selection}"
     rel = (first.std / first.importance.abs().clip(lower=1e-12)).max()
-    info = (f"{first.n_rows} rows; largest relative spread {rel:.0%}"
-            + (" — wide: ask for more repetitions." if rel > 0.2 else "."))
+    info = f"{first.n_rows} rows; largest relative spread {rel:.0%}" + (
+        " — wide: ask for more repetitions." if rel > 0.2 else "."
+    )
     return {"figure": figures.pfi_figure(pfi, selected=inp.feature, title=title), "info": info}
 
 
@@ -25,11 +25,13 @@ VIEW = View(
     name="pfi",
     title="Permutation feature importance",
     question="Eq. 8 of Casalicchio et al.: error increase when a feature is permuted, mean and spread over "
-             "repetitions, on the selected rows. Click a bar to select the feature.",
+    "repetitions, on the selected rows. Click a bar to select the feature.",
     outputs={"figure": (ids.PFI_GRAPH, "figure"), "info": (ids.PFI_INFO, "children")},
     render=render,
-    body=lambda: [layout.graph(ids.PFI_GRAPH, height=None, filename="pfi"),
-                  html.Div(id=ids.PFI_INFO, className="help")],
+    body=lambda: [
+        layout.graph(ids.PFI_GRAPH, height=None, filename="pfi"),
+        html.Div(id=ids.PFI_INFO, className="help"),
+    ],
     extra=lambda: html.Button("More repetitions", id=ids.REPEATS_MORE, className="button small"),
     needs=frozenset({PFI}),
 )

@@ -24,7 +24,7 @@ VIEW = View(
     name="pi",
     title="PI curves",
     question="Partial importance of the feature for all rows and each subgroup (Fig. 4); the dashed line is "
-             "the global PFI; the margin shows the feature's distribution (Fig. 6).",
+    "the global PFI; the margin shows the feature's distribution (Fig. 6).",
     outputs={"figure": (ids.PI_GRAPH, "figure")},
     render=render,
     body=lambda: [layout.graph(ids.PI_GRAPH, filename="pi")],

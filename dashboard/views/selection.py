@@ -37,5 +37,6 @@ def selected_row(summary, state: dict, mask) -> tuple:
     row = summary.influential(state["feature"], 1, inside).index[0]
     where = " in the subgroup" if inside is not None else ""
     note = " (the selected one is not among the explained rows)" if value is not None else ""
-    return row, (f"no observation selected{note}: showing row {row}, the largest ICI integral{where} "
-                 f"for {state['feature']}")
+    return row, (
+        f"no observation selected{note}: showing row {row}, the largest ICI integral{where} for {state['feature']}"
+    )

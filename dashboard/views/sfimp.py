@@ -17,7 +17,8 @@ def render(ctx, inp) -> dict:
     info = "; ".join(
         f"{name}: {'exact' if s.exact else f'{s.n_orderings} orderings'}, {s.n_rows:,} model rows, "
         f"error {s.model_error:.4g} vs {s.baseline_error:.4g} with no feature"
-        for name, s in sfimp.items())
+        for name, s in sfimp.items()
+    )
     return {"figure": figures.sfimp_figure(sfimp, selected=inp.feature), "info": info}
 
 
@@ -25,11 +26,13 @@ VIEW = View(
     name="sfimp",
     title="Shapley feature importance (SFIMP)",
     question="Eq. 10-11: each feature's share of the model's performance; the legend gives the model's error "
-             "(Fig. 5a). Computed on request: it costs many model calls.",
+    "(Fig. 5a). Computed on request: it costs many model calls.",
     outputs={"figure": (ids.SFIMP_GRAPH, "figure"), "info": (ids.SFIMP_INFO, "children")},
     render=render,
-    body=lambda: [layout.graph(ids.SFIMP_GRAPH, height=None, filename="sfimp"),
-                  html.Div(id=ids.SFIMP_INFO, className="help")],
+    body=lambda: [
+        layout.graph(ids.SFIMP_GRAPH, height=None, filename="sfimp"),
+        html.Div(id=ids.SFIMP_INFO, className="help"),
+    ],
     extra=lambda: html.Button("Compute SFIMP", id=ids.SFIMP_RUN, className="button small"),
     needs=frozenset({SFIMP}),
 )
