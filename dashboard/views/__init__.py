@@ -1,9 +1,9 @@
 """The view registry: one module per view; everything that lists views iterates REGISTRY.
 
 Adding a view (README, "Adding a view"): a compute function if the maths is new, a figure
-function in ``dashboard/figures.py``, a module here defining ``VIEW = View(...)``, its name
-in ``_MODULES`` below, and tests. The layout, the job planner, the callbacks, the HTML
-report and the CSV exports pick it up from the registry.
+function in ``dashboard/figures.py``, a module here defining ``VIEW = View(...)`` (found by
+itself; ``order`` places it on the page), its component ids, and tests. The layout, the job
+planner, the callbacks, the HTML report and the CSV exports pick it up from the registry.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import html as html_lib
 import logging
+import pkgutil
 from importlib import import_module
 
 from dash import Input, Output
@@ -22,23 +23,21 @@ from .base import Inputs, View, empty, figure_html, is_figure_ready, load_inputs
 
 log = logging.getLogger(__name__)
 
-# page order
-_MODULES = (
-    "pfi",
-    "sfimp",
-    "conditional_pfi",
-    "pi",
-    "ici",
-    "ice",
-    "influential",
-    "ciu",
-    "influence",
-    "observation",
-    "global_ci",
-    "impact",
-    "ale",
-)
-REGISTRY: tuple[View, ...] = tuple(import_module(f"{__name__}.{m}").VIEW for m in _MODULES)
+
+def _discover() -> tuple[View, ...]:
+    """Every module of this package that defines ``VIEW``, in the views' page order."""
+    found = []
+    for info in pkgutil.iter_modules(__path__):
+        module = import_module(f"{__name__}.{info.name}")
+        if isinstance(getattr(module, "VIEW", None), View):
+            found.append(module.VIEW)
+    names = [v.name for v in found]
+    if len(set(names)) != len(names):
+        raise RuntimeError(f"two views share a name: {sorted(names)}")
+    return tuple(sorted(found, key=lambda v: (v.order, v.name)))
+
+
+REGISTRY: tuple[View, ...] = _discover()
 BY_NAME: dict[str, View] = {v.name: v for v in REGISTRY}
 
 

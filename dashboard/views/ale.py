@@ -26,6 +26,7 @@ def render(ctx, inp) -> dict:
 
 VIEW = View(
     name="ale",
+    order=130,
     title="Accumulated local effects",
     question=(
         "ALE of the feature read off its ICE tensor (Scholbeck et al., Sec. 3), on K intervals "

@@ -37,6 +37,7 @@ PROFILES, PFI, SFIMP = "profiles", "pfi", "sfimp"
 @dataclass(frozen=True)
 class View:
     name: str
+    order: int  # place on the page: panels are sorted by it (gaps leave room for new views)
     title: str  # panel heading
     question: str  # one line: what the view answers / how to read it
     outputs: dict[str, tuple[str, str]]  # output name -> (component id, property)

@@ -22,6 +22,7 @@ def render(ctx, inp) -> dict:
 
 VIEW = View(
     name="ciu",
+    order=80,
     title="CIU of the selected observation",
     question="Contextual importance (transparent) and utility (solid, CI x CU) of Främling (Fig. 3).",
     outputs={"figure": (ids.CIU_GRAPH, "figure"), "info": (ids.OBS_INFO, "children")},

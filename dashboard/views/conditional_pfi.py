@@ -36,6 +36,7 @@ def export_csv(ctx, inp):
 
 VIEW = View(
     name="conditional_pfi",
+    order=30,
     title="Conditional PFI: all data, subgroup, complement",
     question="Eq. 9: the mean ICI integral over the rows of each group (no new model calls).",
     outputs={

@@ -21,6 +21,7 @@ def render(ctx, inp) -> dict:
 
 VIEW = View(
     name="ice",
+    order=60,
     title="ICE curves and PD",
     question="How predictions move with the feature; same observations and highlights as ICI.",
     outputs={"figure": (ids.ICE_GRAPH, "figure")},

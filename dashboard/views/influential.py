@@ -44,6 +44,7 @@ def export_csv(ctx, inp):
 
 VIEW = View(
     name="influential",
+    order=70,
     title="Most and least influential observations",
     question="Local PFI = integral of an observation's ICI curve; excluding observations recomputes the PFI "
     "(Table 2, row 3). Click a row to select the observation.",

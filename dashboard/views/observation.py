@@ -22,6 +22,7 @@ def render(ctx, inp) -> dict:
 
 VIEW = View(
     name="observation",
+    order=100,
     title="Selected observation",
     question="Its feature values, prediction and target.",
     outputs={"data": (ids.OBS_TABLE, "data"), "columns": (ids.OBS_TABLE, "columns")},

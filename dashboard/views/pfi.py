@@ -23,6 +23,7 @@ def render(ctx, inp) -> dict:
 
 VIEW = View(
     name="pfi",
+    order=10,
     title="Permutation feature importance",
     question="Eq. 8 of Casalicchio et al.: error increase when a feature is permuted, mean and spread over "
     "repetitions, on the selected rows. Click a bar to select the feature.",

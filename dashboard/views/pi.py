@@ -22,6 +22,7 @@ def render(ctx, inp) -> dict:
 
 VIEW = View(
     name="pi",
+    order=40,
     title="PI curves",
     question="Partial importance of the feature for all rows and each subgroup (Fig. 4); the dashed line is "
     "the global PFI; the margin shows the feature's distribution (Fig. 6).",
