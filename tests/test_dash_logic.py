@@ -759,3 +759,51 @@ def test_every_controller_input_has_a_reducer():
     }
     clicks = {ids.PFI_GRAPH, ids.SFIMP_GRAPH, ids.GLOBAL_CI_GRAPH}
     assert triggers | clicks == set(drilldown.REDUCERS)
+
+
+# --- every view family shows the library's numbers --------------------------------------------
+def _demo_model(ctx):
+    from dashboard.loaders import load_model
+
+    ws = ctx.store.workspace("demo-x3")
+    entry = ws.models[0]
+    return ws, load_model(ctx.store.path(entry.path), name=entry.name)
+
+
+def test_pfi_bars_are_the_librarys_permutation_importance(ctx, sub_state, sub_results, data):
+    """The PFI bars on a subgroup are compute.permutation_importance on that subgroup's
+    rows with the planner's seed and repeats."""
+    ws, model = _demo_model(ctx)
+    fig = views.render(ctx, "pfi", sub_results)["figure"]
+    bar = next(t for t in fig.data if t.type == "bar")
+    mask = data["X3"] == 0
+    X = data[list(ws.features)]
+    ref = compute.permutation_importance(
+        model, X[mask], data[ws.target][mask], loss=ws.loss, n_repeats=sub_state["repeats"], random_state=planning.SEED
+    )
+    assert_allclose(np.asarray(bar.x, float), ref.importance[list(bar.y)].to_numpy(), rtol=1e-12)
+    assert_allclose(np.asarray(bar.error_x.array, float), ref.std[list(bar.y)].to_numpy(), rtol=1e-12)
+
+
+def test_impact_table_is_the_librarys_ice_impact(ctx, results, profiles):
+    rows = views.render(ctx, "impact", results)["data"]
+    for row in rows:
+        ref = compute.ice_impact(profiles[row["feature"]])
+        assert_allclose(float(row["impact"]), ref["impact"], rtol=1e-3)  # the table rounds to 4 digits
+        assert_allclose(float(row["pd_importance"]), compute.pd_importance(profiles[row["feature"]]), rtol=1e-3)
+
+
+def test_global_ci_bars_are_the_summarys(ctx, sub_results, summary, x3_zero):
+    fig = views.render(ctx, "global_ci", sub_results)["figure"]
+    bar = next(t for t in fig.data if t.type == "bar")
+    ref = summary.global_ci(x3_zero)
+    assert_allclose(np.asarray(bar.x, float), ref.loc[list(bar.y), "CI"].to_numpy(), rtol=1e-12)
+
+
+def test_ciu_bars_are_the_summarys_for_the_selected_row(ctx, state, summary):
+    row = summary.rows[3]
+    results = _resolved(ctx, {**state, "obs": str(row)})
+    fig = views.render(ctx, "ciu", results)["figure"]
+    ref = summary.ciu(row)
+    ci = next(t for t in fig.data if t.type == "bar")
+    assert_allclose(np.asarray(ci.x, float), ref.loc[list(ci.y), "CI"].to_numpy(), rtol=1e-12)
