@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 
 
-def x3_interaction(n: int, random_state=None) -> tuple[pd.DataFrame, np.ndarray]:
+def x3_interaction(n: int, random_state=0) -> tuple[pd.DataFrame, np.ndarray]:
     """The PI/ICI simulation of Casalicchio, Molnar & Bischl (2018), Sec. 6.1:
 
     Y = X1 + X2 + 10 X1 1[X3 = 0] + 10 X2 1[X3 = 1] + eps,
@@ -21,7 +21,7 @@ def x3_interaction(n: int, random_state=None) -> tuple[pd.DataFrame, np.ndarray]
     return pd.DataFrame({"X1": x1, "X2": x2, "X3": x3}), y
 
 
-def x1x2_interaction(n: int, random_state=None) -> tuple[pd.DataFrame, np.ndarray]:
+def x1x2_interaction(n: int, random_state=0) -> tuple[pd.DataFrame, np.ndarray]:
     """The SFIMP simulation of Casalicchio et al. (2018), Sec. 6.1 (Fig. 5):
 
     Y = X1 + X2 + X3 + X1 X2 + eps, X1, X2, X3 ~ N(0, 1) i.i.d., eps ~ N(0, 0.5).

@@ -133,7 +133,7 @@ def ice_feature_impact(
     alpha=0.0,
     output=None,
     n_obs=None,
-    random_state=None,
+    random_state=0,
     n_jobs=1,
     chunk_rows=None,
 ) -> pd.DataFrame:
@@ -250,7 +250,7 @@ def pd_variance_importance(
     grid="observed",
     output=None,
     n_obs=None,
-    random_state=None,
+    random_state=0,
     n_jobs=1,
     chunk_rows=None,
 ) -> pd.DataFrame:
