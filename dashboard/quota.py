@@ -8,6 +8,7 @@ folder) count the same uploads.
 
 from __future__ import annotations
 
+import ipaddress
 import shutil
 import time
 from dataclasses import dataclass
@@ -15,8 +16,23 @@ from pathlib import Path
 
 from .store import ForkSafeCache
 
+WRITING = ".writing"  # marker file of an upload still being received: never evicted
 WINDOW_RATE = 60.0  # seconds: the upload-rate window
 WINDOW_BYTES = 3600.0  # seconds: the bytes-per-client window
+
+
+def client_key(address: str | None) -> str:
+    """Whom a quota counts for: the IPv4 address, or the /64 network of an IPv6 address (one
+    subscriber's prefix: a client can pick any address in it)."""
+    try:
+        ip = ipaddress.ip_address(address or "")
+    except ValueError:
+        return "unknown"
+    if ip.version == 6:
+        if ip.ipv4_mapped is not None:
+            return str(ip.ipv4_mapped)
+        return str(ipaddress.ip_network(f"{ip}/64", strict=False))
+    return str(ip)
 
 
 @dataclass(frozen=True)
@@ -67,15 +83,17 @@ class UploadQuota:
         folders = []
         for folder in uploads.iterdir():
             try:
-                size = sum(f.stat().st_size for f in folder.iterdir())
-                folders.append((folder.stat().st_mtime, folder, size))
+                files = list(folder.iterdir())
+                size = sum(f.stat().st_size for f in files)
+                writing = any(f.name == WRITING for f in files)
+                folders.append((folder.stat().st_mtime, folder, size, writing))
             except (FileNotFoundError, NotADirectoryError):
                 continue
-        total = sum(size for _, _, size in folders)
-        for _, folder, size in sorted(folders, key=lambda item: item[0]):
+        total = sum(size for _, _, size, _ in folders)
+        for _, folder, size, writing in sorted(folders, key=lambda item: item[0]):
             if total <= self.disk_budget:
                 break
-            if folder == keep:
+            if folder == keep or writing:  # another request is still receiving this one
                 continue
             shutil.rmtree(folder, ignore_errors=True)
             total -= size

@@ -14,7 +14,7 @@ from . import layout
 from .callbacks import register_all
 from .config import Config
 from .loaders import DATA_SUFFIXES, MODEL_SUFFIXES
-from .quota import UploadQuota
+from .quota import WRITING, UploadQuota, client_key
 from .state import Context, make_context
 from .store import ForkSafeCache
 
@@ -126,7 +126,7 @@ def add_upload_route(server, ctx: Context) -> None:
         )
         if request.content_length is not None and request.content_length > limit + _FORM_OVERHEAD:
             return jsonify(error=too_big), 413
-        verdict = quota.admit(request.remote_addr or "unknown", request.content_length or limit)
+        verdict = quota.admit(client_key(request.remote_addr), request.content_length or limit)
         if not verdict.ok:
             return refused(verdict)
         try:
@@ -145,11 +145,19 @@ def add_upload_route(server, ctx: Context) -> None:
                 error=f"{name}: a {kind} file must end in {', '.join(suffixes[kind])} (got {suffix or 'no suffix'})."
             ), 400
         token, path = ctx.store.new_upload(name)
+        marker = path.parent / WRITING  # the disk budget never evicts an upload being received
+        marker.touch()
         try:
             file.save(path)
         except RequestEntityTooLarge:
             shutil.rmtree(path.parent, ignore_errors=True)
             return jsonify(error=too_big), 413
+        except OSError as exc:  # a full disk: no partial file stays, and the page gets a message
+            shutil.rmtree(path.parent, ignore_errors=True)
+            log.warning("upload could not be written: %s", exc)
+            return jsonify(error="The server could not store the file (no space left); try again later."), 507
+        finally:
+            marker.unlink(missing_ok=True)
         size = path.stat().st_size
         if size > config_limit:
             shutil.rmtree(path.parent, ignore_errors=True)

@@ -230,7 +230,7 @@ class Store:
         if not isinstance(token, str) or not _TOKEN.match(token):
             return None
         folder = self.root / "uploads" / token
-        files = [p for p in folder.iterdir()] if folder.is_dir() else []
+        files = [p for p in folder.iterdir() if not p.name.startswith(".")] if folder.is_dir() else []
         return files[0] if len(files) == 1 else None
 
     def discard_upload(self, token: str) -> bool:

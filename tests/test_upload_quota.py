@@ -90,3 +90,50 @@ def test_refused_files_are_deleted_at_once(tmp_path, name, content):
     else:
         assert describe_models(ctx, [upload]).error
     assert ctx.store.upload_path(token) is None and not path.parent.exists()
+
+
+def test_ipv6_clients_share_their_64_prefix(tmp_path):
+    from dashboard.quota import client_key
+
+    assert client_key("2001:db8:1:2::5") == client_key("2001:db8:1:2:ffff::9") == "2001:db8:1:2::/64"
+    assert client_key("2001:db8:1:3::5") != client_key("2001:db8:1:2::5")
+    assert client_key("::ffff:10.0.0.7") == "10.0.0.7" and client_key("garbage") == "unknown"
+    app = _app(tmp_path, upload_per_minute=1)
+    client = app.server.test_client()
+    assert _post(client, 100, addr="2001:db8:1:2::5").status_code == 200
+    assert _post(client, 100, addr="2001:db8:1:2::77").status_code == 429
+
+
+def test_an_upload_being_received_is_never_evicted(tmp_path):
+    """Another worker's upload still streaming (its folder holds the marker) keeps its
+    file even when the budget is exceeded; finished ones go first."""
+    from dashboard.quota import WRITING
+
+    app = _app(tmp_path, upload_disk_mb=1, upload_limit_mb=1)
+    store = app._wip_context.store
+    token, path = store.new_upload("streaming.csv")
+    path.write_bytes(b"x" * 700_000)
+    (path.parent / WRITING).touch()
+    (path.parent / WRITING).touch()
+    client = app.server.test_client()
+    response = _post(client, 500_000)
+    assert path.exists(), "the upload being received was evicted"
+    assert response.status_code == 507 and "full" in response.json["error"]
+    assert store.upload_path(token) == path  # the marker is not taken for the file
+
+
+def test_a_failed_write_leaves_nothing_and_answers_json(tmp_path, monkeypatch):
+    import errno
+
+    from werkzeug.datastructures import FileStorage
+
+    def full(self, dst, buffer_size=16384):
+        with open(dst, "wb") as out:
+            out.write(b"partial")
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(FileStorage, "save", full)
+    app = _app(tmp_path)
+    response = _post(app.server.test_client(), 1000)
+    assert response.status_code == 507 and "no space left" in response.json["error"]
+    assert _uploads(app) == []
