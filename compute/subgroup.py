@@ -554,8 +554,19 @@ def format_condition(column: Hashable, op: str, value: object = None) -> str:
     Raises
     ------
     SubgroupError
-        If the operator is unknown or the value does not fit it.
+        If the operator is unknown, the value does not fit it, or the condition would
+        exceed ``MAX_LENGTH`` characters (so what it returns always parses).
     """
+    text = _format_condition(column, op, value)
+    if len(text) > MAX_LENGTH:
+        raise SubgroupError(
+            f"The condition would have {len(text):,} characters; at most {MAX_LENGTH:,} are "
+            f"allowed (MAX_LENGTH). Use fewer values."
+        )
+    return text
+
+
+def _format_condition(column: Hashable, op: str, value: object = None) -> str:
     name = str(column)
     if not (_IDENTIFIER.fullmatch(name) and name.lower() not in _KEYWORDS):
         name = "`" + name.replace("`", "``") + "`"

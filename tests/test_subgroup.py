@@ -442,3 +442,13 @@ def test_conditions_at_the_caps_still_parse():
     assert sg.parse_subgroup(deep, X).tolist() == [False, True]
     many = " or ".join(["x2 > 1"] * 100)
     assert len(many) <= sg.MAX_LENGTH and sg.parse_subgroup(many, X).tolist() == [False, True]
+
+
+def test_format_condition_refuses_what_the_parser_would_refuse():
+    """The condition builder cannot produce a condition over the length cap."""
+    from compute.subgroup import MAX_LENGTH, format_condition
+
+    values = list(range(1000))
+    with pytest.raises(SubgroupError, match="at most 2,000"):
+        format_condition("x1", "in", values)
+    assert len(format_condition("x1", "in", values[:300])) <= MAX_LENGTH
