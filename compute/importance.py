@@ -105,16 +105,18 @@ def permutation_importance(
     batch = max(1, BATCH_ROWS // per_feature)
     segments = [unmodified_segment(predictor, rows)] + [permuted(f, s) for f, s in zip(features, seeds)]
     errors = np.empty((len(features), n_repeats))  # permuted errors
-    model_error = None
+    model_error: float | None = None
     for start in range(0, len(features), batch):
         group = segments[1 + start : 1 + start + batch]
         head = [segments[0]] if model_error is None else []
         _, losses = predict_segments(
             predictor, head + group, y_enc=y_enc, loss=loss_obj, chunk_rows=chunk_rows, n_jobs=n_jobs
         )
+        assert losses is not None  # a loss was given, so the pass returns losses
         if head:
             model_error, losses = float(losses[:n].mean()), losses[n:]
         errors[start : start + len(group)] = losses.reshape(len(group), n_repeats, n).mean(axis=2)
+    assert model_error is not None  # the first batch always carries the unmodified rows
     if kind == "difference":
         values = errors - model_error
     elif model_error <= 1e-12 * max(float(errors.max()), 1e-300):

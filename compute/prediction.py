@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -29,7 +30,7 @@ CHUNK_BYTES = 256 * 2**20
 class Predictor:
     """A fitted model with everything needed to call it and read its output."""
 
-    model: object
+    model: Any
     design: Design
     classes: np.ndarray | None  # None for a regressor
     has_proba: bool
@@ -47,8 +48,9 @@ class Predictor:
         """One model call: predictions, class probabilities or predicted class positions."""
         n_rows = len(block)
         try:
-            if self.is_classifier and self.has_proba:
-                out = np.asarray(self.model.predict_proba(block), dtype=float)
+            expected: tuple[int, ...]
+            if self.classes is not None and self.has_proba:
+                out = np.asarray(self.model.predict_proba(block), dtype=np.float64)
                 expected = (n_rows, len(self.classes))
             else:
                 out = np.asarray(self.model.predict(block))
@@ -143,6 +145,8 @@ def predict_pass(
         raw = predictor.raw(make_block(start, stop))
         values[start:stop] = predictor.value(raw)
         if losses is not None:
+            # losses exist only when a loss was given, and then y_enc and obs_of come with it
+            assert loss is not None and y_enc is not None and obs_of is not None
             target = y_enc[obs_of(start, stop)]
             losses[start:stop] = loss.fn(target, raw) if loss.builtin else _custom_loss(loss, target, raw)
 

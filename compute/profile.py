@@ -93,10 +93,10 @@ def feature_profile(
     chunk_rows = check_int(chunk_rows, "chunk_rows", low=1, none_ok=True)
     n_jobs = check_n_jobs(n_jobs)
     rng = check_rng(random_state)
-    loss_obj = resolve_loss(loss, predictor)  # checked even when unused (y=None)
+    loss_obj: Loss | None = resolve_loss(loss, predictor)  # checked even when unused (y=None)
     if y is None:
         loss_obj = None
-    y_enc = encode_target(y, len(X), predictor, loss_obj) if y is not None else None
+    y_enc = encode_target(y, len(X), predictor, loss_obj) if loss_obj is not None else None
     grid_obj = _checked_grid(Xm[feature], grid, grid_weights)
     rows = sample_rows(len(X), n_obs, rng)
     params = {
@@ -189,6 +189,7 @@ def _profile(
     base_pred[~on_grid] = values[n_obs * n_grid :]
     base_loss = None
     if loss is not None:
+        assert losses is not None and loss_grid is not None  # a loss was given
         base_loss = np.empty(n_obs)
         base_loss[on_grid] = loss_grid[on_grid, own[on_grid]]
         base_loss[~on_grid] = losses[n_obs * n_grid :]

@@ -76,18 +76,20 @@ class FeatureProfile:
     def has_target(self) -> bool:
         return self.loss_grid is not None
 
-    def _need_target(self, what: str) -> None:
-        if self.loss_grid is None:
+    def _need_target(self, what: str) -> tuple[np.ndarray, np.ndarray]:
+        """(loss_grid, base_loss), or an InputError saying ``what`` needs the target."""
+        if self.loss_grid is None or self.base_loss is None:
             raise InputError(
                 f"{what} needs the target: pass y to feature_profile (it was called with y=None, "
                 f"which gives only ICE and PD)."
             )
+        return self.loss_grid, self.base_loss
 
     @cached_property
     def ici(self) -> np.ndarray:
         """ICI curves dL_i(x_S^(k)), shape (n_obs, n_grid)."""
-        self._need_target("ICI")
-        return agg.ici_curves(self.loss_grid, self.base_loss)
+        loss_grid, base_loss = self._need_target("ICI")
+        return agg.ici_curves(loss_grid, base_loss)
 
     @cached_property
     def pi(self) -> np.ndarray:
@@ -110,8 +112,8 @@ class FeatureProfile:
     @property
     def model_error(self) -> float:
         """Mean loss of the model on the explained rows, unmodified."""
-        self._need_target("The model error")
-        return float(self.base_loss.mean())
+        _, base_loss = self._need_target("The model error")
+        return float(base_loss.mean())
 
     # --- subgroups and extremes --------------------------------------------------------
     def subset(self, mask) -> FeatureProfile:

@@ -261,10 +261,12 @@ class _Game:
         # GE_P: nothing is marginalised, so the permutations are irrelevant: n rows suffice.
         _, losses = predict_rows(predictor, rows, y_enc=y_enc, loss=loss, chunk_rows=chunk_rows, n_jobs=n_jobs)
         self.n_rows += rows.size
+        assert losses is not None  # a loss was given
         self._errors[self.full] = np.full(n_perm, losses.mean())
         if design.numeric:  # own and donor rows of every (l, i), gathered once per game
-            self._own = design.array[np.tile(rows, n_perm)]
-            self._donor = design.array[self.donors.ravel()]
+            numbers = design.numbers()
+            self._own = numbers[np.tile(rows, n_perm)]
+            self._donor = numbers[self.donors.ravel()]
 
     def error(self, mask: int) -> float:
         return float(self._errors[mask].mean())

@@ -46,6 +46,7 @@ import re
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from datetime import date
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -63,7 +64,7 @@ MAX_COMPARISONS = 100  # predicates (comparisons, between, in, is missing)
 
 _KEYWORDS = frozenset({"and", "or", "not", "between", "in", "is", "missing", "true", "false"})
 _MISSING_WORDS = frozenset({"nan", "null", "none", "na"})
-_COMPARE: dict[str, Callable[[object, object], object]] = {
+_COMPARE: dict[str, Callable[[Any, Any], Any]] = {
     "==": operator.eq,
     "!=": operator.ne,
     "<": operator.lt,
@@ -242,9 +243,9 @@ class _Parser:
         if tok.is_word("not"):
             self._next()
             self._nest(tok)
-            node = _Not(self._not())
+            negated = _Not(self._not())
             self.depth -= 1
-            return node
+            return negated
         if tok.is_punct("("):
             self._next()
             self._nest(tok)
@@ -425,13 +426,13 @@ class _Evaluator:
             node.column.pos,
         )
 
-    def _coerce(self, node: _Predicate, kind: str, tok: _Token, dtype: object) -> object:
+    def _coerce(self, node: _Predicate, kind: str, tok: _Token, dtype: object) -> Any:
         """Check a literal against the column's kind; return the value to compare with."""
         name, shown = node.column.text, tok.text if tok.kind != "string" else f"the string {tok.text}"
         if tok.kind == "number" and kind in ("number", "bool"):
             return tok.value
         if tok.kind == "bool" and kind == "bool":
-            return int(tok.value)  # boolean columns are compared as Int8 (0/1)
+            return 1 if tok.value else 0  # boolean columns are compared as Int8 (0/1)
         if kind == "text" and tok.kind == "string":
             return tok.value
         if kind == "datetime" and tok.kind == "string":
@@ -483,7 +484,7 @@ class _Evaluator:
             else:
                 result = s.isin(values)
                 result = ~result if op == "not in" else result
-            mask = result.to_numpy(dtype=bool, na_value=False)
+            mask = pd.Series(result).to_numpy(dtype=bool, na_value=False)
         except (TypeError, ValueError, OverflowError) as exc:
             raise _fail(self.condition, f"cannot apply {op!r} to column {name!r} ({exc})", node.op_pos) from exc
         return mask & s.notna().to_numpy(dtype=bool)

@@ -193,7 +193,7 @@ def check_rng(random_state) -> np.random.Generator:
     if (
         isinstance(random_state, numbers.Integral)
         and not isinstance(random_state, (bool, np.bool_))
-        and random_state >= 0
+        and int(random_state) >= 0
     ):
         return np.random.default_rng(int(random_state))
     shown = repr(random_state) if isinstance(random_state, (numbers.Number, str)) else type(random_state).__name__
@@ -346,6 +346,7 @@ def encode_target(y, n_rows: int, predictor: Predictor, loss: Loss) -> np.ndarra
         return values
     if not loss.builtin:
         return values
+    assert predictor.classes is not None  # a classifier (checked above)
     codes = pd.Index(predictor.classes).get_indexer(values)
     if (codes < 0).any():
         unknown = pd.unique(values[codes < 0])[:5].tolist()
