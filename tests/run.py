@@ -3,7 +3,8 @@
 Browser tests need Debian's ``chromium`` and ``chromium-driver``, the Celery test
 ``redis-server``. When they are missing and we are root, they are installed with apt first
 (the machines have the Debian mirror but no browser downloads: never ``playwright install``).
-Extra arguments go to pytest.
+Before pytest it runs ``ruff check``, ``ruff format --check`` and ``mypy`` (compute/), as
+configured in pyproject.toml. Extra arguments go to pytest.
 """
 
 from __future__ import annotations
@@ -35,9 +36,27 @@ def ensure_system_packages() -> None:
     )
 
 
+# The anchors' habits, before the tests: lint, formatting and types (configured in pyproject).
+CHECKS = (["ruff", "check", "."], ["ruff", "format", "--check", "."], ["mypy"])
+
+
+def run_checks(root: str) -> int:
+    """ruff check, ruff format --check and mypy (compute/); the first failure's exit code."""
+    for command in CHECKS:
+        print("$", " ".join(command), flush=True)
+        code = subprocess.call([sys.executable, "-m", *command], cwd=root)
+        if code:
+            return code
+    return 0
+
+
 def main() -> int:
     ensure_system_packages()
-    return subprocess.call([sys.executable, "-m", "pytest", "-q", *sys.argv[1:]])
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    code = run_checks(root)
+    if code:
+        return code
+    return subprocess.call([sys.executable, "-m", "pytest", "-q", *sys.argv[1:]], cwd=root)
 
 
 if __name__ == "__main__":
