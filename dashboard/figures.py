@@ -86,6 +86,9 @@ def _style(fig: go.Figure, title: str, uirevision: str, **layout) -> go.Figure:
         ),
     )
     _merge(spec, layout)
+    for key, axis in spec.items():  # Plotly.js drops a plain-string axis title: give it as text
+        if key.startswith(("xaxis", "yaxis")) and isinstance(axis, dict) and isinstance(axis.get("title"), str):
+            axis["title"] = dict(text=axis["title"])
     return go.Figure(data=fig.data, layout=spec, _validate=False)
 
 
@@ -186,6 +189,7 @@ def _bar_axis(order: list, selected, n_traces: int = 1) -> tuple[dict, int]:
     """Category y axis with the largest at the top and the selected tick in bold; the height."""
     text = [f"<b>{f}</b>" if selected is not None and f == selected else str(f) for f in order]
     axis = dict(
+        title=dict(text="feature"),
         type="category",
         categoryorder="array",
         categoryarray=[str(f) for f in order[::-1]],

@@ -807,3 +807,37 @@ def test_ciu_bars_are_the_summarys_for_the_selected_row(ctx, state, summary):
     ref = summary.ciu(row)
     ci = next(t for t in fig.data if t.type == "bar")
     assert_allclose(np.asarray(ci.x, float), ref.loc[list(ci.y), "CI"].to_numpy(), rtol=1e-12)
+
+
+# --- axis titles (issue 11, defect 1) ----------------------------------------------------------
+def _axis_titles(fig) -> dict:
+    """{axis: title text} as Plotly.js reads it (a plain-string ``title`` is dropped), for the
+    visible axes; the top of two stacked plots shares the bottom's x axis and its title."""
+    found = {}
+    for key, axis in fig.layout.to_plotly_json().items():
+        if not (key.startswith(("xaxis", "yaxis")) and isinstance(axis, dict) and axis.get("visible", True)):
+            continue
+        if axis.get("matches") and axis.get("showticklabels") is False:
+            continue
+        title = axis.get("title")
+        found[key] = title.get("text", "") if isinstance(title, dict) else ""
+    return found
+
+
+@pytest.mark.parametrize("subgroup", ["", "X3 == 0"])
+def test_every_drawn_chart_has_axis_titles(ctx, state, subgroup):
+    """Every figure a view draws names both its axes (a plain string title is dropped by
+    Plotly.js: PFI, SFIMP, ICI, ICE, CIU, influence and global CI had none on the page)."""
+    results = _resolved(ctx, {**state, "subgroup": subgroup, "sfimp": True})
+    checked = 0
+    for view in views.REGISTRY:
+        out = views.render(ctx, view, results)
+        for name, (_, prop) in view.outputs.items():
+            fig = out[name]
+            if prop != "figure" or not fig.data:
+                continue
+            titles = _axis_titles(fig)
+            assert "yaxis" in titles and {"xaxis", "xaxis2"} & set(titles), (view.name, titles)
+            assert all(text.strip() for text in titles.values()), (view.name, titles)
+            checked += 1
+    assert checked >= 9
