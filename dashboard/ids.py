@@ -70,6 +70,7 @@ EXPORT_REPORT = "export-report"
 MODEL_UPLOAD = "model-upload"  # button: opens the file chooser, POSTs to /upload
 DATA_UPLOAD = "data-upload"
 MODEL_FILES = "model-files"  # dcc.Store: [{"id", "name", "size"}] (server-side file ids)
+DATA_COLUMNS = "data-columns"  # dcc.Store: per column, its kind and class options (target choices)
 DATA_FILE = "data-file"  # dcc.Store: {"id", "name", "size"}
 MODEL_FILES_INFO = "model-files-info"
 DATA_FILE_INFO = "data-file-info"

@@ -123,6 +123,7 @@ def load_panel(config) -> html.Details:
             ),
             dcc.Store(id=ids.MODEL_FILES, data=[]),
             dcc.Store(id=ids.DATA_FILE, data=None),
+            dcc.Store(id=ids.DATA_COLUMNS, data={}),
         ],
         className="load-panel",
     )

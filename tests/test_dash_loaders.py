@@ -495,3 +495,58 @@ def test_wrong_output_shape(data):
 
     with pytest.raises(LoadError, match="returned an array of shape \\(1,\\) for 5 rows.*expected \\(5,\\)"):
         check_model_data(Scalar(), data, "y_num", name="odd.skops")
+
+
+# --- target choices and refused data files (issue 11, defects 4 and 5) --------------------------
+def test_class_and_loss_options_follow_the_chosen_target(tmp_path):
+    """A target-first CSV offered the last column's values (parch 0..9) as classes; a
+    regression target was offered classification losses."""
+    from dashboard.callbacks.load import describe_data, target_choices
+    from dashboard.config import Config
+    from dashboard.server import create_app
+
+    ctx = create_app(Config(cache_dir=str(tmp_path / "cache")))._wip_context
+    frame = pd.DataFrame(
+        {
+            "survived": ["yes", "no", "yes", "no"] * 5,
+            "fare": np.linspace(5.0, 80.0, 20),
+            "parch": [0, 1, 2, 3, 9] * 4,
+        }
+    )
+    token, path = ctx.store.new_upload("titanic.csv")
+    path.write_text(frame.to_csv(index=False))
+    feedback = describe_data(ctx, {"id": token, "name": "titanic.csv", "size": 1})
+    assert feedback.error is None and feedback.target == "parch"
+    survived = target_choices(feedback.facts, "survived")
+    assert survived["classes"] == ["no", "yes"]
+    assert [o["value"] for o in survived["losses"]] == ["log_loss", "brier", "zero_one"]
+    fare = target_choices(feedback.facts, "fare")
+    assert fare["classes"] == [] and [o["value"] for o in fare["losses"]] == ["squared_error", "absolute_error"]
+    parch = target_choices(feedback.facts, "parch")  # a small count: either task
+    assert parch["classes"] == ["0", "1", "2", "3", "9"] and len(parch["losses"]) == 5
+    assert target_choices({"x": "forged"}, "x")["classes"] == []
+
+
+def test_a_data_file_refused_at_upload_gets_its_message_at_load(tmp_path):
+    """An .xlsx chosen as data, then Load: 'Loading failed (KeyError)' before; now the data
+    field says why, and the file name is not repeated."""
+    from dashboard.callbacks.load import describe_data, load_workspace
+    from dashboard.config import Config
+    from dashboard.server import create_app
+
+    ctx = create_app(Config(cache_dir=str(tmp_path / "cache")))._wip_context
+    refused = {
+        "name": "sheet.xlsx",
+        "size": 10,
+        "error": "sheet.xlsx: a data file must end in .csv, .parquet, .pq (got .xlsx).",
+    }
+    shown = describe_data(ctx, refused).error
+    assert shown.count("sheet.xlsx") == 1
+    token, path = ctx.store.new_upload("m.skops")
+    path.write_bytes(b"x")
+    result = load_workspace(
+        ctx, [{"id": token, "name": "m.skops", "size": 1}], refused, "y", None, None, [], False, None
+    )
+    message = result["errors"]["data"]
+    assert message.startswith("sheet.xlsx: a data file must end in") and ".csv or .parquet" in message
+    assert "KeyError" not in str(result)

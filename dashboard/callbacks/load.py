@@ -51,7 +51,7 @@ class DataFeedback(NamedTuple):
     error: object
     columns: list
     target: object
-    classes: list
+    facts: dict  # column -> {"kind": "number"|"text", "classes": [...]} (target choices)
 
 
 def describe_models(ctx, files) -> ModelFeedback:
@@ -64,7 +64,7 @@ def describe_models(ctx, files) -> ModelFeedback:
     for f in files:
         name = str(f.get("name", "file"))[:200]
         if f.get("error"):
-            errors.append(f"{name}: {str(f['error'])[:500]}")
+            errors.append(_prefixed(name, str(f["error"])[:500]))
             continue
         size = f.get("size", 0)
         info.append(f"{name} ({(size if isinstance(size, (int, float)) else 0) / 1024:.0f} KiB)")
@@ -102,13 +102,38 @@ def describe_models(ctx, files) -> ModelFeedback:
 
 
 def _data_outline(path, name, policy) -> dict:
-    """Rows, column names and the last column's class options of a data file (runs isolated)."""
+    """Rows, column names and, per column, what a target there would be (runs isolated)."""
     frame = read_data(path, name=name, policy=policy)
-    return {
-        "rows": len(frame),
-        "columns": [str(c) for c in frame.columns],
-        "classes": _class_options(frame[frame.columns[-1]]),
-    }
+    facts = {}
+    for column in frame.columns:
+        values = frame[column]
+        numeric = pd.api.types.is_numeric_dtype(values.dtype) and not pd.api.types.is_bool_dtype(values.dtype)
+        facts[str(column)] = {"kind": "number" if numeric else "text", "classes": _class_options(values)}
+    return {"rows": len(frame), "columns": [str(c) for c in frame.columns], "facts": facts}
+
+
+def _prefixed(name: str, message: str) -> str:
+    """``name: message``, unless the message already starts with the file name."""
+    return message if message.startswith(name) else f"{name}: {message}"
+
+
+def target_choices(facts, target) -> dict:
+    """Class and loss options for the chosen target column (issue 11: they followed the
+    last column, and regression targets were offered classification losses).
+
+    Text targets take classification losses; numeric targets with at most 10 values may be
+    either (a 0/1 label or a count); other numeric targets take regression losses."""
+    fact = facts.get(target) if isinstance(facts, dict) and isinstance(target, str) else None
+    if not isinstance(fact, dict):
+        return {"classes": [], "losses": [{"label": LOSS_LABELS[n], "value": n} for n in ALL_LOSSES]}
+    classes = [str(c) for c in fact.get("classes") or []][:50]
+    if fact.get("kind") == "text":
+        names = list(CLASSIFICATION_LOSSES)
+    elif len(classes) and len(classes) <= 10:
+        names = ALL_LOSSES
+    else:
+        names, classes = list(REGRESSION_LOSSES), []
+    return {"classes": classes, "losses": [{"label": LOSS_LABELS[n], "value": n} for n in names]}
 
 
 def describe_data(ctx, upload) -> DataFeedback:
@@ -117,25 +142,25 @@ def describe_data(ctx, upload) -> DataFeedback:
     Parsing a visitor's file happens in an isolated process under the load limits, never in
     the web worker (a small compressed file can expand to gigabytes)."""
     if not upload or not isinstance(upload, dict):
-        return DataFeedback("", None, [], None, [])
+        return DataFeedback("", None, [], None, {})
     name = str(upload.get("name", "file"))[:200]
     if upload.get("error"):
-        return DataFeedback("", f"{name}: {str(upload['error'])[:500]}", [], None, [])
+        return DataFeedback("", _prefixed(name, str(upload["error"])[:500]), [], None, {})
     path = ctx.store.upload_path(upload.get("id"))
     if path is None:
-        return DataFeedback("", f"{name}: the upload expired; choose the file again.", [], None, [])
+        return DataFeedback("", f"{name}: the upload expired; choose the file again.", [], None, {})
     try:
         outline = isolated(_data_outline, path, name, ctx.policy, what=f"Reading {name}", limits=ctx.load_limits)
     except (LoadError, compute.ExplainError) as exc:
         ctx.store.discard_upload(upload.get("id"))  # refused files do not wait for the TTL
-        return DataFeedback("", str(exc), [], None, [])
+        return DataFeedback("", str(exc), [], None, {})
     except Exception as exc:  # never a 500 for a visitor's file
         log.warning("data outline failed for an upload: %s", exc)
         ctx.store.discard_upload(upload.get("id"))
-        return DataFeedback("", f"{name} could not be read ({type(exc).__name__}).", [], None, [])
+        return DataFeedback("", f"{name} could not be read ({type(exc).__name__}).", [], None, {})
     columns = outline["columns"]
-    info = f"{name}: {outline['rows']} rows × {len(columns)} columns"
-    return DataFeedback(info, None, columns, columns[-1], outline["classes"])
+    info = f"{name}: {outline['rows']:,} rows × {len(columns)} columns"
+    return DataFeedback(info, None, columns, columns[-1], outline["facts"])
 
 
 def _class_options(column: pd.Series) -> list:
@@ -197,6 +222,13 @@ def _load_workspace(ctx, model_files, data_file, target, loss, output, accepted,
             data = ctx.store.data(current)
             target, data_name = current.target, current.title.split(":")[0]
         else:
+            if data_file.get("error") or not data_file.get("id"):  # refused at upload (e.g. an .xlsx)
+                name = str(data_file.get("name", "The data file"))[:200]
+                raise LoadError(
+                    _prefixed(name, str(data_file.get("error") or "was not uploaded")[:500])
+                    + " Choose a .csv or .parquet file.",
+                    field="data",
+                )
             path = ctx.store.upload_path(data_file["id"])
             if path is None:
                 raise LoadError(f"{data_file['name']}: the upload expired; choose the file again.", field="data")
@@ -340,7 +372,7 @@ def register(app, ctx) -> None:
             "error": Output(ids.DATA_ERROR, "children"),
             "columns": Output(ids.TARGET_SELECT, "options"),
             "target": Output(ids.TARGET_SELECT, "value"),
-            "classes": Output(ids.OUTPUT_SELECT, "options"),
+            "facts": Output(ids.DATA_COLUMNS, "data"),
         },
         inputs={"upload": Input(ids.DATA_FILE, "data")},
         prevent_initial_call=True,
@@ -349,11 +381,11 @@ def register(app, ctx) -> None:
         return describe_data(ctx, upload)._asdict()
 
     @app.callback(
-        Output(ids.LOSS_SELECT, "options"),
-        Input(ids.TARGET_SELECT, "value"),
+        output={"classes": Output(ids.OUTPUT_SELECT, "options"), "losses": Output(ids.LOSS_SELECT, "options")},
+        inputs={"target": Input(ids.TARGET_SELECT, "value"), "facts": State(ids.DATA_COLUMNS, "data")},
     )
-    def loss_options(_target):
-        return [{"label": LOSS_LABELS[name], "value": name} for name in ALL_LOSSES]
+    def target_options(target, facts):
+        return target_choices(facts, target)
 
     @app.callback(
         output={
