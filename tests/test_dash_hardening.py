@@ -186,7 +186,7 @@ def test_two_sessions_only_reach_each_others_uploads_by_their_random_ids(app):
     guessed = {"id": first["id"][:-1] + ("A" if first["id"][-1] != "A" else "B"), "name": "secret.csv"}
     payload = {
         "output": "..data-file-info.children...data-error.children...target-select.options..."
-        "target-select.value...output-select.options..",
+        "target-select.value...data-columns.data..",
         "outputs": [
             {"id": i, "property": p}
             for i, p in (
@@ -194,7 +194,7 @@ def test_two_sessions_only_reach_each_others_uploads_by_their_random_ids(app):
                 ("data-error", "children"),
                 ("target-select", "options"),
                 ("target-select", "value"),
-                ("output-select", "options"),
+                ("data-columns", "data"),
             )
         ],
         "inputs": [{"id": "data-file", "property": "data", "value": guessed}],
