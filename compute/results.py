@@ -207,6 +207,25 @@ class PermutationImportance:
     def std(self) -> pd.Series:
         return self.repeats.std(axis=1, ddof=0).rename("std")
 
+    @property
+    def std_error(self) -> pd.Series:
+        """Monte-Carlo standard error of each mean over the permutations: std (ddof=1) / sqrt(R);
+        NaN with one repeat."""
+        if self.n_repeats < 2:
+            return pd.Series(np.nan, index=self.repeats.index, name="std_error")
+        return (self.repeats.std(axis=1, ddof=1) / np.sqrt(self.n_repeats)).rename("std_error")
+
+    def relative_error(self, min_share: float = 0.05) -> float:
+        """The largest standard error relative to its importance among the features that
+        matter (importance at least ``min_share`` of the largest); 0 when none does. A
+        near-zero importance has a huge relative spread that says nothing about the ranking."""
+        importance = self.importance
+        top = float(importance.max())
+        if not np.isfinite(top) or top <= 0:
+            return 0.0
+        matter = importance >= min_share * top
+        return float((self.std_error[matter] / importance[matter]).max())
+
     def to_frame(self) -> pd.DataFrame:
         """importance, std and one column per repeat, indexed by feature."""
         frame = pd.concat([self.importance, self.std, self.repeats], axis=1)

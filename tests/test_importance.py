@@ -86,3 +86,17 @@ def test_classifier_zero_one(forest_clf, clf_data):
     table = permutation_importance(forest_clf, X, y, loss="zero_one", n_repeats=3)
     assert np.isfinite(table.to_frame().to_numpy()).all()
     assert table.model_error == pytest.approx(np.mean(forest_clf.predict(X) != y))
+
+
+def test_standard_error_and_relative_error_ignore_features_that_do_not_matter():
+    """The 'more repetitions' hint looks at the features that matter: a near-zero feature's
+    huge relative spread (2311 % on the diabetes demo) must not trigger it."""
+    repeats = pd.DataFrame(
+        {"repeat_1": [10.0, 0.001, 2.0], "repeat_2": [11.0, -0.002, 2.2], "repeat_3": [9.0, 0.003, 1.8]},
+        index=["big", "noise", "mid"],
+    )
+    res = compute.PermutationImportance(repeats=repeats, model_error=1.0, loss="squared_error")
+    assert_allclose(res.std_error, repeats.std(axis=1, ddof=1) / np.sqrt(3), rtol=1e-12)
+    expected = max(res.std_error["big"] / 10.0, res.std_error["mid"] / 2.0)
+    assert res.relative_error() == pytest.approx(expected)
+    assert res.relative_error(min_share=0.0) > 1.0  # counting the noise feature blows it up

@@ -14,9 +14,10 @@ def render(ctx, inp) -> dict:
         return {"figure": empty("Waiting for the permutations…"), "info": ""}
     first = next(iter(pfi.values()))
     title = f"PFI ({first.kind} in {first.loss}), mean ± std over {first.n_repeats} permutations, {inp.selection}"
-    rel = (first.std / first.importance.abs().clip(lower=1e-12)).max()
-    info = f"{first.n_rows} rows; largest relative spread {rel:.0%}" + (
-        " — wide: ask for more repetitions." if rel > 0.2 else "."
+    rel = max(res.relative_error() for res in pfi.values())
+    info = (
+        f"{first.n_rows:,} rows. The features that matter are known to ±{rel:.0%} (standard error of the mean "
+        f"over {first.n_repeats} permutations)" + (": ask for more repetitions to settle them." if rel > 0.1 else ".")
     )
     return {"figure": figures.pfi_figure(pfi, selected=inp.feature, title=title), "info": info}
 
