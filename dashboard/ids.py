@@ -8,6 +8,7 @@ JOB_DONE = "job-done"  # dcc.Store: what the last background job reported
 JOB_ACTIVE = "job-active"  # dcc.Store: True while a background job runs (watchdog)
 LOADED_WS = "loaded-ws"  # dcc.Store: workspace id produced by "Load"
 STATUS = "status"
+HOVERED_ROW = "hovered-row"  # dcc.Store: {"row", "t"} of the curve under the pointer
 CLICKED_ROW = "clicked-row"  # dcc.Store: {"row", "t"} from a click on an ICI/ICE curve
 NEGATIVE = "negative"  # dcc.Store: rows with a negative ICI integral (for "exclude")
 

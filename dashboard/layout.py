@@ -247,6 +247,7 @@ def page(config) -> html.Div:
             dcc.Store(id=ids.LOADED_WS),
             dcc.Store(id=ids.NEGATIVE),
             dcc.Store(id=ids.CLICKED_ROW),
+            dcc.Store(id=ids.HOVERED_ROW),
             dcc.Download(id=ids.DOWNLOAD),
             header(),
             load_panel(config),

@@ -8,6 +8,7 @@ shared disk cache) with its own cache folder. Screenshots of each flow are saved
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -469,3 +470,28 @@ def test_xlsx_then_load_and_class_options_follow_the_target(server, tab, upload_
     # the last column is 'region': its levels were offered before
     assert {"no", "yes"} <= options and not {"north", "south", "east"} & options, options
     shot(tab, "xlsx-and-target-classes")
+
+
+def test_hovering_an_ici_curve_fills_the_panel(server, tab):
+    """Issue 11, defect 3: the hover line under ICI never filled (WebGL drops customdata on
+    hover). Hovering a point of the 1,000-curve WebGL trace shows that row's values."""
+    tab.goto(server["url"] + "/?ws=demo-x3&feature=X1")
+    wait_views(tab)
+    target = tab.evaluate(
+        """() => {
+            const g = document.querySelector('#ici-graph .js-plotly-plot');
+            const t = g._fullData[0];  // the WebGL trace of all curves
+            const xs = Array.from(t.x), ys = Array.from(t.y);
+            const k = ys.findIndex((y, i) => Number.isFinite(y) && Number.isFinite(xs[i]) && i > 40);
+            const fl = g._fullLayout, xa = fl.xaxis, ya = fl.yaxis;
+            const box = g.getBoundingClientRect();
+            return {type: t.type, px: box.left + xa._offset + xa.l2p(xs[k]),
+                    py: box.top + ya._offset + ya.l2p(ys[k])};
+        }"""
+    )
+    assert target["type"] == "scattergl"
+    tab.mouse.move(target["px"] - 3, target["py"] - 3)
+    tab.mouse.move(target["px"], target["py"])
+    tab.wait_for_selector("#hover-info:has-text('row ')")
+    text = tab.inner_text("#hover-info")
+    assert re.match(r"row \d+: X1 = ", text), text

@@ -841,3 +841,13 @@ def test_every_drawn_chart_has_axis_titles(ctx, state, subgroup):
             assert all(text.strip() for text in titles.values()), (view.name, titles)
             checked += 1
     assert checked >= 9
+
+
+def test_hover_line_names_the_hovered_row(ctx, data):
+    from dashboard.callbacks.views import hover_text
+
+    row = data.index[7]
+    text = hover_text(ctx, {"row": int(row), "t": 1}, {"ws": "demo-x3"})
+    assert text.startswith(f"row {row}: X1 = ") and "X3 = " in text
+    assert hover_text(ctx, {"row": "not-a-row"}, {"ws": "demo-x3"}) == ""
+    assert hover_text(ctx, None, {"ws": "demo-x3"}) == ""

@@ -160,7 +160,7 @@ def test_forged_state_values_never_raise(ctx, raw):
     for view in views.REGISTRY:
         out = views.render(ctx, view, results)
         assert set(out) == set(view.outputs)
-    hover_text(ctx, {"points": [{"customdata": [1, 2]}]}, raw)
+    hover_text(ctx, {"row": [1, 2]}, raw)
     new, _ = update_state(ctx, raw, ids.REPEATS_MORE, {"search": "?ws=demo-x3"})
     assert new == clean_state(new)
 

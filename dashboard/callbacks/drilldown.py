@@ -248,6 +248,9 @@ function(iciClick, iceClick) {
 }
 """
 
+# The same mapping for hovers (WebGL drops customdata from hover events as well).
+HOVERED_ROW_JS = CLICKED_ROW_JS
+
 
 # The controller's Dash inputs (by the names update_state reads) and outputs.
 CONTROLLER_INPUTS = {
@@ -304,6 +307,13 @@ def register(app, ctx) -> None:
         Output(ids.CLICKED_ROW, "data"),
         Input(ids.ICI_GRAPH, "clickData"),
         Input(ids.ICE_GRAPH, "clickData"),
+        prevent_initial_call=True,
+    )
+    app.clientside_callback(
+        HOVERED_ROW_JS,
+        Output(ids.HOVERED_ROW, "data"),
+        Input(ids.ICI_GRAPH, "hoverData"),
+        Input(ids.ICE_GRAPH, "hoverData"),
         prevent_initial_call=True,
     )
 

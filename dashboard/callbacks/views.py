@@ -9,13 +9,12 @@ from .. import ids, planning
 from ..state import clean_state
 
 
-def hover_text(ctx, hover, state) -> str:
-    """The hovered curve's observation: its row label and feature values, one line."""
-    row = None
-    try:
-        row = hover["points"][0].get("customdata")
-    except (KeyError, IndexError, TypeError, AttributeError):
-        return ""
+def hover_text(ctx, hovered, state) -> str:
+    """The hovered curve's observation: its row label and feature values, one line.
+
+    ``hovered`` is the HOVERED_ROW store, ``{"row": label}``, filled clientside from the
+    point number (WebGL hover events carry no typed-array customdata)."""
+    row = hovered.get("row") if isinstance(hovered, dict) else None
     if not isinstance(row, (str, int)) or isinstance(row, bool) or not isinstance(state, dict):
         return ""
     ws = ctx.store.workspace(clean_state(state)["ws"])
@@ -44,13 +43,9 @@ def register(app, ctx) -> None:
 
     @app.callback(
         Output(ids.HOVER_INFO, "children"),
-        Input(ids.ICI_GRAPH, "hoverData"),
-        Input(ids.ICE_GRAPH, "hoverData"),
+        Input(ids.HOVERED_ROW, "data"),
         State(ids.STATE, "data"),
         prevent_initial_call=True,
     )
-    def hovered(ici_hover, ice_hover, state):
-        from dash import ctx as dash_ctx
-
-        hover = ici_hover if dash_ctx.triggered_id == ids.ICI_GRAPH else ice_hover
-        return hover_text(ctx, hover, state)
+    def hovered(row, state):
+        return hover_text(ctx, row, state)
