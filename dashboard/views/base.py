@@ -62,7 +62,7 @@ class Inputs:
         return self.state["feature"]
 
     def _get(self, key):
-        return _MEMO.get(self.ctx.store, key) if key else None
+        return _RESULTS.get(key, lambda: self.ctx.store.get(key)) if key else None
 
     @cached_property
     def summary(self) -> compute.ProfileSummary | None:
@@ -103,18 +103,19 @@ class Inputs:
         return text
 
 
-class _ResultMemo:
-    """A small per-process LRU of unsealed results (a profile is read by several views)."""
+class _Lru:
+    """A small thread-safe per-process LRU: ``get(key, compute)`` returns the cached value
+    or computes it (a None result is not cached, so a missing result is read again)."""
 
-    def __init__(self, size: int = 12):
+    def __init__(self, size: int):
         self.size, self.items, self.lock = size, OrderedDict(), threading.Lock()
 
-    def get(self, store, key):
+    def get(self, key, compute):
         with self.lock:
             if key in self.items:
                 self.items.move_to_end(key)
                 return self.items[key]
-        value = store.get(key)
+        value = compute()
         if value is not None:
             with self.lock:
                 self.items[key] = value
@@ -123,9 +124,8 @@ class _ResultMemo:
         return value
 
 
-_MEMO = _ResultMemo()
-_LOADED: OrderedDict = OrderedDict()
-_LOADED_LOCK = threading.Lock()
+_RESULTS = _Lru(12)  # unsealed results: a profile is read by several views
+_INPUTS = _Lru(8)  # Inputs per results record: every view of one update reads the same
 
 
 def load_inputs(ctx, results) -> Inputs | None:
@@ -138,22 +138,17 @@ def load_inputs(ctx, results) -> Inputs | None:
         tag = (str(ctx.store.root), ctx.config, json.dumps(results["state"], sort_keys=True, default=str))
     except (TypeError, ValueError):
         return None
-    with _LOADED_LOCK:
-        if tag in _LOADED:
-            _LOADED.move_to_end(tag)
-            return _LOADED[tag]
-    state, _ = normalize(ctx, clean_state(results["state"]))
+    return _INPUTS.get(tag, lambda: _make_inputs(ctx, results["state"]))
+
+
+def _make_inputs(ctx, raw_state) -> Inputs | None:
+    state, _ = normalize(ctx, clean_state(raw_state))
     ws = ctx.store.workspace(state["ws"])
     if ws is None:
         return None
     data = ctx.store.data(ws)
     mask = planning.select_rows(data, state["subgroup"]) if state.get("subgroup") else None
-    inp = Inputs(ctx, state, ws, data, mask, plan_state(ctx, ws, state)["keys"])
-    with _LOADED_LOCK:
-        _LOADED[tag] = inp
-        while len(_LOADED) > 8:
-            _LOADED.popitem(last=False)
-    return inp
+    return Inputs(ctx, state, ws, data, mask, plan_state(ctx, ws, state)["keys"])
 
 
 # --- helpers shared by view modules ------------------------------------------------------------
@@ -162,11 +157,9 @@ def empty(message: str):
 
 
 def waiting(results) -> str:
-    return (
-        (results or {}).get("error")
-        if isinstance(results, dict) and (results or {}).get("error")
-        else "Waiting for results…"
-    )
+    """The message of a results record that holds an error, else the waiting text."""
+    error = results.get("error") if isinstance(results, dict) else None
+    return str(error) if error else "Waiting for results…"
 
 
 def figure_html(fig, *, first: bool = False) -> str:
