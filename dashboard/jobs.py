@@ -70,7 +70,7 @@ def task_lock(store: Store, key: str):
 
 def _run_task(store, ws, task, data, y, models, policy, n_jobs, progress, done, steps) -> int:
     """Compute one task into the cache; returns the progress count after it."""
-    from .loaders import load_model
+    from .loading import load_model
 
     entry = ws.model(task.model)
     if entry.name not in models:

@@ -13,7 +13,7 @@ from werkzeug.exceptions import RequestEntityTooLarge
 from . import layout
 from .callbacks import register_all
 from .config import Config
-from .loaders import DATA_SUFFIXES, MODEL_SUFFIXES
+from .loading import DATA_SUFFIXES, MODEL_SUFFIXES
 from .quota import WRITING, UploadQuota, client_key
 from .state import Context, make_context
 from .store import ForkSafeCache

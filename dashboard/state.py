@@ -14,7 +14,7 @@ from urllib.parse import parse_qs, urlencode
 from .config import Config
 from .demos import DEFAULT_DEMO
 from .isolation import Limits
-from .loaders import Policy
+from .loading import Policy
 from .store import Store
 
 DEFAULT_REPEATS = 10

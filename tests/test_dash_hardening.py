@@ -22,7 +22,7 @@ from dashboard.callbacks.compute import plan_state, resolve_state, run_request
 from dashboard.callbacks.drilldown import normalize, update_state
 from dashboard.callbacks.load import describe_data, load_workspace
 from dashboard.config import Config
-from dashboard.loaders import LoadError, Policy, read_data
+from dashboard.loading import LoadError, Policy, read_data
 from dashboard.server import create_app
 from dashboard.state import default_state
 from dashboard.store import ModelEntry, Workspace, new_workspace_id

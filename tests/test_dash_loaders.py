@@ -1,4 +1,4 @@
-"""dashboard.loaders: untrusted uploads are parsed, never executed; errors name the file and field."""
+"""dashboard.loading: untrusted uploads are parsed, never executed; errors name the file and field."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer, OneHotEncoder, StandardScaler
 
 import compute
-from dashboard.loaders import (
+from dashboard.loading import (
     LoadError,
     OnnxModel,
     Policy,

@@ -763,7 +763,7 @@ def test_every_controller_input_has_a_reducer():
 
 # --- every view family shows the library's numbers --------------------------------------------
 def _demo_model(ctx):
-    from dashboard.loaders import load_model
+    from dashboard.loading import load_model
 
     ws = ctx.store.workspace("demo-x3")
     entry = ws.models[0]

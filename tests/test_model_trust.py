@@ -46,7 +46,7 @@ from sklearn.preprocessing import OneHotEncoder, OrdinalEncoder, StandardScaler
 from sklearn.svm import SVC, SVR
 from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
-from dashboard.loaders import LoadError, Policy, load_model, model_untrusted_types
+from dashboard.loading import LoadError, Policy, load_model, model_untrusted_types
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -417,7 +417,7 @@ def test_cyclic_tree_is_refused_quickly(tmp_path, tree_data):
     out = run_isolated(
         f"""
         import time, pandas as pd
-        from dashboard.loaders import LoadError, load_model, model_untrusted_types
+        from dashboard.loading import LoadError, load_model, model_untrusted_types
         X = pd.read_csv({str(tmp_path / "X.csv")!r})
         start = time.perf_counter()
         assert model_untrusted_types({str(path)!r}) == []
@@ -524,7 +524,7 @@ def test_tampered_neighbour_tree_is_rebuilt_not_trusted(tmp_path, tree_data):
     np.save(tmp_path / "X.npy", X.to_numpy())
     out = run_isolated(f"""
         import numpy as np
-        from dashboard.loaders import load_model
+        from dashboard.loading import load_model
         model = load_model({str(path)!r})
         np.save({str(tmp_path / "pred.npy")!r}, model.predict(np.load({str(tmp_path / "X.npy")!r})))
         print("OK")

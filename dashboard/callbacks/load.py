@@ -21,7 +21,7 @@ from compute.losses import CLASSIFICATION_LOSSES, DEFAULT_LOSS, LOSS_LABELS, REG
 
 from .. import ids
 from ..isolation import isolated
-from ..loaders import (
+from ..loading import (
     DATA_SUFFIXES,
     MODEL_SUFFIXES,
     LoadError,

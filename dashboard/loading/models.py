@@ -1,0 +1,270 @@
+"""Model files: .skops through the allow-list of :mod:`dashboard.model_trust`, .onnx through
+:mod:`dashboard.loading.onnx`, pickles only when the operator opts in."""
+
+from __future__ import annotations
+
+import json
+import os
+import warnings
+import weakref
+
+from ..model_trust import Inspection, ModelFileError, check_model, inspect_skops
+from .errors import LoadError, Policy, check_size, file_suffix, short
+from .onnx import load_onnx, onnx_versions
+
+MODEL_SUFFIXES = (".skops", ".onnx", ".pkl", ".pickle", ".joblib")
+PICKLE_SUFFIXES = (".pkl", ".pickle", ".joblib")
+
+
+# --- models --------------------------------------------------------------------------------
+def model_untrusted_types(path, *, policy: Policy = Policy(), name: str | None = None) -> list[str]:
+    """Types in a ``.skops`` file that the user would have to accept; [] for other formats.
+
+    Every type named in the schema that is not on the allow-list with the loader it uses
+    (see :mod:`dashboard.model_trust`); read without building any object or calling skops.
+    Raises :class:`LoadError` for a file that is not a valid .skops file, whatever is wrong.
+    """
+    path = os.fspath(path)
+    label = name or os.path.basename(path)
+    if file_suffix(path, name, MODEL_SUFFIXES) != ".skops":
+        return []
+    check_size(path, label, policy, "model")
+    return list(_inspect_skops(path, label, policy).refused)
+
+
+def load_model(path, *, name: str | None = None, policy: Policy = Policy(), accepted_types=()) -> object:
+    """Load an uploaded model file; see the module docstring for what each format may do.
+
+    ``name`` is the user's file name, shown in messages. The format comes from the suffix of
+    ``path`` (or of ``name`` when ``path`` has none of :data:`MODEL_SUFFIXES`).
+    ``accepted_types`` are skops type names the user accepted (honoured only with
+    ``policy.allow_user_types``).
+    """
+    path = os.fspath(path)
+    label = name or os.path.basename(path)
+    suffix = file_suffix(path, name, MODEL_SUFFIXES)
+    if suffix not in MODEL_SUFFIXES:
+        raise LoadError(
+            f"{label}: a model file must end in {', '.join(MODEL_SUFFIXES)} (got "
+            f"{suffix or 'no suffix'}). Save it with skops.io.dump(model, 'model.skops') or export "
+            f"it to ONNX.",
+            field="model",
+        )
+    if suffix in PICKLE_SUFFIXES and not policy.allow_pickle:
+        raise LoadError(
+            f"{label} is a pickle/joblib file. Loading such a file executes any code it contains, "
+            f"so this server refuses them. Save the model with skops instead "
+            f'(import skops.io; skops.io.dump(model, "model.skops")) or convert it to ONNX '
+            f"(skl2onnx.to_onnx), and upload that file. For trusted users only, the operator can "
+            f"start the server with --allow-pickle.",
+            field="model",
+        )
+    check_size(path, label, policy, "model")
+    versions: list[str] = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        if suffix == ".skops":
+            model, versions = _load_skops(path, label, policy, tuple(accepted_types))
+        elif suffix == ".onnx":
+            model = load_onnx(path, label)
+        else:
+            model = _load_pickle(path, label)
+        if suffix != ".onnx":
+            try:
+                check_model(model, label)  # before anything calls the model
+            except ModelFileError as exc:
+                raise LoadError(str(exc), field="model") from exc
+    versions += [
+        str(w.message.original_sklearn_version) for w in caught if hasattr(w.message, "original_sklearn_version")
+    ]
+    if not hasattr(model, "predict") and not hasattr(model, "predict_proba"):
+        raise LoadError(
+            f"{label} holds a {type(model).__name__}, which has neither predict nor predict_proba; "
+            f"upload a fitted model (an estimator or a Pipeline).",
+            field="model",
+        )
+    _remember_warnings(model, _version_warnings(model, label, versions))
+    return model
+
+
+def load_warnings(model) -> list[str]:
+    """Warnings recorded when ``model`` was loaded (e.g. another scikit-learn version)."""
+    try:
+        found = _WARNINGS.get(model)
+    except TypeError:
+        found = None
+    if found is None:
+        found = getattr(model, "_loader_warnings", ())
+    return list(found)
+
+
+def model_versions(path) -> dict[str, str]:
+    """Library -> version as recorded in the file, read without loading the model.
+
+    .skops: ``skops``, ``skops protocol`` and ``scikit-learn`` (the ``_sklearn_version``
+    values in the schema, comma-joined if several). .onnx: the producer (e.g. ``skl2onnx``)
+    with its version, ``onnx ir_version`` and ``opset <domain>`` entries. Other formats, or
+    an unreadable file: {}.
+    """
+    path = os.fspath(path)
+    suffix = file_suffix(path, None, MODEL_SUFFIXES)
+    try:
+        if suffix == ".skops":
+            schema = _skops_schema(path, "model.skops")
+            found = {"skops": str(schema.get("_skops_version", "")), "skops protocol": str(schema.get("protocol", ""))}
+            sk = sorted(set(_values_of(schema, "_sklearn_version")))
+            if sk:
+                found["scikit-learn"] = ", ".join(sk)
+            return {k: v for k, v in found.items() if v}
+        if suffix == ".onnx":
+            return onnx_versions(path)
+    except Exception:  # unreadable: load_model says why
+        return {}
+    return {}
+
+
+# --- skops ---------------------------------------------------------------------------------
+def _inspect_skops(path: str, label: str, policy: Policy) -> Inspection:
+    try:
+        return inspect_skops(path, label, limit=policy.max_bytes)
+    except ModelFileError as exc:
+        raise LoadError(str(exc), field="model") from exc
+
+
+def _skops_schema(path: str, label: str | None, policy: Policy = Policy()) -> dict:
+    return _inspect_skops(path, label or "model.skops", policy).schema
+
+
+def _nodes(schema):
+    """Every dict in the schema (iteratively: a crafted file may nest deeply)."""
+    stack = [schema]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            yield node
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+
+
+def _values_of(schema, key: str) -> list[str]:
+    found = []
+    for node in _nodes(schema):
+        value = node.get(key)
+        if isinstance(value, dict) and isinstance(value.get("content"), str):
+            try:
+                found.append(str(json.loads(value["content"])))
+            except ValueError:
+                continue
+    return found
+
+
+def _skops_hint(schema: dict) -> str:
+    import skops
+
+    saved = schema.get("_skops_version")
+    if saved and str(saved) != skops.__version__:
+        return f" It was saved with skops {saved}; this server runs skops {skops.__version__}."
+    return ""
+
+
+def _load_skops(path: str, label: str, policy: Policy, accepted: tuple) -> tuple[object, list[str]]:
+    """The model and the scikit-learn versions its schema records."""
+    found = _inspect_skops(path, label, policy)
+    rest = list(found.refused)
+    if rest:
+        listed = ", ".join(rest)
+        why = (
+            f"{label} contains types this server does not load by itself: {listed}. Building "
+            f"them could run code (even classes of NumPy, SciPy or scikit-learn can delete files "
+            f"when they are built or freed). This server accepts automatically only a list of "
+            f"scikit-learn estimators and the array and attribute types fitted models need "
+            f"(functions and classes used as callables, e.g. FunctionTransformer(func=...), "
+            f"always need acceptance)."
+        )
+        if not policy.allow_user_types:
+            raise LoadError(
+                f"{why} Ask the operator to start the server with --allow-user-types to "
+                f"accept such types per upload, or export the model to ONNX.",
+                field="model",
+            )
+        missing = [t for t in rest if t not in accepted]
+        if missing:
+            raise LoadError(
+                f"{why} Tick the types you trust ({', '.join(missing)}) and load again, or export the model to ONNX.",
+                field="model",
+            )
+    import skops.io as sio
+
+    # skops audits the file again and refuses anything outside this exact list
+    trusted = found.allowed + [t for t in rest if t in accepted]
+    try:
+        return sio.load(path, trusted=trusted), _values_of(found.schema, "_sklearn_version")
+    except ImportError as exc:
+        raise LoadError(
+            f"{label} needs a module this server does not have ({short(exc)}); ask the "
+            f"operator to install it, or export the model to ONNX.",
+            field="model",
+        ) from exc
+    except Exception as exc:  # a crafted schema can make skops fail in any way (even RecursionError)
+        raise LoadError(
+            f"{label} is not a valid .skops file ({type(exc).__name__}: {short(exc)}).{_skops_hint(found.schema)}",
+            field="model",
+        ) from exc
+
+
+# --- pickle / joblib (operator opt-in only) ------------------------------------------------
+def _load_pickle(path: str, label: str) -> object:
+    import joblib
+
+    try:
+        return joblib.load(path)
+    except Exception as exc:
+        raise LoadError(
+            f"{label} could not be loaded as a pickle/joblib file ({type(exc).__name__}: {short(exc)}).", field="model"
+        ) from exc
+
+
+# --- version warnings ----------------------------------------------------------------------
+_WARNINGS: weakref.WeakKeyDictionary[object, tuple[str, ...]] = weakref.WeakKeyDictionary()
+
+
+def _remember_warnings(model, messages: list[str]) -> None:
+    try:
+        _WARNINGS[model] = tuple(messages)
+    except TypeError:  # unhashable or not weak-referenceable
+        try:
+            model._loader_warnings = tuple(messages)
+        except Exception:
+            pass
+
+
+def _version_warnings(model, label: str, versions: list[str]) -> list[str]:
+    import sklearn
+
+    for est in _estimators(model):
+        saved = vars(est).get("_sklearn_version") if hasattr(est, "__dict__") else None
+        if isinstance(saved, str):
+            versions.append(saved)
+    other = sorted(set(versions) - {sklearn.__version__})
+    if not other:
+        return []
+    return [
+        f"{label} was saved with scikit-learn {', '.join(other)}; this server runs "
+        f"{sklearn.__version__}: predictions may differ or fail."
+    ]
+
+
+def _estimators(model, depth: int = 0):
+    """The model, the steps of Pipelines and the transformers of ColumnTransformers."""
+    yield model
+    if depth > 20:
+        return
+    children = []
+    for attr in ("steps", "transformers_", "transformer_list"):
+        items = getattr(model, "__dict__", {}).get(attr)
+        if isinstance(items, list):
+            children += [item[1] for item in items if isinstance(item, tuple) and len(item) >= 2]
+    for child in children:
+        if not isinstance(child, str):
+            yield from _estimators(child, depth + 1)
