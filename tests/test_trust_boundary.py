@@ -9,6 +9,7 @@ reach an exception.
 from __future__ import annotations
 
 import gc
+import os
 import subprocess
 import sys
 import threading
@@ -314,6 +315,7 @@ def test_processes_forked_while_threads_use_the_cache_can_write_to_it(ctx):
         text=True,
         timeout=240,
         cwd=HERE.parent,
+        env={**os.environ, "PYTHONPATH": str(HERE.parent)},  # this checkout, whatever is installed
     )
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip().endswith("{0: 40}"), out.stdout
