@@ -267,5 +267,8 @@ def _effective_jobs(n_jobs: int | None) -> int:
 
 
 def _shorten(text: str, limit: int = 300) -> str:
-    text = " ".join(text.split())
+    """The first non-empty line of a model's error message, at most ``limit`` characters (the
+    full message stays on the chained exception)."""
+    lines = [" ".join(line.split()) for line in text.splitlines() if line.strip()]
+    text = lines[0] if lines else ""
     return text if len(text) <= limit else text[: limit - 1] + "…"

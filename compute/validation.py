@@ -248,8 +248,15 @@ def check_model(model, what: str = "The 'model'") -> None:
         raise InputError(f"{what} must have a predict method (got {type(model).__name__}).")
 
 
-def make_predictor(model, X: pd.DataFrame, output=None) -> tuple[Predictor, pd.DataFrame]:
-    """Wrap ``model`` and return it with X restricted to the model's input columns."""
+def make_predictor(
+    model, X: pd.DataFrame, output=None, *, data_name: str = "'X'", model_name: str = "the model"
+) -> tuple[Predictor, pd.DataFrame]:
+    """Wrap ``model`` and return it with X restricted to the model's input columns.
+
+    The rules for a model's input columns, its classes and the ``output`` class, written once:
+    the dashboard's Load check calls this too, naming the file (``data_name``, ``model_name``)
+    where a library user sees the parameter names.
+    """
     check_model(model)
     names = getattr(model, "feature_names_in_", None)
     as_frame = True
@@ -257,17 +264,35 @@ def make_predictor(model, X: pd.DataFrame, output=None) -> tuple[Predictor, pd.D
         names = list(names)
         missing = [c for c in names if c not in X.columns]
         if missing:
+            more = f" and {len(missing) - 10} more" if len(missing) > 10 else ""
+            hints = []
+            for col in missing[:3]:
+                close = close_matches(col, X.columns, n=1)
+                if close:
+                    hints.append(f"{close[0]!r} for {col!r}")
+            maybe = f" (did you mean {', '.join(hints)}?)" if hints else ""
             raise InputError(
-                f"'X' lacks columns the model was fitted on: {missing!r}. Data columns: {list(X.columns)!r}."
+                f"{_capital(data_name)} lacks {len(missing)} column(s) that {model_name} was fitted on: "
+                f"{_shown(missing, 10)}{more}{maybe}. Column names must match exactly; the data's columns: "
+                f"{_shown(list(X.columns), 20)}."
             )
         if list(X.columns) != names:
             X = X[names]
     elif getattr(model, "n_features_in_", None) is not None:
         as_frame = False  # fitted on arrays: feed arrays, in X's column order
         if X.shape[1] != model.n_features_in_:
-            raise InputError(f"The model expects {model.n_features_in_} features but 'X' has {X.shape[1]} columns.")
+            raise InputError(
+                f"{_capital(data_name)} has {X.shape[1]} input column(s) but {model_name} expects "
+                f"{model.n_features_in_}. "
+                f"It does not record column names, so the data must hold exactly its inputs, in training order."
+            )
     classes = getattr(model, "classes_", None)
     has_proba = hasattr(model, "predict_proba")
+    if classes is None and has_proba:
+        raise InputError(
+            f"{_capital(model_name)} has predict_proba but no classes_, so its probability "
+            f"columns cannot be matched to class labels."
+        )
     output_index = None
     if classes is not None:
         classes = np.asarray(classes)
@@ -319,41 +344,71 @@ def check_target(y, n_rows: int, predictor: Predictor, loss, function: str) -> t
     return loss_obj, encode_target(y, n_rows, predictor, loss_obj)
 
 
-def encode_target(y, n_rows: int, predictor: Predictor, loss: Loss) -> np.ndarray:
-    """The target as the loss wants it: floats, or class positions for built-in classifier losses."""
+def encode_target(
+    y, n_rows: int, predictor: Predictor, loss: Loss, *, name: str = "'y'", model_name: str = "the model"
+) -> np.ndarray:
+    """The target as the loss wants it: floats, or class positions for built-in classifier losses.
+
+    Labels match the model's classes across int, float and text spellings (a CSV's ``"1"``
+    or ``1.0`` is the class ``1``; see :func:`label_positions`). ``name`` names the target
+    in messages.
+    """
     if isinstance(y, (pd.DataFrame,)) or (hasattr(y, "ndim") and np.ndim(y) != 1):
-        raise InputError(f"'y' must be one-dimensional (got shape {np.shape(y)}).")
+        raise InputError(f"{name} must be one-dimensional (got shape {np.shape(y)}).")
     values = y.to_numpy() if isinstance(y, pd.Series) else np.asarray(y)
     if values.ndim != 1:
-        raise InputError(f"'y' must be one-dimensional (got shape {values.shape}).")
+        raise InputError(f"{name} must be one-dimensional (got shape {values.shape}).")
     if len(values) != n_rows:
-        raise InputError(f"'X' has {n_rows} rows but 'y' has {len(values)}; they must match.")
+        raise InputError(f"'X' has {n_rows} rows but {name} has {len(values)}; they must match.")
     missing = pd.isna(values)
     if missing.any():
         raise InputError(
-            f"'y' has {int(missing.sum())} missing value(s) (first at position "
+            f"{name} has {int(missing.sum())} missing value(s) (first at position "
             f"{int(np.flatnonzero(missing)[0])}); drop those rows or fill them."
         )
     if not predictor.is_classifier:
         if not pd.api.types.is_numeric_dtype(values.dtype) or pd.api.types.is_bool_dtype(values.dtype):
             raise InputError(
-                f"The regression loss {loss.name!r} needs a numeric target, but 'y' has dtype "
-                f"{values.dtype} (e.g. {values[0]!r}). Is the model a classifier?"
+                f"{_capital(model_name)} is a regressor, so the regression loss {loss.name!r} needs a numeric "
+                f"target, but {name} has dtype {values.dtype} (e.g. {values[0]!r}): it looks like a class label. "
+                f"Is the model a classifier?"
             )
         values = values.astype(float)
         if not np.all(np.isfinite(values)):
-            raise InputError("'y' contains infinite values; drop or fix those rows.")
+            raise InputError(f"{name} contains infinite values; drop or fix those rows.")
         return values
     if not loss.builtin:
         return values
     assert predictor.classes is not None  # a classifier (checked above)
-    codes = pd.Index(predictor.classes).get_indexer(values)
+    codes = label_positions(values, predictor.classes)
     if (codes < 0).any():
         unknown = pd.unique(values[codes < 0])[:5].tolist()
         raise InputError(
-            f"'y' contains labels the model does not know: {unknown!r}; the model's classes "
-            f"are {predictor.classes.tolist()!r}."
+            f"{name} contains labels {model_name} does not know: {unknown!r}; its classes "
+            f"are {_shown(predictor.classes.tolist(), 20)}."
         )
+    return codes
+
+
+def label_positions(values, classes) -> np.ndarray:
+    """Position of each label in ``classes``; -1 where unknown.
+
+    Exact matches first; then, if the classes' text forms are unique, by text, so integer
+    classes match labels read as text (``"1"``) or as whole floats (``1.0``).
+    """
+    values = np.asarray(values)
+    try:
+        codes = pd.Index(classes).get_indexer(values)
+    except (TypeError, ValueError):
+        codes = np.full(len(values), -1)
+    if (codes < 0).any():
+        as_text = pd.Index([str(c) for c in classes])
+        if as_text.is_unique:
+            if values.dtype.kind == "f" and np.all(np.isfinite(values)) and np.all(values == np.round(values)):
+                text = values.astype(np.int64).astype(str)
+            else:
+                text = np.asarray([str(v) for v in values], dtype=object)
+            codes = np.where(codes < 0, as_text.get_indexer(text), codes)
     return codes
 
 
@@ -409,5 +464,16 @@ def is_label(value) -> bool:
     return True
 
 
-def _shown(columns: list) -> list:
-    return columns if len(columns) <= 20 else columns[:20] + ["..."]
+def _capital(name: str) -> str:
+    """``name`` at the start of a sentence: "the model" -> "The model"; file names stay as spelled."""
+    return "The" + name[3:] if name.startswith("the ") else name
+
+
+def _shown(items: list, limit: int = 20) -> list:
+    return items if len(items) <= limit else items[:limit] + ["..."]
+
+
+def close_matches(word, options, *, n: int) -> list[str]:
+    """Close matches of ``word`` among ``options`` ignoring case, returned as spelled in ``options``."""
+    spelled = {str(o).lower(): str(o) for o in options}
+    return [spelled[m] for m in difflib.get_close_matches(str(word).lower(), list(spelled), n=n)]

@@ -264,7 +264,7 @@ MODEL_AND_X = [
         "X-lacks-column",
         dict(X=X.drop(columns="c")),
         InputError,
-        r"'X' lacks columns the model was fitted on: \['c'\]",
+        r"'X' lacks 1 column\(s\) that the model was fitted on: \['c'\]",
     ),
 ]
 

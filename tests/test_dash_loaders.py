@@ -141,7 +141,7 @@ def test_skops_forest_pipeline_loads_and_predicts(files, frame, forest):
     assert_allclose(model.predict_proba(X), forest.predict_proba(X))
     assert load_warnings(model) == []
     assert model_versions(path)["scikit-learn"] == sklearn.__version__
-    assert infer_task(model, frame["label"]) == "classification"
+    assert infer_task(model) == "classification"
 
 
 def test_skops_user_function_is_refused_and_named(tmp_path, frame, helper_module):
@@ -269,7 +269,7 @@ def test_onnx_regressor_matches_sklearn(files, frame, regressor):
     pred = model.predict(frame[["a", "b"]])
     assert pred.dtype == np.float64 and pred.shape == (len(frame),)
     assert_allclose(pred, regressor.predict(frame[["a", "b"]]), rtol=1e-4, atol=1e-4)
-    assert infer_task(model, frame["y_num"]) == "regression"
+    assert infer_task(model) == "regression"
     versions = model_versions(files / "reg.onnx")
     assert versions["skl2onnx"] == skl2onnx.__version__
 
@@ -342,7 +342,7 @@ def test_onnx_single_tensor_input(tmp_path, frame):
     X, y = check_model_data(model, data, "y_num", name="t.onnx")
     assert list(X.columns) == ["a", "b"] and "file order" in X.attrs["notes"][0]
     assert_allclose(model.predict(X.to_numpy()), fitted.predict(arr), rtol=1e-5)
-    with pytest.raises(LoadError, match="t.onnx expects 2 input columns but .* has 3") as info:
+    with pytest.raises(LoadError, match="has 3 input column\\(s\\) but t.onnx expects 2") as info:
         check_model_data(model, frame[["a", "b", "c", "y_num"]], "y_num", name="t.onnx")
     assert info.value.field == "data"
 
@@ -439,7 +439,7 @@ CHECKS = [
         lambda d: d.drop(columns=["c"]),
         "label",
         "data",
-        "data.csv lacks 1 column\\(s\\) that forest.skops was trained on: \\['c'\\]",
+        "data.csv lacks 1 column\\(s\\) that forest.skops was fitted on: \\['c'\\]",
     ),
     (
         lambda d: d.assign(a=d["a"].where(d.index > 2)),
@@ -447,8 +447,18 @@ CHECKS = [
         "data",
         "missing values in 1 input column\\(s\\): 'a' \\(3 rows\\)",
     ),
-    (lambda d: d.assign(label=d["label"].where(d.index > 0)), "label", "target", "'label' has 1 missing"),
-    (lambda d: d.assign(label="maybe"), "label", "target", "labels that forest.skops does not know: \\['maybe'\\]"),
+    (
+        lambda d: d.assign(label=d["label"].where(d.index > 0)),
+        "label",
+        "target",
+        "'label' of data.csv has 1 missing value\\(s\\) \\(first at position 0\\)",
+    ),
+    (
+        lambda d: d.assign(label="maybe"),
+        "label",
+        "target",
+        "'label' of data.csv contains labels forest.skops does not know: \\['maybe'\\]",
+    ),
     (lambda d: d.assign(label="hi"), "label", "target", "single class \\('hi'\\)"),
     (lambda d: d, "lable", "target", "'lable' is not in data.csv. Did you mean 'label'"),
     (lambda d: d.iloc[:1], "label", "data", "at least 2"),
@@ -481,7 +491,8 @@ def test_predict_failure_is_shortened_and_names_files(data):
     with pytest.raises(LoadError) as info:
         check_model_data(Fails(), data, "y_num", name="broken.skops")
     assert str(info.value) == (
-        "broken.skops failed to predict on 5 rows of data.csv: ValueError: could not convert string to float: 'x'"
+        "broken.skops on data.csv: The model's predict failed on 5 rows: "
+        "ValueError: could not convert string to float: 'x'"
     )
     assert info.value.field == "model"
 
@@ -495,6 +506,71 @@ def test_wrong_output_shape(data):
 
     with pytest.raises(LoadError, match="returned an array of shape \\(1,\\) for 5 rows.*expected \\(5,\\)"):
         check_model_data(Scalar(), data, "y_num", name="odd.skops")
+
+
+# --- the Load check runs compute's own rules (issue 16) -------------------------------------------
+@pytest.mark.parametrize(
+    "edit, target, kwargs, field",
+    [
+        (lambda d: d.drop(columns=["c"]), "label", {}, "data"),
+        (lambda d: d.assign(label="maybe"), "label", {}, "target"),
+        (lambda d: d, "label", {"output": "nope"}, "output"),
+        (lambda d: d, "label", {"loss": "squared_error"}, "loss"),
+    ],
+)
+def test_load_check_says_what_the_library_says(forest, data, edit, target, kwargs, field):
+    """Columns, labels, the output class and the loss: the page's message is the library's,
+    with the file names in place of the parameter names."""
+    frame = edit(data)
+    with pytest.raises(LoadError) as page:
+        check_model_data(forest, frame, target, name="forest.skops", **kwargs)
+    X = frame.drop(columns=[target])
+    with pytest.raises(compute.InputError) as library:
+        compute.permutation_importance(forest, X, frame[target], n_repeats=1, **kwargs)
+    generic = str(library.value)
+    named = str(page.value).replace("data.csv", "'X'").replace("forest.skops", "the model")
+    named = named.replace("The target column 'label' of 'X'", "'y'")
+    assert named == generic
+    assert page.value.field == field
+
+
+def test_probabilities_without_classes_are_refused_by_both(data):
+    """A model with predict_proba but no classes_: its probability columns have no labels."""
+
+    class NoClasses:
+        def predict(self, X):
+            return np.zeros(len(X))
+
+        def predict_proba(self, X):
+            return np.full((len(X), 2), 0.5)
+
+    with pytest.raises(LoadError, match="odd.skops has predict_proba but no classes_") as info:
+        check_model_data(NoClasses(), data, "y_num", name="odd.skops")
+    assert info.value.field == "model"
+    with pytest.raises(compute.InputError, match="The model has predict_proba but no classes_"):
+        compute.feature_profile(NoClasses(), data[["a", "b"]], "a")
+
+
+def test_nan_predictions_are_refused_at_load(data):
+    """The predictor's own output rule (finite values) applies at Load, on the model field."""
+
+    class Holes:
+        def predict(self, X):
+            return np.where(np.arange(len(X)) == 1, np.nan, 1.0)
+
+    with pytest.raises(LoadError, match="holes.skops on data.csv: .*NaN or infinite values for 1 of 5 rows") as info:
+        check_model_data(Holes(), data, "y_num", name="holes.skops")
+    assert info.value.field == "model"
+
+
+def test_label_positions_match_across_spellings():
+    """Integer classes match text and whole-float labels; unknown labels get -1."""
+    from compute.validation import label_positions
+
+    classes = np.array([0, 1, 2])
+    assert label_positions(np.array(["2", "0", "7"], dtype=object), classes).tolist() == [2, 0, -1]
+    assert label_positions(np.array([1.0, 2.0, 0.5]), classes).tolist() == [1, 2, -1]
+    assert label_positions(np.array(["b", "a"], dtype=object), np.array(["a", "b"])).tolist() == [1, 0]
 
 
 # --- target choices and refused data files (issue 11, defects 4 and 5) --------------------------

@@ -52,7 +52,7 @@ CASES = [
     (dict(X=X.iloc[:0], y=Y[:0]), "'X' has no rows"),
     (dict(X=pd.concat([X, X.a], axis=1)), "duplicated column names: \\['a'\\]"),
     (dict(X=X.assign(a=1.0)), "Feature 'a' has a single distinct value.*at least two grid points"),
-    (dict(X=X.drop(columns="c")), "lacks columns the model was fitted on: \\['c'\\]"),
+    (dict(X=X.drop(columns="c")), "lacks 1 column\\(s\\) that the model was fitted on: \\['c'\\]"),
     (dict(model=object()), "'model' must have a predict method"),
     (dict(X=[[1, 2]]), "'X' must be a pandas DataFrame"),
 ]

@@ -244,31 +244,25 @@ def _load_workspace(ctx, model_files, data_file, target, loss, output, accepted,
                 raise LoadError(f"{f['name']}: the upload expired; choose the file again.", field="model")
             name = Path(f["name"]).stem
             model = load_model(path, name=f["name"], policy=ctx.policy, accepted_types=tuple(accepted or ()))
-            X, y = check_model_data(model, data, target, name=f["name"])
-            tasks.add(infer_task(model, y))
+            task = infer_task(model)
+            if tasks and task not in tasks:
+                raise LoadError(
+                    "The models mix classifiers and regressors; load models of one task together.", field="model"
+                )
+            tasks.add(task)
+            loss = loss or DEFAULT_LOSS[task]
+            if task == "classification" and output not in (None, ""):
+                # the page offers classes as text: the model's own label with that spelling
+                output = next((c for c in model.classes_ if str(c) == str(output)), output)
+                output = output.item() if hasattr(output, "item") else output
+            elif task == "regression":
+                output = None
+            X, y = check_model_data(
+                model, data, target, name=f["name"], output=None if output == "" else output, loss=loss
+            )
             warnings.extend(load_warnings(model))
             loaded.append((f, name, path, model, X))
-        if len(tasks) > 1:
-            raise LoadError(
-                "The models mix classifiers and regressors; load models of one task together.", field="model"
-            )
-        task = tasks.pop()
-        loss = loss or DEFAULT_LOSS[task]
-        if task == "regression" and loss in CLASSIFICATION_LOSSES:
-            raise LoadError(f"The loss {loss!r} needs a classifier; the models are regressors.", field="loss")
-        if task == "classification" and loss in REGRESSION_LOSSES:
-            raise LoadError(f"The loss {loss!r} is for regressors; choose log_loss, brier or zero_one.", field="loss")
-        if output not in (None, ""):
-            classes = [str(c) for c in getattr(loaded[0][3], "classes_", [])]
-            if task != "classification":
-                output = None
-            elif str(output) not in classes:
-                raise LoadError(f"Class {output!r} is not among the model's classes {classes[:20]}.", field="output")
-            else:
-                output = next(c for c in loaded[0][3].classes_ if str(c) == str(output))
-                output = output.item() if hasattr(output, "item") else output
-        else:
-            output = None
+        output = None if output == "" else output
         data_rel, data_sha = ctx.store.keep_data(data)
         names = set()
         base_models = list(current.models) if (current is not None and not data_file) else []

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import functools
 import os
 from dataclasses import dataclass
@@ -52,12 +51,6 @@ def file_suffix(path: str, name: str | None, known: tuple[str, ...]) -> str:
         return from_path
     from_name = os.path.splitext(name)[1].lower()
     return from_name if from_name in known else from_path
-
-
-def close_matches(word, options, *, n: int) -> list[str]:
-    """Close matches ignoring case, returned as spelled in ``options``."""
-    spelled = {str(o).lower(): str(o) for o in options}
-    return [spelled[m] for m in difflib.get_close_matches(str(word).lower(), list(spelled), n=n)]
 
 
 def check_size(path: str, label: str, policy: Policy, field: str) -> int:
