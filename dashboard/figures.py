@@ -604,7 +604,7 @@ def _curves_figure(
             )
         )
 
-    local = prof.local_importance if prof.has_target else None
+    local = prof.local_importance if prof.has_target else np.full(len(prof.rows), np.nan)
     for pos in largest:
         one(pos, f"largest integral: row {prof.rows[pos]} ({local[pos]:.3g})", LARGEST_COLOR, 2.5)
     for pos in smallest:

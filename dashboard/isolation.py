@@ -136,7 +136,7 @@ def isolated(fn, *args, what: str = "The model", limits: Limits | None = None):
 def _read_until(fd: int, seconds: float | None) -> tuple[bytes, bool]:
     """All bytes from ``fd`` until EOF, or (what arrived, True) when ``seconds`` pass first."""
     deadline = None if seconds is None else time.monotonic() + seconds
-    chunks = []
+    chunks: list[bytes] = []
     poller = select.poll()
     poller.register(fd, select.POLLIN | select.POLLHUP | select.POLLERR)
     while True:

@@ -41,7 +41,7 @@ def run(
     todo = [Task.from_dict(t) for t in missing(store, tasks)]
     data = store.data(ws)
     y = data[ws.target]
-    models = {}
+    models: dict[str, object] = {}
     steps = sum(len(ws.model(t.model).features) if t.kind == "profiles" else 1 for t in todo)
     done = 0
     for task in todo:
@@ -92,7 +92,7 @@ def _run_task(store, ws, task, data, y, models, policy, n_jobs, progress, done, 
     _need_rows(mask, 2)
     if task.kind == "pfi":
         progress(done, steps, f"{entry.name}: permutation importance ({task.params['n_repeats']} repeats)")
-        result = compute.permutation_importance(
+        result: compute.PermutationImportance | compute.ShapleyImportance = compute.permutation_importance(
             model,
             X[mask],
             y[mask],

@@ -22,8 +22,8 @@ def graph(graph_id: str, *, height: int | None = None, filename: str | None = No
     )
 
 
-def table(table_id: str, *, page_size: int = 12, row_selectable=None) -> dash_table.DataTable:
-    return dash_table.DataTable(
+def table(table_id: str, *, page_size: int = 12, row_selectable=None):
+    return dash_table.DataTable(  # type: ignore[attr-defined]
         id=table_id,
         page_size=page_size,
         sort_action="native",
@@ -35,10 +35,10 @@ def table(table_id: str, *, page_size: int = 12, row_selectable=None) -> dash_ta
 
 
 def panel(title: str, *children, help_text: str | None = None, extra=None, class_name: str = "panel"):
-    header = [html.H3(title)]
+    header: list = [html.H3(title)]
     if extra is not None:
         header.append(html.Div(extra, className="panel-tools"))
-    body = [html.Div(header, className="panel-header")]
+    body: list = [html.Div(header, className="panel-header")]
     if help_text:
         body.append(html.P(help_text, className="help"))
     body.extend(children)

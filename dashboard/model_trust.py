@@ -55,6 +55,7 @@ import os
 import tempfile
 import zipfile
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -390,7 +391,7 @@ def _check_npy(stream, info: zipfile.ZipInfo, budget: _Budget, label: str) -> No
         elif version == (2, 0):
             shape, _, dtype = npformat.read_array_header_2_0(buffer)
         else:  # 3.0 (unicode field names): same header, no public reader
-            shape, _, dtype = npformat._read_array_header(buffer, version)
+            shape, _, dtype = npformat._read_array_header(buffer, version)  # type: ignore[attr-defined]
     except Exception as exc:
         raise ModelFileError(
             f"{label}: member {info.filename!r} is not a valid .npy array ({_first_line(exc)})."
@@ -460,7 +461,7 @@ def _schema_types(schema: dict, label: str) -> tuple[dict[str, frozenset[str]], 
 
 
 def _node_type(node: dict, label: str) -> tuple[str, str]:
-    fields = {key: node.get(key) for key in ("__loader__", "__module__", "__class__")}
+    fields: dict[str, Any] = {key: node.get(key) for key in ("__loader__", "__module__", "__class__")}
     wrong = [key for key, value in fields.items() if not isinstance(value, str) or not value]
     if wrong:
         shown = ", ".join(f"{key} is {type(fields[key]).__name__}" for key in wrong)
@@ -810,7 +811,7 @@ def __getattr__(name):  # pickle finds the class created on first use
 
 
 def _check_predictor_input(pred, X) -> None:
-    shape = getattr(X, "shape", ())
+    shape: tuple[int, ...] = getattr(X, "shape", ())
     if len(shape) != 2 or shape[1] <= pred._max_feature:
         raise ValueError(f"input of shape {shape} is too narrow for a tree that splits on feature {pred._max_feature}")
 
@@ -857,10 +858,12 @@ def _check_libsvm(est, label: str) -> None:
     if impl not in LIBSVM_IMPL:
         raise _fail(label, name, f"has an unknown libsvm type {impl!r}")
     svm_type = LIBSVM_IMPL.index(impl)
-    support = a.get("support_")
-    n_support = a.get("_n_support")
-    dual, intercept = a.get("_dual_coef_"), a.get("_intercept_")
-    prob_a, prob_b = a.get("_probA"), a.get("_probB")
+    support: Any = a.get("support_")
+    n_support: Any = a.get("_n_support")
+    dual: Any = a.get("_dual_coef_")
+    intercept: Any = a.get("_intercept_")
+    prob_a: Any = a.get("_probA")
+    prob_b: Any = a.get("_probB")
     arrays = (support, n_support, intercept, prob_a, prob_b)
     if not all(isinstance(x, np.ndarray) and x.ndim == 1 for x in arrays):
         raise _fail(label, name, "lacks its libsvm arrays")
@@ -882,7 +885,7 @@ def _check_libsvm(est, label: str) -> None:
         raise _fail(label, name, f"has {len(prob_a)} probability coefficients for {m} class pairs")
     kernel = a.get("kernel")
     n = _n_features_in(est, label, name) if not callable(kernel) else None
-    vectors = a.get("support_vectors_")
+    vectors: Any = a.get("support_vectors_")
     if a.get("_sparse"):
         if kernel == "precomputed" or callable(kernel) or not sp.issparse(vectors) or not sp.issparse(dual):
             raise _fail(label, name, "is a sparse model without sparse support vectors")

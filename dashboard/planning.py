@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
+from typing import Any
 
 import pandas as pd
 
@@ -85,7 +86,7 @@ def plan(
     settings = profile_settings(n_rows, max_curves, grid_budget)
     focus_entry = ws.model(focus)
     rows = rows_id(condition, excluded)
-    keys = {
+    keys: dict[str, Any] = {
         "summary": summary_key(ws, focus_entry, settings),
         "profiles": {f: profile_key(ws, focus_entry, f, settings) for f in focus_entry.features},
         "pfi": {m.name: pfi_key(ws, m, rows, n_repeats) for m in ws.models},

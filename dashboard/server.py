@@ -32,7 +32,7 @@ def create_app(config: Config) -> Dash:
         background_callback_manager=manager,
         suppress_callback_exceptions=False,
     )
-    app._wip_celery = celery_app
+    app._wip_celery = celery_app  # type: ignore[attr-defined]
     app.server.secret_key = config.secret_key
     limit_requests(app.server)
     app.layout = layout.page(config)
@@ -43,7 +43,7 @@ def create_app(config: Config) -> Dash:
     # a second thread's request meanwhile gets "dash is not a registered library" (500).
     # One request here, before any real traffic, closes that window.
     app.server.test_client().get("/")
-    app._wip_context = ctx  # for tests and benchmarks (read-only handle; no per-user data)
+    app._wip_context = ctx  # type: ignore[attr-defined]  # for tests and benchmarks (read-only handle; no per-user data)
     return app
 
 

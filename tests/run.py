@@ -3,7 +3,7 @@
 Browser tests need Debian's ``chromium`` and ``chromium-driver``, the Celery test
 ``redis-server``. When they are missing and we are root, they are installed with apt first
 (the machines have the Debian mirror but no browser downloads: never ``playwright install``).
-Before pytest it runs ``ruff check``, ``ruff format --check`` and ``mypy`` (compute/), as
+Before pytest it runs ``ruff check``, ``ruff format --check`` and ``mypy`` (compute/ and dashboard/), as
 configured in pyproject.toml. Extra arguments go to pytest.
 """
 
@@ -41,7 +41,7 @@ CHECKS = (["ruff", "check", "."], ["ruff", "format", "--check", "."], ["mypy"])
 
 
 def run_checks(root: str) -> int:
-    """ruff check, ruff format --check and mypy (compute/); the first failure's exit code."""
+    """ruff check, ruff format --check and mypy (compute/, dashboard/); the first failure's exit code."""
     for command in CHECKS:
         print("$", " ".join(command), flush=True)
         code = subprocess.call([sys.executable, "-m", *command], cwd=root)

@@ -24,6 +24,7 @@ import compute
 from .. import ids, jobs, planning
 from ..isolation import isolated
 from ..state import clean_state
+from ..store import Workspace
 from .drilldown import normalize
 
 log = logging.getLogger(__name__)
@@ -42,7 +43,7 @@ def plan_state(ctx, ws, state: dict) -> dict:
     n_rows = len(ctx.store.data(ws))
     return planning.plan(
         ws,
-        focus=state.get("model"),
+        focus=str(state.get("model") or ""),
         n_rows=n_rows,
         condition=state.get("subgroup", ""),
         excluded=state.get("exclude") or [],
@@ -66,7 +67,7 @@ def _readable(ctx, keys: dict, state: dict) -> bool:
     return all(ctx.store.get(k) is not None for k in needed)
 
 
-def _trusted_state(ctx, raw) -> tuple[dict | None, object]:
+def _trusted_state(ctx, raw) -> tuple[dict | None, Workspace | None]:
     """(state, workspace) from whatever the browser sent: cleaned, then made valid for its
     workspace by the controller's own rules. (None, None) when it names no data set."""
     if not isinstance(raw, dict) or not raw.get("ws"):

@@ -11,7 +11,7 @@ import functools
 import logging
 import traceback
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import pandas as pd
 from dash import Input, Output, State, html, no_update
@@ -236,14 +236,15 @@ def _load_workspace(ctx, model_files, data_file, target, loss, output, accepted,
             data_name = data_file["name"]
         if not target:
             raise LoadError("Choose the target column.", field="target")
-        entries, tasks, warnings = [], set(), []
+        entries, warnings = [], []
+        tasks: set[str] = set()
         loaded = []
         for f in models:
             path = ctx.store.upload_path(f["id"])
             if path is None:
                 raise LoadError(f"{f['name']}: the upload expired; choose the file again.", field="model")
             name = Path(f["name"]).stem
-            model = load_model(path, name=f["name"], policy=ctx.policy, accepted_types=tuple(accepted or ()))
+            model: Any = load_model(path, name=f["name"], policy=ctx.policy, accepted_types=tuple(accepted or ()))
             task = infer_task(model)
             if tasks and task not in tasks:
                 raise LoadError(
@@ -264,7 +265,7 @@ def _load_workspace(ctx, model_files, data_file, target, loss, output, accepted,
             loaded.append((f, name, path, model, X))
         output = None if output == "" else output
         data_rel, data_sha = ctx.store.keep_data(data)
-        names = set()
+        names: set[str] = set()
         base_models = list(current.models) if (current is not None and not data_file) else []
         names.update(m.name for m in base_models)
         for _f, name, path, _model, X in loaded:

@@ -222,7 +222,7 @@ class OnnxModel:
         )
         if not self._proba_is_map:
             raise error
-        dummy = {}
+        dummy: dict[str, np.ndarray] = {}
         for name, dtype, shape in self._inputs:
             width = shape[1] if len(shape) == 2 and isinstance(shape[1], int) else 1
             dummy[name] = np.full((1, width) if len(shape) == 2 else (1,), "" if dtype is object else 0, dtype=dtype)

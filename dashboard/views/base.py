@@ -108,7 +108,8 @@ class _Lru:
     or computes it (a None result is not cached, so a missing result is read again)."""
 
     def __init__(self, size: int):
-        self.size, self.items, self.lock = size, OrderedDict(), threading.Lock()
+        self.size, self.lock = size, threading.Lock()
+        self.items: OrderedDict = OrderedDict()
 
     def get(self, key, compute):
         with self.lock:
