@@ -31,6 +31,7 @@ from .planning import QUANTILE_GRID, SEED, Task, missing, profile_key, select_ro
 from .store import Store, Workspace
 
 Progress = Callable[[int, int, str], None]
+BUILT_IN = ("profiles", "pfi", "sfimp")
 
 
 def run(
@@ -88,6 +89,13 @@ def _run_task(store, ws, task, data, y, models, policy, n_jobs, progress, done, 
 
         store.put(task.key, _profiles(store, ws, entry, model, X, y, task.params, n_jobs, step))
         return done + len(entry.features)
+    if task.kind not in BUILT_IN:  # a task a view declares (View(tasks=...))
+        from .views import task_spec  # the views import this module
+
+        spec = task_spec(task.kind)
+        progress(done, steps, f"{entry.name}: {spec.label or spec.kind}")
+        store.put(task.key, spec.run(model, X, y, ws, task.params, n_jobs))
+        return done + 1
     mask = select_rows(data, task.params["condition"], task.params["excluded"]).to_numpy()
     _need_rows(mask, 2)
     if task.kind == "pfi":
@@ -102,7 +110,7 @@ def _run_task(store, ws, task, data, y, models, policy, n_jobs, progress, done, 
             random_state=SEED,
             n_jobs=n_jobs,
         )
-    else:
+    elif task.kind == "sfimp":
         progress(done, steps, f"{entry.name}: Shapley feature importance")
         result = compute.shapley_importance(
             model,

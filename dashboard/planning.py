@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,8 +26,27 @@ QUANTILE_GRID = 60
 
 
 @dataclass(frozen=True)
+class TaskSpec:
+    """A result a view needs beyond the built-in tasks (profiles, PFI, SFIMP), declared in the
+    view's module (``View(tasks=...)``).
+
+    ``params(state, ws)`` derives the task's parameters from the cleaned drill-down state
+    alone (None: the state needs no such result); they go into the cache key. ``run(model,
+    X, y, ws, params, n_jobs)`` computes the result in the isolated job process. ``models``:
+    one task per model of the data set ("all") or for the selected model only ("focus").
+    ``label`` says what runs, in the progress bar.
+    """
+
+    kind: str
+    params: Callable[[dict, Workspace], dict | None]
+    run: Callable[..., Any]
+    models: str = "all"
+    label: str = ""  # for the progress bar ("predictions on every row")
+
+
+@dataclass(frozen=True)
 class Task:
-    kind: str  # "profiles", "pfi" or "sfimp"
+    kind: str  # "profiles", "pfi", "sfimp" or a view's TaskSpec.kind
     key: str  # cache key of the result the task writes (profiles: the summary)
     model: str  # model name within the workspace
     params: dict
@@ -80,9 +100,12 @@ def plan(
     max_curves: int,
     grid_budget: int,
     needs: frozenset = frozenset({"profiles", "pfi", "sfimp"}),
+    specs: tuple[TaskSpec, ...] = (),
+    state: dict | None = None,
 ) -> dict:
     """The cache keys a drill-down state needs, and the tasks that produce them; ``needs``:
-    the task kinds the views read (``dashboard.views.needed_tasks()``)."""
+    the task kinds the views read (``dashboard.views.needed_tasks()``); ``specs``: the tasks
+    views declare themselves, planned from ``state``."""
     settings = profile_settings(n_rows, max_curves, grid_budget)
     focus_entry = ws.model(focus)
     rows = rows_id(condition, excluded)
@@ -111,6 +134,14 @@ def plan(
             for m in ws.models
             if sfimp
         ]
+    for spec in specs:
+        params = spec.params(state or {}, ws)
+        keys[spec.kind] = {}
+        if params is None:
+            continue
+        for m in ws.models if spec.models == "all" else [focus_entry]:
+            keys[spec.kind][m.name] = result_key(spec.kind, ws, m, seed=SEED, **params)
+            tasks.append(Task(spec.kind, keys[spec.kind][m.name], m.name, params))
     return {"keys": keys, "tasks": [t.to_dict() for t in tasks]}
 
 

@@ -38,7 +38,7 @@ def plan_state(ctx, ws, state: dict) -> dict:
     """Cache keys and tasks of a (cleaned, normalised) state. Everything in the plan, keys
     and parameters alike, derives from the state and the server's configuration: a client
     can only reach, or cause, results of a state it can name."""
-    from ..views import needed_tasks  # the views import this module
+    from ..views import needed_tasks, task_specs  # the views import this module
 
     n_rows = len(ctx.store.data(ws))
     return planning.plan(
@@ -52,7 +52,12 @@ def plan_state(ctx, ws, state: dict) -> dict:
         max_curves=ctx.config.max_curves,
         grid_budget=ctx.config.grid_budget,
         needs=needed_tasks(),
+        specs=task_specs(),
+        state=state,
     )
+
+
+BUILT_IN = ("summary", "profiles", "pfi", "sfimp")
 
 
 def _readable(ctx, keys: dict, state: dict) -> bool:
@@ -63,6 +68,7 @@ def _readable(ctx, keys: dict, state: dict) -> bool:
         keys["profiles"].get(state.get("feature"), keys["summary"]),
         *keys["pfi"].values(),
         *keys["sfimp"].values(),
+        *(key for kind, found in keys.items() if kind not in BUILT_IN for key in found.values()),
     ]
     return all(ctx.store.get(k) is not None for k in needed)
 

@@ -19,6 +19,7 @@ from dash import Input, Output
 import compute
 
 from .. import ids
+from ..planning import TaskSpec
 from .base import Inputs, View, empty, figure_html, is_figure_ready, load_inputs, table_html, text_html, waiting
 
 log = logging.getLogger(__name__)
@@ -46,6 +47,16 @@ def needed_tasks() -> frozenset:
     return frozenset().union(*(v.needs for v in REGISTRY))
 
 
+def task_specs() -> tuple[TaskSpec, ...]:
+    """The tasks views declare themselves (``View(tasks=...)``), planned with the built-in ones."""
+    return tuple(spec for v in REGISTRY for spec in v.tasks)
+
+
+def task_spec(kind: str) -> TaskSpec:
+    """The declared task of that kind (the job process runs it)."""
+    return next(spec for spec in task_specs() if spec.kind == kind)
+
+
 def placeholder(view: View, message: str) -> dict:
     """The view's outputs while its results are missing: a message in its figures, empty
     tables and texts."""
@@ -57,14 +68,23 @@ def placeholder(view: View, message: str) -> dict:
     return out
 
 
-def render(ctx, view: View | str, results, inp: Inputs | None = None) -> dict:
-    """The named outputs of one view for a results record; never raises for a visitor."""
+def render(ctx, view: View | str, results, inp: Inputs | None = None, controls: dict | None = None) -> dict:
+    """The named outputs of one view for a results record; never raises for a visitor.
+
+    A view with ``controls`` also gets their values (its defaults where ``controls`` lacks
+    one): they come from the browser, so the view checks them, and they only change how
+    cached results are shown, never what is computed."""
     view = BY_NAME[view] if isinstance(view, str) else view
     inp = inp or load_inputs(ctx, results)
     if inp is None:
         return placeholder(view, waiting(results))
     try:
-        out = view.render(ctx, inp)
+        if view.controls:
+            given = controls or {}
+            values = {name: given.get(name, default) for name, (_, _, default) in view.controls.items()}
+            out = view.render(ctx, inp, values)
+        else:
+            out = view.render(ctx, inp)
     except compute.ExplainError as exc:
         return placeholder(view, str(exc))
     except Exception as exc:  # a bug: log it, keep the page and the other views working
@@ -161,12 +181,15 @@ def register(app, ctx) -> None:
     """One callback per view: the results record in, the view's named outputs out."""
     for view in REGISTRY:
 
-        def callback(results, view=view):
-            return render(ctx, view, results)
+        def callback(results, view=view, **controls):
+            return render(ctx, view, results, controls=controls)
 
         app.callback(
             output={name: Output(cid, prop) for name, (cid, prop) in view.outputs.items()},
-            inputs={"results": Input(ids.RESULTS, "data")},
+            inputs={
+                "results": Input(ids.RESULTS, "data"),
+                **{name: Input(cid, prop) for name, (cid, prop, _) in view.controls.items()},
+            },
         )(callback)
 
 
@@ -179,6 +202,8 @@ __all__ = [
     "exports",
     "load_inputs",
     "needed_tasks",
+    "task_spec",
+    "task_specs",
     "panels",
     "register",
     "render",

@@ -48,6 +48,8 @@ class View:
     placeholder: Callable[[str], dict] | None = None  # outputs while results are missing
     report: Callable[[dict], list[str]] | None = None  # HTML parts from the rendered outputs
     exports: dict[str, Callable] = field(default_factory=dict)  # button id -> (ctx, Inputs) -> download
+    tasks: tuple[planning.TaskSpec, ...] = ()  # results this view computes itself (planned and cached)
+    controls: dict[str, tuple[str, str, Any]] = field(default_factory=dict)  # name -> (id, prop, default)
 
 
 class Inputs:
@@ -80,6 +82,12 @@ class Inputs:
     @cached_property
     def sfimp(self) -> dict:
         found = {name: self._get(key) for name, key in self.keys["sfimp"].items()}
+        return {name: value for name, value in found.items() if value is not None}
+
+    def results(self, kind: str) -> dict:
+        """A view-declared task's results (``View(tasks=...)``): model name -> result, for
+        the models whose result is cached."""
+        found = {name: self._get(key) for name, key in self.keys.get(kind, {}).items()}
         return {name: value for name, value in found.items() if value is not None}
 
     @cached_property
