@@ -16,6 +16,14 @@ from .effects import (
 )
 from .errors import ExplainError, InputError, ModelError, SubgroupError
 from .importance import permutation_importance
+from .performance import (
+    Performance,
+    Predictions,
+    calibration_curve,
+    confusion_matrix,
+    model_performance,
+    predict_rows,
+)
 from .profile import feature_profile, feature_profiles
 from .results import Extremes, FeatureProfile, PermutationImportance
 from .shapley import ShapleyImportance, compare_shapley_importance, shapley_importance
@@ -28,14 +36,18 @@ __all__ = [
     "FeatureProfile",
     "InputError",
     "ModelError",
+    "Performance",
     "PermutationImportance",
+    "Predictions",
     "ProfileSummary",
     "ShapleyImportance",
     "SubgroupError",
     "compare_shapley_importance",
     "ale_curve",
     "ale_from_profile",
+    "calibration_curve",
     "ciu_from_profiles",
+    "confusion_matrix",
     "contextual_importance",
     "feature_profile",
     "feature_profiles",
@@ -44,11 +56,13 @@ __all__ = [
     "ice_feature_impact",
     "ice_impact",
     "marginal_effects",
+    "model_performance",
     "output_range",
     "pd_importance",
     "pd_variance_importance",
     "parse_subgroup",
     "permutation_importance",
+    "predict_rows",
     "rank_extremes",
     "shapley_importance",
 ]
