@@ -79,9 +79,41 @@ def _cancer():
 _BUILDERS = {"demo-x3": _x3, "demo-diabetes": _diabetes, "demo-cancer": _cancer}
 
 
+def _train(store, ws_id: str):
+    """Train a demo's models, save them as .skops with its data; returns the workspace."""
+    import skops.io as sio
+
+    from .store import ModelEntry, Workspace
+
+    data, target, task, loss, output, models = _BUILDERS[ws_id]()
+    data_rel, data_sha = store.keep_data(data)
+    features = tuple(str(c) for c in data.columns if c != target)
+    entries = []
+    for name, model in models.items():
+        path = Path(store.root / "demos" / f"{ws_id}-{name.replace(' ', '_')}.skops")
+        sio.dump(model, path)
+        rel, sha = store.keep_model(path, ".skops")
+        entries.append(ModelEntry(name=name, path=rel, sha=sha, features=features))
+    ws = Workspace(
+        id=ws_id,
+        title=DEMOS[ws_id],
+        data_path=data_rel,
+        data_sha=data_sha,
+        target=target,
+        task=task,
+        loss=loss,
+        output=output,
+        models=tuple(entries),
+        demo=True,
+        features=features,
+    )
+    return ws
+
+
 def build_demo(store, ws_id: str):
     """Train a demo's models, save them as .skops with its data, record the workspace."""
-    from .store import ModelEntry, Workspace
+    from .isolation import Limits, isolated
+    from .store import Workspace
 
     if ws_id not in _BUILDERS:
         return None
@@ -92,30 +124,10 @@ def build_demo(store, ws_id: str):
         try:
             if record.exists():
                 return Workspace.from_json(record.read_text())
-            import skops.io as sio
-
-            data, target, task, loss, output, models = _BUILDERS[ws_id]()
-            data_rel, data_sha = store.keep_data(data)
-            features = tuple(str(c) for c in data.columns if c != target)
-            entries = []
-            for name, model in models.items():
-                path = Path(store.root / "demos" / f"{ws_id}-{name.replace(' ', '_')}.skops")
-                sio.dump(model, path)
-                rel, sha = store.keep_model(path, ".skops")
-                entries.append(ModelEntry(name=name, path=rel, sha=sha, features=features))
-            ws = Workspace(
-                id=ws_id,
-                title=DEMOS[ws_id],
-                data_path=data_rel,
-                data_sha=data_sha,
-                target=target,
-                task=task,
-                loss=loss,
-                output=output,
-                models=tuple(entries),
-                demo=True,
-                features=features,
-            )
+            # Trained in a child process: scikit-learn's OpenMP thread pool (gradient boosting)
+            # must never start in a web worker, or every job forked from it later hangs in
+            # libgomp at its first parallel prediction.
+            ws = isolated(_train, store, ws_id, what=f"Training the demo {ws_id!r}", limits=Limits(seconds=900))
             store.save_workspace(ws)
             return ws
         finally:
