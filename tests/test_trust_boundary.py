@@ -380,3 +380,21 @@ def test_callback_route_limits_body_size_and_nesting(app):
     deep = client.post("/_dash-update-component", data=b"[" * 100_000 + b"]" * 100_000, content_type="application/json")
     assert deep.status_code == 400
     assert client.get("/").status_code == 200
+
+
+def test_a_job_forked_after_a_demo_was_built_does_not_hang():
+    """The cancer demo's gradient boosting trained in the web worker started scikit-learn's
+    OpenMP pool there; every isolated job forked from that worker then hung in libgomp at
+    its first prediction (the page stayed on "ICE/ICI pass" for ever). Demos now train in
+    a child process; the helper builds one, then predicts in an isolated child."""
+    script = HERE / "helpers" / "demo_then_fork.py"
+    out = subprocess.run(
+        [sys.executable, str(script), "60"],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        cwd=HERE.parent,
+        env={**os.environ, "PYTHONPATH": str(HERE.parent)},
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "(171, 2)"
