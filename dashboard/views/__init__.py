@@ -64,7 +64,7 @@ def placeholder(view: View, message: str) -> dict:
         return view.placeholder(message)
     out = {}
     for name, (_, prop) in view.outputs.items():
-        out[name] = empty(message) if prop == "figure" else ([] if prop in ("data", "columns") else "")
+        out[name] = empty(message) if prop == "figure" else {"data": [], "columns": [], "style": {}}.get(prop, "")
     return out
 
 
@@ -104,7 +104,14 @@ def render_all(ctx, results) -> dict[str, dict]:
 def panels(panel) -> list:
     """One panel per view, in page order (``panel`` is ``dashboard.layout.panel``)."""
     return [
-        panel(v.title, *v.body(), help_text=v.question, extra=None if v.extra is None else v.extra()) for v in REGISTRY
+        panel(
+            v.title,
+            *v.body(),
+            help_text=v.question,
+            extra=None if v.extra is None else v.extra(),
+            class_name="panel wide" if v.wide else "panel",
+        )
+        for v in REGISTRY
     ]
 
 

@@ -50,6 +50,7 @@ class View:
     exports: dict[str, Callable] = field(default_factory=dict)  # button id -> (ctx, Inputs) -> download
     tasks: tuple[planning.TaskSpec, ...] = ()  # results this view computes itself (planned and cached)
     controls: dict[str, tuple[str, str, Any]] = field(default_factory=dict)  # name -> (id, prop, default)
+    wide: bool = False  # the panel spans the page's full width (tables with many columns)
 
 
 class Inputs:
