@@ -19,11 +19,20 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from joblib import Parallel, delayed
 
 from .errors import InputError
 from .losses import LOSS_LABELS, builtin_loss
 from .prediction import Predictor, default_chunk_rows
-from .validation import check_frame, check_int, check_real, encode_target, make_predictor, resolve_loss
+from .validation import (
+    check_frame,
+    check_int,
+    check_n_jobs,
+    check_real,
+    encode_target,
+    make_predictor,
+    resolve_loss,
+)
 
 
 @dataclass(frozen=True)
@@ -56,6 +65,13 @@ class Predictions:
         probabilities)."""
         return self._predictor().value(self.raw)
 
+    def positives(self, y) -> np.ndarray:
+        """Whether each row's label is the output class (labels matched as the losses match
+        them: ``"1"`` and ``1.0`` are the class ``1``)."""
+        if not self.is_classifier:
+            raise InputError("Positives are for a classifier; this model is a regressor.")
+        return self._target(y, "zero_one") == self.output_index
+
     def residuals(self, y) -> np.ndarray:
         """Observed minus predicted, per row (regression)."""
         if self.is_classifier:
@@ -85,24 +101,39 @@ class Performance:
     metrics: dict[str, float]
 
 
-def predict_rows(model, X: pd.DataFrame, *, output=None, n_jobs: int | None = 1) -> Predictions:
-    """Call the model once on every row of ``X`` (in chunks bounded in memory).
+def predict_rows(
+    model, X: pd.DataFrame, *, output=None, n_jobs: int | None = 1, chunk_rows: int | None = None
+) -> Predictions:
+    """Call the model once on every row of ``X``, in chunks bounded in memory.
 
     Parameters
     ----------
     model : fitted estimator with ``predict`` (and ``predict_proba`` for probabilities)
     X : DataFrame of the model's inputs
     output : class whose probability is the positive class (default: the last class)
-    n_jobs : threads for the chunks (as in every pass)
+    n_jobs : threads over the chunks (as in every pass)
+    chunk_rows : rows per model call (default: a memory budget, ``prediction.CHUNK_BYTES``)
     """
     X = check_frame(X)
+    chunk_rows = check_int(chunk_rows, "chunk_rows", low=1, none_ok=True)
+    n_jobs = check_n_jobs(n_jobs)
     predictor, Xm = make_predictor(model, X, output)
     design = predictor.design
     n = len(Xm)
-    chunk = default_chunk_rows(design, len(predictor.classes) if predictor.classes is not None else 1)
-    parts = [predictor.raw(design.block(np.arange(a, min(a + chunk, n)), {})) for a in range(0, n, chunk)]
-    raw = np.concatenate(parts, axis=0)
-    return Predictions(raw, X.index, predictor.classes, predictor.has_proba, predictor.output_index)
+    width = len(predictor.classes) if predictor.classes is not None else 1
+    chunk = chunk_rows or default_chunk_rows(design, width)
+    bounds = [(a, min(a + chunk, n)) for a in range(0, n, chunk)]
+
+    def run(a: int, b: int) -> np.ndarray:
+        return predictor.raw(design.block(np.arange(a, b), {}))
+
+    if n_jobs == 1 or len(bounds) == 1:
+        parts = [run(a, b) for a, b in bounds]
+    else:
+        parts = Parallel(n_jobs=n_jobs, prefer="threads")(delayed(run)(a, b) for a, b in bounds)
+    return Predictions(
+        np.concatenate(parts, axis=0), X.index, predictor.classes, predictor.has_proba, predictor.output_index
+    )
 
 
 def model_performance(pred: Predictions, y, *, mask=None, loss: str | None = None) -> Performance:
@@ -142,12 +173,11 @@ def confusion_matrix(pred: Predictions, y, *, mask=None, threshold: float = 0.5)
     """Counts of actual (rows) against predicted (columns) for the output class against
     the rest: predicted positive when its probability is at least ``threshold`` (a
     classifier without probabilities: when it predicts that class)."""
+    rows = _rows(pred, mask)
     if not pred.is_classifier:
         raise InputError("A confusion matrix is for a classifier; this model is a regressor.")
     threshold = check_real(threshold, "threshold", low=0.0, high=1.0)
-    rows = _rows(pred, mask)
-    target = pred._target(y, "zero_one")[rows]
-    actual = target == pred.output_index
+    actual = pred.positives(y)[rows]
     predicted = pred.value[rows] >= threshold if pred.has_proba else pred.raw[rows] == pred.output_index
     label = str(pred.output)
     counts = [
@@ -169,12 +199,12 @@ def calibration_curve(pred: Predictions, y, *, mask=None, n_bins: int = 10) -> p
     Returns columns ``predicted`` (mean predicted probability), ``observed`` (share of the
     output class) and ``n`` (rows), one row per non-empty bin.
     """
+    rows = _rows(pred, mask)
     if not (pred.is_classifier and pred.has_proba):
         raise InputError("A calibration curve needs class probabilities (a classifier with predict_proba).")
     n_bins = check_int(n_bins, "n_bins", low=1)
-    rows = _rows(pred, mask)
     prob = pred.value[rows]
-    actual = (pred._target(y, "zero_one")[rows] == pred.output_index).astype(float)
+    actual = pred.positives(y)[rows].astype(float)
     edges = np.linspace(0.0, 1.0, n_bins + 1)
     which = np.searchsorted(edges[1:-1], prob, side="right")
     n = np.bincount(which, minlength=n_bins)
@@ -185,6 +215,8 @@ def calibration_curve(pred: Predictions, y, *, mask=None, n_bins: int = 10) -> p
 
 
 def _rows(pred: Predictions, mask) -> np.ndarray:
+    if not isinstance(pred, Predictions):
+        raise InputError(f"'pred' must be the Predictions of compute.predict_rows (got {type(pred).__name__}).")
     if mask is None:
         return np.ones(len(pred.rows), dtype=bool)
     rows = np.asarray(mask)

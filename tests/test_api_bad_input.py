@@ -158,6 +158,10 @@ CALLS = {
     ),
     "FeatureProfile.extremes": (lambda prof, k: prof.extremes(k), lambda: dict(prof=prof(), k=1)),
     "output_range": (compute.output_range, lambda: dict(model=OLS, X=X)),
+    "predict_rows": (compute.predict_rows, lambda: dict(model=OLS, X=X)),
+    "model_performance": (compute.model_performance, lambda: dict(pred=compute.predict_rows(OLS, X), y=Y)),
+    "confusion_matrix": (compute.confusion_matrix, lambda: dict(pred=compute.predict_rows(CLF, XC), y=YC)),
+    "calibration_curve": (compute.calibration_curve, lambda: dict(pred=compute.predict_rows(CLF, XC), y=YC)),
     "rank_extremes": (compute.rank_extremes, lambda: dict(values=np.arange(5.0), k=2)),
 }
 
@@ -174,6 +178,7 @@ MODEL_FUNCTIONS = {
     "marginal_effects": {"output", "n_jobs", "chunk_rows"},
     "pd_variance_importance": {"output", "n_jobs", "chunk_rows", "random_state", "n_obs", "grid"},
     "output_range": {"output", "n_jobs", "chunk_rows"},
+    "predict_rows": {"output", "n_jobs", "chunk_rows"},
 }
 
 #: Bad values of the shared knobs: (value, error, match).
@@ -803,6 +808,39 @@ def _cases():
     add("output_range", {"X": X.assign(a=0.0, b=0.0, c=0.0)}, InputError, "predictions over X are constant", "constant")
     for value in (0, -1, "2", 1.5, True, None):
         add("rank_extremes", {"k": value}, InputError, r"'k' parameter must be an int >= 1", f"k={value!r}")
+    for name in ("model_performance", "confusion_matrix", "calibration_curve"):
+        add(name, {"pred": OLS}, InputError, "'pred' must be the Predictions of compute.predict_rows", "pred")
+        add(
+            name,
+            {"mask": np.ones(3, bool)},
+            InputError,
+            "'mask' must be a boolean array with one entry per row",
+            "mask",
+        )
+        add(name, {"mask": [1, 0] * 10}, InputError, "'mask' must be a boolean array", "mask-ints")
+    add("model_performance", {"y": Y[:5]}, InputError, "'X' has 20 rows but 'y' has 5", "y-length")
+    add("model_performance", {"y": np.where(np.arange(20) == 3, np.nan, Y)}, InputError, "'y' has 1 missing", "y-nan")
+    add("model_performance", {"loss": "log_loss"}, InputError, "is for a classifier", "loss")
+    add("model_performance", {"mask": np.zeros(20, bool)}, InputError, "No rows are selected", "no-rows")
+    for value in (-0.1, 1.5, "0.5", None, float("nan")):
+        add("confusion_matrix", {"threshold": value}, InputError, "'threshold' parameter", f"threshold={value!r}")
+    add("confusion_matrix", {"pred": compute.predict_rows(OLS, X), "y": Y}, InputError, "for a classifier", "reg")
+    add("confusion_matrix", {"y": np.where(YC == "hi", "HI", YC)}, InputError, "labels the model does not know", "y")
+    for value in (0, -2, 2.5, "10", None):
+        add(
+            "calibration_curve",
+            {"n_bins": value},
+            InputError,
+            "'n_bins' parameter must be an int >= 1",
+            f"bins={value!r}",
+        )
+    add(
+        "calibration_curve",
+        {"pred": compute.predict_rows(OLS, X), "y": Y},
+        InputError,
+        "needs class probabilities",
+        "reg",
+    )
     add("rank_extremes", {"values": ["a", "b"]}, InputError, "'values' parameter must be numbers", "text")
     add("rank_extremes", {"values": np.ones((2, 2))}, InputError, "'values' parameter must be one-dimensional", "2d")
     return out

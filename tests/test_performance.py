@@ -138,3 +138,13 @@ def test_auc_is_nan_on_one_class_and_residuals_need_a_regressor(multiclass, regr
         pred.residuals(y)
     with pytest.raises(compute.InputError, match="No rows"):
         compute.model_performance(pred, y, mask=np.zeros(len(X), bool))
+
+
+def test_chunks_and_threads_give_the_same_predictions(multiclass):
+    """Small chunks over two threads: every row predicted once, in order."""
+    model, X, y = multiclass
+    whole = compute.predict_rows(model, X)
+    parts = compute.predict_rows(model, X, chunk_rows=7, n_jobs=2)
+    assert_allclose(parts.raw, whole.raw, rtol=0, atol=0)
+    assert_allclose(parts.raw, model.predict_proba(X), rtol=1e-12)
+    assert parts.rows.equals(X.index)
