@@ -125,7 +125,7 @@ def _is_missing(value) -> bool:
     return isinstance(value, (float, np.floating)) and np.isnan(value)
 
 
-def _level_label(value) -> str:
+def level_label(value) -> str:
     """Axis label of a categorical level; missing values become "(missing)"."""
     return MISSING_LABEL if _is_missing(value) else str(value)
 
@@ -147,7 +147,7 @@ def _labels_array(index: pd.Index) -> np.ndarray:
 def _x_values(prof: FeatureProfile) -> np.ndarray:
     """The grid as x values: floats, or level labels (strings) for a categorical feature."""
     if prof.categorical:
-        return np.array([_level_label(v) for v in prof.grid], dtype=object)
+        return np.array([level_label(v) for v in prof.grid], dtype=object)
     return np.asarray(prof.grid, dtype=float)
 
 
@@ -352,7 +352,7 @@ def pi_figure(
     fig = _figure()
     values = prof.x if x_all is None else x_all
     if prof.categorical:
-        labels = pd.Series([_level_label(v) for v in np.asarray(values, dtype=object)])
+        labels = pd.Series([level_label(v) for v in np.asarray(values, dtype=object)])
         counts = labels.value_counts()
         levels = list(x) + [lv for lv in counts.index if lv not in set(x)]
         fig.add_trace(
@@ -828,6 +828,110 @@ def ale_figure(ale: pd.DataFrame, *, feature) -> go.Figure:
 
 
 # --- misc -------------------------------------------------------------------------------------
+# --- model performance (issue 14) ------------------------------------------------------------
+def calibration_figure(curves: list[tuple[str, pd.DataFrame, str, str]], *, output, title: str) -> go.Figure:
+    """Calibration curves: the predicted probability of ``output`` (x) against how often it
+    occurs (y), one line per ``(name, curve, colour, dash)``; ``curve`` is
+    :func:`compute.calibration_curve`'s frame. The dotted diagonal is a perfectly calibrated
+    model; marker area grows with the rows in the bin."""
+    fig = _figure(
+        go.Scatter(
+            _validate=False,
+            x=[0, 1],
+            y=[0, 1],
+            mode="lines",
+            line=dict(color=CURVE_COLOR, dash="dot", width=1),
+            name="perfectly calibrated",
+            hoverinfo="skip",
+        )
+    )
+    for name, curve, color, dash in curves:
+        n = curve["n"].to_numpy(float)
+        fig.add_trace(
+            go.Scatter(
+                _validate=False,
+                x=curve["predicted"].to_numpy(float),
+                y=curve["observed"].to_numpy(float),
+                customdata=n,
+                mode="lines+markers",
+                name=name,
+                line=dict(color=color, dash=dash, width=2),
+                marker=dict(color=color, size=np.clip(4 + 12 * np.sqrt(n / max(n.max(), 1)), 4, 16)),
+                hovertemplate=f"{name}<br>predicted %{{x:.2f}}, observed %{{y:.2f}} (%{{customdata:,}} rows)"
+                "<extra></extra>",
+            )
+        )
+    label = level_label(output)
+    return _style(
+        fig,
+        title,
+        "calibration",
+        height=380,
+        xaxis=dict(title=f"predicted probability of {label}", range=[-0.02, 1.02], tickformat=".0%"),
+        yaxis=dict(title=f"share that is {label}", range=[-0.02, 1.02], tickformat=".0%"),
+    )
+
+
+def scatter_figure(
+    groups: list[tuple[str, np.ndarray, np.ndarray, str]],
+    *,
+    title: str,
+    x_title: str,
+    y_title: str,
+    diagonal: bool = False,
+    zero_line: bool = False,
+    categorical: bool = False,
+) -> go.Figure:
+    """Points ``(name, x, y, colour)`` per group (WebGL), e.g. predicted against observed
+    (``diagonal``: the line y = x) or residuals against a feature (``zero_line``). A
+    categorical x is drawn on a category axis."""
+    fig = _figure()
+    values = [np.asarray(y, float) for _, _, y, _ in groups if len(y)]
+    if diagonal and values:
+        xs = [np.asarray(x, float) for _, x, _, _ in groups if len(x)]
+        low = float(min(min(v.min() for v in values), min(v.min() for v in xs)))
+        high = float(max(max(v.max() for v in values), max(v.max() for v in xs)))
+        fig.add_trace(
+            go.Scatter(
+                _validate=False,
+                x=[low, high],
+                y=[low, high],
+                mode="lines",
+                line=dict(color=CURVE_COLOR, dash="dot", width=1),
+                name="predicted = observed",
+                hoverinfo="skip",
+            )
+        )
+    for name, x, y, color in groups:
+        points: Any = [level_label(v) for v in x] if categorical else np.asarray(x, float)
+        fig.add_trace(
+            go.Scattergl(
+                _validate=False,
+                x=points,
+                y=np.asarray(y, float),
+                mode="markers",
+                name=name,
+                marker=dict(color=color, size=5, opacity=0.55, line_width=0),
+                hovertemplate=f"{name}<br>{x_title}: %{{x}}<br>{y_title}: %{{y:.4g}}<extra></extra>",
+            )
+        )
+    shapes = []
+    if zero_line:
+        shapes.append(
+            dict(type="line", xref="paper", x0=0, x1=1, y0=0, y1=0, line=dict(color="#555555", width=1, dash="dot"))
+        )
+    return _style(
+        fig,
+        title,
+        "scatter",
+        height=380,
+        xaxis=dict(title=x_title, type="category" if categorical else "-"),
+        yaxis=dict(title=y_title),
+        shapes=shapes,
+        showlegend=len(groups) > 1 or diagonal,
+    )
+
+
 def empty_figure(message: str) -> go.Figure:
     """A blank figure showing ``message`` in its centre (no data, missing target, errors)."""
     import html

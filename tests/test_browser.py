@@ -495,3 +495,25 @@ def test_hovering_an_ici_curve_fills_the_panel(server, tab):
     tab.wait_for_selector("#hover-info:has-text('row ')")
     text = tab.inner_text("#hover-info")
     assert re.match(r"row \d+: X1 = ", text), text
+
+
+def test_performance_view_follows_subgroup_and_threshold(server, tab):
+    """Issue 14, item 1: how good each model is on the subgroup and the rest; moving the
+    threshold redraws the confusion matrix without a job; the report carries the view."""
+    tab.goto(server["url"] + "/?ws=demo-cancer&subgroup=%60worst%20radius%60%20%3E%2016")
+    tab.wait_for_selector("#performance-table td:has-text('subgroup')")
+    rows = tab.inner_text("#performance-table")
+    assert "AUC" in rows and "rest" in rows and "all rows" in rows
+    tab.wait_for_selector("#performance-info:has-text('threshold of 0.50')")
+    before = tab.inner_text("#performance-confusion")
+    box = tab.locator("#performance-threshold input").first
+    box.fill("0.95")
+    box.press("Tab")  # the slider takes a typed value when the box loses focus
+    tab.wait_for_selector("#performance-info:has-text('threshold of 0.95')")
+    after = tab.inner_text("#performance-confusion")
+    assert after != before
+    title = tab.evaluate("() => document.querySelector('#performance-fit-graph .js-plotly-plot').layout.title.text")
+    assert title.startswith("Calibration")
+    panel = tab.locator("section.panel", has=tab.locator("#performance-table"))
+    OUTPUT.mkdir(parents=True, exist_ok=True)
+    panel.screenshot(path=str(OUTPUT / "performance-cancer-subgroup.png"))

@@ -59,7 +59,9 @@ def _keys(ctx) -> set[str]:
 
 def _planned(ctx, state) -> set[str]:
     keys = plan_state(ctx, ctx.store.workspace(state["ws"]), state)["keys"]
-    found = {keys["summary"], *keys["profiles"].values(), *keys["pfi"].values(), *keys["sfimp"].values()}
+    found: set[str] = set()
+    for value in keys.values():  # the built-in kinds and every view-declared one
+        found.update(value.values() if isinstance(value, dict) else [value])
     return found
 
 

@@ -1,0 +1,249 @@
+"""How good each model is, and where: its error on the subgroup, the rest and all rows.
+
+PFI (Casalicchio et al. 2018, Eq. 8) is an increase of the model's error; this view shows
+the error itself, under PFI's loss (``compute.model_performance``: on the same rows it is
+PFI's reference error) and the usual metrics, with a calibration curve and a confusion
+matrix at a threshold the user sets (classifiers) or predicted against observed
+(regressors), and the residuals or predicted probabilities against the chosen feature.
+One prediction pass per model over every row (``compute.predict_rows``), cached; the
+subgroup, the threshold and the feature only regroup those predictions.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from dash import dcc, html
+
+import compute
+from compute.losses import LOSS_LABELS
+from compute.validation import is_real
+
+from .. import figures, layout, planning
+from .base import View, empty
+
+TABLE = "performance-table"
+FIT_GRAPH = "performance-fit-graph"
+FEATURE_GRAPH = "performance-feature-graph"
+CONFUSION = "performance-confusion"
+THRESHOLD = "performance-threshold"
+THRESHOLD_ROW = "performance-threshold-row"
+INFO = "performance-info"
+MAX_POINTS = 2_000  # points per scatter (a seeded sample above that)
+KIND = "predictions"
+
+
+def predictions(model, X, y, ws, params, n_jobs):
+    """The task: the model's output on every row (in the isolated job)."""
+    return compute.predict_rows(model, X, output=ws.output)
+
+
+TASK = planning.TaskSpec(KIND, lambda state, ws: {}, predictions, models="all", label="predictions on every row")
+
+
+def groups(inp) -> list[tuple[str, np.ndarray]]:
+    """(label, boolean mask over the data) of the rows to score: the subgroup, the rest and
+    all rows (excluded observations left out of each), or all rows without a subgroup."""
+    data, state = inp.data, inp.state
+    kept = planning.select_rows(data, "", state.get("exclude")).to_numpy()
+    if not state.get("subgroup"):
+        return [("all rows", kept)]
+    inside = planning.select_rows(data, state["subgroup"]).to_numpy()
+    return [("subgroup", inside & kept), ("rest", ~inside & kept), ("all rows", kept)]
+
+
+def bins(n_rows: int) -> int:
+    """Calibration bins for ``n_rows`` rows: about 20 rows a bin, 3 to 10 bins."""
+    return int(np.clip(n_rows // 20, 3, 10))
+
+
+def threshold_of(value) -> float:
+    """The threshold control's value (from the browser): a number in [0, 1], else 0.5."""
+    return float(value) if is_real(value) and 0.0 <= float(value) <= 1.0 else 0.5
+
+
+def metrics_table(inp) -> pd.DataFrame:
+    """One row per model and group of rows: rows, PFI's error and the usual metrics."""
+    y = inp.data[inp.ws.target]
+    records = []
+    for model, pred in inp.results(KIND).items():
+        for label, mask in groups(inp):
+            if not mask.any():
+                continue
+            perf = compute.model_performance(pred, y, mask=mask, loss=inp.ws.loss)
+            error = f"{LOSS_LABELS.get(perf.loss, perf.loss)} (PFI's error)"
+            records.append({"model": model, "rows": label, "n": perf.n_rows, error: perf.model_error, **perf.metrics})
+    return pd.DataFrame.from_records(records).set_index(["model", "rows"])
+
+
+def _subtitle(text: str) -> str:
+    """A smaller second title line (the rows and model a chart shows)."""
+    return f"<br><span style='font-size:12px;color:#6b7280'>{text}</span>"
+
+
+def _sample(mask: np.ndarray) -> np.ndarray:
+    """Positions of at most MAX_POINTS rows of ``mask`` (seeded, so a redraw shows the same)."""
+    where = np.flatnonzero(mask)
+    if len(where) <= MAX_POINTS:
+        return where
+    return np.sort(np.random.default_rng(planning.SEED).choice(where, MAX_POINTS, replace=False))
+
+
+def render(ctx, inp, controls) -> dict:
+    preds = inp.results(KIND)
+    if not preds:
+        message = "Waiting for the predictions…"
+        return {
+            "data": [],
+            "columns": [],
+            "fit": empty(message),
+            "by_feature": empty(message),
+            "confusion": [],
+            "confusion_columns": [],
+            "threshold_style": {"display": "none"},
+            "info": "",
+        }
+    model = inp.state["model"] if inp.state["model"] in preds else next(iter(preds))
+    pred = preds[model]
+    y = inp.data[inp.ws.target]
+    feature = inp.feature
+    chosen = groups(inp)
+    selected_label, selected = chosen[0]
+    rows, cols = figures.table_data(metrics_table(inp), digits=3)
+    threshold = threshold_of(controls.get("threshold"))
+    x = inp.data[feature].to_numpy()
+    categorical = not pd.api.types.is_numeric_dtype(inp.data[feature].dtype)
+    both = f"{model}, subgroup and rest" if len(chosen) > 1 else f"{model}, {inp.selection}"
+    if pred.is_classifier:
+        label = figures.level_label(pred.output)
+        if pred.has_proba:
+            curves = []
+            for k, (name, p) in enumerate(preds.items()):
+                color = figures.MODEL_COLORS[k % len(figures.MODEL_COLORS)]
+                for (part, mask), dash in zip(chosen[:2], ("solid", "dash")):
+                    if mask.any():
+                        curve = compute.calibration_curve(p, y, mask=mask, n_bins=bins(int(mask.sum())))
+                        curves.append((f"{name}: {part}" if len(chosen) > 1 else str(name), curve, color, dash))
+            title = f"Calibration: predicted probability against the share that is {label}" + _subtitle(
+                "subgroup: solid, rest: dashed" if len(chosen) > 1 else inp.selection
+            )
+            fit = figures.calibration_figure(curves, output=pred.output, title=title)
+            at = _sample(selected)
+            actual = pred.positives(y)[at]
+            by_feature = figures.scatter_figure(
+                [
+                    (f"actually {label}", x[at][actual], pred.value[at][actual], figures.POSITIVE_COLOR),
+                    (f"actually not {label}", x[at][~actual], pred.value[at][~actual], figures.CURVE_COLOR),
+                ],
+                title=f"Predicted probability of {label} by {feature}{_subtitle(f'{model}, {inp.selection}')}",
+                x_title=str(feature),
+                y_title=f"predicted probability of {label}",
+                categorical=categorical,
+            )
+        else:
+            fit = empty(f"{model} gives no probabilities, so there is no calibration curve.")
+            by_feature = empty(f"{model} gives no probabilities to plot against {feature}.")
+        matrix = compute.confusion_matrix(pred, y, mask=selected, threshold=threshold)
+        total = max(int(matrix.to_numpy().sum()), 1)
+        shown = matrix.map(lambda n: f"{n:,} ({n / total:.0%})")
+        shown.columns = [f"predicted {c}" for c in shown.columns]
+        confusion, confusion_columns = figures.table_data(shown, index_name="actual")
+        rule = (
+            f"{label} is predicted when its probability is at least the threshold of {threshold:.2f}"
+            if pred.has_proba
+            else f"{model} predicts labels"
+        )
+        accuracy = (matrix.to_numpy()[0, 0] + matrix.to_numpy()[1, 1]) / total
+        info = (
+            f"Confusion matrix of {model} on the {selected_label} ({total:,} rows): {rule}; "
+            f"{accuracy:.1%} of these rows are then classified right."
+        )
+        threshold_style: dict = {} if pred.has_proba else {"display": "none"}
+    else:
+        at = np.concatenate([_sample(mask) for _, mask in chosen[:2]])
+        residual = pred.residuals(y)
+        parts = [(part, _sample(mask), color) for (part, mask), color in zip(chosen[:2], figures.GROUP_COLORS)]
+        target = str(inp.ws.target)
+        fit = figures.scatter_figure(
+            [(part, y.to_numpy(float)[at], pred.raw[at], color) for part, at, color in parts],
+            title=f"Predicted against observed {target}{_subtitle(both)}",
+            x_title=f"observed {target}",
+            y_title=f"predicted {target}",
+            diagonal=True,
+        )
+        by_feature = figures.scatter_figure(
+            [(part, x[at], residual[at], color) for part, at, color in parts],
+            title=f"Residuals (observed − predicted) by {feature}{_subtitle(both)}",
+            x_title=str(feature),
+            y_title=f"residual of {target}",
+            zero_line=True,
+            categorical=categorical,
+        )
+        confusion, confusion_columns, threshold_style = [], [], {"display": "none"}
+        info = ""
+    return {
+        "data": rows,
+        "columns": cols,
+        "fit": fit,
+        "by_feature": by_feature,
+        "confusion": confusion,
+        "confusion_columns": confusion_columns,
+        "threshold_style": threshold_style,
+        "info": info,
+    }
+
+
+def export_csv(ctx, inp):
+    if not inp.results(KIND):
+        return None
+    return dcc.send_data_frame(metrics_table(inp).to_csv, "performance.csv")
+
+
+EXPORT = "performance-export"
+
+VIEW = View(
+    name="performance",
+    order=5,
+    title="How good is each model, and where?",
+    question="The model's error on the selected rows and on the rest: under the loss PFI uses (a feature's PFI is "
+    "how much this error grows when the feature is shuffled) and the usual metrics. One prediction per row; "
+    "no new model calls when the subgroup, the feature or the threshold change.",
+    outputs={
+        "data": (TABLE, "data"),
+        "columns": (TABLE, "columns"),
+        "fit": (FIT_GRAPH, "figure"),
+        "by_feature": (FEATURE_GRAPH, "figure"),
+        "confusion": (CONFUSION, "data"),
+        "confusion_columns": (CONFUSION, "columns"),
+        "threshold_style": (THRESHOLD_ROW, "style"),
+        "info": (INFO, "children"),
+    },
+    render=render,
+    body=lambda: [
+        layout.table(TABLE),
+        html.Div(
+            [
+                layout.graph(FIT_GRAPH, height=None, filename="calibration"),
+                layout.graph(FEATURE_GRAPH, height=None, filename="by-feature"),
+            ],
+            className="pair",
+        ),
+        html.Div(
+            [
+                html.Label("Threshold for the confusion matrix", htmlFor=THRESHOLD),
+                dcc.Slider(
+                    id=THRESHOLD, min=0, max=1, step=0.05, value=0.5, marks={0: "0", 0.5: "0.5", 1: "1"}, tooltip={}
+                ),
+            ],
+            id=THRESHOLD_ROW,
+            className="threshold",
+        ),
+        layout.table(CONFUSION),
+        html.Div(id=INFO, className="help"),
+        html.Div([html.Button("Export CSV", id=EXPORT, className="button small")], className="panel-foot"),
+    ],
+    tasks=(TASK,),
+    wide=True,
+    controls={"threshold": (THRESHOLD, "value", 0.5)},
+    exports={EXPORT: export_csv},
+)

@@ -1,0 +1,121 @@
+"""The performance view (issue 14, item 1): planned by the view itself, its numbers the
+library's, the threshold a control the server checks."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose
+from sklearn import metrics
+
+import compute
+from dashboard import jobs, planning, views
+from dashboard.callbacks.compute import plan_state
+from dashboard.callbacks.drilldown import normalize
+from dashboard.config import Config
+from dashboard.loading import load_model
+from dashboard.server import create_app
+from dashboard.state import default_state
+from dashboard.views import performance
+
+
+@pytest.fixture(scope="module")
+def ctx(tmp_path_factory):
+    return create_app(Config(cache_dir=str(tmp_path_factory.mktemp("perf-cache")), max_curves=200))._wip_context
+
+
+def _results(ctx, ws_id: str, **changes) -> dict:
+    """The results record of a state with only the predictions computed (the view reads
+    nothing else), through the planner and the job runner."""
+    state, error = normalize(ctx, {**default_state(), "ws": ws_id})
+    state, error = normalize(ctx, {**state, **changes})
+    assert error is None, error
+    ws = ctx.store.workspace(ws_id)
+    planned = plan_state(ctx, ws, state)
+    tasks = [t for t in planned["tasks"] if t["kind"] == performance.KIND]
+    assert {t["model"] for t in tasks} == {m.name for m in ws.models}  # one pass per model
+    jobs.run(ctx.store, ws, tasks, policy=ctx.policy)
+    return {"state": state, "keys": planned["keys"]}
+
+
+def _model(ctx, ws_id: str, name: str | None = None):
+    ws = ctx.store.workspace(ws_id)
+    entry = ws.model(name)
+    return ws, entry, load_model(ctx.store.path(entry.path), name=entry.name)
+
+
+def test_the_prediction_task_does_not_depend_on_subgroup_feature_or_threshold(ctx):
+    """A subgroup or feature switch re-uses the one prediction pass per model."""
+    a = _results(ctx, "demo-x3")
+    b = _results(ctx, "demo-x3", subgroup="X3 == 0", feature="X2")
+    assert a["keys"][performance.KIND] == b["keys"][performance.KIND]
+    state = b["state"]
+    ws = ctx.store.workspace("demo-x3")
+    assert not planning.missing(
+        ctx.store, [t for t in plan_state(ctx, ws, state)["tasks"] if t["kind"] == "predictions"]
+    )
+
+
+def test_regression_table_is_the_librarys_on_subgroup_rest_and_all(ctx):
+    results = _results(ctx, "demo-x3", subgroup="X3 == 0")
+    out = views.render(ctx, "performance", results)
+    ws, _, model = _model(ctx, "demo-x3")
+    data = ctx.store.data(ws)
+    X, y = data[list(ws.features)], data[ws.target]
+    inside = (data["X3"] == 0).to_numpy()
+    rows = {(r["model"], r["rows"]): r for r in out["data"]}
+    assert set(rows) == {(ws.models[0].name, g) for g in ("subgroup", "rest", "all rows")}
+    for group, mask in (("subgroup", inside), ("rest", ~inside), ("all rows", np.ones(len(X), bool))):
+        row = rows[(ws.models[0].name, group)]
+        guess = model.predict(X[mask])
+        assert row["n"] == mask.sum()
+        assert_allclose(row["squared error (PFI's error)"], metrics.mean_squared_error(y[mask], guess), rtol=1e-3)
+        assert_allclose(row["R²"], metrics.r2_score(y[mask], guess), rtol=1e-3)
+        assert_allclose(row["MAE"], metrics.mean_absolute_error(y[mask], guess), rtol=1e-3)
+    # the error is PFI's reference error on the subgroup's rows
+    pfi = compute.permutation_importance(model, X[inside], y[inside], loss=ws.loss, n_repeats=1)
+    assert_allclose(rows[(ws.models[0].name, "subgroup")]["squared error (PFI's error)"], pfi.model_error, rtol=1e-3)
+    fit = out["fit"]
+    assert "Predicted against observed" in fit.layout.title.text
+    assert [t.name for t in fit.data] == ["predicted = observed", "subgroup", "rest"]
+    assert_allclose(np.sort(fit.data[1].y), np.sort(model.predict(X[inside])), rtol=1e-12)
+    residuals = out["by_feature"].data[0]
+    assert_allclose(np.sort(residuals.y), np.sort(y[inside] - model.predict(X[inside])), rtol=1e-9)
+    assert out["confusion"] == [] and out["threshold_style"] == {"display": "none"}
+
+
+def test_classifier_confusion_matrix_follows_the_threshold(ctx):
+    results = _results(ctx, "demo-cancer", subgroup="`worst radius` > 16")
+    ws, entry, model = _model(ctx, "demo-cancer", results["state"]["model"])
+    data = ctx.store.data(ws)
+    X, y = data[list(entry.features)], data[ws.target]
+    inside = (data["worst radius"] > 16).to_numpy()
+    p = model.predict_proba(X[inside])[:, list(model.classes_).index("malignant")]
+    for threshold in (0.3, 0.9):
+        out = views.render(ctx, "performance", results, controls={"threshold": threshold})
+        expected = metrics.confusion_matrix(y[inside] == "malignant", p >= threshold)
+        cells = [
+            [int(r[c].split(" ")[0].replace(",", "")) for c in ("predicted not malignant", "predicted malignant")]
+            for r in out["confusion"]
+        ]
+        assert cells == expected.tolist(), threshold
+        assert f"threshold of {threshold:.2f}" in out["info"]
+    assert out["threshold_style"] == {}
+    # a hostile or broken control value falls back to 0.5
+    for bad in ("1; drop", 7, None, float("nan")):
+        hostile = views.render(ctx, "performance", results, controls={"threshold": bad})
+        assert "threshold of 0.50" in hostile["info"]
+    fit = out["fit"]
+    assert fit.layout.xaxis.title.text == "predicted probability of malignant"
+    assert {t.name for t in fit.data} >= {f"{m.name}: subgroup" for m in ws.models}
+    rows = {(r["model"], r["rows"]): r for r in out["data"]}
+    auc = metrics.roc_auc_score(y[inside] == "malignant", p)
+    assert_allclose(rows[(entry.name, "subgroup")]["AUC"], auc, rtol=1e-3)
+
+
+def test_report_and_export_include_the_view(ctx):
+    results = _results(ctx, "demo-x3")
+    html = views.report_html(ctx, results)
+    assert "How good is each model, and where?" in html and "Predicted against observed" in html
+    download = views.export(ctx, performance.EXPORT, results)
+    assert download["filename"] == "performance.csv" and "RMSE" in download["content"]
