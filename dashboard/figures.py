@@ -70,7 +70,7 @@ def _figure(*traces) -> go.Figure:
     return go.Figure(data=list(traces) or None, layout=dict(template=TEMPLATE), _validate=False)
 
 
-def _style(fig: go.Figure, title: str, uirevision: str, **layout) -> go.Figure:
+def _style(fig: go.Figure, title: str, uirevision: str, *, subtitle: str = "", **layout) -> go.Figure:
     """The figure with our title, legend, margins and ``layout`` merged into its layout.
 
     Built as one plain layout dict and wrapped without validation: ``update_layout`` parses
@@ -81,7 +81,8 @@ def _style(fig: go.Figure, title: str, uirevision: str, **layout) -> go.Figure:
         dict(
             margin=MARGIN,
             uirevision=uirevision,
-            title=dict(text=title, x=0.01, xanchor="left", y=0.99, yref="container", yanchor="top", font=dict(size=14)),
+            title=dict(text=title, x=0.01, xanchor="left", y=0.99, yref="container", yanchor="top", font=dict(size=14))
+            | (dict(subtitle=dict(text=subtitle, font=dict(size=12, color="#6b7280"))) if subtitle else {}),
             legend=dict(orientation="h", yanchor="bottom", y=1.01, xanchor="right", x=1.0),
         ),
     )
@@ -829,7 +830,9 @@ def ale_figure(ale: pd.DataFrame, *, feature) -> go.Figure:
 
 # --- misc -------------------------------------------------------------------------------------
 # --- model performance (issue 14) ------------------------------------------------------------
-def calibration_figure(curves: list[tuple[str, pd.DataFrame, str, str]], *, output, title: str) -> go.Figure:
+def calibration_figure(
+    curves: list[tuple[str, pd.DataFrame, str, str]], *, output, title: str, subtitle: str = ""
+) -> go.Figure:
     """Calibration curves: the predicted probability of ``output`` (x) against how often it
     occurs (y), one line per ``(name, curve, colour, dash)``; ``curve`` is
     :func:`compute.calibration_curve`'s frame. The dotted diagonal is a perfectly calibrated
@@ -866,7 +869,8 @@ def calibration_figure(curves: list[tuple[str, pd.DataFrame, str, str]], *, outp
         fig,
         title,
         "calibration",
-        height=380,
+        height=400,
+        subtitle=subtitle,
         xaxis=dict(title=f"predicted probability of {label}", range=[-0.02, 1.02], tickformat=".0%"),
         yaxis=dict(title=f"share that is {label}", range=[-0.02, 1.02], tickformat=".0%"),
     )
@@ -876,6 +880,7 @@ def scatter_figure(
     groups: list[tuple[str, np.ndarray, np.ndarray, str]],
     *,
     title: str,
+    subtitle: str = "",
     x_title: str,
     y_title: str,
     diagonal: bool = False,
@@ -924,7 +929,8 @@ def scatter_figure(
         fig,
         title,
         "scatter",
-        height=380,
+        height=400,
+        subtitle=subtitle,
         xaxis=dict(title=x_title, type="category" if categorical else "-"),
         yaxis=dict(title=y_title),
         shapes=shapes,

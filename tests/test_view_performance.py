@@ -69,12 +69,12 @@ def test_regression_table_is_the_librarys_on_subgroup_rest_and_all(ctx):
         row = rows[(ws.models[0].name, group)]
         guess = model.predict(X[mask])
         assert row["n"] == mask.sum()
-        assert_allclose(row["squared error (PFI's error)"], metrics.mean_squared_error(y[mask], guess), rtol=1e-3)
+        assert_allclose(row["squared error (PFI's loss)"], metrics.mean_squared_error(y[mask], guess), rtol=1e-3)
         assert_allclose(row["R²"], metrics.r2_score(y[mask], guess), rtol=1e-3)
         assert_allclose(row["MAE"], metrics.mean_absolute_error(y[mask], guess), rtol=1e-3)
     # the error is PFI's reference error on the subgroup's rows
     pfi = compute.permutation_importance(model, X[inside], y[inside], loss=ws.loss, n_repeats=1)
-    assert_allclose(rows[(ws.models[0].name, "subgroup")]["squared error (PFI's error)"], pfi.model_error, rtol=1e-3)
+    assert_allclose(rows[(ws.models[0].name, "subgroup")]["squared error (PFI's loss)"], pfi.model_error, rtol=1e-3)
     fit = out["fit"]
     assert "Predicted against observed" in fit.layout.title.text
     assert [t.name for t in fit.data] == ["predicted = observed", "subgroup", "rest"]

@@ -71,14 +71,12 @@ def metrics_table(inp) -> pd.DataFrame:
             if not mask.any():
                 continue
             perf = compute.model_performance(pred, y, mask=mask, loss=inp.ws.loss)
-            error = f"{LOSS_LABELS.get(perf.loss, perf.loss)} (PFI's error)"
-            records.append({"model": model, "rows": label, "n": perf.n_rows, error: perf.model_error, **perf.metrics})
+            name = LOSS_LABELS.get(perf.loss, perf.loss)
+            others = {k: v for k, v in perf.metrics.items() if k != name}  # PFI's loss is shown once
+            records.append(
+                {"model": model, "rows": label, "n": perf.n_rows, f"{name} (PFI's loss)": perf.model_error, **others}
+            )
     return pd.DataFrame.from_records(records).set_index(["model", "rows"])
-
-
-def _subtitle(text: str) -> str:
-    """A smaller second title line (the rows and model a chart shows)."""
-    return f"<br><span style='font-size:12px;color:#6b7280'>{text}</span>"
 
 
 def _sample(mask: np.ndarray) -> np.ndarray:
@@ -124,10 +122,12 @@ def render(ctx, inp, controls) -> dict:
                     if mask.any():
                         curve = compute.calibration_curve(p, y, mask=mask, n_bins=bins(int(mask.sum())))
                         curves.append((f"{name}: {part}" if len(chosen) > 1 else str(name), curve, color, dash))
-            title = f"Calibration: predicted probability against the share that is {label}" + _subtitle(
-                "subgroup: solid, rest: dashed" if len(chosen) > 1 else inp.selection
+            fit = figures.calibration_figure(
+                curves,
+                output=pred.output,
+                title=f"Calibration: predicted probability against the share that is {label}",
+                subtitle="subgroup: solid, rest: dashed" if len(chosen) > 1 else inp.selection,
             )
-            fit = figures.calibration_figure(curves, output=pred.output, title=title)
             at = _sample(selected)
             actual = pred.positives(y)[at]
             by_feature = figures.scatter_figure(
@@ -135,7 +135,8 @@ def render(ctx, inp, controls) -> dict:
                     (f"actually {label}", x[at][actual], pred.value[at][actual], figures.POSITIVE_COLOR),
                     (f"actually not {label}", x[at][~actual], pred.value[at][~actual], figures.CURVE_COLOR),
                 ],
-                title=f"Predicted probability of {label} by {feature}{_subtitle(f'{model}, {inp.selection}')}",
+                title=f"Predicted probability of {label} by {feature}",
+                subtitle=f"{model}, {inp.selection}",
                 x_title=str(feature),
                 y_title=f"predicted probability of {label}",
                 categorical=categorical,
@@ -166,14 +167,16 @@ def render(ctx, inp, controls) -> dict:
         target = str(inp.ws.target)
         fit = figures.scatter_figure(
             [(part, y.to_numpy(float)[at], pred.raw[at], color) for part, at, color in parts],
-            title=f"Predicted against observed {target}{_subtitle(both)}",
+            title=f"Predicted against observed {target}",
+            subtitle=both,
             x_title=f"observed {target}",
             y_title=f"predicted {target}",
             diagonal=True,
         )
         by_feature = figures.scatter_figure(
             [(part, x[at], residual[at], color) for part, at, color in parts],
-            title=f"Residuals (observed − predicted) by {feature}{_subtitle(both)}",
+            title=f"Residuals (observed − predicted) by {feature}",
+            subtitle=both,
             x_title=str(feature),
             y_title=f"residual of {target}",
             zero_line=True,
