@@ -26,7 +26,13 @@ from .performance import (
 )
 from .profile import feature_profile, feature_profiles
 from .results import Extremes, FeatureProfile, PermutationImportance
-from .shapley import ShapleyImportance, compare_shapley_importance, shapley_importance
+from .shapley import (
+    ShapleyContributions,
+    ShapleyImportance,
+    compare_shapley_importance,
+    shapley_contributions,
+    shapley_importance,
+)
 from .subgroup import format_condition, parse_subgroup
 from .summary import ProfileSummary, rank_extremes
 
@@ -40,6 +46,7 @@ __all__ = [
     "PermutationImportance",
     "Predictions",
     "ProfileSummary",
+    "ShapleyContributions",
     "ShapleyImportance",
     "SubgroupError",
     "compare_shapley_importance",
@@ -64,5 +71,6 @@ __all__ = [
     "permutation_importance",
     "predict_rows",
     "rank_extremes",
+    "shapley_contributions",
     "shapley_importance",
 ]

@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import InputError
-from .prediction import Predictor, Segment, predict_rows, predict_segments, unmodified_segment
+from .prediction import Predictor, Segment, predict_positions, predict_segments, unmodified_segment
 from .results import FeatureProfile
 from .sampling import is_categorical, make_grid
 from .validation import (
@@ -275,7 +275,7 @@ def _ciu(
     rng = check_rng(random_state)
     if out_range is not None:
         out_range = check_out_range(out_range)
-    predictor, positions = _with_instances(predictor, Xm, instances, "'instance'" if single else "'instances' entry")
+    predictor, positions = with_instances(predictor, Xm, instances, "'instance'" if single else "'instances' entry")
     if out_range is None:
         out_range = _default_range(predictor, len(Xm), chunk_rows, n_jobs)
 
@@ -316,7 +316,7 @@ def _ciu(
     return table.droplevel("instance") if single else table
 
 
-def _with_instances(predictor: Predictor, Xm: pd.DataFrame, instances, what: str):
+def with_instances(predictor: Predictor, Xm: pd.DataFrame, instances, what: str):
     """Positions of the instances in the design; one-row DataFrames are appended to it.
 
     ``what`` names the parameter in messages (``'instance'`` or ``'instances' entry``).
@@ -400,7 +400,7 @@ def _range(col: pd.Series) -> tuple[float, float]:
 
 
 def _prediction_range(predictor: Predictor, n_rows: int, chunk_rows, n_jobs) -> tuple[float, float]:
-    pred = predict_rows(predictor, np.arange(n_rows), chunk_rows=chunk_rows, n_jobs=n_jobs)[0]
+    pred = predict_positions(predictor, np.arange(n_rows), chunk_rows=chunk_rows, n_jobs=n_jobs)[0]
     return float(pred.min()), float(pred.max())
 
 

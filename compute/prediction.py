@@ -222,7 +222,7 @@ def unmodified_segment(predictor: Predictor, rows: np.ndarray) -> Segment:
     return Segment(rows.size, lambda a, b: predictor.design.block(rows[a:b], {}), lambda a, b: rows[a:b])
 
 
-def predict_rows(
+def predict_positions(
     predictor: Predictor,
     rows: np.ndarray,
     *,

@@ -34,7 +34,7 @@ import pandas as pd
 
 from .errors import InputError, ModelError
 from .losses import Loss
-from .prediction import Predictor, predict_pass, predict_rows
+from .prediction import Predictor, predict_pass, predict_positions
 from .sampling import sample_rows
 from .validation import (
     check_frame,
@@ -165,9 +165,8 @@ def shapley_importance(
     loss_obj, y_enc = check_target(y, len(X), predictor, loss, "shapley_importance")
 
     rows = sample_rows(len(X), n_obs, rng)
-    game = _Game(
-        predictor, y_enc, loss_obj, rows, players, n_obs_permutations, rng, chunk_rows=chunk_rows, n_jobs=n_jobs
-    )
+    donors = np.stack([rows[rng.permutation(rows.size)] for _ in range(n_obs_permutations)])
+    game = _Game(predictor, y_enc, loss_obj, rows, players, donors, chunk_rows=chunk_rows, n_jobs=n_jobs)
     p = len(players)
     exact = n_permutations is None and p <= exact_max_players
     if exact:
@@ -225,6 +224,130 @@ def compare_shapley_importance(models: Mapping[str, object], X, y, **kwargs) -> 
     return pd.concat(frames, ignore_index=True)
 
 
+# --- one prediction, explained additively ---------------------------------------------------
+@dataclass(frozen=True, eq=False)
+class ShapleyContributions:
+    """Interventional Shapley values of one prediction, in the prediction's units.
+
+    Attributes
+    ----------
+    values : Series, each player's contribution: positive pushes the prediction up.
+    std_error : Series, Monte-Carlo standard error from the background sample (the spread
+        of the per-background-row values) and, in sampled mode, the sampled orderings.
+    prediction : f(x), the explained prediction (or output-class probability).
+    base_value : the mean prediction over the background rows; ``base_value +
+        values.sum() == prediction`` (efficiency, exact in both modes).
+    exact, n_orderings, n_rows, players : as in :class:`ShapleyImportance`.
+    n_background : background rows.
+    output : the class whose probability is explained (None for a regressor).
+    """
+
+    values: pd.Series
+    std_error: pd.Series
+    prediction: float
+    base_value: float
+    exact: bool
+    n_orderings: int
+    n_background: int
+    n_rows: int
+    players: dict[str, tuple] = field(default_factory=dict)
+    output: Any = None
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per player: contribution and std_error, largest absolute value first."""
+        frame = pd.DataFrame({"contribution": self.values, "std_error": self.std_error})
+        return frame.loc[self.values.abs().sort_values(ascending=False, kind="stable").index]
+
+
+def shapley_contributions(
+    model,
+    X,
+    instance,
+    features=None,
+    *,
+    n_background=200,
+    n_permutations=None,
+    random_state=0,
+    n_jobs=1,
+    output=None,
+    exact_max_players=12,
+    tol=0.01,
+    max_rows=5_000_000,
+    chunk_rows=None,
+) -> ShapleyContributions:
+    """Additive explanation of one prediction: interventional Shapley values.
+
+    The game of a coalition S of players is the expected prediction when the features in S
+    take the instance's values and the others a background row's (the interventional or
+    "marginal" value function of SHAP, Lundberg & Lee 2017; Janzing et al. 2020):
+
+        v(S) = 1/m sum_b f(x_S, b_C) - 1/m sum_b f(b),   b over m background rows of X.
+
+    It is evaluated with the coalition engine of SFIMP (Casalicchio et al. 2018, Sec. 5,
+    Algorithm 2): exact enumeration of all 2^p coalitions up to ``exact_max_players``
+    players, otherwise antithetic pairs of sampled orderings until every standard error is
+    at most ``tol`` times |f(x) - base value| (or ``max_rows`` model rows). Each background
+    row plays the part of an observation permutation, so the standard error includes the
+    background sampling. For a linear model f(x) = b0 + sum_j b_j x_j the values are
+    b_j (x_j - mean_b b_j), exactly.
+
+    Parameters
+    ----------
+    model, X, features, output, n_jobs, chunk_rows, exact_max_players, tol :
+        As in :func:`shapley_importance`; players are raw columns (or groups of them), so a
+        pipeline's one-hot block is one player.
+    instance : row label of X, or a one-row DataFrame (e.g. an edited row: what-if)
+    n_background : int, default 200
+        Background rows: a seeded sample of X (all rows when X has fewer).
+    n_permutations : int, optional
+        Sample this many orderings instead of the default rule.
+    random_state : int, Generator or None, default 0
+
+    Returns
+    -------
+    ShapleyContributions
+    """
+    from .ciu import with_instances
+
+    X = check_frame(X)
+    predictor, Xm = make_predictor(model, X, output)
+    players = check_players(features, list(Xm.columns))
+    n_background = check_int(n_background, "n_background", low=1)
+    n_permutations = check_int(n_permutations, "n_permutations", low=1, high=MAX_ORDERINGS, none_ok=True)
+    exact_max_players = check_int(exact_max_players, "exact_max_players", low=1, high=20)
+    max_rows = check_int(max_rows, "max_rows", low=1)
+    chunk_rows = check_int(chunk_rows, "chunk_rows", low=1, none_ok=True)
+    tol = check_real(tol, "tol", low=0.0, strict=True, allowed="a positive number")
+    n_jobs = check_n_jobs(n_jobs)
+    rng = check_rng(random_state)
+    background = sample_rows(len(Xm), n_background, rng)
+    predictor, position = with_instances(predictor, Xm, [instance], "'instance'")
+    game = _Game(predictor, None, None, position, players, background[:, None], chunk_rows=chunk_rows, n_jobs=n_jobs)
+    p = len(players)
+    exact = n_permutations is None and p <= exact_max_players
+    if exact:
+        values, std_error = _exact_shapley(game, p)
+        n_orderings = 0
+    else:
+        values, std_error, n_orderings, _ = _sampled_shapley(
+            game, p, rng, n_permutations=n_permutations, tol=tol, max_rows=max_rows
+        )
+    game.evaluate([0])
+    names = list(players)
+    return ShapleyContributions(
+        values=pd.Series(values, index=names, name="contribution"),
+        std_error=pd.Series(std_error, index=names, name="std_error"),
+        prediction=game.error(game.full),
+        base_value=game.error(0),
+        exact=exact,
+        n_orderings=n_orderings,
+        n_background=int(background.size),
+        n_rows=game.n_rows,
+        players=players,
+        output=predictor.output,
+    )
+
+
 # --- the coalition game ----------------------------------------------------------------
 class _Game:
     """Coalition errors GE_S, each computed once, kept per observation permutation.
@@ -238,18 +361,18 @@ class _Game:
         self,
         predictor: Predictor,
         y_enc,
-        loss: Loss,
+        loss: Loss | None,
         rows: np.ndarray,
         players: Mapping[str, tuple],
-        n_perm: int,
-        rng: np.random.Generator,
+        donors: np.ndarray,
         *,
         chunk_rows,
         n_jobs,
     ) -> None:
         self.predictor, self.y_enc, self.loss = predictor, y_enc, loss
         self.rows = rows
-        self.donors = np.stack([rows[rng.permutation(rows.size)] for _ in range(n_perm)])
+        self.donors = donors  # (L, n): the row each own row takes marginalised columns from
+        n_perm = donors.shape[0]
         design = predictor.design
         self.player_columns = np.zeros((len(players), len(design.columns)), dtype=bool)
         for k, group in enumerate(players.values()):
@@ -259,20 +382,27 @@ class _Game:
         self.n_rows = 0
         self._errors: dict[int, np.ndarray] = {}
         # GE_P: nothing is marginalised, so the permutations are irrelevant: n rows suffice.
-        _, losses = predict_rows(predictor, rows, y_enc=y_enc, loss=loss, chunk_rows=chunk_rows, n_jobs=n_jobs)
+        values, losses = predict_positions(
+            predictor, rows, y_enc=y_enc, loss=loss, chunk_rows=chunk_rows, n_jobs=n_jobs
+        )
         self.n_rows += rows.size
-        assert losses is not None  # a loss was given
-        self._errors[self.full] = np.full(n_perm, losses.mean())
+        payout = values if loss is None else losses
+        assert payout is not None  # a loss game gets losses
+        self._errors[self.full] = np.full(n_perm, payout.mean())
         if design.numeric:  # own and donor rows of every (l, i), gathered once per game
             numbers = design.numbers()
             self._own = numbers[np.tile(rows, n_perm)]
             self._donor = numbers[self.donors.ravel()]
 
     def error(self, mask: int) -> float:
+        """GE_S (a loss game) or the mean prediction f_S (a prediction game)."""
         return float(self._errors[mask].mean())
 
     def values(self, mask: int) -> np.ndarray:
-        """v(S) = GE_empty - GE_S under each observation permutation, shape (L,)."""
+        """v(S) under each observation permutation, shape (L,): GE_empty - GE_S for a loss
+        game (SFIMP), f_S - f_empty for a prediction game (``loss`` None)."""
+        if self.loss is None:
+            return self._errors[mask] - self._errors[0]
         return self._errors[0] - self._errors[mask]
 
     def value(self, mask: int) -> float:
@@ -293,10 +423,12 @@ class _Game:
             # a column is marginalised when it belongs to a player outside S
             from_donor = (~in_s).astype(np.int8) @ self.player_columns.astype(np.int8) > 0
             make_block = self._block_maker(from_donor, per_coalition, n)
-            _, losses = self._pass(
+            values, losses = self._pass(
                 masks_b.size * per_coalition, make_block, lambda a, b: np.arange(a, b) % per_coalition % n
             )
-            errors = losses.reshape(masks_b.size, n_perm, n).mean(axis=2)
+            payout = values if self.loss is None else losses
+            assert payout is not None  # a loss game gets losses
+            errors = payout.reshape(masks_b.size, n_perm, n).mean(axis=2)
             self._errors.update(zip(masks_b.tolist(), errors))
 
     def _block_maker(self, from_donor: np.ndarray, per_coalition: int, n: int):
@@ -328,7 +460,7 @@ class _Game:
             n_total,
             make_block,
             y_enc=self.y_enc,
-            obs_of=lambda a, b: self.rows[obs_pos(a, b)],
+            obs_of=None if self.loss is None else (lambda a, b: self.rows[obs_pos(a, b)]),
             loss=self.loss,
             chunk_rows=self.chunk_rows,
             n_jobs=self.n_jobs,
@@ -376,7 +508,11 @@ def _sampled_shapley(game: _Game, p: int, rng, *, n_permutations, tol, max_rows)
     contributions: list[np.ndarray] = []  # one (2, p, L) array per antithetic pair
     batch_pairs = 8
     while True:
-        n_new = batch_pairs if target_pairs is None else min(batch_pairs, target_pairs - len(contributions))
+        if target_pairs is None:  # no batch may overshoot the row budget by much
+            rows_per_pair = 2 * max(p - 1, 1) * game.donors.size
+            n_new = min(batch_pairs, max(1, (max_rows - game.n_rows) // rows_per_pair))
+        else:
+            n_new = min(batch_pairs, target_pairs - len(contributions))
         orders = np.stack([rng.permutation(p) for _ in range(n_new)])
         orders = np.stack([orders, orders[:, ::-1]], axis=1).reshape(2 * n_new, p)
         prefix = np.zeros((orders.shape[0], p + 1), dtype=np.int64)
