@@ -16,7 +16,7 @@ import compute
 
 from .. import ids
 from ..demos import DEMOS
-from ..planning import select_rows
+from ..planning import row_label, select_rows
 from ..state import MAX_REPEATS, clean_state, default_state, search_from_state, state_from_search
 
 
@@ -213,6 +213,9 @@ def normalize(ctx, state: dict, *, previous_subgroup: str = "", error=None) -> t
     state["model"] = model.name
     if state.get("feature") not in model.features:
         state["feature"] = model.features[0]
+    rows = ctx.store.data(ws).index
+    if state.get("obs") is not None and row_label(state["obs"], rows) not in rows:
+        state["obs"] = None  # a row this data set does not have (another data set's, or typed in a URL)
     if state.get("subgroup"):
         try:
             mask = select_rows(ctx.store.data(ws), state["subgroup"])
