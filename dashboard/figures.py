@@ -938,6 +938,68 @@ def scatter_figure(
     )
 
 
+def waterfall_figure(
+    contributions: pd.Series,
+    *,
+    labels: Mapping[Any, str],
+    base: float,
+    prediction: float,
+    title: str,
+    subtitle: str = "",
+    scale: float = 1.0,
+    unit: str = "",
+    top: int = 12,
+) -> go.Figure:
+    """A horizontal waterfall from the mean prediction (bottom) to this prediction (top):
+    one bar per player, ``labels`` naming it ("age = 38"), the ``top`` largest by absolute
+    value and the rest summed into one bar. Values are multiplied by ``scale`` (100 for
+    probabilities in percentage points, ``unit`` "pp")."""
+    order = contributions.abs().sort_values(ascending=False, kind="stable").index
+    shown = list(order[:top])
+    rest = contributions.drop(index=shown)
+    names = [labels.get(k, str(k)) for k in shown]
+    values = [float(contributions[k]) * scale for k in shown]
+    if len(rest):
+        names.append(f"{len(rest)} other features")
+        values.append(float(rest.sum()) * scale)
+    names, values = names[::-1], values[::-1]  # largest at the top, next to the prediction
+    suffix = f" {unit}" if unit else ""
+
+    def fmt(v: float, sign: str = "") -> str:
+        return f"{v:{sign}.1f}{suffix}" if unit == "pp" else f"{v:{sign}.3g}{suffix}"
+
+    text = [fmt(v, "+") for v in values]
+    fig = _figure(
+        go.Waterfall(
+            _validate=False,
+            orientation="h",
+            measure=["absolute", *["relative"] * len(values), "total"],
+            y=["mean prediction", *names, "this prediction"],
+            x=[base * scale, *values, prediction * scale],
+            text=[fmt(base * scale), *text, fmt(prediction * scale)],
+            textposition="outside",
+            cliponaxis=False,
+            increasing=dict(marker=dict(color=POSITIVE_COLOR)),
+            decreasing=dict(marker=dict(color=NEGATIVE_COLOR)),
+            totals=dict(marker=dict(color=ALL_COLOR)),
+            connector=dict(line=dict(color="#9ca3af", width=1)),
+            hovertemplate="%{y}: %{text}<extra></extra>",
+        )
+    )
+    height = max(MIN_HEIGHT, PX_PER_FEATURE * (len(values) + 2) + 130)
+    return _style(
+        fig,
+        title,
+        "waterfall",
+        subtitle=subtitle,
+        height=height,
+        xaxis=dict(title=f"prediction{suffix}" if unit else "prediction"),
+        yaxis=dict(title="feature = value in this row", automargin=True, type="category"),
+        showlegend=False,
+        margin=dict(l=10, r=60, t=85, b=40),
+    )
+
+
 def empty_figure(message: str) -> go.Figure:
     """A blank figure showing ``message`` in its centre (no data, missing target, errors)."""
     import html

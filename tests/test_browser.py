@@ -233,7 +233,19 @@ def test_click_ici_curve_shows_its_ciu(server, tab):
     ciu_features = tab.evaluate("() => Array.from(document.querySelector('#ciu-graph .js-plotly-plot')._fullData[0].y)")
     assert set(ciu_features) == {"X1", "X2", "X3"}
     assert "prediction" in tab.inner_text("#obs-table")
+    # the same row's prediction as a sum of contributions (issue 14, item 3)
+    tab.wait_for_function(
+        f"() => {{ const g = document.querySelector('#contributions-graph .js-plotly-plot');"
+        f" return g && (g.layout.title.text || '') === 'Why row {row} gets its predicted Y'; }}"
+    )
+    steps = tab.evaluate(
+        "() => Array.from(document.querySelector('#contributions-graph .js-plotly-plot')._fullData[0].y)"
+    )
+    assert steps[0] == "mean prediction" and steps[-1] == "this prediction" and len(steps) == 5
+    assert "exact over all coalitions" in tab.inner_text("#contributions-info")
     shot(tab, "ici-click-ciu")
+    panel = tab.locator("section.panel", has=tab.locator("#contributions-graph"))
+    panel.screenshot(path=str(OUTPUT / "contributions-x3.png"))
 
 
 def _choose_files(tab, button: str, paths):

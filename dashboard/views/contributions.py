@@ -1,0 +1,149 @@
+"""The selected observation's prediction as a sum of feature contributions (Shapley values).
+
+Interventional Shapley values of the prediction (``compute.shapley_contributions``, the
+coalition engine of SFIMP, Casalicchio et al. 2018, Sec. 5, on the value function of SHAP,
+Lundberg & Lee 2017): the mean prediction over a seeded background sample plus one
+contribution per raw column adds up to the prediction, in its own units (percentage
+points of a class probability). Computed in the job for the selected observation of the
+selected model; CIU (Främling 2022) explains the same row in the panel beside it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from dash import dcc, html
+
+import compute
+
+from .. import figures, layout, planning
+from ..state import search_from_state
+from .base import View, empty
+from .selection import selected_row
+
+GRAPH = "contributions-graph"
+TABLE = "contributions-table"
+INFO = "contributions-info"
+EXPORT = "contributions-export"
+KIND = "contributions"
+N_BACKGROUND = 100
+MAX_ROWS = 400_000  # model rows per explanation: about 2 s for a 30-feature gradient boosting
+
+
+def params(state: dict, ws) -> dict | None:
+    """The task's parameters: the selected observation (none selected: nothing to plan)."""
+    return None if state.get("obs") is None else {"obs": str(state["obs"]), "n_background": N_BACKGROUND}
+
+
+def contributions(model, X, y, ws, params, n_jobs):
+    """The task (in the isolated job): the selected row's contributions."""
+    row = planning.row_label(params["obs"], X.index)
+    return compute.shapley_contributions(
+        model,
+        X,
+        row,
+        n_background=params["n_background"],
+        output=ws.output,
+        random_state=planning.SEED,
+        tol=0.02,
+        max_rows=MAX_ROWS,
+        n_jobs=n_jobs,
+    )
+
+
+TASK = planning.TaskSpec(KIND, params, contributions, models="focus", label="Shapley contributions of the selected row")
+
+
+def _value_text(value) -> str:
+    if isinstance(value, (float, np.floating)):
+        return f"{value:.4g}"
+    return figures.level_label(value)
+
+
+def _number(value: float, unit: str) -> str:
+    """Percentage points with one decimal; other predictions to 4 significant digits."""
+    return f"{value:.1f} pp" if unit == "pp" else f"{value:.4g}"
+
+
+def render(ctx, inp) -> dict:
+    state = inp.state
+    found = inp.results(KIND).get(state["model"])
+    if state.get("obs") is None or found is None:
+        if state.get("obs") is not None:
+            return {"figure": empty("Computing the contributions…"), "data": [], "columns": [], "info": ""}
+        prompt: list = [
+            "Select an observation (click an ICI or ICE curve, or a row of a table) to see its prediction "
+            "as a sum of feature contributions."
+        ]
+        if inp.summary is not None:
+            row, _ = selected_row(inp.summary, state, inp.mask)
+            prompt += [
+                " Or ",
+                dcc.Link(f"explain row {row}", href=search_from_state({**state, "obs": str(row)})),
+                ", the row CIU shows.",
+            ]
+        return {"figure": empty("No observation selected."), "data": [], "columns": [], "info": prompt}
+    res: compute.ShapleyContributions = found
+    row = planning.row_label(state["obs"], inp.data.index)
+    values = inp.data.loc[row]
+    labels = {
+        name: f"{name} = {_value_text(values[cols[0]]) if len(cols) == 1 else '…'}"
+        for name, cols in res.players.items()
+    }
+    classifier = res.output is not None
+    scale, unit = (100.0, "pp") if classifier else (1.0, "")
+    what = f"probability of {figures.level_label(res.output)}" if classifier else f"predicted {inp.ws.target}"
+    fig = figures.waterfall_figure(
+        res.values,
+        labels=labels,
+        base=res.base_value,
+        prediction=res.prediction,
+        title=f"Why row {row} gets its {what}",
+        subtitle=f"{state['model']}: mean over {res.n_background} background rows plus each feature's contribution",
+        scale=scale,
+        unit=unit,
+    )
+    frame = res.to_frame()
+    frame.insert(0, "value", [labels[k].split(" = ", 1)[-1] for k in frame.index])
+    frame = frame.rename(columns={"contribution": f"contribution{' (pp)' if unit else ''}"})
+    frame.iloc[:, 1:] = frame.iloc[:, 1:] * scale
+    rows, cols = figures.table_data(frame, index_name="feature", digits=3)
+    how = "exact over all coalitions" if res.exact else f"{res.n_orderings:,} sampled feature orderings"
+    info = (
+        f"{what[0].upper()}{what[1:]} {_number(res.prediction * scale, unit)} = mean "
+        f"{_number(res.base_value * scale, unit)}"
+        f" over {res.n_background} background rows + the contributions ({how}; the standard errors come from the "
+        f"background sample). Interventional Shapley values: each feature's average effect on this prediction "
+        f"when it joins the others in every order."
+    )
+    return {"figure": fig, "data": rows, "columns": cols, "info": info}
+
+
+def export_csv(ctx, inp):
+    found = inp.results(KIND).get(inp.state["model"])
+    if found is None:
+        return None
+    return dcc.send_data_frame(found.to_frame().to_csv, f"contributions-row-{inp.state['obs']}.csv")
+
+
+VIEW = View(
+    name="contributions",
+    order=85,
+    title="Why this prediction: feature contributions",
+    question="The selected observation's prediction as the average prediction plus one contribution per feature "
+    "(Shapley values, in the prediction's units).",
+    outputs={
+        "figure": (GRAPH, "figure"),
+        "data": (TABLE, "data"),
+        "columns": (TABLE, "columns"),
+        "info": (INFO, "children"),
+    },
+    render=render,
+    body=lambda: [
+        layout.graph(GRAPH, height=None, filename="contributions"),
+        html.Div(id=INFO, className="help"),
+        layout.table(TABLE),
+        html.Div([html.Button("Export CSV", id=EXPORT, className="button small")], className="panel-foot"),
+    ],
+    tasks=(TASK,),
+    exports={EXPORT: export_csv},
+)
