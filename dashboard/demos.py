@@ -13,6 +13,8 @@ Models are saved as ``.skops`` and loaded through the same safe path as uploads.
 from __future__ import annotations
 
 import fcntl
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -112,7 +114,6 @@ def _train(store, ws_id: str):
 
 def build_demo(store, ws_id: str):
     """Train a demo's models, save them as .skops with its data, record the workspace."""
-    from .isolation import Limits, isolated
     from .store import Workspace
 
     if ws_id not in _BUILDERS:
@@ -124,11 +125,27 @@ def build_demo(store, ws_id: str):
         try:
             if record.exists():
                 return Workspace.from_json(record.read_text())
-            # Trained in a child process: scikit-learn's OpenMP thread pool (gradient boosting)
-            # must never start in a web worker, or every job forked from it later hangs in
-            # libgomp at its first parallel prediction.
-            ws = isolated(_train, store, ws_id, what=f"Training the demo {ws_id!r}", limits=Limits(seconds=900))
+            # Trained in a fresh interpreter (not a fork): scikit-learn's OpenMP pool
+            # (gradient boosting) must never start in a web worker, or every job forked from
+            # it later hangs in libgomp at its first parallel prediction; and a forked child
+            # of a process whose pool is running hangs the same way while training.
+            done = subprocess.run(
+                [sys.executable, "-m", "dashboard.demos", str(store.root), str(store.size_limit_mb), ws_id],
+                capture_output=True,
+                text=True,
+                timeout=900,
+                cwd=Path(__file__).resolve().parent.parent,
+            )
+            if done.returncode != 0:
+                raise RuntimeError(f"training the demo {ws_id!r} failed: {done.stderr[-2000:]}")
+            ws = Workspace.from_json(done.stdout.strip().splitlines()[-1])
             store.save_workspace(ws)
             return ws
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+if __name__ == "__main__":  # python -m dashboard.demos ROOT SIZE_LIMIT_MB DEMO_ID: train, print the workspace
+    from .store import Store
+
+    print(_train(Store(sys.argv[1], size_limit_mb=int(sys.argv[2])), sys.argv[3]).to_json())

@@ -207,6 +207,7 @@ class Store:
 
     def __init__(self, root: str | Path, *, size_limit_mb: int = 2048):
         self.root = Path(root).resolve()
+        self.size_limit_mb = int(size_limit_mb)
         for sub in ("uploads", "data", "models", "workspaces", "demos"):
             (self.root / sub).mkdir(parents=True, exist_ok=True)
         self.results = ForkSafeCache(

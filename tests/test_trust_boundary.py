@@ -400,3 +400,19 @@ def test_a_job_forked_after_a_demo_was_built_does_not_hang():
     )
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip() == "(171, 2)"
+
+
+def test_a_demo_built_by_a_process_that_ran_a_model_does_not_hang():
+    """The other direction: a process whose OpenMP pool runs (it trained or predicted with
+    gradient boosting: this test process, or any job) forked a child to train the demo,
+    and the child hung. Demos train in a fresh interpreter."""
+    out = subprocess.run(
+        [sys.executable, str(HERE / "helpers" / "fork_then_demo.py")],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        cwd=HERE.parent,
+        env={**os.environ, "PYTHONPATH": str(HERE.parent)},
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "demo-cancer 2"
