@@ -987,13 +987,16 @@ def waterfall_figure(
         )
     )
     height = max(MIN_HEIGHT, PX_PER_FEATURE * (len(values) + 2) + 130)
+    ends = np.concatenate([[0.0, base * scale], base * scale + np.cumsum(values), [prediction * scale]])
+    low, high = float(ends.min()), float(ends.max())
+    pad = max(high - low, 1e-12) * 0.22  # room for the labels outside the bars on both sides
     return _style(
         fig,
         title,
         "waterfall",
         subtitle=subtitle,
         height=height,
-        xaxis=dict(title=f"prediction{suffix}" if unit else "prediction"),
+        xaxis=dict(title=f"prediction{suffix}" if unit else "prediction", range=[low - pad, high + pad]),
         yaxis=dict(title="feature = value in this row", automargin=True, type="category"),
         showlegend=False,
         margin=dict(l=10, r=60, t=85, b=40),

@@ -159,6 +159,10 @@ CALLS = {
     "FeatureProfile.extremes": (lambda prof, k: prof.extremes(k), lambda: dict(prof=prof(), k=1)),
     "output_range": (compute.output_range, lambda: dict(model=OLS, X=X)),
     "predict_rows": (compute.predict_rows, lambda: dict(model=OLS, X=X)),
+    "shapley_contributions": (
+        compute.shapley_contributions,
+        lambda: dict(model=OLS, X=X, instance="r0", n_background=5),
+    ),
     "model_performance": (compute.model_performance, lambda: dict(pred=compute.predict_rows(OLS, X), y=Y)),
     "confusion_matrix": (compute.confusion_matrix, lambda: dict(pred=compute.predict_rows(CLF, XC), y=YC)),
     "calibration_curve": (compute.calibration_curve, lambda: dict(pred=compute.predict_rows(CLF, XC), y=YC)),
@@ -179,6 +183,7 @@ MODEL_FUNCTIONS = {
     "pd_variance_importance": {"output", "n_jobs", "chunk_rows", "random_state", "n_obs", "grid"},
     "output_range": {"output", "n_jobs", "chunk_rows"},
     "predict_rows": {"output", "n_jobs", "chunk_rows"},
+    "shapley_contributions": {"output", "n_jobs", "chunk_rows", "random_state"},
 }
 
 #: Bad values of the shared knobs: (value, error, match).
@@ -808,6 +813,16 @@ def _cases():
     add("output_range", {"X": X.assign(a=0.0, b=0.0, c=0.0)}, InputError, "predictions over X are constant", "constant")
     for value in (0, -1, "2", 1.5, True, None):
         add("rank_extremes", {"k": value}, InputError, r"'k' parameter must be an int >= 1", f"k={value!r}")
+    for value, match in [
+        ("zz", "'instance' 'zz' is neither a row label of X nor a one-row DataFrame"),
+        (X.iloc[:2], "'instance' DataFrame must have exactly one row"),
+        (X.iloc[0], "'instance' must be a row label of X or a one-row DataFrame"),
+    ]:
+        add("shapley_contributions", {"instance": value}, InputError, match, f"instance={type(value).__name__}")
+    for value in (0, -1, 2.5, "10", None):
+        add("shapley_contributions", {"n_background": value}, InputError, "'n_background'", f"bg={value!r}")
+    add("shapley_contributions", {"features": ["a", "zz"]}, InputError, "zz", "features")
+    add("shapley_contributions", {"tol": 0}, InputError, "'tol'", "tol")
     for name in ("model_performance", "confusion_matrix", "calibration_curve"):
         add(name, {"pred": OLS}, InputError, "'pred' must be the Predictions of compute.predict_rows", "pred")
         add(

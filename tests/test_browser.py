@@ -201,6 +201,7 @@ def test_subgroup_x3_changes_the_ranking(server, tab):
 
 def _click_curve(tab, trace_prefix: str):
     """Click the peak of a named ICI trace; returns that trace's row label."""
+    tab.locator("#ici-graph").scroll_into_view_if_needed()  # mouse events need it on screen
     target = tab.evaluate(
         """(prefix) => {
             const g = document.querySelector('#ici-graph .js-plotly-plot');
@@ -489,6 +490,7 @@ def test_hovering_an_ici_curve_fills_the_panel(server, tab):
     hover). Hovering a point of the 1,000-curve WebGL trace shows that row's values."""
     tab.goto(server["url"] + "/?ws=demo-x3&feature=X1")
     wait_views(tab)
+    tab.locator("#ici-graph").scroll_into_view_if_needed()  # mouse events need it on screen
     target = tab.evaluate(
         """() => {
             const g = document.querySelector('#ici-graph .js-plotly-plot');
