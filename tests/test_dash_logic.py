@@ -268,6 +268,29 @@ def test_new_subgroup_needs_only_pfi_tasks(ctx, state, results):
     assert [t["kind"] for t in todo] == ["pfi"]
 
 
+def test_a_state_being_computed_never_shows_another_states_charts(ctx, state, results):
+    """Issue 11, defect 2: while the job of a new data set ran, the page showed the new header
+    over the previous data set's charts. The pending state's record replaces them at once:
+    its cached parts show, the rest waits."""
+    other, error = normalize(ctx, {**state, "ws": "demo-diabetes", "subgroup": "age > 0.0123"})
+    assert error is None
+    pending, request, status = resolve_state(ctx, other, None)
+    assert isinstance(request, dict) and status.startswith("Computing")
+    assert pending["state"]["ws"] == "demo-diabetes" and pending["pending"]
+    pfi = views.render(ctx, "pfi", pending)["figure"]
+    assert not pfi.data and "Waiting" in pfi.layout.annotations[0].text
+    ici = views.render(ctx, "ici", pending)["figure"]
+    assert not any("X1" in str(t.name) for t in ici.data)  # nothing of demo-x3
+    # once the job is done, the same state draws its charts (nothing cached from the wait)
+    assert run_request(ctx, request).get("ok")
+    done, request, _ = resolve_state(ctx, other, None)
+    assert not isinstance(request, dict) and not done.get("pending")
+    assert views.render(ctx, "pfi", done)["figure"].data and views.render(ctx, "ici", done)["figure"].data
+    # a cached feature switch of the first data set still draws everything from the cache
+    switched, request, _ = resolve_state(ctx, {**state, "feature": "X2"}, None)
+    assert not isinstance(request, dict) and views.render(ctx, "pfi", switched)["figure"].data
+
+
 def test_finish_job_reports_the_job_error(ctx, state, results):
     """A failed job for the current state shows its error as results and status."""
     pending = {**state, "subgroup": "X2 > 0.456"}

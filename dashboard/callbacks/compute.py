@@ -122,7 +122,10 @@ def resolve_state(ctx, state: dict | None, done: dict | None) -> Resolution:
     request = {"state": state, "request": rid, "nonce": secrets.token_hex(8)}
     n_profiles = sum(t["kind"] == "profiles" for t in todo)
     what = "ICE/ICI passes" if n_profiles else "importance"
-    return Resolution(no_update, request, f"Computing {what} for {ws.title}…")
+    # The views re-render at once for the new state: what is cached shows, the rest waits;
+    # nothing of the previous state (another data set, subgroup or feature) stays on screen.
+    pending = {"state": state, "keys": planned["keys"], "pending": True}
+    return Resolution(pending, request, f"Computing {what} for {ws.title}…")
 
 
 def run_request(ctx, request, set_progress=None) -> dict:
@@ -238,7 +241,7 @@ def watch_job(ctx, active, state, done):
     if active is not False:
         return no_update, no_update
     _, request, _ = resolve_state(ctx, state, done)
-    if request is no_update:  # complete, or a job error: finish_job shows either
+    if not isinstance(request, dict):  # complete, or a job error: finish_job shows either
         return no_update, no_update
     return {"error": STOPPED, "state": clean_state(state)}, STOPPED
 
@@ -247,6 +250,6 @@ def finish_job(ctx, state, done):
     """After a job: the results if the current state is now complete, its error if it
     failed; nothing while a newer job (for a newer state) is still running."""
     results, request, status = resolve_state(ctx, state, done)
-    if request is not no_update and request is not None:
+    if isinstance(request, dict):  # a newer job (for a newer state) is still running
         return no_update, no_update
     return results, status

@@ -145,7 +145,13 @@ def load_inputs(ctx, results) -> Inputs | None:
     if not isinstance(results, dict) or "keys" not in results or not isinstance(results.get("state"), dict):
         return None
     try:  # one server process may hold several apps (tests): their store and settings differ
-        tag = (str(ctx.store.root), ctx.config, json.dumps(results["state"], sort_keys=True, default=str))
+        # a pending record (a job still running) reads its results again when complete
+        tag = (
+            str(ctx.store.root),
+            ctx.config,
+            json.dumps(results["state"], sort_keys=True, default=str),
+            bool(results.get("pending")),
+        )
     except (TypeError, ValueError):
         return None
     return _INPUTS.get(tag, lambda: _make_inputs(ctx, results["state"]))
