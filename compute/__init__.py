@@ -35,6 +35,7 @@ from .shapley import (
 )
 from .subgroup import format_condition, parse_subgroup
 from .summary import ProfileSummary, rank_extremes
+from .whatif import WhatIf, apply_edits, what_if
 
 __all__ = [
     "ExplainError",
@@ -49,8 +50,10 @@ __all__ = [
     "ShapleyContributions",
     "ShapleyImportance",
     "SubgroupError",
+    "WhatIf",
     "compare_shapley_importance",
     "ale_curve",
+    "apply_edits",
     "ale_from_profile",
     "calibration_curve",
     "ciu_from_profiles",
@@ -73,4 +76,5 @@ __all__ = [
     "rank_extremes",
     "shapley_contributions",
     "shapley_importance",
+    "what_if",
 ]
