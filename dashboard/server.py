@@ -13,7 +13,7 @@ from werkzeug.exceptions import RequestEntityTooLarge
 from . import layout
 from .callbacks import register_all
 from .config import Config
-from .loading import DATA_SUFFIXES, MODEL_SUFFIXES
+from .loading import DATA_SUFFIXES, MODEL_SUFFIXES, preload
 from .quota import WRITING, UploadQuota, client_key
 from .state import Context, make_context
 from .store import ForkSafeCache
@@ -39,6 +39,7 @@ def create_app(config: Config) -> Dash:
     register_all(app, ctx)
     add_upload_route(app.server, ctx)
     ctx.store.purge_uploads(config.upload_ttl_hours)  # files past their lifetime go at start-up too
+    preload()  # jobs fork from here: each then starts with the model-loading imports done
     # Dash registers its script bundles on the first request, after flagging setup as done:
     # a second thread's request meanwhile gets "dash is not a registered library" (500).
     # One request here, before any real traffic, closes that window.

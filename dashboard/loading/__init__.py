@@ -30,7 +30,15 @@ unhashable models) and read with :func:`load_warnings`; they disappear with the 
 from .checks import check_model_data, infer_task
 from .data import DATA_SUFFIXES, read_data
 from .errors import FIELDS, LoadError, Policy
-from .models import MODEL_SUFFIXES, PICKLE_SUFFIXES, load_model, load_warnings, model_untrusted_types, model_versions
+from .models import (
+    MODEL_SUFFIXES,
+    PICKLE_SUFFIXES,
+    load_model,
+    load_warnings,
+    model_untrusted_types,
+    model_versions,
+    preload,
+)
 from .onnx import OnnxModel
 
 __all__ = [
@@ -47,5 +55,6 @@ __all__ = [
     "load_warnings",
     "model_untrusted_types",
     "model_versions",
+    "preload",
     "read_data",
 ]
