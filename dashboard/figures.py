@@ -644,12 +644,15 @@ def _curves_figure(
 
 
 # --- CIU (seed 003) --------------------------------------------------------------------------
-def ciu_figure(ciu: pd.DataFrame, *, title: str | None = None) -> go.Figure:
+def ciu_figure(
+    ciu: pd.DataFrame, *, title: str | None = None, subtitle: str = "", reference: pd.DataFrame | None = None
+) -> go.Figure:
     """Contextual importance and utility of one instance, as Fig. 3 of seed 003.
 
     CI is a half-transparent bar; CU a solid bar of length CI * CU inside it (overlay), so
     the solid share of each bar is the utility. Features sorted by CI, largest on top;
-    features whose CI or CU left [0, 1] (``out_of_range``) carry a marker.
+    features whose CI or CU left [0, 1] (``out_of_range``) carry a marker. ``reference``
+    (the same row before a what-if edit) adds its CI and CI x CU as open markers.
     """
     if ciu is None or ciu.empty:
         return empty_figure("No contextual importance computed yet.")
@@ -701,12 +704,31 @@ def ciu_figure(ciu: pd.DataFrame, *, title: str | None = None) -> go.Figure:
                 hovertemplate="%{hovertext}<extra></extra>",
             )
         )
+    if reference is not None:
+        before = reference.reindex(order)
+        for x, name, symbol in (
+            (before["CI"], "CI before the edit", "line-ns-open"),
+            (before["CI"] * before["CU"], "CI × CU before the edit", "circle-open"),
+        ):
+            fig.add_trace(
+                go.Scatter(
+                    _validate=False,
+                    x=x.to_numpy(float),
+                    y=y,
+                    customdata=names,
+                    mode="markers",
+                    marker=dict(symbol=symbol, color="#111827", size=11, line=dict(width=2)),
+                    name=name,
+                    hovertemplate="%{y}: " + name + " %{x:.3g}<extra></extra>",
+                )
+            )
     yaxis, height = _bar_axis(order, None)
     default = "Contextual importance (transparent bar) and utility (solid share of it)"
     return _style(
         fig,
         title or default,
         "ciu",
+        subtitle=subtitle,
         barmode="overlay",
         height=height,
         yaxis=yaxis,
@@ -1000,6 +1022,69 @@ def waterfall_figure(
         yaxis=dict(title="feature = value in this row", automargin=True, type="category"),
         showlegend=False,
         margin=dict(l=10, r=60, t=85, b=40),
+    )
+
+
+def whatif_figure(
+    grid: np.ndarray,
+    curves: np.ndarray,
+    points: tuple,
+    *,
+    categorical: bool,
+    feature,
+    title: str,
+    subtitle: str = "",
+    y_title: str = "prediction",
+    scale: float = 1.0,
+) -> go.Figure:
+    """One row's ICE curve over a feature before (dashed) and after (solid) a what-if edit,
+    each with a marker where the row's own value puts it. ``curves``: (2, n_grid);
+    ``points``: ((x before, y before), (x after, y after)); a categorical feature's levels
+    are dots (its levels have no order to draw a line through)."""
+    x = np.array([level_label(v) for v in grid], dtype=object) if categorical else np.asarray(grid, dtype=float)
+    fig = _figure()
+    styles = (("before the edit", "#9ca3af", "dash"), ("as edited", SELECTED_COLOR, "solid"))
+    for k, (name, color, dash) in enumerate(styles):
+        fig.add_trace(
+            go.Scatter(
+                _validate=False,
+                x=x,
+                y=np.asarray(curves[k], dtype=float) * scale,
+                mode="markers" if categorical else "lines",
+                line=dict(color=color, dash=dash, width=2),
+                marker=dict(color=color, size=8),
+                name=f"{name}: curve",
+                showlegend=False,
+                hovertemplate=f"{feature} = %{{x}}<br>{y_title}: %{{y:.4g}}<extra>{name}</extra>",
+            )
+        )
+    for k, (name, color, _) in enumerate(styles):
+        (px, py) = points[k]
+        shown = level_label(px) if categorical else px
+        fig.add_trace(
+            go.Scatter(
+                _validate=False,
+                x=[shown],
+                y=[py * scale],
+                mode="markers",
+                marker=dict(color=color, size=13, symbol="circle" if k else "circle-open", line=dict(width=2)),
+                name=f"{name}: {feature} = {shown if categorical else f'{px:.4g}'}, {py * scale:.4g}",
+                hovertemplate=f"{name}<br>{feature} = %{{x}}<br>{y_title}: %{{y:.4g}}<extra></extra>",
+            )
+        )
+    xaxis: dict = dict(title=str(feature))
+    if categorical:
+        xaxis.update(type="category", categoryorder="array", categoryarray=list(x))
+    return _style(
+        fig,
+        title,
+        "whatif",
+        subtitle=subtitle,
+        height=360,
+        xaxis=xaxis,
+        yaxis=dict(title=y_title),
+        legend=dict(orientation="h", yanchor="top", y=-0.2, xanchor="left", x=0.0),
+        margin=dict(l=10, r=10, t=85, b=80),
     )
 
 

@@ -161,6 +161,43 @@ def select_rows(data: pd.DataFrame, condition: str, excluded=()) -> pd.Series:
     return mask
 
 
+def clean_edits(data: pd.DataFrame, features, row, edit: dict) -> dict:
+    """What-if edits valid for this row: columns the model uses, a level found in the data
+    (as its text) for a categorical column, a number clamped to the observed range (whole
+    for an integer column) otherwise; values equal to the row's own are dropped."""
+    from compute.sampling import is_categorical
+
+    by_name = {str(f): f for f in features}
+    kept: dict = {}
+    for key, value in (edit or {}).items():
+        column = by_name.get(key)
+        if column is None:
+            continue
+        values = data[column]
+        old = data.at[row, column]
+        if is_categorical(values):
+            levels = {str(level): level for level in values.dropna().unique()}
+            if isinstance(value, str) and value in levels and not _equal(levels[value], old):
+                kept[key] = value
+            continue
+        if isinstance(value, str) or isinstance(value, bool):
+            continue
+        low, high = float(values.min()), float(values.max())
+        number: float | int = min(max(float(value), low), high)
+        if pd.api.types.is_integer_dtype(values):
+            number = int(round(number))
+        if not _equal(number, old):
+            kept[key] = number
+    return dict(sorted(kept.items()))
+
+
+def _equal(a, b) -> bool:
+    try:
+        return bool(a == b)
+    except (TypeError, ValueError):
+        return False
+
+
 def row_label(value, index: pd.Index):
     """A row label as it arrives from the URL or a click (a string or int) in the index's type."""
     if pd.api.types.is_integer_dtype(index.dtype):

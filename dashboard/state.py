@@ -8,6 +8,8 @@ on-disk store and the model-loading policy.
 
 from __future__ import annotations
 
+import json
+import math
 from dataclasses import dataclass
 from urllib.parse import parse_qs, urlencode
 
@@ -21,7 +23,7 @@ DEFAULT_REPEATS = 10
 MAX_REPEATS = 200
 DEFAULT_ALE_K = 20  # ALE intervals: R iml's and PyALE's default
 MAX_ALE_K = 200
-_KEYS = ("ws", "model", "feature", "subgroup", "obs", "centered", "repeats", "sfimp", "exclude", "ale_k")
+_KEYS = ("ws", "model", "feature", "subgroup", "obs", "centered", "repeats", "sfimp", "exclude", "ale_k", "edit")
 
 
 @dataclass(frozen=True)
@@ -67,12 +69,14 @@ def default_state() -> dict:
         "sfimp": False,
         "exclude": [],
         "ale_k": DEFAULT_ALE_K,
+        "edit": {},
     }
 
 
 MAX_TEXT = 2000  # longest feature, model, observation or subgroup text kept
 MAX_EXCLUDED = 5000  # most excluded observations kept
 _ID_LIKE = 200  # longest workspace id or excluded row label kept
+MAX_EDITS = 500  # most edited values (what-if) kept
 
 
 def clean_state(raw) -> dict:
@@ -114,7 +118,31 @@ def clean_state(raw) -> dict:
             if isinstance(e, (str, int)) and not isinstance(e, bool) and len(str(e)) <= _ID_LIKE
         ]
         state["exclude"] = sorted(set(kept))
+    state["edit"] = _clean_edit(raw.get("edit")) if state["obs"] is not None else {}
     return state
+
+
+def _clean_edit(raw) -> dict:
+    """What-if edits: column name -> a finite number or a level's text (validity against the
+    data is ``normalize``'s job)."""
+    if not isinstance(raw, dict):
+        return {}
+    kept: dict[str, int | float | str] = {}
+    for key, value in list(raw.items())[:MAX_EDITS]:
+        if not isinstance(key, str) or len(key) > MAX_TEXT:
+            continue
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and _finite(value):
+            kept[key] = value
+        elif isinstance(value, str) and len(value) <= MAX_TEXT:
+            kept[key] = value
+    return dict(sorted(kept.items()))
+
+
+def _finite(value) -> bool:
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an int beyond float range
+        return False
 
 
 def state_from_search(search: str | None) -> dict:
@@ -138,6 +166,11 @@ def state_from_search(search: str | None) -> dict:
         state["ale_k"] = DEFAULT_ALE_K
     if one.get("exclude"):
         state["exclude"] = [e for e in one["exclude"].split(",") if e][:MAX_EXCLUDED]
+    if one.get("edit"):
+        try:
+            state["edit"] = json.loads(one["edit"][: MAX_EDITS * (MAX_TEXT + 8)])
+        except ValueError:
+            state["edit"] = {}
     return clean_state(state)
 
 
@@ -157,4 +190,6 @@ def search_from_state(state: dict) -> str:
         query["ale_k"] = str(state["ale_k"])
     if state.get("exclude"):
         query["exclude"] = ",".join(str(e) for e in state["exclude"])
+    if state.get("edit") and state.get("obs") is not None:
+        query["edit"] = json.dumps(state["edit"], sort_keys=True, separators=(",", ":"))
     return "?" + urlencode(query)

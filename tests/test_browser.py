@@ -531,3 +531,63 @@ def test_performance_view_follows_subgroup_and_threshold(server, tab):
     panel = tab.locator("section.panel", has=tab.locator("#performance-table"))
     OUTPUT.mkdir(parents=True, exist_ok=True)
     panel.screenshot(path=str(OUTPUT / "performance-cancer-subgroup.png"))
+
+
+def test_what_if_edit_moves_prediction_and_contributions_and_is_shared_by_url(server, tab):
+    """Issue 14, item 2: edit a value of the selected row; the prediction, the curve, CIU and
+    the contributions follow the edited row; the page's link restores the edit."""
+    tab.goto(server["url"] + "/?ws=demo-x3&feature=X2&obs=5")
+    tab.wait_for_selector("#whatif-info:has-text('Change a value')")
+    tab.wait_for_function(
+        "() => { const g = document.querySelector('#contributions-graph .js-plotly-plot');"
+        " return g && (g.layout.title.text || '') === 'Why row 5 gets its predicted Y'; }"
+    )
+    total_before = tab.evaluate(
+        "() => Array.from(document.querySelector('#contributions-graph .js-plotly-plot')._fullData[0].x).at(-1)"
+    )
+    field = tab.locator(".whatif-field", has=tab.locator("label", has_text=re.compile("^X2$"))).locator("input")
+    old = float(field.input_value())
+    new = 0.9 if old < 0 else -0.9
+    field.fill(str(new))
+    start = time.perf_counter()
+    field.press("Enter")
+    tab.wait_for_selector("#whatif-info:has-text('→')")
+    seconds = time.perf_counter() - start
+    print(f"what-if edit answered in {seconds:.2f} s")
+    info = tab.inner_text("#whatif-info")
+    assert f"X2 {old:.4g} → {new:.4g}" in info
+    assert "edit=" in tab.evaluate("() => location.search")
+    tab.wait_for_function(
+        "() => { const g = document.querySelector('#contributions-graph .js-plotly-plot');"
+        " return g && (g.layout.title.text || '') === 'Why row 5 (as edited) gets its predicted Y'; }"
+    )
+    total_after = tab.evaluate(
+        "() => Array.from(document.querySelector('#contributions-graph .js-plotly-plot')._fullData[0].x).at(-1)"
+    )
+    shown_after = float(info.split("→ ")[1].split(" ")[0])
+    assert total_after != total_before and abs(total_after - shown_after) <= 1e-3 * max(1.0, abs(shown_after))
+    points = tab.evaluate(
+        "() => document.querySelector('#whatif-graph .js-plotly-plot')._fullData.filter(t => t.x.length === 1)"
+        ".map(t => [t.x[0], t.y[0]])"
+    )
+    assert points[1][0] == pytest.approx(new) and points[1][1] == pytest.approx(shown_after, rel=1e-3)
+    assert "before the edit" in tab.evaluate(
+        "() => document.querySelector('#whatif-ciu-graph .js-plotly-plot')._fullData.map(t => t.name).join(' ')"
+    )
+    panel = tab.locator("section.panel", has=tab.locator("#whatif-form"))
+    OUTPUT.mkdir(parents=True, exist_ok=True)
+    panel.screenshot(path=str(OUTPUT / "what-if-x3.png"))
+    # the link restores the edit in another session
+    link = tab.url
+    other = tab.context.browser.new_context(viewport={"width": 1400, "height": 1800}).new_page()
+    other.set_default_timeout(TIMEOUT)
+    other.goto(link)
+    other.wait_for_selector("#whatif-info:has-text('→')")
+    assert f"X2 {old:.4g} → {new:.4g}" in other.inner_text("#whatif-info")
+    restored = other.locator(".whatif-field.edited", has=other.locator("label", has_text=re.compile("^X2$")))
+    assert float(restored.locator("input").input_value()) == pytest.approx(new)
+    other.context.close()
+    # reset: back to the row's own values
+    tab.click("#whatif-reset")
+    tab.wait_for_selector("#whatif-info:has-text('Change a value')")
+    assert "edit=" not in tab.evaluate("() => location.search")

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import json
 
-from dash import Input, Output, State, no_update
+from dash import ALL, Input, Output, State, no_update
 from dash import ctx as dash_ctx
 
 import compute
 
 from .. import ids
 from ..demos import DEMOS
-from ..planning import row_label, select_rows
+from ..planning import clean_edits, row_label, select_rows
 from ..state import MAX_REPEATS, clean_state, default_state, search_from_state, state_from_search
 
 
@@ -118,15 +118,34 @@ def click_feature(state, inputs):
     return state if value is None else {**state, "feature": str(value)}
 
 
+def _select(state, row):
+    """Select an observation; what-if edits belong to the row they were made on."""
+    row = str(row)
+    return state if row == state.get("obs") else {**state, "obs": row, "edit": {}}
+
+
 def click_curve_row(state, inputs):
     clicked = inputs.get("clicked") or {}
-    return state if clicked.get("row") is None else {**state, "obs": str(clicked["row"])}
+    return state if clicked.get("row") is None else _select(state, clicked["row"])
 
 
 def click_table_row(state, inputs):
     cell = inputs.get("active_cell") or {}
     # the record's id (its row label), not its page position
-    return state if cell.get("row_id") is None else {**state, "obs": str(cell["row_id"])}
+    return state if cell.get("row_id") is None else _select(state, cell["row_id"])
+
+
+def edit_values(state, inputs):
+    """The what-if form's values (every field: normalize keeps those that differ from the
+    row's own), for the row the form was drawn for."""
+    sent = inputs.get("whatif") or {}
+    if state.get("obs") is None or str(sent.get("row")) != str(state["obs"]):
+        return state  # a form of another row (the selection moved on)
+    return {**state, "edit": dict(sent.get("edit") or {})}
+
+
+def reset_edits(state, inputs):
+    return {**state, "edit": {}}
 
 
 def apply_subgroup(state, inputs):
@@ -196,6 +215,8 @@ REDUCERS = {
     ids.EXCLUDE_SELECTED: exclude_selected,
     ids.EXCLUDE_NEGATIVE: exclude_negative,
     ids.EXCLUDE_CLEAR: clear_exclusions,
+    ids.WHATIF_EDIT: edit_values,
+    ids.WHATIF_RESET: reset_edits,
 }
 
 
@@ -216,6 +237,11 @@ def normalize(ctx, state: dict, *, previous_subgroup: str = "", error=None) -> t
     rows = ctx.store.data(ws).index
     if state.get("obs") is not None and row_label(state["obs"], rows) not in rows:
         state["obs"] = None  # a row this data set does not have (another data set's, or typed in a URL)
+    if state.get("obs") is None or not state.get("edit"):
+        state["edit"] = {}
+    else:
+        data = ctx.store.data(ws)
+        state["edit"] = clean_edits(data, model.features, row_label(state["obs"], rows), state["edit"])
     if state.get("subgroup"):
         try:
             mask = select_rows(ctx.store.data(ws), state["subgroup"])
@@ -255,6 +281,21 @@ function(iciClick, iceClick) {
 HOVERED_ROW_JS = CLICKED_ROW_JS
 
 
+# The what-if form's fields (pattern-matching ids, drawn by the what-if view) -> one store the
+# controller reads: every field's value, for the row the form was drawn for.
+WHATIF_JS = """
+function(values, fieldIds) {
+    if (!fieldIds || !fieldIds.length) { return dash_clientside.no_update; }
+    const edit = {};
+    fieldIds.forEach(function(id, i) {
+        const v = values[i];
+        if (v !== null && v !== undefined && v !== '') { edit[id.column] = v; }
+    });
+    return {row: fieldIds[0].row, edit: edit, t: Date.now()};
+}
+"""
+
+
 # The controller's Dash inputs (by the names update_state reads) and outputs.
 CONTROLLER_INPUTS = {
     "search": Input(ids.URL, "search"),
@@ -278,6 +319,8 @@ CONTROLLER_INPUTS = {
     "exclude_clear": Input(ids.EXCLUDE_CLEAR, "n_clicks"),
     "loaded": Input(ids.LOADED_WS, "data"),
     "ale_k": Input(ids.ALE_INTERVALS, "value"),
+    "whatif": Input(ids.WHATIF_EDIT, "data"),
+    "whatif_reset": Input(ids.WHATIF_RESET, "n_clicks"),
     "subgroup_text": State(ids.SUBGROUP_TEXT, "value"),
     "cond_column": State(ids.COND_COLUMN, "value"),
     "cond_op": State(ids.COND_OP, "value"),
@@ -310,6 +353,14 @@ def register(app, ctx) -> None:
         Output(ids.CLICKED_ROW, "data"),
         Input(ids.ICI_GRAPH, "clickData"),
         Input(ids.ICE_GRAPH, "clickData"),
+        prevent_initial_call=True,
+    )
+    field = {"type": ids.WHATIF_VALUE, "column": ALL, "row": ALL}
+    app.clientside_callback(
+        WHATIF_JS,
+        Output(ids.WHATIF_EDIT, "data"),
+        Input(field, "value"),
+        State(field, "id"),
         prevent_initial_call=True,
     )
     app.clientside_callback(

@@ -17,6 +17,7 @@ import compute
 
 from .. import figures, layout, planning
 from ..state import search_from_state
+from . import whatif
 from .base import View, empty
 from .selection import selected_row
 
@@ -30,17 +31,24 @@ MAX_ROWS = 400_000  # model rows per explanation: about 2 s for a 30-feature gra
 
 
 def params(state: dict, ws) -> dict | None:
-    """The task's parameters: the selected observation (none selected: nothing to plan)."""
-    return None if state.get("obs") is None else {"obs": str(state["obs"]), "n_background": N_BACKGROUND}
+    """The task's parameters: the selected observation and its what-if edits, if any (none
+    selected: nothing to plan)."""
+    if state.get("obs") is None:
+        return None
+    found = {"obs": str(state["obs"]), "n_background": N_BACKGROUND}
+    return {**found, "edit": dict(state["edit"])} if state.get("edit") else found
 
 
 def contributions(model, X, y, ws, params, n_jobs):
-    """The task (in the isolated job): the selected row's contributions."""
+    """The task (in the isolated job): the selected row's contributions, as edited."""
     row = planning.row_label(params["obs"], X.index)
+    instance = row
+    if params.get("edit"):
+        instance = compute.apply_edits(X, X.loc[[row]], whatif.edits_for(X, params["edit"]))[1]
     return compute.shapley_contributions(
         model,
         X,
-        row,
+        instance,
         n_background=params["n_background"],
         output=ws.output,
         random_state=planning.SEED,
@@ -84,7 +92,10 @@ def render(ctx, inp) -> dict:
         return {"figure": empty("No observation selected."), "data": [], "columns": [], "info": prompt}
     res: compute.ShapleyContributions = found
     row = planning.row_label(state["obs"], inp.data.index)
-    values = inp.data.loc[row]
+    values = inp.data.loc[row].copy()
+    edit = whatif.edits_for(inp.data, state.get("edit") or {})
+    for column, value in edit.items():  # the edited row (a level as its text: shown as such)
+        values[column] = value
     labels = {
         name: f"{name} = {_value_text(values[cols[0]]) if len(cols) == 1 else '…'}"
         for name, cols in res.players.items()
@@ -97,7 +108,7 @@ def render(ctx, inp) -> dict:
         labels=labels,
         base=res.base_value,
         prediction=res.prediction,
-        title=f"Why row {row} gets its {what}",
+        title=f"Why row {row}{' (as edited)' if edit else ''} gets its {what}",
         subtitle=f"{state['model']}: mean over {res.n_background} background rows plus each feature's contribution",
         scale=scale,
         unit=unit,

@@ -1,0 +1,222 @@
+"""What-if: change the selected observation's values and see its prediction, curve and CIU move.
+
+The edited values are part of the drill-down state (``edit`` in the URL, cleaned against the
+data by ``planning.clean_edits``), so a what-if is shared by its link. The task runs
+``compute.what_if`` in the isolated job: in one prediction pass the row as it is and as
+edited, the ICE curve of both over every feature's grid (Goldstein et al. 2015) and their
+CIU (Främling 2022, Eq. 6 and 8) read off those curves. The contributions view explains the
+edited row as well (its task takes the same edits).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from dash import dcc, html
+
+import compute
+from compute.sampling import is_categorical
+
+from .. import figures, ids, layout, planning
+from ..state import search_from_state
+from .base import View, empty
+from .selection import selected_row
+
+GRAPH = "whatif-graph"
+CIU_GRAPH = "whatif-ciu-graph"
+FORM = "whatif-form"
+INFO = "whatif-info"
+EXPORT = "whatif-export"
+KIND = "whatif"
+GRID = 50  # grid points of a numeric feature's curve
+
+
+def params(state: dict, ws) -> dict | None:
+    """The task's parameters: the selected observation and its (cleaned) edits."""
+    if state.get("obs") is None:
+        return None
+    return {"obs": str(state["obs"]), "edit": dict(state.get("edit") or {}), "grid": GRID}
+
+
+def edits_for(X: pd.DataFrame, edit: dict) -> dict:
+    """The state's edits (keyed by column text) keyed by the data's column labels."""
+    return {col: edit[str(col)] for col in X.columns if str(col) in (edit or {})}
+
+
+def what_if(model, X, y, ws, params, n_jobs):
+    """The task (in the isolated job): the row as it is and as edited."""
+    row = planning.row_label(params["obs"], X.index)
+    return compute.what_if(
+        model, X, row, edits_for(X, params["edit"]), grid=params["grid"], output=ws.output, n_jobs=n_jobs
+    )
+
+
+TASK = planning.TaskSpec(KIND, params, what_if, models="focus", label="what-if for the selected row")
+
+
+def shown(value) -> str:
+    """A value for people: numbers to 4 significant digits, levels as text."""
+    if isinstance(value, (float, np.floating)):
+        return "(missing)" if np.isnan(value) else f"{value:.4g}"
+    return figures.level_label(value)
+
+
+def _field(data: pd.DataFrame, feature, row, edit: dict) -> html.Div:
+    """One feature's input: a number box (whole numbers for an integer column) or a list of
+    the levels found in the data; an edited field says what the row had."""
+    column = data[feature]
+    original = data.at[row, feature]
+    key = str(feature)
+    edited = key in edit
+    field_id = {"type": ids.WHATIF_VALUE, "column": key, "row": str(row)}
+    control: dcc.Dropdown | dcc.Input
+    if is_categorical(column):
+        levels = sorted({str(v) for v in column.dropna().unique()})
+        value = edit.get(key, None if pd.isna(original) else str(original))
+        control = dcc.Dropdown(
+            id=field_id, options=[{"label": v, "value": v} for v in levels], value=value, clearable=False
+        )
+        hint = f"{len(levels)} levels"
+    else:
+        integer = pd.api.types.is_integer_dtype(column)
+        number = None if pd.isna(original) else (int(original) if integer else float(original))
+        value = edit.get(key, number)
+        control = dcc.Input(
+            id=field_id,
+            type="number",
+            value=value,
+            step=1 if integer else "any",
+            debounce=True,
+            className="whatif-number",
+        )
+        hint = f"{shown(column.min())} to {shown(column.max())}"
+    parts: list = [html.Label(key), control, html.Div(hint, className="whatif-hint")]
+    if edited:
+        parts.insert(1, html.Span(f"was {shown(original)}", className="whatif-was"))
+    return html.Div(parts, className="whatif-field edited" if edited else "whatif-field")
+
+
+def _units(ws) -> tuple[float, str, str]:
+    """(scale, unit, what the prediction is) for titles and numbers."""
+    if ws.output is not None:
+        return 100.0, "pp", f"probability of {figures.level_label(ws.output)} (%)"
+    return 1.0, "", f"predicted {ws.target}"
+
+
+def _number(value: float, unit: str, sign: str = "") -> str:
+    return f"{value:{sign}.1f} pp" if unit == "pp" else f"{value:{sign}.4g}"
+
+
+def render(ctx, inp) -> dict:
+    state = inp.state
+    if state.get("obs") is None:
+        prompt: list = ["Select an observation (click an ICI or ICE curve, or a row of a table) to change its values."]
+        if inp.summary is not None:
+            row, _ = selected_row(inp.summary, state, inp.mask)
+            prompt += [" Or ", dcc.Link(f"start from row {row}", href=search_from_state({**state, "obs": str(row)}))]
+            prompt.append(", the row CIU shows.")
+        blank = empty("No observation selected.")
+        return {"form": [], "figure": blank, "ciu": blank, "info": prompt, "reset_style": {"display": "none"}}
+    data, edit = inp.data, state.get("edit") or {}
+    row = planning.row_label(state["obs"], data.index)
+    features = list(inp.ws.model(state["model"]).features)
+    form = [_field(data, f, row, edit) for f in features]
+    reset_style: dict = {} if edit else {"display": "none"}
+    found = inp.results(KIND).get(state["model"])
+    if found is None:
+        waiting = empty("Computing the what-if…")
+        return {"form": form, "figure": waiting, "ciu": waiting, "info": "", "reset_style": reset_style}
+    res: compute.WhatIf = found
+    scale, unit, what = _units(inp.ws)
+    feature = state["feature"]
+    changes = ", ".join(f"{c} {shown(res.values.loc[c, 'original'])} → {shown(v)}" for c, v in res.edits.items())
+    subtitle = f"{state['model']}, row {row}" + (f" with {changes}" if changes else " (no value changed yet)")
+    figure = figures.whatif_figure(
+        res.grids[feature],
+        res.curves[feature],
+        (
+            (res.values.loc[feature, "original"], res.original_prediction),
+            (res.values.loc[feature, "edited"], res.prediction),
+        ),
+        categorical=res.categorical[feature],
+        feature=feature,
+        title=f"How the prediction for row {row} moves with {feature}",
+        subtitle=subtitle,
+        y_title=what,
+        scale=scale,
+    )
+    ciu = figures.ciu_figure(
+        res.ciu,
+        title=f"CIU of row {row}" + (" as edited" if res.edits else ""),
+        subtitle="bars: as edited; open markers: before the edit" if res.edits else "",
+        reference=res.original_ciu if res.edits else None,
+    )
+    before, after = res.original_prediction * scale, res.prediction * scale
+    if res.edits:
+        info = (
+            f"{what[0].upper()}{what[1:]} of row {row}: {_number(before, unit)} → {_number(after, unit)} "
+            f"({_number(after - before, unit, '+')}) with {changes}. The contributions panel explains the edited row; "
+            "this page's link keeps the edit."
+        )
+    else:
+        info = (
+            f"{what[0].upper()}{what[1:]} of row {row}: {_number(before, unit)}. Change a value below (press Enter "
+            "or leave the box) to see the prediction, the curve and CIU move. Numbers are kept within the range "
+            "observed in the data."
+        )
+    return {"form": form, "figure": figure, "ciu": ciu, "info": info, "reset_style": reset_style}
+
+
+def export_csv(ctx, inp):
+    found = inp.results(KIND).get(inp.state["model"])
+    if found is None:
+        return None
+    frame = found.to_frame()
+    frame.loc["(prediction)", ["original", "edited"]] = [found.original_prediction, found.prediction]
+    return dcc.send_data_frame(frame.to_csv, f"what-if-row-{inp.state['obs']}.csv")
+
+
+VIEW = View(
+    name="whatif",
+    order=83,
+    title="What if this observation were different?",
+    question="Change the selected observation's values: its prediction, its curve for the chosen feature and its "
+    "contextual importance and utility (CIU) are computed again for the edited row.",
+    outputs={
+        "form": (FORM, "children"),
+        "figure": (GRAPH, "figure"),
+        "ciu": (CIU_GRAPH, "figure"),
+        "info": (INFO, "children"),
+        "reset_style": (ids.WHATIF_RESET, "style"),
+    },
+    render=render,
+    body=lambda: [
+        html.Div(id=INFO, className="help whatif-info"),
+        html.Div(id=FORM, className="whatif-form"),
+        html.Div(
+            [
+                html.Button("Reset to the row's values", id=ids.WHATIF_RESET, className="button small"),
+                html.Button("Export CSV", id=EXPORT, className="button small"),
+            ],
+            className="panel-foot",
+        ),
+        dcc.Store(id=ids.WHATIF_EDIT),
+        html.Div(
+            [
+                layout.graph(GRAPH, height=None, filename="what-if"),
+                layout.graph(CIU_GRAPH, height=None, filename="what-if-ciu"),
+            ],
+            className="pair",
+        ),
+    ],
+    placeholder=lambda message: {
+        "form": [],
+        "figure": empty(message),
+        "ciu": empty(message),
+        "info": "",
+        "reset_style": {"display": "none"},
+    },
+    tasks=(TASK,),
+    wide=True,
+    exports={EXPORT: export_csv},
+)
