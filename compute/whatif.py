@@ -206,6 +206,15 @@ def what_if(
 def apply_edits(X: pd.DataFrame, original: pd.DataFrame, edits) -> tuple[dict, pd.DataFrame]:
     """(the edits that change a value, the edited one-row frame), every value checked
     against its column in X and stored in the column's type."""
+    X = check_frame(X)
+    if not isinstance(original, pd.DataFrame) or len(original) != 1:
+        is_frame = isinstance(original, pd.DataFrame)
+        shown = f"a DataFrame of {len(original)} rows" if is_frame else type(original).__name__
+        raise InputError(f"The 'original' row must be a one-row DataFrame, e.g. X.loc[[label]] (got {shown}).")
+    lacking = [c for c in X.columns if c not in original.columns]
+    if lacking:
+        raise InputError(f"The 'original' row lacks the columns {lacking[:20]!r} of X.")
+    original = original[list(X.columns)]
     if edits is None:
         edits = {}
     if not isinstance(edits, Mapping):

@@ -167,6 +167,8 @@ CALLS = {
     "confusion_matrix": (compute.confusion_matrix, lambda: dict(pred=compute.predict_rows(CLF, XC), y=YC)),
     "calibration_curve": (compute.calibration_curve, lambda: dict(pred=compute.predict_rows(CLF, XC), y=YC)),
     "rank_extremes": (compute.rank_extremes, lambda: dict(values=np.arange(5.0), k=2)),
+    "what_if": (compute.what_if, lambda: dict(model=OLS, X=X, instance="r0", edits={"a": 1.0})),
+    "apply_edits": (compute.apply_edits, lambda: dict(X=X, original=X.iloc[[0]], edits={"a": 1.0})),
 }
 
 #: Functions taking a model and X, and the shared knobs each of them accepts.
@@ -184,6 +186,7 @@ MODEL_FUNCTIONS = {
     "output_range": {"output", "n_jobs", "chunk_rows"},
     "predict_rows": {"output", "n_jobs", "chunk_rows"},
     "shapley_contributions": {"output", "n_jobs", "chunk_rows", "random_state"},
+    "what_if": {"output", "n_jobs", "chunk_rows"},
 }
 
 #: Bad values of the shared knobs: (value, error, match).
@@ -823,6 +826,37 @@ def _cases():
         add("shapley_contributions", {"n_background": value}, InputError, "'n_background'", f"bg={value!r}")
     add("shapley_contributions", {"features": ["a", "zz"]}, InputError, "zz", "features")
     add("shapley_contributions", {"tol": 0}, InputError, "'tol'", "tol")
+    for value, match in [
+        ("zz", "'instance' must be a row label of X.*'zz'"),
+        (X.iloc[[0]], "'instance' must be a row label of X.*DataFrame"),
+        (None, "'instance' must be a row label"),
+    ]:
+        add("what_if", {"instance": value}, InputError, match, f"instance={type(value).__name__}")
+    for value, match in [
+        ({"zz": 1.0}, "Unknown column in 'edits' 'zz'"),
+        ({"a": "x"}, "numeric column 'a' must be a finite number"),
+        ({"a": np.inf}, "'a' must be a finite number"),
+        ([("a", 1.0)], "'edits' parameter must be a dict"),
+    ]:
+        add("what_if", {"edits": value}, InputError, match, f"edits={value!r}")
+        add("apply_edits", {"edits": value}, InputError, match, f"edits={value!r}")
+    for value, match in [
+        (1, r"'grid' parameter must be an int in \[2"),
+        ("quantiles", "'grid' parameter must be \"observed\""),
+        ([0.0, 1.0], "'grid' parameter must be \"observed\" or an int"),
+    ]:
+        add("what_if", {"grid": value}, InputError, match, f"grid={value!r}")
+    add("what_if", {"features": ["a", "zz"]}, InputError, "zz", "features")
+    add("what_if", {"features": []}, InputError, "'features' parameter must be a non-empty list", "no-features")
+    add("what_if", {"out_range": (1.0, 1.0)}, InputError, "'out_range' must be two finite numbers", "out_range")
+    add("what_if", {"phi0": 2.0}, InputError, "phi0", "phi0")
+    add("what_if", {"utility": "up"}, InputError, "utility", "utility")
+    for value, match in [
+        (X.iloc[:2], "'original' row must be a one-row DataFrame.*2 rows"),
+        (X.iloc[0], "'original' row must be a one-row DataFrame.*Series"),
+        (X.iloc[[0]][["a"]], "'original' row lacks the columns \\['b', 'c'\\]"),
+    ]:
+        add("apply_edits", {"original": value}, InputError, match, f"original={type(value).__name__}-{len(value)}")
     for name in ("model_performance", "confusion_matrix", "calibration_curve"):
         add(name, {"pred": OLS}, InputError, "'pred' must be the Predictions of compute.predict_rows", "pred")
         add(
