@@ -23,7 +23,19 @@ DEFAULT_REPEATS = 10
 MAX_REPEATS = 200
 DEFAULT_ALE_K = 20  # ALE intervals: R iml's and PyALE's default
 MAX_ALE_K = 200
-_KEYS = ("ws", "model", "feature", "subgroup", "obs", "centered", "repeats", "sfimp", "exclude", "ale_k", "edit")
+STATE_FIELDS = _KEYS = (
+    "ws",
+    "model",
+    "feature",
+    "subgroup",
+    "obs",
+    "centered",
+    "repeats",
+    "sfimp",
+    "exclude",
+    "ale_k",
+    "edit",
+)
 
 
 @dataclass(frozen=True)

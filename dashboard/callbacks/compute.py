@@ -103,8 +103,11 @@ def resolve_state(ctx, state: dict | None, done: dict | None) -> Resolution:
     if not todo and not _readable(ctx, planned["keys"], state):
         todo = planning.missing(ctx.store, planned["tasks"])  # the damaged entries were dropped
     rid = request_id(planned["tasks"])
+    from ..views import signatures
+
+    sigs = signatures(ctx.store, state, planned["keys"])
     if not todo:
-        return Resolution({"state": state, "keys": planned["keys"]}, no_update, None)
+        return Resolution({"state": state, "keys": planned["keys"], "sigs": sigs}, no_update, None)
     if isinstance(done, dict) and done.get("request") == rid:
         if done.get("error"):
             return Resolution({"error": str(done["error"]), "state": state}, no_update, str(done["error"]))
@@ -124,7 +127,7 @@ def resolve_state(ctx, state: dict | None, done: dict | None) -> Resolution:
     what = "ICE/ICI passes" if n_profiles else "importance"
     # The views re-render at once for the new state: what is cached shows, the rest waits;
     # nothing of the previous state (another data set, subgroup or feature) stays on screen.
-    pending = {"state": state, "keys": planned["keys"], "pending": True}
+    pending = {"state": state, "keys": planned["keys"], "pending": True, "sigs": sigs}
     return Resolution(pending, request, f"Computing {what} for {ws.title}…")
 
 

@@ -9,7 +9,9 @@ planner, the callbacks, the HTML report and the CSV exports pick it up from the 
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import html as html_lib
+import json
 import logging
 import pkgutil
 from importlib import import_module
@@ -20,7 +22,20 @@ import compute
 
 from .. import ids
 from ..planning import TaskSpec
-from .base import Inputs, View, empty, figure_html, is_figure_ready, load_inputs, table_html, text_html, waiting
+from .base import (
+    PFI,
+    PROFILES,
+    SFIMP,
+    Inputs,
+    View,
+    empty,
+    figure_html,
+    is_figure_ready,
+    load_inputs,
+    table_html,
+    text_html,
+    waiting,
+)
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +70,64 @@ def task_specs() -> tuple[TaskSpec, ...]:
 def task_spec(kind: str) -> TaskSpec:
     """The declared task of that kind (the job process runs it)."""
     return next(spec for spec in task_specs() if spec.kind == kind)
+
+
+def input_id(view: View) -> str:
+    """The store a view's callback listens to: the results record, passed on only when the
+    view's signature changed (``signatures``)."""
+    return f"view-input-{view.name.replace('_', '-')}"
+
+
+def view_keys(view: View, keys: dict, state: dict) -> list[str]:
+    """The cache keys of the results a view reads, for a planned state."""
+    found: list = []
+    if PROFILES in view.needs:
+        found += [keys["summary"], keys["profiles"].get(state.get("feature"))]
+    if PFI in view.needs:
+        found += list(keys["pfi"].values())
+    if SFIMP in view.needs:
+        found += list(keys["sfimp"].values())
+    for spec in view.tasks:
+        found += list(keys.get(spec.kind, {}).values())
+    return [k for k in found if k]
+
+
+def signatures(store, state: dict, keys: dict) -> dict[str, str]:
+    """Per view, a digest of what its outputs depend on: the state fields it reads and
+    which of its results are cached. Equal digests mean equal outputs, so the page skips
+    drawing that view again (an edit, a feature or an observation switch redraws only the
+    views that show it)."""
+    cached: dict[str, bool] = {}
+
+    def has(key: str) -> bool:
+        if key not in cached:
+            cached[key] = store.has(key)
+        return cached[key]
+
+    out = {}
+    for view in REGISTRY:
+        fields = {name: state.get(name) for name in sorted(view.fields)}
+        ready = [has(k) for k in view_keys(view, keys, state)]
+        blob = json.dumps([fields, ready], sort_keys=True, default=str)
+        out[view.name] = hashlib.sha256(blob.encode()).hexdigest()[:16]
+    return out
+
+
+# The results record -> each view's input store, skipping the views whose signature is the
+# one they last drew (a record without signatures, e.g. an error, goes to every view).
+FAN_OUT_JS = """
+function(results) {
+    const previous = Array.prototype.slice.call(arguments, 1);
+    const names = %s;
+    const sigs = (results && results.sigs) || null;
+    return names.map(function(name, i) {
+        const sig = sigs ? (sigs[name] || null) : null;
+        const prev = previous[i];
+        if (sig && prev && prev.sig === sig) { return dash_clientside.no_update; }
+        return {results: results, sig: sig};
+    });
+}
+"""
 
 
 def placeholder(view: View, message: str) -> dict:
@@ -103,10 +176,13 @@ def render_all(ctx, results) -> dict[str, dict]:
 
 def panels(panel) -> list:
     """One panel per view, in page order (``panel`` is ``dashboard.layout.panel``)."""
+    from dash import dcc
+
     return [
         panel(
             v.title,
             *v.body(),
+            dcc.Store(id=input_id(v)),
             help_text=v.question,
             extra=None if v.extra is None else v.extra(),
             class_name="panel wide" if v.wide else "panel",
@@ -185,16 +261,27 @@ def report_html(ctx, results, base_url: str = "") -> str | None:
 
 
 def register(app, ctx) -> None:
-    """One callback per view: the results record in, the view's named outputs out."""
+    """One callback per view: its input store (the results record) in, the view's named
+    outputs out; a clientside callback feeds each store only when the view's signature
+    changed."""
+    from dash import State
+
+    app.clientside_callback(
+        FAN_OUT_JS % json.dumps([v.name for v in REGISTRY]),
+        [Output(input_id(v), "data") for v in REGISTRY],
+        Input(ids.RESULTS, "data"),
+        [State(input_id(v), "data") for v in REGISTRY],
+    )
     for view in REGISTRY:
 
-        def callback(results, view=view, **controls):
+        def callback(given, view=view, **controls):
+            results = given.get("results") if isinstance(given, dict) else None
             return render(ctx, view, results, controls=controls)
 
         app.callback(
             output={name: Output(cid, prop) for name, (cid, prop) in view.outputs.items()},
             inputs={
-                "results": Input(ids.RESULTS, "data"),
+                "given": Input(input_id(view), "data"),
                 **{name: Input(cid, prop) for name, (cid, prop, _) in view.controls.items()},
             },
         )(callback)
@@ -207,6 +294,8 @@ __all__ = [
     "View",
     "export",
     "exports",
+    "input_id",
+    "signatures",
     "load_inputs",
     "needed_tasks",
     "task_spec",

@@ -52,4 +52,5 @@ VIEW = View(
         ]
     ),
     needs=frozenset({PROFILES}),
+    reads=frozenset({"ws", "model", "feature", "ale_k"}),
 )

@@ -28,10 +28,13 @@ import compute
 from .. import figures, planning
 from ..callbacks.compute import plan_state
 from ..callbacks.drilldown import normalize
-from ..state import clean_state
+from ..state import STATE_FIELDS, clean_state
 
 # what a view can need from the job planner (planning.plan task kinds)
 PROFILES, PFI, SFIMP = "profiles", "pfi", "sfimp"
+# the state fields a view reads unless it says otherwise: all but the what-if edit
+DEFAULT_READS = frozenset(STATE_FIELDS) - {"edit"}
+ALL_FIELDS = frozenset(STATE_FIELDS)
 
 
 @dataclass(frozen=True)
@@ -51,6 +54,14 @@ class View:
     tasks: tuple[planning.TaskSpec, ...] = ()  # results this view computes itself (planned and cached)
     controls: dict[str, tuple[str, str, Any]] = field(default_factory=dict)  # name -> (id, prop, default)
     wide: bool = False  # the panel spans the page's full width (tables with many columns)
+    # the state fields render reads (None: DEFAULT_READS). A view is drawn again only when
+    # one of them, or the availability of a result it reads, changes; tests check that
+    # changing any other field leaves its outputs as they were.
+    reads: frozenset | None = None
+
+    @property
+    def fields(self) -> frozenset:
+        return DEFAULT_READS if self.reads is None else self.reads
 
 
 class Inputs:

@@ -32,4 +32,5 @@ VIEW = View(
         html.Div(id=ids.OBS_INFO, className="help"),
     ],
     needs=frozenset({PROFILES}),
+    reads=frozenset({"ws", "model", "feature", "subgroup", "obs"}),
 )

@@ -51,4 +51,5 @@ VIEW = View(
     ],
     needs=frozenset({PROFILES}),
     exports={ids.EXPORT_PFI: export_csv},
+    reads=frozenset({"ws", "model", "subgroup", "exclude"}),
 )

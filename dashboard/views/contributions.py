@@ -18,7 +18,7 @@ import compute
 from .. import figures, layout, planning
 from ..state import search_from_state
 from . import whatif
-from .base import View, empty
+from .base import ALL_FIELDS, PROFILES, View, empty
 from .selection import selected_row
 
 GRAPH = "contributions-graph"
@@ -157,4 +157,6 @@ VIEW = View(
     ],
     tasks=(TASK,),
     exports={EXPORT: export_csv},
+    needs=frozenset({PROFILES}),  # the prompt names the row CIU shows
+    reads=ALL_FIELDS,
 )

@@ -22,4 +22,5 @@ VIEW = View(
     render=render,
     body=lambda: [layout.graph(ids.GLOBAL_CI_GRAPH, height=None, filename="global-ci")],
     needs=frozenset({PROFILES}),
+    reads=frozenset({"ws", "model", "feature", "subgroup"}),
 )

@@ -29,4 +29,5 @@ VIEW = View(
     body=lambda: [layout.graph(ids.ICE_GRAPH, filename="ice")],
     extra=lambda: dcc.Checklist(id=ids.CENTERED, options=[{"label": " centred ICE", "value": "c"}], value=[]),
     needs=frozenset({PROFILES}),
+    reads=frozenset({"ws", "model", "feature", "subgroup", "exclude", "obs", "centered"}),
 )

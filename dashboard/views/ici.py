@@ -34,4 +34,5 @@ VIEW = View(
         html.Div(id=ids.ICI_INFO, className="help"),
     ],
     needs=frozenset({PROFILES}),
+    reads=frozenset({"ws", "model", "feature", "subgroup", "exclude", "obs"}),
 )

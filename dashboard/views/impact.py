@@ -26,4 +26,5 @@ VIEW = View(
     render=render,
     body=lambda: [layout.table(ids.IMPACT_TABLE)],
     needs=frozenset({PROFILES}),
+    reads=frozenset({"ws", "model"}),
 )

@@ -38,4 +38,5 @@ VIEW = View(
     ],
     needs=frozenset({PROFILES}),
     exports={ids.EXPORT_CIU: export_csv},
+    reads=frozenset({"ws", "model", "feature", "subgroup", "obs"}),
 )

@@ -70,4 +70,5 @@ VIEW = View(
     ],
     needs=frozenset({PROFILES}),
     exports={ids.EXPORT_ICI: export_csv},
+    reads=frozenset({"ws", "model", "feature", "subgroup", "exclude", "obs"}),
 )

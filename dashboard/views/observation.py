@@ -29,4 +29,5 @@ VIEW = View(
     render=render,
     body=lambda: [layout.table(ids.OBS_TABLE, page_size=15)],
     needs=frozenset({PROFILES}),
+    reads=frozenset({"ws", "model", "feature", "subgroup", "obs"}),
 )

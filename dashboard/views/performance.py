@@ -249,4 +249,5 @@ VIEW = View(
     wide=True,
     controls={"threshold": (THRESHOLD, "value", 0.5)},
     exports={EXPORT: export_csv},
+    reads=frozenset({"ws", "model", "feature", "subgroup", "exclude", "obs"}),
 )

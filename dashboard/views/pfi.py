@@ -36,4 +36,5 @@ VIEW = View(
     ],
     extra=lambda: html.Button("More repetitions", id=ids.REPEATS_MORE, className="button small"),
     needs=frozenset({PFI}),
+    reads=frozenset({"ws", "model", "feature", "subgroup", "exclude", "repeats"}),
 )

@@ -30,4 +30,5 @@ VIEW = View(
     render=render,
     body=lambda: [layout.graph(ids.PI_GRAPH, filename="pi")],
     needs=frozenset({PROFILES}),
+    reads=frozenset({"ws", "model", "feature", "subgroup"}),
 )

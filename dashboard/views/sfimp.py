@@ -36,4 +36,5 @@ VIEW = View(
     ],
     extra=lambda: html.Button("Compute SFIMP", id=ids.SFIMP_RUN, className="button small"),
     needs=frozenset({SFIMP}),
+    reads=frozenset({"ws", "model", "feature", "subgroup", "exclude", "sfimp"}),
 )

@@ -19,7 +19,7 @@ from compute.sampling import is_categorical
 
 from .. import figures, ids, layout, planning
 from ..state import search_from_state
-from .base import View, empty
+from .base import ALL_FIELDS, PROFILES, View, empty
 from .selection import selected_row
 
 GRAPH = "whatif-graph"
@@ -219,4 +219,6 @@ VIEW = View(
     tasks=(TASK,),
     wide=True,
     exports={EXPORT: export_csv},
+    needs=frozenset({PROFILES}),  # the prompt names the row CIU shows
+    reads=ALL_FIELDS,
 )

@@ -1,0 +1,100 @@
+"""Each view is drawn again only when what it shows can change (issue 11, item 10).
+
+A view declares the state fields it reads (``View.reads``); the page skips a view whose
+fields and results' availability are unchanged (``views.signatures``). These tests hold the
+declarations to the truth: changing any field a view does not declare leaves every one of
+its outputs as it was, and changing a declared field changes its signature."""
+
+from __future__ import annotations
+
+import json
+
+import plotly.utils
+import pytest
+
+from dashboard import jobs, views
+from dashboard.callbacks.compute import plan_state, resolve_state
+from dashboard.callbacks.drilldown import normalize
+from dashboard.config import Config
+from dashboard.server import create_app
+from dashboard.state import STATE_FIELDS, default_state
+
+WS = "demo-diabetes"
+BASE = {"ws": WS, "model": "random forest", "feature": "bmi", "obs": "7"}
+# one other value per field (ws aside: every view reads it)
+VARIANTS = {
+    "model": {"model": "ridge"},
+    "feature": {"feature": "bp"},
+    "subgroup": {"subgroup": "sex == 2"},
+    "obs": {"obs": "8"},
+    "centered": {"centered": True},
+    "repeats": {"repeats": 20},
+    "sfimp": {"sfimp": True},
+    "exclude": {"exclude": ["3", "11"]},
+    "ale_k": {"ale_k": 8},
+    "edit": {"edit": {"bmi": 30.0, "s5": 4.2}},
+}
+
+
+@pytest.fixture(scope="module")
+def ctx(tmp_path_factory):
+    return create_app(Config(cache_dir=str(tmp_path_factory.mktemp("reads-cache")), max_curves=200))._wip_context
+
+
+def _record(ctx, changes: dict) -> dict:
+    """The results record of the state, its results computed (SFIMP left out: costly, and
+    a view that does not read the flag must not care whether it is there)."""
+    state, error = normalize(ctx, {**default_state(), **BASE, **changes})
+    assert error is None
+    ws = ctx.store.workspace(WS)
+    planned = plan_state(ctx, ws, state)
+    jobs.run(ctx.store, ws, [t for t in planned["tasks"] if t["kind"] != "sfimp"], policy=ctx.policy)
+    results = resolve_state(ctx, state, None).results
+    assert isinstance(results, dict) and "sigs" in results
+    return results
+
+
+def _drawn(ctx, view, results) -> str:
+    return json.dumps(views.render(ctx, view, results), cls=plotly.utils.PlotlyJSONEncoder, sort_keys=True)
+
+
+def test_every_field_has_a_variant():
+    assert set(VARIANTS) == set(STATE_FIELDS) - {"ws"}
+
+
+@pytest.mark.parametrize("field", sorted(VARIANTS))
+def test_a_field_a_view_does_not_read_leaves_it_as_it_was(ctx, field):
+    base = _record(ctx, {})
+    other = _record(ctx, VARIANTS[field])
+    assert other["state"][field] != base["state"][field]
+    skipped = [v for v in views.REGISTRY if field not in v.fields]
+    for view in skipped:
+        assert other["sigs"][view.name] == base["sigs"][view.name], view.name
+        assert _drawn(ctx, view, other) == _drawn(ctx, view, base), f"{view.name} reads {field!r}"
+    for view in views.REGISTRY:
+        if field in view.fields:
+            assert other["sigs"][view.name] != base["sigs"][view.name], view.name
+
+
+def test_an_edit_redraws_only_the_views_that_show_it(ctx):
+    base = _record(ctx, {})
+    edited = _record(ctx, VARIANTS["edit"])
+    changed = {name for name, sig in edited["sigs"].items() if sig != base["sigs"][name]}
+    assert changed == {"whatif", "contributions"}
+
+
+def test_a_pending_record_redraws_a_view_when_its_results_arrive(ctx):
+    """While a job runs, a view whose results are missing has another signature than once
+    they are cached; a view whose results are all cached keeps its signature."""
+    done = _record(ctx, {})
+    state = {**done["state"], "obs": "9"}
+    ws = ctx.store.workspace(WS)
+    pending = resolve_state(ctx, state, None).results
+    assert pending.get("pending")
+    assert pending["sigs"]["pfi"] == done["sigs"]["pfi"]  # obs is not read, PFI is cached
+    planned = plan_state(ctx, ws, pending["state"])
+    jobs.run(ctx.store, ws, [t for t in planned["tasks"] if t["kind"] != "sfimp"], policy=ctx.policy)
+    complete = resolve_state(ctx, state, None).results
+    assert not complete.get("pending")
+    assert complete["sigs"]["whatif"] != pending["sigs"]["whatif"]  # its result arrived
+    assert complete["sigs"]["pfi"] == pending["sigs"]["pfi"]
