@@ -108,6 +108,7 @@ def _train(store, ws_id: str):
         models=tuple(entries),
         demo=True,
         features=features,
+        data_role="held-out",  # every demo's data is a test split its models never saw
     )
     return ws
 

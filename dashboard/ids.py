@@ -84,6 +84,7 @@ TARGET_SELECT = "target-select"
 TARGET_ERROR = "target-error"
 OUTPUT_SELECT = "output-select"
 LOSS_SELECT = "loss-select"
+DATA_ROLE = "data-role"  # radio: is the data held out from the models' training?
 TYPES_CHECKLIST = "types-checklist"
 TYPES_BOX = "types-box"
 ADD_TO_CURRENT = "add-to-current"

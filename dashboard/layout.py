@@ -107,6 +107,17 @@ def load_panel(config) -> html.Details:
                             dcc.Dropdown(id=ids.LOSS_SELECT, options=[], placeholder="default from the task"),
                             html.Label("Class to explain (classifiers)"),
                             dcc.Dropdown(id=ids.OUTPUT_SELECT, options=[], placeholder="default: the last class"),
+                            html.Label("Did the models see these rows in training?"),
+                            dcc.RadioItems(
+                                id=ids.DATA_ROLE,
+                                options=[
+                                    {"label": " no: held-out (test) data", "value": "held-out"},
+                                    {"label": " yes: the training data", "value": "training"},
+                                    {"label": " not sure", "value": "unknown"},
+                                ],
+                                value="unknown",
+                                className="data-role",
+                            ),
                         ],
                         className="load-field",
                     ),

@@ -74,6 +74,7 @@ class Workspace:
     demo: bool = False
     features: tuple = ()  # model inputs (the same for every model of the workspace)
     warnings: tuple = field(default=())
+    data_role: str = "unknown"  # "held-out", "training" or "unknown": what the user said at upload
 
     def model(self, name: str | None) -> ModelEntry:
         for entry in self.models:
@@ -95,6 +96,8 @@ class Workspace:
         )
         record["features"] = tuple(record["features"])
         record["warnings"] = tuple(record.get("warnings", ()))
+        # workspaces saved before the question was asked: the demos' data is held out
+        record.setdefault("data_role", "held-out" if record.get("demo") else "unknown")
         return cls(**record)
 
 

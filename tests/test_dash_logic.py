@@ -667,6 +667,50 @@ def test_load_workspace_creates_random_token_workspace(ctx, model_upload, data_u
     assert (ws.task, ws.loss, ws.models[0].features) == ("regression", "squared_error", ("a", "b"))
 
 
+def test_held_out_question_is_kept_and_said_in_pfi_and_performance(ctx, model_upload, data_upload):
+    """Issue 14, item 1: the answer to "did the models see these rows in training?" is kept
+    with the workspace (a forged answer is "unknown"), and the PFI and performance views say
+    what it means; held-out data (the demos) needs no note."""
+    from dashboard import views
+
+    roles = {}
+    for role in ("training", "unknown", "held-out", "evil"):
+        out = load_workspace(ctx, [model_upload], data_upload, "y", None, None, [], False, None, role)
+        roles[role] = ctx.store.workspace(out["ws"])
+    assert {k: ws.data_role for k, ws in roles.items()} == {
+        "training": "training",
+        "unknown": "unknown",
+        "held-out": "held-out",
+        "evil": "unknown",
+    }
+    # adding models to the data shown keeps what was said of its rows
+    added = load_workspace(
+        ctx, [model_upload], None, "y", None, None, [], True, {"ws": roles["training"].id}, "held-out"
+    )
+    assert ctx.store.workspace(added["ws"]).data_role == "training"
+    pfi_info, perf_info = {}, {}
+    for role, ws in roles.items():
+        results = _resolved(ctx, {**default_state(), "ws": ws.id})
+        pfi_info[role] = views.render(ctx, "pfi", results)["info"]
+        run_request(ctx, {"state": results["state"]})  # the performance view's predictions
+        perf_info[role] = views.render(ctx, "performance", _resolved(ctx, results["state"]))["info"]
+    assert "memorisation included" in pfi_info["training"] and "optimistic" in perf_info["training"]
+    assert "not said at Load" in pfi_info["unknown"] and "not said at Load" in perf_info["unknown"]
+    assert "memoris" not in pfi_info["held-out"] and "optimistic" not in perf_info["held-out"]
+    assert ctx.store.workspace("demo-x3").data_role == "held-out"
+
+
+def test_workspaces_saved_before_the_question_read_as_before():
+    import json
+
+    from dashboard.store import Workspace
+
+    old = {"id": "w", "title": "t", "data_path": "d", "data_sha": "s", "target": "y", "task": "regression"}
+    old |= {"loss": "squared_error", "models": [], "features": []}
+    assert Workspace.from_json(json.dumps(old)).data_role == "unknown"
+    assert Workspace.from_json(json.dumps({**old, "demo": True})).data_role == "held-out"
+
+
 def test_load_workspace_missing_target_is_target_error(ctx, model_upload, data_upload):
     """A target that is not a column is reported on the target field."""
     out = load_workspace(ctx, [model_upload], data_upload, "yy", None, None, [], False, None)

@@ -176,7 +176,12 @@ def _lines(messages):
     return [html.Div(m) for m in messages]
 
 
-def load_workspace(ctx, model_files, data_file, target, loss, output, accepted, add_to_current, state) -> dict:
+DATA_ROLES = ("held-out", "training", "unknown")
+
+
+def load_workspace(
+    ctx, model_files, data_file, target, loss, output, accepted, add_to_current, state, data_role="unknown"
+) -> dict:
     """Validate the uploads and create a workspace. Returns {"ws": id, "warnings": [...]} or
     {"errors": {field: message}}. Runs in the background job; the models are loaded and
     tried in a child process of it (:func:`dashboard.isolation.isolated`) under the load limits."""
@@ -187,6 +192,7 @@ def load_workspace(ctx, model_files, data_file, target, loss, output, accepted, 
     output = output if isinstance(output, (str, int, float)) and not isinstance(output, bool) else None
     accepted = [t for t in accepted if isinstance(t, str)] if isinstance(accepted, list) else []
     state = state if isinstance(state, dict) else None
+    data_role = data_role if data_role in DATA_ROLES else "unknown"
     names = ", ".join(str(f.get("name", "?"))[:200] for f in model_files)
     try:
         return isolated(
@@ -200,6 +206,7 @@ def load_workspace(ctx, model_files, data_file, target, loss, output, accepted, 
             accepted,
             add_to_current,
             state,
+            data_role,
             what=f"Loading {names or 'the model'}",
             limits=ctx.load_limits,
         )
@@ -207,7 +214,9 @@ def load_workspace(ctx, model_files, data_file, target, loss, output, accepted, 
         return {"errors": {"model": str(exc)}}
 
 
-def _load_workspace(ctx, model_files, data_file, target, loss, output, accepted, add_to_current, state) -> dict:
+def _load_workspace(
+    ctx, model_files, data_file, target, loss, output, accepted, add_to_current, state, data_role
+) -> dict:
     errors: dict[str, str] = {}
     models = [f for f in (model_files or []) if not f.get("error")]
     current = ctx.store.workspace((state or {}).get("ws")) if add_to_current else None
@@ -221,6 +230,7 @@ def _load_workspace(ctx, model_files, data_file, target, loss, output, accepted,
         if current is not None and not data_file:
             data = ctx.store.data(current)
             target, data_name = current.target, current.title.split(":")[0]
+            data_role = current.data_role  # the same rows: what was said of them still holds
         else:
             if data_file.get("error") or not data_file.get("id"):  # refused at upload (e.g. an .xlsx)
                 name = str(data_file.get("name", "The data file"))[:200]
@@ -298,6 +308,7 @@ def _load_workspace(ctx, model_files, data_file, target, loss, output, accepted,
             demo=False,
             features=tuple(all_models[0].features),
             warnings=tuple(warnings),
+            data_role=data_role,
         )
         ctx.store.save_workspace(ws)
         return {"ws": ws.id, "warnings": warnings}
@@ -400,6 +411,7 @@ def register(app, ctx) -> None:
             "accepted": State(ids.TYPES_CHECKLIST, "value"),
             "add": State(ids.ADD_TO_CURRENT, "value"),
             "state": State(ids.STATE, "data"),
+            "data_role": State(ids.DATA_ROLE, "value"),
         },
         background=True,
         running=[
@@ -409,11 +421,20 @@ def register(app, ctx) -> None:
         cancel=[Input(ids.LOAD_CANCEL, "n_clicks")],
         prevent_initial_call=True,
     )
-    def load(n, model_files, data_file, target, loss, output, accepted, add, state):
+    def load(n, model_files, data_file, target, loss, output, accepted, add, state, data_role):
         if not n:
             return {name: no_update for name in ("loaded", "model_error", "data_error", "target_error", "status")}
         result = load_workspace(
-            ctx, model_files, data_file, target, loss, output, accepted, isinstance(add, list) and "add" in add, state
+            ctx,
+            model_files,
+            data_file,
+            target,
+            loss,
+            output,
+            accepted,
+            isinstance(add, list) and "add" in add,
+            state,
+            data_role,
         )
         return load_outputs(result)
 

@@ -183,6 +183,27 @@ def empty(message: str):
     return figures.empty_figure(message)
 
 
+DATA_ROLE_NOTES = {
+    "pfi": {
+        "training": "These rows trained the models: PFI here measures what each model relies on to fit them, "
+        "memorisation included; on held-out data it shows what generalises.",
+        "unknown": "Whether the models trained on these rows was not said at Load: on training data PFI also "
+        "measures what a model memorised.",
+    },
+    "performance": {
+        "training": "These rows trained the models: their errors here are optimistic; held-out data shows how "
+        "they do on new rows.",
+        "unknown": "Whether the models trained on these rows was not said at Load: on training data these "
+        "errors are optimistic.",
+    },
+}
+
+
+def data_role_note(ws, view: str) -> str:
+    """One line on what the data is (asked at Load): nothing for held-out data."""
+    return DATA_ROLE_NOTES[view].get(getattr(ws, "data_role", "unknown"), "")
+
+
 def waiting(results) -> str:
     """The message of a results record that holds an error, else the waiting text."""
     error = results.get("error") if isinstance(results, dict) else None

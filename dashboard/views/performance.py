@@ -20,7 +20,7 @@ from compute.losses import LOSS_LABELS
 from compute.validation import is_real
 
 from .. import figures, layout, planning
-from .base import View, empty
+from .base import View, data_role_note, empty
 
 TABLE = "performance-table"
 FIT_GRAPH = "performance-fit-graph"
@@ -184,6 +184,8 @@ def render(ctx, inp, controls) -> dict:
         )
         confusion, confusion_columns, threshold_style = [], [], {"display": "none"}
         info = ""
+    note = data_role_note(inp.ws, "performance")
+    info = f"{note} {info}".strip() if note else info
     return {
         "data": rows,
         "columns": cols,

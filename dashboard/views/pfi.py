@@ -5,7 +5,7 @@ from __future__ import annotations
 from dash import html
 
 from .. import figures, ids, layout
-from .base import PFI, View, empty
+from .base import PFI, View, data_role_note, empty
 
 
 def render(ctx, inp) -> dict:
@@ -19,6 +19,8 @@ def render(ctx, inp) -> dict:
         f"{first.n_rows:,} rows. The features that matter are known to ±{rel:.0%} (standard error of the mean "
         f"over {first.n_repeats} permutations)" + (": ask for more repetitions to settle them." if rel > 0.1 else ".")
     )
+    note = data_role_note(inp.ws, "pfi")
+    info = f"{info} {note}" if note else info
     return {"figure": figures.pfi_figure(pfi, selected=inp.feature, title=title), "info": info}
 
 
