@@ -698,6 +698,7 @@ def ciu_figure(
                 mode="markers+text",
                 text=["out of range"] * int(flagged.sum()),
                 textposition="middle right",
+                cliponaxis=False,  # the label may stand right of the plot area
                 marker=dict(symbol="triangle-left", color=SMALLEST_COLOR, size=10),
                 name="out of range",
                 hovertext=np.array(hover, dtype=object)[flagged],
@@ -724,6 +725,15 @@ def ciu_figure(
             )
     yaxis, height = _bar_axis(order, None)
     default = "Contextual importance (transparent bar) and utility (solid share of it)"
+    extra: dict = {}
+    if reference is not None:  # five legend entries: below the plot, clear of the title
+        height += 70
+        extra = dict(
+            legend=dict(orientation="h", yanchor="top", y=-0.18, xanchor="left", x=0.0),
+            margin=dict(l=10, r=10, t=85, b=110),
+        )
+    if flagged.any():  # room for the "out of range" labels right of the bars
+        extra["margin"] = {**extra.get("margin", MARGIN), "r": 95}
     return _style(
         fig,
         title or default,
@@ -733,6 +743,7 @@ def ciu_figure(
         height=height,
         yaxis=yaxis,
         xaxis=dict(title="CI: share of the output range the feature spans; solid: CI × CU", zeroline=True),
+        **extra,
     )
 
 
