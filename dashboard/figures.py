@@ -729,8 +729,8 @@ def ciu_figure(
     if reference is not None:  # five legend entries: below the plot, clear of the title
         height += 70
         extra = dict(
-            legend=dict(orientation="h", yanchor="top", y=-0.18, xanchor="left", x=0.0),
-            margin=dict(l=10, r=10, t=85, b=110),
+            legend=dict(orientation="h", yref="container", yanchor="bottom", y=0.0, xanchor="left", x=0.0),
+            margin=dict(l=10, r=10, t=85, b=120),
         )
     if flagged.any():  # room for the "out of range" labels right of the bars
         extra["margin"] = {**extra.get("margin", MARGIN), "r": 95}

@@ -297,11 +297,13 @@ def test_upload_skops_and_csv_renders_views(server, tab, upload_files):
     tab.wait_for_selector("#model-files-info:has-text('credit.skops')")
     _choose_files(tab, "#data-upload", [upload_files / "credit.csv"])
     tab.wait_for_selector("#data-file-info:has-text('300 rows')")
+    tab.check("#data-role input[value='training']")  # "did the models see these rows in training?"
     tab.click("#load-button")
     tab.wait_for_function("() => !location.search.includes('demo-x3') && location.search.includes('ws=')")
     wait_views(tab)
     features = tab.evaluate("() => Array.from(document.querySelector('#pfi-graph .js-plotly-plot')._fullData[0].y)")
     assert set(features) == {"income", "age", "region"}
+    tab.wait_for_selector("#pfi-info:has-text('These rows trained the models')")
     assert tab.inner_text("#model-error").strip() == ""
     shot(tab, "upload-skops-csv")
     # another session sees none of it: not listed, and a guessed id shows the demo

@@ -216,3 +216,12 @@ def test_export_is_the_librarys_table(ctx):
     assert frame.loc["bmi", "edited"] == 35.0
     assert {"CI original", "CU edited"} <= set(frame.columns)
     assert np.isfinite(frame.loc["(prediction)", ["original", "edited"]].astype(float)).all()
+
+
+def test_the_report_carries_the_what_if_and_its_contributions(ctx):
+    results = _results(
+        ctx, "demo-diabetes", kinds=(whatif.KIND, contributions.KIND, "profiles"), obs="7", edit={"bmi": 35.0}
+    )
+    page = views.report_html(ctx, results)
+    assert "What if this observation were different?" in page and "Why this prediction" in page
+    assert "with bmi" in page and "(as edited)" in page
