@@ -34,6 +34,10 @@ EXCLUDE_CLEAR = "exclude-clear"
 EXCLUDED_INFO = "excluded-info"
 OBS_INFO = "obs-info"
 
+SECTION_TABS = "section-tabs"  # dcc.Tabs: the open section of the page
+LOAD_PANEL = "load-panel"  # html.Details: "Load your own model and data"
+LOAD_CLOSED = "load-closed"  # dcc.Store: written when a load succeeds (closes the panel)
+
 # background job
 PROGRESS = "progress"
 PROGRESS_LABEL = "progress-label"

@@ -57,7 +57,8 @@ def load_panel(config) -> html.Details:
         "Save with skops.io.dump(model, 'model.skops') or export to ONNX."
     )
     return html.Details(
-        [
+        id=ids.LOAD_PANEL,
+        children=[
             html.Summary("Load your own model and data"),
             html.Div(
                 [
@@ -135,6 +136,7 @@ def load_panel(config) -> html.Details:
             dcc.Store(id=ids.MODEL_FILES, data=[]),
             dcc.Store(id=ids.DATA_FILE, data=None),
             dcc.Store(id=ids.DATA_COLUMNS, data={}),
+            dcc.Store(id=ids.LOAD_CLOSED),
         ],
         className="load-panel",
     )
@@ -178,14 +180,57 @@ def header():
                 ],
                 className="control",
             ),
+            subgroup_box(),
+            html.Div(
+                [
+                    html.Button("Download HTML report", id=ids.EXPORT_REPORT, className="button"),
+                    html.Div(id=ids.STATUS, className="status", role="status"),
+                    progress_bar(),
+                ],
+                className="control status-bar",
+            ),
         ],
-        className="header",
+        className="header toolbar",
     )
 
 
-def subgroup_bar():
+def subgroup_box():
+    """The toolbar's subgroup: a condition typed in, applied or cleared, and its size."""
     return html.Div(
         [
+            html.Label("Subgroup", htmlFor=ids.SUBGROUP_TEXT),
+            html.Div(
+                [
+                    dcc.Input(
+                        id=ids.SUBGROUP_TEXT,
+                        type="text",
+                        debounce=False,
+                        n_submit=0,
+                        placeholder="all rows; type a condition such as age > 40",
+                        className="subgroup-text",
+                    ),
+                    html.Button("Apply", id=ids.SUBGROUP_APPLY, className="button primary"),
+                    html.Button("Clear", id=ids.SUBGROUP_CLEAR, className="button"),
+                ],
+                className="builder",
+            ),
+            html.Span(id=ids.SUBGROUP_SIZE, className="subgroup-size"),
+            error_line(ids.SUBGROUP_ERROR),
+        ],
+        className="control subgroup-control",
+    )
+
+
+def condition_builder():
+    """The Subgroups section's condition builder (adds to the toolbar's condition)."""
+    return html.Section(
+        [
+            html.Div(html.H3("Build a subgroup"), className="panel-header"),
+            html.P(
+                "Pick a column, an operator and a value: the condition is added (with “and”) to the subgroup "
+                "in the toolbar, and every view follows.",
+                className="help",
+            ),
             html.Div(
                 [
                     html.Label("Subgroup"),
@@ -204,25 +249,8 @@ def subgroup_bar():
                 ],
                 className="builder",
             ),
-            html.Div(
-                [
-                    dcc.Input(
-                        id=ids.SUBGROUP_TEXT,
-                        type="text",
-                        debounce=False,
-                        n_submit=0,
-                        placeholder="or type a condition, e.g. X3 == 0 and X1 > -1",
-                        className="subgroup-text",
-                    ),
-                    html.Button("Apply", id=ids.SUBGROUP_APPLY, className="button primary"),
-                    html.Button("Clear", id=ids.SUBGROUP_CLEAR, className="button"),
-                    html.Span(id=ids.SUBGROUP_SIZE, className="subgroup-size"),
-                ],
-                className="builder",
-            ),
-            error_line(ids.SUBGROUP_ERROR),
         ],
-        className="subgroup-bar",
+        className="panel wide",
     )
 
 
@@ -240,10 +268,27 @@ def progress_bar():
 
 
 def views():
-    """One panel per registered view, in page order."""
-    from .views import panels  # the view modules use this module's builders
+    """The sections as tabs, each holding its views' panels in order (the Subgroups section
+    starts with the condition builder)."""
+    from .views import SECTIONS, panels  # the view modules use this module's builders
 
-    return html.Div(panels(panel), className="views")
+    tabs = []
+    for key, label, question in SECTIONS:
+        extra = [condition_builder()] if key == "subgroups" else []
+        tabs.append(
+            dcc.Tab(
+                label=label,
+                value=key,
+                id=f"section-tab-{key}",
+                className="section-tab",
+                selected_className="section-tab selected",
+                children=[
+                    html.P(question, className="section-question"),
+                    html.Div([*extra, *panels(panel, key)], className="views"),
+                ],
+            )
+        )
+    return dcc.Tabs(id=ids.SECTION_TABS, value="overview", children=tabs, className="section-tabs")
 
 
 def page(config) -> html.Div:
@@ -262,15 +307,6 @@ def page(config) -> html.Div:
             dcc.Download(id=ids.DOWNLOAD),
             header(),
             load_panel(config),
-            subgroup_bar(),
-            html.Div(
-                [
-                    html.Div(id=ids.STATUS, className="status", role="status"),
-                    progress_bar(),
-                    html.Button("Download HTML report", id=ids.EXPORT_REPORT, className="button"),
-                ],
-                className="status-bar",
-            ),
             views(),
         ],
         className="page",

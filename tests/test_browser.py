@@ -109,8 +109,16 @@ def shot(tab, name: str) -> None:
     tab.screenshot(path=str(OUTPUT / f"{name}.png"), full_page=True)
 
 
+def open_section(tab, key: str) -> None:
+    """Open a section of the page (its tab): only the open section's views are drawn."""
+    tab.click(f"#section-tab-{key}")
+    tab.wait_for_selector(f"#section-tab-{key}.selected")
+
+
 def wait_views(tab) -> None:
-    """Until the ICI view shows curves of the current state (its legend names the extremes)."""
+    """Open the Feature section and wait until the ICI view shows curves of the current
+    state (its legend names the extremes)."""
+    open_section(tab, "feature")
     tab.wait_for_selector("#ici-graph .main-svg")
     tab.wait_for_function(
         "() => { const g = document.querySelector('#ici-graph .js-plotly-plot');"
@@ -170,6 +178,8 @@ def test_subgroup_x3_changes_the_ranking(server, tab):
     """X3 == 0: X1 becomes far more important than X2 (Table 1 of seed 000); X3 == 1 the reverse."""
     tab.goto(server["url"] + "/?ws=demo-x3")
     wait_views(tab)
+    open_section(tab, "subgroups")
+    tab.wait_for_selector("#pfi-table th:has-text('all')")
     overall = table_column(tab, "pfi-table", "all")
     assert 0.6 < overall["X1"] / overall["X2"] < 1.6
     tab.fill("#subgroup-text", "X3 == 0")
@@ -180,7 +190,16 @@ def test_subgroup_x3_changes_the_ranking(server, tab):
     comp = table_column(tab, "pfi-table", "complement")
     assert sub["X1"] > 10 * sub["X2"]
     assert comp["X2"] > 10 * comp["X1"]
-    # the permutation PFI bars are recomputed on the subgroup: X1 on top
+    assert "subgroup (n=" in tab.inner_text("#pfi-table")
+    shot(tab, "section-subgroups")
+    # the permutation PFI bars are recomputed on the subgroup: X1 on top. The Overview was
+    # closed when the subgroup changed: opened now, it never shows the all-rows bars
+    open_section(tab, "overview")
+    shown_at_once = tab.evaluate(
+        "() => { const g = document.querySelector('#pfi-graph .js-plotly-plot');"
+        " return (g && g.layout && g.layout.title && g.layout.title.text) || ''; }"
+    )
+    assert "all 500 rows" not in shown_at_once
     tab.wait_for_function(
         "() => { const g = document.querySelector('#pfi-graph .js-plotly-plot');"
         " return g && (g.layout.title.text || '').includes('subgroup'); }"
@@ -190,7 +209,7 @@ def test_subgroup_x3_changes_the_ranking(server, tab):
         " const y = Array.from(t.y), x = Array.from(t.x); return Object.fromEntries(y.map((f, i) => [f, x[i]])); }"
     )
     assert bars["X1"] > 5 * bars["X2"]
-    assert "subgroup (n=" in tab.inner_text("#pfi-table")
+    open_section(tab, "feature")
     tab.wait_for_function(  # PI curves of all rows, the subgroup and its complement (Fig. 4)
         "() => { const n = document.querySelector('#pi-graph .js-plotly-plot')._fullData.map(t => t.name || '');"
         " return n.some(s => s.startsWith('all (n=500)')) && n.some(s => s.startsWith('X3 == 0 (n='))"
@@ -227,6 +246,7 @@ def test_click_ici_curve_shows_its_ciu(server, tab):
     wait_views(tab)
     row = _click_curve(tab, "largest integral")
     tab.wait_for_function(f"() => location.search.includes('obs={row}')")
+    open_section(tab, "observation")
     tab.wait_for_function(
         f"() => {{ const g = document.querySelector('#ciu-graph .js-plotly-plot');"
         f" return g && (g.layout.title.text || '').includes('row {row}'); }}"
@@ -301,6 +321,13 @@ def test_upload_skops_and_csv_renders_views(server, tab, upload_files):
     tab.click("#load-button")
     tab.wait_for_function("() => !location.search.includes('demo-x3') && location.search.includes('ws=')")
     wait_views(tab)
+    assert not tab.evaluate("() => document.getElementById('load-panel').open")  # closed after loading
+    open_section(tab, "overview")
+    tab.wait_for_selector("#pfi-graph .main-svg")
+    tab.wait_for_function(
+        "() => { const g = document.querySelector('#pfi-graph .js-plotly-plot');"
+        " return g && g._fullData && g._fullData.length > 0; }"
+    )
     features = tab.evaluate("() => Array.from(document.querySelector('#pfi-graph .js-plotly-plot')._fullData[0].y)")
     assert set(features) == {"income", "age", "region"}
     tab.wait_for_selector("#pfi-info:has-text('These rows trained the models')")
@@ -321,6 +348,11 @@ def test_upload_skops_and_csv_renders_views(server, tab, upload_files):
         other.wait_for_selector("#subgroup-error:has-text('not available')")
         wait_views(other)
         assert "ws=demo-x3" in other.url
+        open_section(other, "overview")
+        other.wait_for_function(
+            "() => { const g = document.querySelector('#pfi-graph .js-plotly-plot');"
+            " return g && g._fullData && g._fullData.length > 0; }"
+        )
         names = other.evaluate("() => Array.from(document.querySelector('#pfi-graph .js-plotly-plot')._fullData[0].y)")
         assert set(names) == {"X1", "X2", "X3"}
     finally:
@@ -338,6 +370,7 @@ def test_bad_upload_shows_error_and_page_keeps_working(server, tab, upload_files
     tab.wait_for_selector("#model-error:has-text('at least one model')")
     tab.fill("#subgroup-text", "X3 == 1")
     tab.click("#subgroup-apply")
+    open_section(tab, "subgroups")
     tab.wait_for_selector("#pfi-table th:has-text('subgroup')")
     shot(tab, "bad-upload")
 
@@ -365,6 +398,7 @@ def test_sessions_asking_for_the_same_new_results_at_once_all_get_them(server, c
             p.set_default_timeout(TIMEOUT)
             p.goto(url, wait_until="commit")
         for p in pages:
+            open_section(p, "subgroups")
             p.wait_for_selector("#pfi-table th:has-text('subgroup')")
             wait_views(p)
             assert "Computing" not in p.inner_text("#status")
@@ -428,6 +462,7 @@ def test_cancel_stops_a_load_that_never_ends(server, tab, upload_files):
     shot(tab, "load-cancelled")
     tab.fill("#subgroup-text", "X3 == 0")
     tab.click("#subgroup-apply")
+    open_section(tab, "subgroups")
     tab.wait_for_selector("#pfi-table th:has-text('subgroup')")
 
 
@@ -441,14 +476,28 @@ AXIS_TITLES_JS = """() => Array.from(document.querySelectorAll('.js-plotly-plot'
     })"""
 
 
+# every graph of the open section drawn: none still blank ("Drawing this view…", "Waiting…")
+DRAWN_JS = """(least) => {
+    const graphs = Array.from(document.querySelectorAll('.js-plotly-plot'));
+    return graphs.length >= least && !document.querySelector('._dash-loading-callback') && graphs.every(gd => {
+        const notes = (gd.layout && gd.layout.annotations) || [];
+        return !notes.some(a => /Drawing|Waiting|Computing/.test(a.text || ''));
+    });
+}"""
+
+
 def test_every_chart_shows_axis_titles(server, tab):
     """Issue 11, defect 1: every drawn chart shows an x and a y axis title in the rendered
     DOM (Plotly.js drops plain-string titles; PFI, ICI, ICE, CIU and others had none)."""
-    tab.goto(server["url"] + "/?ws=demo-x3&subgroup=X3%20%3D%3D%200")
+    tab.goto(server["url"] + "/?ws=demo-x3&subgroup=X3%20%3D%3D%200&obs=5")
     wait_views(tab)
-    tab.wait_for_selector("#pfi-table th:has-text('subgroup')")
-    charts = tab.evaluate(AXIS_TITLES_JS)
-    assert len(charts) >= 8, charts  # every chart but SFIMP (computed on request)
+    charts = []
+    for key in ("overview", "feature", "observation", "subgroups"):
+        open_section(tab, key)
+        tab.wait_for_function(DRAWN_JS, arg=0 if key == "subgroups" else 1)
+        charts += tab.evaluate(AXIS_TITLES_JS)
+        shot(tab, f"section-{key}")
+    assert len(charts) >= 13, charts  # every chart but SFIMP (computed on request)
     missing = [c for c in charts if c[1] < 1 or c[2] < 1]
     assert not missing, f"charts without axis titles: {missing}"
     shot(tab, "axis-titles")
@@ -539,6 +588,7 @@ def test_what_if_edit_moves_prediction_and_contributions_and_is_shared_by_url(se
     """Issue 14, item 2: edit a value of the selected row; the prediction, the curve, CIU and
     the contributions follow the edited row; the page's link restores the edit."""
     tab.goto(server["url"] + "/?ws=demo-x3&feature=X2&obs=5")
+    open_section(tab, "observation")
     tab.wait_for_selector("#whatif-info:has-text('Change a value')")
     tab.wait_for_function(
         "() => { const g = document.querySelector('#contributions-graph .js-plotly-plot');"
@@ -584,6 +634,7 @@ def test_what_if_edit_moves_prediction_and_contributions_and_is_shared_by_url(se
     other = tab.context.browser.new_context(viewport={"width": 1400, "height": 1800}).new_page()
     other.set_default_timeout(TIMEOUT)
     other.goto(link)
+    open_section(other, "observation")
     other.wait_for_selector("#whatif-info:has-text('→')")
     assert f"X2 {old:.4g} → {new:.4g}" in other.inner_text("#whatif-info")
     restored = other.locator(".whatif-field.edited", has=other.locator("label", has_text=re.compile("^X2$")))

@@ -98,3 +98,36 @@ def test_a_pending_record_redraws_a_view_when_its_results_arrive(ctx):
     assert not complete.get("pending")
     assert complete["sigs"]["whatif"] != pending["sigs"]["whatif"]  # its result arrived
     assert complete["sigs"]["pfi"] == pending["sigs"]["pfi"]
+
+
+def test_the_toolbar_says_which_rows_and_the_curves_sample(ctx, tmp_path_factory):
+    """The line under the subgroup box (shown whatever section is open): the selected rows,
+    and the sample the curves use when they explain fewer rows than the data has."""
+    from dashboard.callbacks.views import rows_line
+
+    whole = _record(ctx, {"subgroup": "sex == 2"})
+    data = ctx.store.data(ctx.store.workspace(WS))
+    n_sub = int((data["sex"] == 2).sum())
+    assert rows_line(ctx, whole) == f"subgroup sex == 2: {n_sub:,} of {len(data):,} rows"
+    small = create_app(Config(cache_dir=str(tmp_path_factory.mktemp("sample-cache")), max_curves=50))._wip_context
+    state, _ = normalize(small, {**default_state(), **BASE})
+    ws = small.store.workspace(WS)
+    planned = plan_state(small, ws, state)
+    jobs.run(small.store, ws, [t for t in planned["tasks"] if t["kind"] == "profiles"], policy=small.policy)
+    record = resolve_state(small, state, None).results
+    assert rows_line(small, record) == f"all {len(data):,} rows; curves and CIU on a 50-row sample of {len(data):,}"
+
+
+def test_every_view_sits_in_a_section_and_the_page_has_one_tab_each(ctx):
+    from dashboard import layout
+    from dashboard.views import SECTIONS
+
+    keys = [key for key, _, _ in SECTIONS]
+    assert {v.section for v in views.REGISTRY} <= set(keys)
+    assert [v.section for v in views.REGISTRY] == sorted((v.section for v in views.REGISTRY), key=keys.index)
+    tabs = layout.views()
+    assert [t.value for t in tabs.children] == keys
+    for tab in tabs.children:  # each tab holds exactly its section's panels (and their input stores)
+        text = json.dumps(tab.to_plotly_json(), cls=plotly.utils.PlotlyJSONEncoder)
+        for view in views.REGISTRY:
+            assert (views.input_id(view) in text) == (view.section == tab.value), (view.name, tab.value)

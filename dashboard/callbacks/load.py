@@ -438,6 +438,21 @@ def register(app, ctx) -> None:
         )
         return load_outputs(result)
 
+    # A successful load closes the panel (the page now shows the new data set). <details>
+    # keeps its open state in the DOM only, so the panel is closed there.
+    app.clientside_callback(
+        """
+        function(loaded) {
+            const panel = document.getElementById('load-panel');
+            if (loaded && panel) { panel.open = false; }
+            return loaded ? String(loaded) : dash_clientside.no_update;
+        }
+        """,
+        Output(ids.LOAD_CLOSED, "data"),
+        Input(ids.LOADED_WS, "data"),
+        prevent_initial_call=True,
+    )
+
     @app.callback(
         Output(ids.LOAD_STATUS, "children", allow_duplicate=True),
         Input(ids.LOAD_CANCEL, "n_clicks"),

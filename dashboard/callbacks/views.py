@@ -36,10 +36,23 @@ def _short(value) -> str:
     return text if len(text) <= 24 else text[:23] + "…"
 
 
+def rows_line(ctx, results) -> str:
+    """The toolbar's line under the subgroup: which rows the views use (and the curves'
+    sample), whatever section is open."""
+    from ..views import load_inputs
+
+    inp = load_inputs(ctx, results)
+    return "" if inp is None else inp.rows_line
+
+
 def register(app, ctx) -> None:
     from .. import views  # the view modules import the callbacks' planning functions
 
     views.register(app, ctx)
+
+    @app.callback(Output(ids.SUBGROUP_SIZE, "children"), Input(ids.RESULTS, "data"), prevent_initial_call=True)
+    def subgroup_size(results):
+        return rows_line(ctx, results)
 
     @app.callback(
         Output(ids.HOVER_INFO, "children"),

@@ -25,6 +25,7 @@ from ..planning import TaskSpec
 from .base import (
     PFI,
     PROFILES,
+    SECTIONS,
     SFIMP,
     Inputs,
     View,
@@ -50,7 +51,11 @@ def _discover() -> tuple[View, ...]:
     names = [v.name for v in found]
     if len(set(names)) != len(names):
         raise RuntimeError(f"two views share a name: {sorted(names)}")
-    return tuple(sorted(found, key=lambda v: (v.order, v.name)))
+    keys = [key for key, _, _ in SECTIONS]
+    unknown = [v.name for v in found if v.section not in keys]
+    if unknown:
+        raise RuntimeError(f"views in no known section ({keys}): {unknown}")
+    return tuple(sorted(found, key=lambda v: (keys.index(v.section), v.order, v.name)))
 
 
 REGISTRY: tuple[View, ...] = _discover()
@@ -113,21 +118,30 @@ def signatures(store, state: dict, keys: dict) -> dict[str, str]:
     return out
 
 
-# The results record -> each view's input store, skipping the views whose signature is the
-# one they last drew (a record without signatures, e.g. an error, goes to every view).
+# The results record and the open section -> each view's input store. A view of the open
+# section is drawn when its signature differs from the one it last drew; a view of another
+# section is only blanked (a cheap placeholder, once per signature: it never shows another
+# state's numbers) and drawn when its section is opened. A record without signatures (an
+# error) goes to every view.
 FAN_OUT_JS = """
-function(results) {
-    const previous = Array.prototype.slice.call(arguments, 1);
-    const names = %s;
+function(results, open) {
+    const previous = Array.prototype.slice.call(arguments, 2);
+    const names = %s, sections = %s;
     const sigs = (results && results.sigs) || null;
     return names.map(function(name, i) {
         const sig = sigs ? (sigs[name] || null) : null;
         const prev = previous[i];
-        if (sig && prev && prev.sig === sig) { return dash_clientside.no_update; }
+        if (!sig) { return {results: results, sig: null}; }
+        if (prev && prev.sig === sig) { return dash_clientside.no_update; }
+        if (sections[i] !== open) {
+            if (prev && prev.hidden === sig) { return dash_clientside.no_update; }
+            return {results: null, sig: null, hidden: sig};
+        }
         return {results: results, sig: sig};
     });
 }
 """
+HIDDEN = "Drawing this view…"
 
 
 def placeholder(view: View, message: str) -> dict:
@@ -174,8 +188,8 @@ def render_all(ctx, results) -> dict[str, dict]:
     return {v.name: render(ctx, v, results, inp) for v in REGISTRY}
 
 
-def panels(panel) -> list:
-    """One panel per view, in page order (``panel`` is ``dashboard.layout.panel``)."""
+def panels(panel, section: str | None = None) -> list:
+    """One panel per view (of one section), in page order (``panel`` is ``dashboard.layout.panel``)."""
     from dash import dcc
 
     return [
@@ -188,6 +202,7 @@ def panels(panel) -> list:
             class_name="panel wide" if v.wide else "panel",
         )
         for v in REGISTRY
+        if section is None or v.section == section
     ]
 
 
@@ -267,14 +282,17 @@ def register(app, ctx) -> None:
     from dash import State
 
     app.clientside_callback(
-        FAN_OUT_JS % json.dumps([v.name for v in REGISTRY]),
+        FAN_OUT_JS % (json.dumps([v.name for v in REGISTRY]), json.dumps([v.section for v in REGISTRY])),
         [Output(input_id(v), "data") for v in REGISTRY],
         Input(ids.RESULTS, "data"),
+        Input(ids.SECTION_TABS, "value"),
         [State(input_id(v), "data") for v in REGISTRY],
     )
     for view in REGISTRY:
 
         def callback(given, view=view, **controls):
+            if isinstance(given, dict) and given.get("hidden"):
+                return placeholder(view, HIDDEN)  # a section not open: blank, drawn when opened
             results = given.get("results") if isinstance(given, dict) else None
             return render(ctx, view, results, controls=controls)
 
@@ -290,6 +308,7 @@ def register(app, ctx) -> None:
 __all__ = [
     "BY_NAME",
     "REGISTRY",
+    "SECTIONS",
     "Inputs",
     "View",
     "export",

@@ -26,6 +26,7 @@ def render(ctx, inp) -> dict:
 
 VIEW = View(
     name="ale",
+    section="feature",
     order=130,
     title="Accumulated local effects",
     question=(

@@ -37,10 +37,20 @@ DEFAULT_READS = frozenset(STATE_FIELDS) - {"edit"}
 ALL_FIELDS = frozenset(STATE_FIELDS)
 
 
+# The page's sections, in tab order: (key, tab label, the question the section answers).
+SECTIONS = (
+    ("overview", "Overview", "How good are the models, and which features does their performance rely on?"),
+    ("feature", "Feature", "How does the chosen feature act: where in its range, and for which rows?"),
+    ("observation", "Observation", "Why does one row get its prediction, and what if it were different?"),
+    ("subgroups", "Subgroups", "Does the picture change on a subgroup of the rows?"),
+)
+
+
 @dataclass(frozen=True)
 class View:
     name: str
-    order: int  # place on the page: panels are sorted by it (gaps leave room for new views)
+    section: str  # the page section (tab) it belongs to: a key of SECTIONS
+    order: int  # place in its section: panels are sorted by it (gaps leave room for new views)
     title: str  # panel heading
     question: str  # one line: what the view answers / how to read it
     outputs: dict[str, tuple[str, str]]  # output name -> (component id, property)
@@ -108,6 +118,15 @@ class Inputs:
         if self.mask is None or self.profile is None:
             return None
         return self.mask.reindex(self.profile.rows).fillna(False).to_numpy(bool)
+
+    @cached_property
+    def rows_line(self) -> str:
+        """The selected rows and, when the curves explain a sample, its size (toolbar)."""
+        text = self.selection
+        summary = self.summary
+        if summary is not None and len(summary.rows) < len(self.data):
+            text += f"; curves and CIU on a {len(summary.rows):,}-row sample of {len(self.data):,}"
+        return text
 
     @cached_property
     def selection(self) -> str:

@@ -22,6 +22,7 @@ def render(ctx, inp) -> dict:
 
 VIEW = View(
     name="ciu",
+    section="observation",
     order=80,
     title="CIU of the selected observation",
     question="Contextual importance (transparent) and utility (solid, CI x CU) of Främling (Fig. 3).",

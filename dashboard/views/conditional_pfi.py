@@ -17,11 +17,11 @@ def table(inp):
 def render(ctx, inp) -> dict:
     frame = table(inp)
     if frame is None:
-        return {"data": [], "columns": [], "size": inp.selection}
+        return {"data": [], "columns": []}
     counts = frame.attrs["counts"]
     frame.columns = [f"{c} (n={counts[c]})" for c in frame.columns]
     rows, cols = figures.table_data(frame, index_name="feature")
-    return {"data": rows, "columns": cols, "size": inp.selection}
+    return {"data": rows, "columns": cols}
 
 
 def export_csv(ctx, inp):
@@ -36,13 +36,13 @@ def export_csv(ctx, inp):
 
 VIEW = View(
     name="conditional_pfi",
+    section="subgroups",
     order=30,
     title="Conditional PFI: all data, subgroup, complement",
     question="Eq. 9: the mean ICI integral over the rows of each group (no new model calls).",
     outputs={
         "data": (ids.PFI_TABLE, "data"),
         "columns": (ids.PFI_TABLE, "columns"),
-        "size": (ids.SUBGROUP_SIZE, "children"),
     },
     render=render,
     body=lambda: [

@@ -138,6 +138,7 @@ def export_csv(ctx, inp):
 
 VIEW = View(
     name="contributions",
+    section="observation",
     order=85,
     title="Why this prediction: feature contributions",
     question="The selected observation's prediction as the average prediction plus one contribution per feature "

@@ -15,6 +15,7 @@ def render(ctx, inp) -> dict:
 
 VIEW = View(
     name="global_ci",
+    section="overview",
     order=110,
     title="Global contextual importance",
     question="Mean CI over the explained rows of the selection.",

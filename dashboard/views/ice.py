@@ -21,6 +21,7 @@ def render(ctx, inp) -> dict:
 
 VIEW = View(
     name="ice",
+    section="feature",
     order=60,
     title="ICE curves and PD",
     question="How predictions move with the feature; same observations and highlights as ICI.",

@@ -22,6 +22,7 @@ def render(ctx, inp) -> dict:
 
 VIEW = View(
     name="ici",
+    section="feature",
     order=50,
     title="ICI curves",
     question="One curve per observation; green: largest integral, red: smallest. Click a curve to select that "

@@ -18,6 +18,7 @@ def render(ctx, inp) -> dict:
 
 VIEW = View(
     name="impact",
+    section="overview",
     order=120,
     title="ICE feature impact",
     question="Ruler paper: impact, in-distribution impact, heterogeneity (interactions) and non-linearity per "

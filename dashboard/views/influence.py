@@ -27,6 +27,7 @@ def export_csv(ctx, inp):
 
 VIEW = View(
     name="influence",
+    section="observation",
     order=90,
     title="Contextual influence",
     question="Influence = CI x (CU - 0.5) (Eq. 10): positive features push the output up.",

@@ -44,6 +44,7 @@ def export_csv(ctx, inp):
 
 VIEW = View(
     name="influential",
+    section="feature",
     order=70,
     title="Most and least influential observations",
     question="Local PFI = integral of an observation's ICI curve; excluding observations recomputes the PFI "

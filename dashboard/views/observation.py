@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from .. import figures, ids, layout, planning
 from .base import PROFILES, View
 from .selection import selected_row
@@ -15,13 +17,23 @@ def render(ctx, inp) -> dict:
     values = inp.data.loc[planning.row_label(row, inp.data.index)].to_frame("value")
     values.loc["prediction"] = float(summary.base_pred.loc[row])
     values.loc[f"ICI integral ({inp.feature})"] = float(summary.local[inp.feature].loc[row])
-    values["value"] = values["value"].astype(str)
+    values["value"] = [_shown(v) for v in values["value"]]  # 4 significant digits; levels as text
     rows, cols = figures.table_data(values, index_name="column")
     return {"data": rows, "columns": cols}
 
 
+def _shown(value) -> str:
+    if isinstance(value, (float, np.floating)):
+        return "(missing)" if np.isnan(value) else f"{value:.4g}"
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        number = int(value)
+        return f"{number:,}" if abs(number) >= 10_000 else str(number)
+    return figures.level_label(value)
+
+
 VIEW = View(
     name="observation",
+    section="observation",
     order=100,
     title="Selected observation",
     question="Its feature values, prediction and target.",

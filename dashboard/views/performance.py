@@ -208,6 +208,7 @@ EXPORT = "performance-export"
 
 VIEW = View(
     name="performance",
+    section="overview",
     order=5,
     title="How good is each model, and where?",
     question="The model's error on the selected rows and on the rest: under the loss PFI uses (a feature's PFI is "

@@ -26,6 +26,7 @@ def render(ctx, inp) -> dict:
 
 VIEW = View(
     name="pfi",
+    section="overview",
     order=10,
     title="Permutation feature importance",
     question="Eq. 8 of Casalicchio et al.: error increase when a feature is permuted, mean and spread over "

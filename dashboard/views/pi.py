@@ -22,6 +22,7 @@ def render(ctx, inp) -> dict:
 
 VIEW = View(
     name="pi",
+    section="feature",
     order=40,
     title="PI curves",
     question="Partial importance of the feature for all rows and each subgroup (Fig. 4); the dashed line is "

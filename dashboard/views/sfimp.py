@@ -24,6 +24,7 @@ def render(ctx, inp) -> dict:
 
 VIEW = View(
     name="sfimp",
+    section="overview",
     order=20,
     title="Shapley feature importance (SFIMP)",
     question="Eq. 10-11: each feature's share of the model's performance; the legend gives the model's error "

@@ -178,6 +178,7 @@ def export_csv(ctx, inp):
 
 VIEW = View(
     name="whatif",
+    section="observation",
     order=83,
     title="What if this observation were different?",
     question="Change the selected observation's values: its prediction, its curve for the chosen feature and its "
