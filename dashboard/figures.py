@@ -382,7 +382,8 @@ def pi_figure(
                 **top,
             )
         )
-    mode = "lines+markers" if prof.categorical else "lines"
+    # unordered levels: one dot per level (a line through them would suggest an order)
+    mode = "markers" if prof.categorical else "lines"
     fig.add_trace(
         go.Scatter(
             _validate=False,
@@ -391,6 +392,7 @@ def pi_figure(
             mode=mode,
             name=f"all (n={len(prof.rows)})",
             line=dict(color=ALL_COLOR, width=3),
+            marker=dict(color=ALL_COLOR, size=12),
             hovertemplate="all: PI(%{x}) = %{y:.4g}<extra></extra>",
             **bottom,
         )
@@ -408,6 +410,7 @@ def pi_figure(
                 mode=mode,
                 name=f"{label} (n={len(sub.rows)})",
                 line=dict(color=GROUP_COLORS[k % len(GROUP_COLORS)], width=2.5),
+                marker=dict(color=GROUP_COLORS[k % len(GROUP_COLORS)], size=10, symbol="diamond"),
                 hovertemplate=f"{label}: PI(%{{x}}) = %{{y:.4g}}<extra></extra>",
                 **bottom,
             )
@@ -524,9 +527,11 @@ def _curves_figure(
 ) -> go.Figure:
     """Shared ICI/ICE drawing.
 
-    All background curves form ONE ``Scattergl`` trace, each curve followed by a gap: NaN in
-    float x and y (serialised as compact typed arrays, which plotly.js breaks lines at), or
-    ``None`` in the x labels of a categorical feature. They are a seeded random sample of at
+    All background curves form ONE ``Scattergl`` trace, each curve followed by a gap (NaN in
+    x and y, serialised as compact typed arrays, which plotly.js breaks lines at). A
+    categorical feature's levels have no order, so nothing is drawn between them: each curve
+    is a dot per level, jittered sideways around the level's position (a strip), the PI/PD
+    and the highlighted rows are marks on the level itself. Curves are a seeded random sample of at
     most ``max_curves`` eligible rows, over at most ``n_points`` evenly spaced grid positions
     (first and last kept). The summary line keeps the full grid; highlight and selected
     curves are separate traces on top, drawn whether or not they were sampled. Every curve
@@ -558,23 +563,35 @@ def _curves_figure(
     sel = _position(prof.rows, selected)
 
     fig = _figure()
-    width = cols.size + 1  # each curve is followed by a gap (NaN; None on a category axis)
-    xs = np.full((drawn.size, width), None if prof.categorical else np.nan, dtype=x.dtype)
+    strip = prof.categorical
+    position = np.arange(n_grid, dtype=float) if strip else x  # levels at 0, 1, 2, ...
+    width = cols.size + 1  # each curve is followed by a gap (NaN)
+    xs = np.full((drawn.size, width), np.nan)
     ys = np.full((drawn.size, width), np.nan)
-    xs[:, :-1], ys[:, :-1] = x[cols], curves[np.ix_(drawn, cols)]
-    hover = "row %{customdata}<br>" + f"{prof.feature} = " + "%{x}<br>y = %{y:.4g}<extra></extra>"
+    xs[:, :-1], ys[:, :-1] = position[cols], curves[np.ix_(drawn, cols)]
+    if strip:  # seeded sideways jitter: the dots of one level spread into a strip
+        xs[:, :-1] += rng.uniform(-0.28, 0.28, size=(drawn.size, cols.size))
+    level_text = np.array([str(v) for v in x], dtype=object) if strip else None
+    where = "%{text}" if strip else "%{x}"
+    hover = "row %{customdata}<br>" + f"{prof.feature} = " + where + "<br>y = %{y:.4g}<extra></extra>"
+    background: dict = dict(mode="lines", line=dict(color=CURVE_COLOR, width=1), opacity=CURVE_OPACITY)
+    if strip:
+        assert level_text is not None
+        texts = np.full((drawn.size, width), "", dtype=object)
+        texts[:, :-1] = level_text[cols]
+        background = dict(
+            mode="markers", marker=dict(color=CURVE_COLOR, size=4), opacity=0.45, text=texts.ravel().tolist()
+        )
     fig.add_trace(
         go.Scattergl(
             _validate=False,
             x=xs.ravel(),
             y=ys.ravel(),
             customdata=np.repeat(labels[drawn], width),
-            mode="lines",
-            line=dict(color=CURVE_COLOR, width=1),
-            opacity=CURVE_OPACITY,
             connectgaps=False,
-            name=f"{kind} curves ({drawn.size})",
+            name=f"{kind} curves ({drawn.size})" if not strip else f"{kind} values ({drawn.size} rows)",
             hovertemplate=hover,
+            **background,
         )
     )
     what = {"ICI": "PI", "ICE": "PD"}[kind]
@@ -582,12 +599,14 @@ def _curves_figure(
     fig.add_trace(
         go.Scattergl(
             _validate=False,
-            x=x,
+            x=position,
             y=summary,
-            mode="lines+markers" if prof.categorical else "lines",
+            mode="markers" if strip else "lines",
             line=dict(color=ALL_COLOR, width=4),
+            marker=dict(color=ALL_COLOR, size=26, symbol="line-ew", line=dict(width=4, color=ALL_COLOR)),
+            text=level_text,
             name=f"{what} ({scope}, n={eligible.size})",
-            hovertemplate=f"{what}: %{{x}}, %{{y:.4g}}<extra></extra>",
+            hovertemplate=f"{what}: {where}, %{{y:.4g}}<extra></extra>",
         )
     )
 
@@ -595,12 +614,14 @@ def _curves_figure(
         fig.add_trace(
             go.Scattergl(
                 _validate=False,
-                x=x,
+                x=position,
                 y=curves[pos],
                 customdata=np.repeat(labels[pos : pos + 1], n_grid).tolist(),
-                mode="lines+markers" if prof.categorical else "lines",
+                mode="markers" if strip else "lines",
                 name=name,
                 line=dict(color=color, width=line_width),
+                marker=dict(color=color, size=4 + 2 * line_width),
+                text=level_text,
                 hovertemplate=hover,
             )
         )
@@ -625,6 +646,9 @@ def _curves_figure(
         ytitle = "prediction" if prof.output is None else f"predicted P({prof.output})"
     if centered:
         ytitle += f" (centred at {prof.feature} = {x[0]})"
+    xaxis: dict = dict(title=str(prof.feature))
+    if strip:
+        xaxis.update(tickmode="array", tickvals=list(range(n_grid)), ticktext=list(x), range=[-0.6, n_grid - 0.4])
     title = (
         f"{'centred ' if centered else ''}{kind} curves of {prof.feature}{label}: "
         f"{n_shown} of {eligible.size} observations drawn, {what} on top"
@@ -635,7 +659,7 @@ def _curves_figure(
         title,
         f"{kind.lower()}-{prof.feature}",
         height=460,
-        xaxis=dict(title=str(prof.feature), **_category_axis(prof)),
+        xaxis=xaxis,
         yaxis=dict(title=ytitle),
     )
     if sub:
@@ -1099,8 +1123,9 @@ def whatif_figure(
     )
 
 
-def empty_figure(message: str) -> go.Figure:
-    """A blank figure showing ``message`` in its centre (no data, missing target, errors)."""
+def empty_figure(message: str, *, height: int = MIN_HEIGHT) -> go.Figure:
+    """A blank figure showing ``message`` in its centre (no data, missing target, errors);
+    ``height``: smaller for a lasting note (a view that does not apply) than for a wait."""
     import html
     import textwrap
 
@@ -1109,7 +1134,7 @@ def empty_figure(message: str) -> go.Figure:
     fig.add_annotation(
         text=text, x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False, font=dict(size=15, color="#555555")
     )
-    return _style(fig, "", "empty", height=MIN_HEIGHT, xaxis=dict(visible=False), yaxis=dict(visible=False))
+    return _style(fig, "", "empty", height=height, xaxis=dict(visible=False), yaxis=dict(visible=False))
 
 
 def table_data(df: pd.DataFrame, *, index_name: str | None = None, digits: int = 4) -> tuple[list[dict], list[dict]]:

@@ -14,7 +14,7 @@ def graph(graph_id: str, *, height: int | None = None, filename: str | None = No
     """A graph of fixed height, or (height=None) as tall as its figure's layout says."""
     return dcc.Graph(
         id=graph_id,
-        style={"height": f"{height}px"} if height else {"minHeight": "300px"},
+        style={"height": f"{height}px"} if height else {"minHeight": "120px"},  # figures set their height
         config={
             "displaylogo": False,
             "toImageButtonOptions": {"format": "png", "filename": filename or graph_id, "scale": 2},

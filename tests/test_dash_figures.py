@@ -266,13 +266,30 @@ def test_ici_without_target_is_empty(ice_only):
     assert not F.ici_figure(ice_only).data
 
 
-def test_ici_categorical_levels(city):
-    """Categorical curves run over the level labels, missing shown as "(missing)"."""
-    fig = F.ici_figure(city)
-    x, y, cd = segments(fig.data[0])[0]
-    assert list(x) == ["oslo", "paris", "rome", "(missing)"]
-    assert_allclose(y, city.ici[city.rows.get_loc(cd[0])])
-    assert fig.layout.xaxis.type == "category"
+def test_ici_categorical_levels_are_a_strip_not_lines(city):
+    """Issue 11, defect 9: unordered levels get no line through them. Each curve is a dot per
+    level, jittered around the level's position (labelled with the level, missing shown as
+    "(missing)"); PI and the highlighted rows are marks on the levels."""
+    levels = ["oslo", "paris", "rome", "(missing)"]
+    for fig in (F.ici_figure(city), F.ice_figure(city)):
+        assert all(t.mode == "markers" for t in fig.data), [t.mode for t in fig.data]
+        assert list(fig.layout.xaxis.ticktext) == levels and list(fig.layout.xaxis.tickvals) == [0, 1, 2, 3]
+        curves = city.ici if "ICI" in fig.layout.title.text else city.ice
+        drawn = segments(fig.data[0])
+        assert len(drawn) == len(city.rows)
+        for x, y, cd in drawn:
+            x = x.astype(float)
+            assert_allclose(np.round(x), np.arange(4))
+            assert (np.abs(x - np.round(x)) <= 0.28).all() and np.ptp(x - np.round(x)) > 0  # jittered
+            assert_allclose(y, curves[city.rows.get_loc(cd[0])])
+        summary = fig.data[1]
+        assert_allclose(np.asarray(summary.x, float), np.arange(4)) and list(summary.text) == levels
+    assert_allclose(np.asarray(F.ici_figure(city).data[1].y, float), city.pi)
+
+
+def test_pi_categorical_levels_are_dots(city):
+    fig = F.pi_figure(city)
+    assert [t.mode for t in fig.data if t.type == "scatter"] == ["markers"]
 
 
 # --- bars ----------------------------------------------------------------------------------

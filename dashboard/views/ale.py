@@ -16,7 +16,11 @@ def render(ctx, inp) -> dict:
     if prof is None:
         return {"figure": empty("Waiting for the ICE/ICI pass…")}
     if prof.categorical:
-        return {"figure": empty(f"ALE needs a numeric feature; {inp.feature} is categorical.")}
+        note = (
+            f"ALE needs a numeric feature: {inp.feature} is categorical (its levels have no order to "
+            "accumulate along). The PI and ICE views show its levels."
+        )
+        return {"figure": figures.empty_figure(note, height=140)}
     try:
         ale = compute.ale_from_profile(prof, n_intervals=inp.state["ale_k"])
         return {"figure": figures.ale_figure(ale, feature=inp.feature)}
