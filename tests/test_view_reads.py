@@ -131,3 +131,21 @@ def test_every_view_sits_in_a_section_and_the_page_has_one_tab_each(ctx):
         text = json.dumps(tab.to_plotly_json(), cls=plotly.utils.PlotlyJSONEncoder)
         for view in views.REGISTRY:
             assert (views.input_id(view) in text) == (view.section == tab.value), (view.name, tab.value)
+
+
+def test_on_a_subgroup_both_pfi_views_say_why_they_differ(ctx):
+    """Issue 11, defect 6: the feature defining the subgroup gets 0 from the permutation bars
+    (shuffled within the subgroup, where it is constant) but not from conditional PFI (values
+    from all rows); each view says so in one line, and only when a subgroup is set."""
+    sub = _record(ctx, {"subgroup": "sex == 2"})
+    bars = views.render(ctx, "pfi", sub)
+    table = views.render(ctx, "conditional_pfi", sub)
+    assert "shuffled among the subgroup's rows only" in bars["info"]
+    assert "Why this can differ from the permutation PFI bars" in table["info"]
+    pfi = next(iter(views.load_inputs(ctx, sub).pfi.values()))
+    assert pfi.importance["sex"] == 0.0  # constant in the subgroup
+    cond = {r["feature"]: r for r in table["data"]}["sex"]
+    assert next(v for k, v in cond.items() if k.startswith("subgroup")) > 0
+    whole = _record(ctx, {})
+    assert "subgroup" not in views.render(ctx, "pfi", whole)["info"]
+    assert views.render(ctx, "conditional_pfi", whole)["info"] == ""

@@ -7,6 +7,8 @@ from dash import dcc, html
 from .. import figures, ids, layout
 from .base import PROFILES, View
 
+INFO = "conditional-pfi-info"
+
 
 def table(inp):
     """The conditional PFI table, or None before the ICE/ICI pass."""
@@ -17,11 +19,19 @@ def table(inp):
 def render(ctx, inp) -> dict:
     frame = table(inp)
     if frame is None:
-        return {"data": [], "columns": []}
+        return {"data": [], "columns": [], "info": ""}
     counts = frame.attrs["counts"]
     frame.columns = [f"{c} (n={counts[c]})" for c in frame.columns]
     rows, cols = figures.table_data(frame, index_name="feature")
-    return {"data": rows, "columns": cols}
+    return {"data": rows, "columns": cols, "info": WHY_THEY_DIFFER if inp.mask is not None else ""}
+
+
+# One line on why these numbers and the permutation bars (Overview) can disagree on a subgroup.
+WHY_THEY_DIFFER = (
+    "Why this can differ from the permutation PFI bars: here each row of a group takes the feature's values "
+    "of all rows, so a feature that defines the subgroup (constant inside it) can still matter a lot; the "
+    "bars shuffle the feature among the subgroup's own rows only, so such a feature gets 0 there."
+)
 
 
 def export_csv(ctx, inp):
@@ -43,10 +53,12 @@ VIEW = View(
     outputs={
         "data": (ids.PFI_TABLE, "data"),
         "columns": (ids.PFI_TABLE, "columns"),
+        "info": (INFO, "children"),
     },
     render=render,
     body=lambda: [
         layout.table(ids.PFI_TABLE),
+        html.Div(id=INFO, className="help"),
         html.Div([html.Button("Export CSV", id=ids.EXPORT_PFI, className="button small")], className="panel-foot"),
     ],
     needs=frozenset({PROFILES}),

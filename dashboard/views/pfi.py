@@ -21,6 +21,12 @@ def render(ctx, inp) -> dict:
     )
     note = data_role_note(inp.ws, "pfi")
     info = f"{info} {note}" if note else info
+    if inp.mask is not None:
+        info += (
+            " On a subgroup each feature is shuffled among the subgroup's rows only: a feature constant there "
+            "(like one that defines the subgroup) gets 0, while the conditional PFI (Subgroups) gives it its "
+            "values from all rows."
+        )
     return {"figure": figures.pfi_figure(pfi, selected=inp.feature, title=title), "info": info}
 
 
