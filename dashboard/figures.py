@@ -63,6 +63,8 @@ POSITIVE_COLOR, NEGATIVE_COLOR = LARGEST_COLOR, SMALLEST_COLOR
 CI_OPACITY = 0.35  # CIU: CI transparent, CU solid (seed 003, Fig. 3)
 PX_PER_FEATURE, MIN_HEIGHT = 28, 300
 MISSING_LABEL = "(missing)"
+# a legend of several long entries: below the plot, clear of the title and subtitle
+LEGEND_BELOW = dict(orientation="h", yref="container", yanchor="bottom", y=0.0, xanchor="left", x=0.0)
 
 
 def _figure(*traces) -> go.Figure:
@@ -210,7 +212,7 @@ def _outline(order: list, selected) -> dict:
 
 # --- importance bars (seed 000: PFI and SFIMP) -----------------------------------------------
 def pfi_figure(
-    pfi: Mapping[str, compute.PermutationImportance], *, selected=None, title: str | None = None
+    pfi: Mapping[str, compute.PermutationImportance], *, selected=None, title: str | None = None, subtitle: str = ""
 ) -> go.Figure:
     """Permutation feature importance of one or more models as horizontal grouped bars.
 
@@ -274,6 +276,7 @@ def pfi_figure(
         fig,
         title or default,
         "pfi",
+        subtitle=subtitle,
         barmode="group",
         scattermode="group",
         height=height,
@@ -446,7 +449,15 @@ def pi_figure(
     _merge(layout["yaxis"], dict(title=dict(text="count")))
     _merge(layout["yaxis2"], dict(title=dict(text=f"PI: mean change in {loss}")))
     title = f"PI curves of {prof.feature}: mean change in {loss} when {prof.feature} is set to x"
-    return _style(fig, title, f"pi-{prof.feature}", height=480, **layout)
+    return _style(
+        fig,
+        title,
+        f"pi-{prof.feature}",
+        height=540,
+        legend=LEGEND_BELOW,
+        margin=dict(l=10, r=10, t=60, b=100),
+        **layout,
+    )
 
 
 # --- ICI and ICE curves (seed 000, Fig. 6) --------------------------------------------------
@@ -658,9 +669,11 @@ def _curves_figure(
         fig,
         title,
         f"{kind.lower()}-{prof.feature}",
-        height=460,
+        height=540,
         xaxis=xaxis,
         yaxis=dict(title=ytitle),
+        legend=LEGEND_BELOW,
+        margin=dict(l=10, r=10, t=85, b=120),
     )
     if sub:
         fig.layout.title.subtitle.text = sub
@@ -753,7 +766,7 @@ def ciu_figure(
     if reference is not None:  # five legend entries: below the plot, clear of the title
         height += 70
         extra = dict(
-            legend=dict(orientation="h", yref="container", yanchor="bottom", y=0.0, xanchor="left", x=0.0),
+            legend=LEGEND_BELOW,
             margin=dict(l=10, r=10, t=85, b=120),
         )
     if flagged.any():  # room for the "out of range" labels right of the bars

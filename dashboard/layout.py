@@ -206,7 +206,7 @@ def subgroup_box():
                         type="text",
                         debounce=False,
                         n_submit=0,
-                        placeholder="all rows; type a condition such as age > 40",
+                        placeholder="all rows; type a condition",
                         className="subgroup-text",
                     ),
                     html.Button("Apply", id=ids.SUBGROUP_APPLY, className="button primary"),

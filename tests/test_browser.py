@@ -197,12 +197,12 @@ def test_subgroup_x3_changes_the_ranking(server, tab):
     open_section(tab, "overview")
     shown_at_once = tab.evaluate(
         "() => { const g = document.querySelector('#pfi-graph .js-plotly-plot');"
-        " return (g && g.layout && g.layout.title && g.layout.title.text) || ''; }"
+        " return (g && g.layout && g.layout.title && g.layout.title.subtitle && g.layout.title.subtitle.text) || ''; }"
     )
     assert "all 500 rows" not in shown_at_once
     tab.wait_for_function(
         "() => { const g = document.querySelector('#pfi-graph .js-plotly-plot');"
-        " return g && (g.layout.title.text || '').includes('subgroup'); }"
+        " return g && ((g.layout.title.subtitle || {}).text || '').includes('subgroup'); }"
     )
     bars = tab.evaluate(
         "() => { const t = document.querySelector('#pfi-graph .js-plotly-plot')._fullData.find(t => t.type === 'bar');"

@@ -149,3 +149,19 @@ def test_on_a_subgroup_both_pfi_views_say_why_they_differ(ctx):
     whole = _record(ctx, {})
     assert "subgroup" not in views.render(ctx, "pfi", whole)["info"]
     assert views.render(ctx, "conditional_pfi", whole)["info"] == ""
+
+
+@pytest.mark.parametrize("ws_id", ["demo-x3", "demo-diabetes", "demo-cancer"])
+def test_the_subgroup_hint_is_a_condition_on_this_data(ctx, ws_id):
+    """Issue 11, defect 8: the box's example names this data set's own column and a value
+    that splits it (it said `X3 == 0` on any data)."""
+    import compute
+    from dashboard.callbacks.drilldown import subgroup_example
+
+    hint = subgroup_example(ctx, {"ws": ws_id})
+    assert hint.startswith("all rows; e.g. ")
+    ws = ctx.store.workspace(ws_id)
+    data = ctx.store.data(ws)
+    mask = compute.parse_subgroup(hint.removeprefix("all rows; e.g. "), data)
+    assert 0 < int(mask.sum()) < len(data)
+    assert str(ws.features[0]) in hint

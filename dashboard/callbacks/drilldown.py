@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 
+import pandas as pd
 from dash import ALL, Input, Output, State, no_update
 from dash import ctx as dash_ctx
 
@@ -343,6 +344,7 @@ CONTROLLER_OUTPUTS = {
     "model_options": Output(ids.MODEL_SELECT, "options"),
     "feature_options": Output(ids.FEATURE_SELECT, "options"),
     "column_options": Output(ids.COND_COLUMN, "options"),
+    "subgroup_placeholder": Output(ids.SUBGROUP_TEXT, "placeholder"),
 }
 _CLICKS = {ids.PFI_GRAPH: "pfi_click", ids.SFIMP_GRAPH: "sfimp_click", ids.GLOBAL_CI_GRAPH: "ci_click"}
 
@@ -407,7 +409,28 @@ def controller_outputs(ctx, state, trigger, inputs) -> dict:
         "model_options": model_options,
         "feature_options": feature_options,
         "column_options": column_options,
+        "subgroup_placeholder": subgroup_example(ctx, new),
     }
+
+
+def subgroup_example(ctx, state) -> str:
+    """The subgroup box's hint, on this data set's own first feature (its median, or its most
+    common level), in the condition language."""
+    ws = ctx.store.workspace((state or {}).get("ws"))
+    if ws is None:
+        return "all rows; type a condition"
+    data = ctx.store.data(ws)
+    feature = ws.model(state.get("model")).features[0]
+    column = data[feature]
+    try:
+        if pd.api.types.is_numeric_dtype(column) and not pd.api.types.is_bool_dtype(column):
+            value = float(f"{float(column.median()):.3g}")
+            condition = compute.format_condition(feature, ">", int(value) if value.is_integer() else value)
+        else:
+            condition = compute.format_condition(feature, "==", column.mode(dropna=True).iloc[0])
+    except (compute.ExplainError, IndexError, TypeError, ValueError):
+        return "all rows; type a condition"
+    return f"all rows; e.g. {condition}"
 
 
 def control_options(ctx, state):

@@ -339,7 +339,8 @@ def load_outputs(result: dict) -> dict:
             "status": status,
         }
     warnings = result.get("warnings") or []
-    status = "Loaded." + ("" if not warnings else " Note: " + " ".join(warnings))
+    # success is not an error: its own style inside the (red) status line
+    status = html.Span("Loaded." + ("" if not warnings else " Note: " + " ".join(warnings)), className="load-ok")
     return {"loaded": result["ws"], "model_error": None, "data_error": None, "target_error": None, "status": status}
 
 
@@ -459,7 +460,9 @@ def register(app, ctx) -> None:
         prevent_initial_call=True,
     )
     def load_cancelled(_n):
-        return "Loading cancelled: nothing was loaded, and the model's process was stopped."
+        return html.Span(
+            "Loading cancelled: nothing was loaded, and the model's process was stopped.", className="load-note"
+        )
 
 
 __all__ = ["DATA_SUFFIXES", "MODEL_SUFFIXES"]

@@ -13,7 +13,9 @@ def render(ctx, inp) -> dict:
     if not pfi:
         return {"figure": empty("Waiting for the permutations…"), "info": ""}
     first = next(iter(pfi.values()))
-    title = f"PFI ({first.kind} in {first.loss}), mean ± std over {first.n_repeats} permutations, {inp.selection}"
+    title = f"How much the error ({first.loss}) grows when a feature is shuffled"
+    names = ", ".join(str(m) for m in pfi)
+    subtitle = f"{names}; PFI ({first.kind}), mean ± std over {first.n_repeats} permutations; {inp.selection}"
     rel = max(res.relative_error() for res in pfi.values())
     info = (
         f"{first.n_rows:,} rows. The features that matter are known to ±{rel:.0%} (standard error of the mean "
@@ -27,7 +29,7 @@ def render(ctx, inp) -> dict:
             "(like one that defines the subgroup) gets 0, while the conditional PFI (Subgroups) gives it its "
             "values from all rows."
         )
-    return {"figure": figures.pfi_figure(pfi, selected=inp.feature, title=title), "info": info}
+    return {"figure": figures.pfi_figure(pfi, selected=inp.feature, title=title, subtitle=subtitle), "info": info}
 
 
 VIEW = View(
