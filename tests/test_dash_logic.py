@@ -438,7 +438,7 @@ def test_observation_view_defaults_to_largest_integral(ctx, results, summary):
     best = summary.local["X1"].idxmax()
     assert f"row {best}," in info
     ici = next(r["value"] for r in rows if r["column"] == "ICI integral (X1)")
-    assert_allclose(float(ici), summary.local["X1"].max(), rtol=1e-6)
+    assert ici == f"{summary.local['X1'].max():.4g}"  # shown to 4 significant digits
 
 
 def test_ale_view_has_default_k_intervals_none_empty(ctx, results, profiles):
@@ -771,6 +771,20 @@ def test_help_does_not_print_secret_key(tmp_path, capsys):
 
 
 # --- the controller's reducers ----------------------------------------------------------------
+def test_sfimp_and_repetitions_can_be_switched_back(ctx):
+    """Issue 11, defect 8: SFIMP toggles off again and repetitions go back to the default, so
+    later subgroups no longer pay for them."""
+    state = normalize(ctx, {**default_state(), "ws": "demo-x3"})[0]
+    on, _ = update_state(ctx, state, ids.SFIMP_RUN, {})
+    off, _ = update_state(ctx, on, ids.SFIMP_RUN, {})
+    assert (on["sfimp"], off["sfimp"]) == (True, False)
+    more, _ = update_state(ctx, state, ids.REPEATS_MORE, {})
+    back, _ = update_state(ctx, more, ids.REPEATS_RESET, {})
+    assert (more["repeats"], back["repeats"]) == (20, 10)
+    ws = ctx.store.workspace("demo-x3")
+    assert plan_state(ctx, ws, off)["keys"]["sfimp"] == {}
+
+
 @pytest.mark.parametrize(
     "trigger, reducer, inputs, changed",
     [

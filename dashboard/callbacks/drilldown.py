@@ -18,7 +18,7 @@ import compute
 from .. import ids
 from ..demos import DEMOS
 from ..planning import clean_edits, row_label, select_rows
-from ..state import MAX_REPEATS, clean_state, default_state, search_from_state, state_from_search
+from ..state import DEFAULT_REPEATS, MAX_REPEATS, clean_state, default_state, search_from_state, state_from_search
 
 
 def _click_value(click):
@@ -168,7 +168,12 @@ def more_repeats(state, inputs):
 
 
 def run_sfimp(state, inputs):
-    return {**state, "sfimp": True}
+    """SFIMP on or off: off, later subgroups and data sets no longer compute it."""
+    return {**state, "sfimp": not state.get("sfimp")}
+
+
+def reset_repeats(state, inputs):
+    return {**state, "repeats": DEFAULT_REPEATS}
 
 
 def toggle_centered(state, inputs):
@@ -211,6 +216,7 @@ REDUCERS = {
     ids.COND_ADD: add_condition,
     ids.REPEATS_MORE: more_repeats,
     ids.SFIMP_RUN: run_sfimp,
+    ids.REPEATS_RESET: reset_repeats,
     ids.CENTERED: toggle_centered,
     ids.ALE_INTERVALS: set_ale_intervals,
     ids.EXCLUDE_SELECTED: exclude_selected,
@@ -314,6 +320,7 @@ CONTROLLER_INPUTS = {
     "add": Input(ids.COND_ADD, "n_clicks"),
     "more": Input(ids.REPEATS_MORE, "n_clicks"),
     "sfimp": Input(ids.SFIMP_RUN, "n_clicks"),
+    "fewer": Input(ids.REPEATS_RESET, "n_clicks"),
     "centered": Input(ids.CENTERED, "value"),
     "exclude_selected": Input(ids.EXCLUDE_SELECTED, "n_clicks"),
     "exclude_negative": Input(ids.EXCLUDE_NEGATIVE, "n_clicks"),

@@ -5,13 +5,15 @@ from __future__ import annotations
 from dash import html
 
 from .. import figures, ids, layout
+from ..state import DEFAULT_REPEATS
 from .base import PFI, View, data_role_note, empty
 
 
 def render(ctx, inp) -> dict:
     pfi = inp.pfi
+    reset = {} if inp.state.get("repeats") != DEFAULT_REPEATS else {"display": "none"}
     if not pfi:
-        return {"figure": empty("Waiting for the permutations…"), "info": ""}
+        return {"figure": empty("Waiting for the permutations…"), "info": "", "reset_style": reset}
     first = next(iter(pfi.values()))
     title = f"How much the error ({first.loss}) grows when a feature is shuffled"
     names = ", ".join(str(m) for m in pfi)
@@ -29,7 +31,11 @@ def render(ctx, inp) -> dict:
             "(like one that defines the subgroup) gets 0, while the conditional PFI (Subgroups) gives it its "
             "values from all rows."
         )
-    return {"figure": figures.pfi_figure(pfi, selected=inp.feature, title=title, subtitle=subtitle), "info": info}
+    return {
+        "figure": figures.pfi_figure(pfi, selected=inp.feature, title=title, subtitle=subtitle),
+        "info": info,
+        "reset_style": reset,
+    }
 
 
 VIEW = View(
@@ -39,13 +45,23 @@ VIEW = View(
     title="Permutation feature importance",
     question="Eq. 8 of Casalicchio et al.: error increase when a feature is permuted, mean and spread over "
     "repetitions, on the selected rows. Click a bar to select the feature.",
-    outputs={"figure": (ids.PFI_GRAPH, "figure"), "info": (ids.PFI_INFO, "children")},
+    outputs={
+        "figure": (ids.PFI_GRAPH, "figure"),
+        "info": (ids.PFI_INFO, "children"),
+        "reset_style": (ids.REPEATS_RESET, "style"),
+    },
+    placeholder=lambda message: {"figure": empty(message), "info": "", "reset_style": {"display": "none"}},
     render=render,
     body=lambda: [
         layout.graph(ids.PFI_GRAPH, height=None, filename="pfi"),
         html.Div(id=ids.PFI_INFO, className="help"),
     ],
-    extra=lambda: html.Button("More repetitions", id=ids.REPEATS_MORE, className="button small"),
+    extra=lambda: [
+        html.Button(
+            f"Back to {DEFAULT_REPEATS}", id=ids.REPEATS_RESET, className="button small", style={"display": "none"}
+        ),
+        html.Button("More repetitions", id=ids.REPEATS_MORE, className="button small"),
+    ],
     needs=frozenset({PFI}),
     reads=frozenset({"ws", "model", "feature", "subgroup", "exclude", "repeats"}),
 )

@@ -10,16 +10,20 @@ from .base import SFIMP, View, empty
 
 def render(ctx, inp) -> dict:
     if not inp.state.get("sfimp"):
-        return {"figure": empty("Press “Compute SFIMP” (it costs many model calls)."), "info": ""}
+        return {
+            "figure": empty("Press “Compute SFIMP” (it costs many model calls)."),
+            "info": "",
+            "button": "Compute SFIMP",
+        }
     sfimp = inp.sfimp
     if not sfimp:
-        return {"figure": empty("Waiting for SFIMP…"), "info": ""}
+        return {"figure": empty("Waiting for SFIMP…"), "info": "", "button": "Hide SFIMP"}
     info = "; ".join(
         f"{name}: {'exact' if s.exact else f'{s.n_orderings} orderings'}, {s.n_rows:,} model rows, "
         f"error {s.model_error:.4g} vs {s.baseline_error:.4g} with no feature"
         for name, s in sfimp.items()
     )
-    return {"figure": figures.sfimp_figure(sfimp, selected=inp.feature), "info": info}
+    return {"figure": figures.sfimp_figure(sfimp, selected=inp.feature), "info": info, "button": "Hide SFIMP"}
 
 
 VIEW = View(
@@ -29,7 +33,12 @@ VIEW = View(
     title="Shapley feature importance (SFIMP)",
     question="Eq. 10-11: each feature's share of the model's performance; the legend gives the model's error "
     "(Fig. 5a). Computed on request: it costs many model calls.",
-    outputs={"figure": (ids.SFIMP_GRAPH, "figure"), "info": (ids.SFIMP_INFO, "children")},
+    outputs={
+        "figure": (ids.SFIMP_GRAPH, "figure"),
+        "info": (ids.SFIMP_INFO, "children"),
+        "button": (ids.SFIMP_RUN, "children"),
+    },
+    placeholder=lambda message: {"figure": empty(message), "info": "", "button": "Compute SFIMP"},
     render=render,
     body=lambda: [
         layout.graph(ids.SFIMP_GRAPH, height=None, filename="sfimp"),
