@@ -41,7 +41,7 @@ def export_csv(ctx, inp):
     for name, pfi in inp.pfi.items():
         frame[f"permutation PFI {name}"] = pfi.importance
         frame[f"permutation std {name}"] = pfi.std
-    return dcc.send_data_frame(frame.to_csv, "pfi.csv")
+    return dcc.send_data_frame(frame.to_csv, "pfi.csv", index_label="feature")
 
 
 VIEW = View(

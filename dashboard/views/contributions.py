@@ -133,7 +133,9 @@ def export_csv(ctx, inp):
     found = inp.results(KIND).get(inp.state["model"])
     if found is None:
         return None
-    return dcc.send_data_frame(found.to_frame().to_csv, f"contributions-row-{inp.state['obs']}.csv")
+    return dcc.send_data_frame(
+        found.to_frame().to_csv, f"contributions-row-{inp.state['obs']}.csv", index_label="feature"
+    )
 
 
 VIEW = View(

@@ -12,6 +12,7 @@ def render(ctx, inp) -> dict:
         return {"data": [], "columns": []}
     impact = summary.impact.copy()
     impact["pd_importance"] = summary.pd_importance
+    impact = impact.sort_values("impact", ascending=False, kind="stable")  # most impact first, on every page
     rows, cols = figures.table_data(impact, index_name="feature")
     return {"data": rows, "columns": cols}
 
@@ -27,5 +28,6 @@ VIEW = View(
     render=render,
     body=lambda: [layout.table(ids.IMPACT_TABLE)],
     needs=frozenset({PROFILES}),
+    wide=True,  # six measures per feature: a half-width panel cut them off
     reads=frozenset({"ws", "model"}),
 )
