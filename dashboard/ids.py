@@ -7,6 +7,7 @@ JOB_REQUEST = "job-request"  # dcc.Store: the state the background job is asked 
 JOB_DONE = "job-done"  # dcc.Store: what the last background job reported
 JOB_ACTIVE = "job-active"  # dcc.Store: True while a background job runs (watchdog)
 LOADED_WS = "loaded-ws"  # dcc.Store: workspace id produced by "Load"
+MY_WORKSPACES = "my-workspaces"  # dcc.Store (browser session): ids of the data sets this tab loaded
 STATUS = "status"
 HOVERED_ROW = "hovered-row"  # dcc.Store: {"row", "t"} of the curve under the pointer
 CLICKED_ROW = "clicked-row"  # dcc.Store: {"row", "t"} from a click on an ICI/ICE curve

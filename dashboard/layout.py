@@ -301,6 +301,7 @@ def page(config) -> html.Div:
             dcc.Store(id=ids.JOB_DONE),
             dcc.Store(id=ids.JOB_ACTIVE, data=False),
             dcc.Store(id=ids.LOADED_WS),
+            dcc.Store(id=ids.MY_WORKSPACES, storage_type="session", data=[]),
             dcc.Store(id=ids.NEGATIVE),
             dcc.Store(id=ids.CLICKED_ROW),
             dcc.Store(id=ids.HOVERED_ROW),

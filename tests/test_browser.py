@@ -333,6 +333,15 @@ def test_upload_skops_and_csv_renders_views(server, tab, upload_files):
     tab.wait_for_selector("#pfi-info:has-text('These rows trained the models')")
     assert tab.inner_text("#model-error").strip() == ""
     shot(tab, "upload-skops-csv")
+    own_search = tab.evaluate("location.search")
+    # switching to a demo keeps this tab's upload in the data-set list
+    tab.click("#ws-select")
+    tab.get_by_role("option", name="Diabetes progression", exact=False).click()
+    tab.wait_for_function("() => location.search.includes('demo-diabetes')")
+    tab.click("#ws-select")
+    tab.get_by_role("option", name=re.compile("credit")).wait_for()
+    tab.keyboard.press("Escape")
+    tab.goto(server["url"] + "/" + own_search)
     # another session sees none of it: not listed, and a guessed id shows the demo
     own_ws = dict(p.split("=", 1) for p in tab.evaluate("location.search").lstrip("?").split("&"))["ws"]
     other = tab.context.browser.new_context(viewport={"width": 1400, "height": 1800}).new_page()

@@ -260,7 +260,9 @@ def wip_tab(wip_chromium, wip_web, wip_worker, request):
 
 
 def _wait_ici(tab, timeout: int) -> None:
-    """Until the ICI view shows curves (its legend names the largest integral)."""
+    """Open the Feature section; until the ICI view shows curves (its legend names the
+    largest integral)."""
+    tab.click("#section-tab-feature")
     tab.wait_for_selector("#ici-graph .main-svg", timeout=timeout)
     tab.wait_for_function(
         "() => { const g = document.querySelector('#ici-graph .js-plotly-plot');"
@@ -278,14 +280,16 @@ def test_background_callbacks_run_on_celery(wip_web, wip_worker, wip_env, wip_ta
     tab.fill("#subgroup-text", "X3 == 0")
     tab.click("#subgroup-apply")
     tab.wait_for_function("() => location.search.includes('subgroup=')")
+    tab.click("#section-tab-subgroups")
     tab.wait_for_selector("#pfi-table th:has-text('subgroup')", timeout=STEP_MS)
+    assert "subgroup (n=" in tab.inner_text("#pfi-table")
+    tab.click("#section-tab-overview")
     tab.wait_for_function(  # the permutation PFI of the subgroup: a job on the worker too
         "() => { const g = document.querySelector('#pfi-graph .js-plotly-plot');"
-        " return g && (g.layout.title.text || '').includes('subgroup'); }",
+        " return g && ((g.layout.title.subtitle || {}).text || '').includes('subgroup'); }",
         timeout=STEP_MS,
     )
     tab.wait_for_function("() => !document.querySelector('._dash-loading-callback')")
-    assert "subgroup (n=" in tab.inner_text("#pfi-table")
     print(f"subgroup views after {time.time() - t0:.1f} s")
     _shot(tab, "celery-demo")
 

@@ -237,6 +237,20 @@ def test_control_options_list_models_features_and_columns(ctx, state):
     assert [c["value"] for c in columns] == FEATURES + ["Y"]
 
 
+def test_uploads_of_this_tab_stay_listed_after_switching_to_a_demo(ctx, model_upload, data_upload):
+    """Issue 11, defect 8: an uploaded data set vanished from the list once a demo was shown.
+    The tab's own uploads (its session storage) stay listed; unknown or forged ids are not."""
+    loaded = load_workspace(ctx, [model_upload], data_upload, "y", None, None, [], False, None)["ws"]
+    demo = normalize(ctx, {**default_state(), "ws": "demo-x3"})[0]
+    forged = ["no-such-workspace", 42, "x" * 5000, None]
+    listed = [o["value"] for o in control_options(ctx, demo, [loaded, *forged])[0]]
+    assert loaded in listed and listed.count(loaded) == 1
+    from dashboard.demos import DEMOS
+
+    assert not set(listed) - {loaded, *DEMOS}
+    assert loaded not in [o["value"] for o in control_options(ctx, demo)[0]]  # another tab: not listed
+
+
 def test_ici_table_click_on_second_page_selects_that_row(app, ctx, state, results):
     """A click on the first row of the ICI table's second page selects that row."""
     rows = views.render(ctx, "influential", results)["data"]

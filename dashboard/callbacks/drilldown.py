@@ -335,6 +335,7 @@ CONTROLLER_INPUTS = {
     "cond_value": State(ids.COND_VALUE, "value"),
     "table_rows": State(ids.ICI_TABLE, "data"),
     "negative": State(ids.NEGATIVE, "data"),
+    "mine": State(ids.MY_WORKSPACES, "data"),
     "state": State(ids.STATE, "data"),
 }
 CONTROLLER_OUTPUTS = {
@@ -380,6 +381,22 @@ def register(app, ctx) -> None:
         prevent_initial_call=True,
     )
 
+    # the data sets this tab loaded, for the data-set list (the browser's session storage)
+    app.clientside_callback(
+        """
+        function(loaded, mine) {
+            if (!loaded) { return dash_clientside.no_update; }
+            const list = (mine || []).filter(function(m) { return m !== loaded; });
+            list.push(loaded);
+            return list.slice(-MAX_MINE);
+        }
+        """.replace("MAX_MINE", str(MAX_MINE)),
+        Output(ids.MY_WORKSPACES, "data"),
+        Input(ids.LOADED_WS, "data"),
+        State(ids.MY_WORKSPACES, "data"),
+        prevent_initial_call=True,
+    )
+
     @app.callback(output=CONTROLLER_OUTPUTS, inputs=CONTROLLER_INPUTS)
     def controller(**values):
         trigger = dash_ctx.triggered_id
@@ -401,7 +418,7 @@ def controller_outputs(ctx, state, trigger, inputs) -> dict:
     if new == state and trigger != ids.URL and error is None:
         return {**{name: no_update for name in CONTROLLER_OUTPUTS}, "subgroup_error": None}
     subgroup_box = no_update if (error and trigger in (ids.SUBGROUP_APPLY, ids.SUBGROUP_TEXT)) else new["subgroup"]
-    ws_options, model_options, feature_options, column_options = control_options(ctx, new)
+    ws_options, model_options, feature_options, column_options = control_options(ctx, new, inputs.get("mine"))
     return {
         "state": new,
         "search": search_from_state(new),
@@ -440,14 +457,26 @@ def subgroup_example(ctx, state) -> str:
     return f"all rows; e.g. {condition}"
 
 
-def control_options(ctx, state):
-    """Dropdown options for the state's workspace (demos plus the current upload)."""
+MAX_MINE = 20  # uploads a tab lists
+
+
+def control_options(ctx, state, mine=None):
+    """Dropdown options for the state's workspace: the demos, the data sets this browser tab
+    loaded (``mine``, kept in its session storage: switching to a demo does not lose them;
+    only ids that exist are listed) and the current one."""
     ws = ctx.store.workspace((state or {}).get("ws"))
     demos = [{"label": v, "value": k} for k, v in DEMOS.items()]
+    listed = set(DEMOS)
+    own = [m for m in mine if isinstance(m, str) and 0 < len(m) <= 200] if isinstance(mine, list) else []
+    for ws_id in [*own[-MAX_MINE:], *([ws.id] if ws is not None else [])]:
+        if ws_id in listed:
+            continue
+        found = ctx.store.workspace(ws_id)
+        if found is not None and not found.demo:
+            demos.append({"label": found.title, "value": found.id})
+            listed.add(ws_id)
     if ws is None:
         return demos, [], [], []
-    if not ws.demo:
-        demos.append({"label": ws.title, "value": ws.id})
     model = ws.model(state.get("model"))
     columns = [c for c in ctx.store.data(ws).columns]
     return (
