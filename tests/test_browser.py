@@ -509,6 +509,21 @@ def test_every_chart_shows_axis_titles(server, tab):
     assert len(charts) >= 13, charts  # every chart but SFIMP (computed on request)
     missing = [c for c in charts if c[1] < 1 or c[2] < 1]
     assert not missing, f"charts without axis titles: {missing}"
+    # the report: a document with the same charts, their axis titles drawn, and no placeholder
+    with tab.expect_download() as download:
+        tab.click("#export-report")
+    path = OUTPUT.parent / "report.html"
+    download.value.save_as(path)
+    report = tab.context.new_page()
+    report.goto(path.as_uri())
+    report.wait_for_selector(".js-plotly-plot .main-svg")
+    in_report = report.evaluate(AXIS_TITLES_JS)
+    assert len(in_report) >= 13 and not [c for c in in_report if c[1] < 1 or c[2] < 1], in_report
+    words = report.inner_text("body")
+    assert "Rows looked at" in words and "subgroup X3 == 0" in words and "row 5" in words
+    assert not [p for p in ("Press", "Waiting", "Drawing this view", "Computing") if p in words]
+    report.screenshot(path=str(OUTPUT / "report.png"), full_page=False)
+    report.close()
     shot(tab, "axis-titles")
 
 

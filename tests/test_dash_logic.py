@@ -502,6 +502,22 @@ def test_report_is_one_self_contained_document(ctx, results):
     assert all(f in html for f in FEATURES)
 
 
+def test_report_reads_as_a_document(ctx, results):
+    """Issue 11: the report opens with the data, models, rows and feature it is about, is
+    organised by the page's sections with their questions, and holds no placeholder."""
+    from dashboard.views import SECTIONS
+
+    html = report_html(ctx, results)
+    facts = ("<dt>Data</dt>", "<dt>Target</dt>", "<dt>Models</dt>", "<dt>Rows looked at</dt>", "all 500 rows")
+    assert [f for f in facts if f not in html] == []
+    headings = re.findall(r"<h2>(.*?)</h2>", html)
+    assert headings and set(headings) <= {label for _, label, _ in SECTIONS} and "Overview" in headings
+    text = re.sub(r"<script.*?</script>", "", html, flags=re.S)  # plotly.js aside: the document's own words
+    found = [p for p in ("Press", "Waiting", "Drawing this view", "Computing", "No observation selected") if p in text]
+    assert found == []  # (a plain list: pytest's diff of a whole page takes minutes)
+    assert "Open this drill-down in the dashboard" in html
+
+
 def test_export_ciu_of_unexplained_obs_falls_back(ctx, state, summary, data):
     """Export CIU with an obs outside the explained rows exports the row the view shows."""
     outside = next(r for r in data.index if r not in summary.rows)

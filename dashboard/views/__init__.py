@@ -224,55 +224,82 @@ def export(ctx, button: str, results):
 
 
 def report_html(ctx, results, base_url: str = "") -> str | None:
-    """One self-contained HTML document of the current drill-down: every view that has
-    results, with its question, figures, tables and notes; views not computed are left out."""
+    """One self-contained HTML document of the current drill-down, for a reader without the
+    app: what data and models it is about and which rows and observation it looks at, then
+    each section with its question and each view that has results (its one-line method, its
+    figures with their axis titles, its tables and notes). Views not computed are left out:
+    no "press Compute" placeholders."""
     from ..state import search_from_state
 
     inp = load_inputs(ctx, results)
     if inp is None:
         return None
-    sections, first = [], True
-    for view in REGISTRY:
-        out = render(ctx, view, results, inp)
-        by_component: dict = {}
-        for name, (cid, prop) in view.outputs.items():
-            by_component.setdefault(cid, {})[prop] = out[name]
-        shown, notes = [], []
-        for props in by_component.values():
-            if is_figure_ready(props.get("figure")):
-                shown.append(figure_html(props["figure"], first=first))
-                first = False
-            elif props.get("data") and props.get("columns"):
-                shown.append(table_html(props["data"], props["columns"]))
-            elif isinstance(props.get("children"), str) and props["children"]:
-                notes.append(text_html(props["children"]))
-        if shown:  # views with nothing computed are left out
-            sections.append(
-                f"<section><h2>{html_lib.escape(view.title)}</h2>"
-                f"<p class='question'>{html_lib.escape(view.question)}</p>"
-                + "".join(shown)
-                + "".join(notes)
-                + "</section>"
-            )
-    state = inp.state
-    link = base_url + search_from_state(state)
-    meta = (
-        f"<p>Data: {html_lib.escape(inp.ws.title)} · model: {html_lib.escape(state['model'])} · feature: "
-        f"{html_lib.escape(str(state['feature']))} · subgroup: {html_lib.escape(state.get('subgroup') or 'none')}"
-        f" · generated {dt.datetime.now().isoformat(timespec='seconds')}</p>"
-        f'<p>Drill-down link: <a href="{html_lib.escape(link)}">{html_lib.escape(link)}</a></p>'
-    )
+    esc = html_lib.escape
+    parts, first = [], True
+    for key, label, question in SECTIONS:
+        sections = []
+        for view in (v for v in REGISTRY if v.section == key):
+            out = render(ctx, view, results, inp)
+            by_component: dict = {}
+            for name, (cid, prop) in view.outputs.items():
+                by_component.setdefault(cid, {})[prop] = out[name]
+            shown, notes = [], []
+            for props in by_component.values():
+                if is_figure_ready(props.get("figure")):
+                    shown.append(figure_html(props["figure"], first=first))
+                    first = False
+                elif props.get("data") and props.get("columns"):
+                    shown.append(table_html(props["data"], props["columns"]))
+                elif isinstance(props.get("children"), str) and props["children"]:
+                    notes.append(text_html(props["children"]))
+            if shown:  # views with nothing computed are left out
+                sections.append(
+                    f"<section><h3>{esc(view.title)}</h3><p class='question'>{esc(view.question)}</p>"
+                    + "".join(shown)
+                    + "".join(notes)
+                    + "</section>"
+                )
+        if sections:
+            parts.append(f"<h2>{esc(label)}</h2><p class='lead'>{esc(question)}</p>" + "".join(sections))
+    link = base_url + search_from_state(inp.state)
     style = (
-        "body{font-family:system-ui,sans-serif;margin:2em;color:#1f2937}table{border-collapse:collapse}"
-        "td,th{border:1px solid #ddd;padding:2px 6px;font-size:13px}section{margin-bottom:2em}"
-        ".question{color:#4b5563}"
+        "body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1100px;color:#1f2937}"
+        "table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ddd;padding:2px 6px;font-size:13px}"
+        "section{margin:1em 0 2em}.question{color:#4b5563}.lead{font-size:1.05em}h2{border-bottom:2px solid #1d4ed8;"
+        "padding-bottom:4px;margin-top:2em}dl{display:grid;grid-template-columns:max-content 1fr;gap:2px 14px}"
+        "dt{color:#4b5563}dd{margin:0}"
     )
     return (
-        f"<!doctype html><html><head><meta charset='utf-8'><title>Why it performs: report</title>"
-        f"<style>{style}</style></head><body><h1>Feature importance report</h1>{meta}"
-        + "".join(sections)
-        + "</body></html>"
+        "<!doctype html><html><head><meta charset='utf-8'>"
+        f"<title>Why it performs: {esc(inp.ws.title)}</title><style>{style}</style></head><body>"
+        f"<h1>Why the model performs as it does</h1>{_report_summary(inp, link)}" + "".join(parts) + "</body></html>"
     )
+
+
+def _report_summary(inp: Inputs, link: str) -> str:
+    """The report's opening: the data and models, the rows and observation looked at."""
+    esc = html_lib.escape
+    ws, state = inp.ws, inp.state
+    roles = {"held-out": "held out (the models did not train on it)", "training": "the models' training data"}
+    target = f"{ws.target} ({ws.task}" + (f"; explained class: {ws.output}" if ws.output is not None else "") + ")"
+    facts = [
+        ("Data", f"{ws.title}: {len(inp.data):,} rows"),
+        ("Target", target),
+        ("Models", ", ".join(m.name for m in ws.models) + f" (curves and CIU for {state['model']})"),
+        ("Loss", str(ws.loss)),
+        ("The rows are", roles.get(getattr(ws, "data_role", "unknown"), "not said at Load (training data or not)")),
+        ("Rows looked at", inp.rows_line),
+        ("Feature", str(state["feature"])),
+    ]
+    if state.get("obs") is not None:
+        edits = state.get("edit") or {}
+        what = f"row {state['obs']}" + (
+            " with " + ", ".join(f"{k} = {v}" for k, v in edits.items()) + " (what-if)" if edits else ""
+        )
+        facts.append(("Observation", what))
+    facts.append(("Generated", dt.datetime.now().isoformat(timespec="seconds")))
+    rows = "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in facts)
+    return f'<dl>{rows}</dl><p>Open this drill-down in the dashboard: <a href="{esc(link)}">{esc(link)}</a></p>'
 
 
 def register(app, ctx) -> None:
