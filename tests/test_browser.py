@@ -24,6 +24,7 @@ pytestmark = pytest.mark.browser
 
 ROOT = Path(__file__).resolve().parent.parent
 OUTPUT = Path(os.environ.get("WIP_TEST_OUTPUT", ROOT / "test-output")) / "screenshots"
+README_SHOTS = ROOT / "tests" / "screenshots"  # committed; README shows them
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 TIMEOUT = 90_000  # ms; the first visit trains the demo and runs its ICE/ICI passes
 
@@ -506,6 +507,11 @@ def test_every_chart_shows_axis_titles(server, tab):
         tab.wait_for_function(DRAWN_JS, arg=0 if key == "subgroups" else 1)
         charts += tab.evaluate(AXIS_TITLES_JS)
         shot(tab, f"section-{key}")
+        if os.environ.get("WIP_README_SHOTS"):  # README's pictures: WIP_README_SHOTS=1 pytest -k axis_titles
+            README_SHOTS.mkdir(exist_ok=True)
+            tab.set_viewport_size({"width": 1400, "height": 1100})
+            tab.screenshot(path=str(README_SHOTS / f"section-{key}.png"))
+            tab.set_viewport_size({"width": 1400, "height": 1800})
     assert len(charts) >= 13, charts  # every chart but SFIMP (computed on request)
     missing = [c for c in charts if c[1] < 1 or c[2] < 1]
     assert not missing, f"charts without axis titles: {missing}"
