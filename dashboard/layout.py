@@ -34,13 +34,16 @@ def table(table_id: str, *, page_size: int = 12, row_selectable=None):
     )
 
 
-def panel(title: str, *children, help_text: str | None = None, extra=None, class_name: str = "panel"):
+def panel(title: str, *children, help_text: str | None = None, extra=None, class_name: str = "panel", method: str = ""):
+    """A view's panel: its title, its tools, its question in plain words and (hover or focus
+    the "method" mark) the method with its paper and equation."""
     header: list = [html.H3(title)]
     if extra is not None:
         header.append(html.Div(extra, className="panel-tools"))
     body: list = [html.Div(header, className="panel-header")]
     if help_text:
-        body.append(html.P(help_text, className="help"))
+        note = [html.Span(" method", title=method, className="method-note", tabIndex="0")] if method else []
+        body.append(html.P([help_text, *note], className="help question"))
     body.extend(children)
     return html.Section(body, className=class_name)
 

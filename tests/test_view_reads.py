@@ -182,3 +182,13 @@ def test_every_csv_export_names_every_column(ctx):
     assert seen >= 6
     ici = views.export(ctx, "export-ici", record)["content"]
     assert "in_subgroup" in ici.splitlines()[0]  # the ICI CSV marks the subgroup's rows
+
+
+def test_each_view_asks_its_question_in_plain_words_and_cites_in_a_method_note():
+    """Issue 11: plain language first, citations second. The panel's line is a question with
+    no equation or paper in it; the method (paper, equation) is the view's "method" note."""
+    for view in views.REGISTRY:
+        assert "?" in view.question, view.name
+        assert not any(w in view.question for w in ("Eq.", "et al", "Främling", "Fig.")), view.name
+    cited = [v.name for v in views.REGISTRY if any(w in v.method for w in ("Eq.", "et al", "Främling", "paper"))]
+    assert len(cited) >= len(views.REGISTRY) - 3, cited

@@ -198,6 +198,7 @@ def panels(panel, section: str | None = None) -> list:
             *v.body(),
             dcc.Store(id=input_id(v)),
             help_text=v.question,
+            method=v.method,
             extra=None if v.extra is None else v.extra(),
             class_name="panel wide" if v.wide else "panel",
         )
@@ -257,6 +258,7 @@ def report_html(ctx, results, base_url: str = "") -> str | None:
                     f"<section><h3>{esc(view.title)}</h3><p class='question'>{esc(view.question)}</p>"
                     + "".join(shown)
                     + "".join(notes)
+                    + (f"<p class='method'>Method: {esc(view.method)}</p>" if view.method else "")
                     + "</section>"
                 )
         if sections:
@@ -267,7 +269,7 @@ def report_html(ctx, results, base_url: str = "") -> str | None:
         "table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ddd;padding:2px 6px;font-size:13px}"
         "section{margin:1em 0 2em}.question{color:#4b5563}.lead{font-size:1.05em}h2{border-bottom:2px solid #1d4ed8;"
         "padding-bottom:4px;margin-top:2em}dl{display:grid;grid-template-columns:max-content 1fr;gap:2px 14px}"
-        "dt{color:#4b5563}dd{margin:0}"
+        "dt{color:#4b5563}dd{margin:0}.method{color:#6b7280;font-size:13px}"
     )
     return (
         "<!doctype html><html><head><meta charset='utf-8'>"

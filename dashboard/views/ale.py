@@ -33,10 +33,11 @@ VIEW = View(
     section="feature",
     order=130,
     title="Accumulated local effects",
-    question=(
-        "ALE of the feature read off its ICE tensor (Scholbeck et al., Sec. 3), on K intervals "
-        "bounded by quantiles of the explained rows' values, taken on the curves' grid (fewer where "
-        f"values tie; K = {DEFAULT_ALE_K} by default, as R iml and PyALE)."
+    question="What is the feature's own effect on the prediction, without extrapolating?",
+    method=(
+        "Accumulated local effects read off the ICE tensor (Scholbeck et al., Sec. 3), on K intervals bounded"
+        " by quantiles of the explained rows' values on the curves' grid (fewer where values tie; K = 20 by "
+        "default, as R iml and PyALE)."
     ),
     outputs={"figure": (ids.ALE_GRAPH, "figure")},
     render=render,

@@ -52,7 +52,7 @@ class View:
     section: str  # the page section (tab) it belongs to: a key of SECTIONS
     order: int  # place in its section: panels are sorted by it (gaps leave room for new views)
     title: str  # panel heading
-    question: str  # one line: what the view answers / how to read it
+    question: str  # one line in plain words: the question the view answers
     outputs: dict[str, tuple[str, str]]  # output name -> (component id, property)
     render: Callable[..., dict]  # (ctx, Inputs) -> {output name: value}
     body: Callable[[], list] = lambda: []  # panel components (the output components)
@@ -64,6 +64,7 @@ class View:
     tasks: tuple[planning.TaskSpec, ...] = ()  # results this view computes itself (planned and cached)
     controls: dict[str, tuple[str, str, Any]] = field(default_factory=dict)  # name -> (id, prop, default)
     wide: bool = False  # the panel spans the page's full width (tables with many columns)
+    method: str = ""  # the method, its paper and equation: a "method" note, not the headline
     # the state fields render reads (None: DEFAULT_READS). A view is drawn again only when
     # one of them, or the availability of a result it reads, changes; tests check that
     # changing any other field leaves its outputs as they were.

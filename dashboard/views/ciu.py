@@ -25,7 +25,11 @@ VIEW = View(
     section="observation",
     order=80,
     title="CIU of the selected observation",
-    question="Contextual importance (transparent) and utility (solid, CI x CU) of Främling (Fig. 3).",
+    question="How much can each feature move this row's output, and how favourable is its value?",
+    method=(
+        "Contextual importance (transparent bar) and utility (solid share, CI x CU), Främling (2022), Eq. 6 "
+        "and 8, Fig. 3."
+    ),
     outputs={"figure": (ids.CIU_GRAPH, "figure"), "info": (ids.OBS_INFO, "children")},
     render=render,
     body=lambda: [

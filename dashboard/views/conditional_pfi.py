@@ -49,7 +49,11 @@ VIEW = View(
     section="subgroups",
     order=30,
     title="Conditional PFI: all data, subgroup, complement",
-    question="Eq. 9: the mean ICI integral over the rows of each group (no new model calls).",
+    question="Do the features matter as much in the subgroup as in the rest?",
+    method=(
+        "Conditional PFI, Casalicchio et al. (2018), Eq. 9 and Sec. 6.1: the mean ICI integral over the rows "
+        "of each group; no new model calls."
+    ),
     outputs={
         "data": (ids.PFI_TABLE, "data"),
         "columns": (ids.PFI_TABLE, "columns"),

@@ -143,8 +143,12 @@ VIEW = View(
     section="observation",
     order=85,
     title="Why this prediction: feature contributions",
-    question="The selected observation's prediction as the average prediction plus one contribution per feature "
-    "(Shapley values, in the prediction's units).",
+    question="Why does this row get its prediction? One contribution per feature, in the prediction's units.",
+    method=(
+        "Interventional Shapley values of the prediction (Lundberg & Lee 2017) with the coalition engine of "
+        "SFIMP (Casalicchio et al. 2018, Sec. 5): the mean prediction over a seeded background sample plus "
+        "the contributions adds up to the prediction."
+    ),
     outputs={
         "figure": (GRAPH, "figure"),
         "data": (TABLE, "data"),

@@ -18,7 +18,10 @@ VIEW = View(
     section="overview",
     order=110,
     title="Global contextual importance",
-    question="Mean CI over the explained rows of the selection.",
+    question="Over the explained rows, how much of the output range can each feature move?",
+    method=(
+        "Global contextual importance, Främling (2022), Sec. 4.1: the mean CI over the explained rows of the selection."
+    ),
     outputs={"figure": (ids.GLOBAL_CI_GRAPH, "figure")},
     render=render,
     body=lambda: [layout.graph(ids.GLOBAL_CI_GRAPH, height=None, filename="global-ci")],

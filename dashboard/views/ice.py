@@ -24,7 +24,11 @@ VIEW = View(
     section="feature",
     order=60,
     title="ICE curves and PD",
-    question="How predictions move with the feature; same observations and highlights as ICI.",
+    question="How do the predictions move with the feature, row by row?",
+    method=(
+        "Individual conditional expectation (ICE) curves and their mean, the partial dependence (PD); the "
+        "same rows and highlights as the ICI curves."
+    ),
     outputs={"figure": (ids.ICE_GRAPH, "figure")},
     render=render,
     body=lambda: [layout.graph(ids.ICE_GRAPH, filename="ice")],

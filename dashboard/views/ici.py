@@ -25,8 +25,12 @@ VIEW = View(
     section="feature",
     order=50,
     title="ICI curves",
-    question="One curve per observation; green: largest integral, red: smallest. Click a curve to select that "
-    "observation everywhere.",
+    question="For which rows does the feature matter? Click a curve to select that row everywhere.",
+    method=(
+        "Individual conditional importance (ICI), Casalicchio et al. (2018), Sec. 3-4: one curve per row, the"
+        " change in its error when the feature is set to x; green: largest integral (local PFI), red: "
+        "smallest."
+    ),
     outputs={"figure": (ids.ICI_GRAPH, "figure"), "info": (ids.ICI_INFO, "children")},
     render=render,
     body=lambda: [

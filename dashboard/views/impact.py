@@ -22,8 +22,11 @@ VIEW = View(
     section="overview",
     order=120,
     title="ICE feature impact",
-    question="Ruler paper: impact, in-distribution impact, heterogeneity (interactions) and non-linearity per "
-    "feature; PD importance (FIRM) for comparison.",
+    question="How strongly, and how unevenly, does each feature move the predictions?",
+    method=(
+        "ICE feature impact (the ruler paper): impact, in-distribution impact, heterogeneity (interactions) "
+        "and non-linearity per feature; PD importance (FIRM) for comparison."
+    ),
     outputs={"data": (ids.IMPACT_TABLE, "data"), "columns": (ids.IMPACT_TABLE, "columns")},
     render=render,
     body=lambda: [layout.table(ids.IMPACT_TABLE)],

@@ -30,7 +30,8 @@ VIEW = View(
     section="observation",
     order=90,
     title="Contextual influence",
-    question="Influence = CI x (CU - 0.5) (Eq. 10): positive features push the output up.",
+    question="Which features push this row's output up, and which down?",
+    method="Contextual influence, Främling (2022), Eq. 10: CI x (CU - 0.5).",
     outputs={"figure": (ids.INFLUENCE_GRAPH, "figure")},
     render=render,
     body=lambda: [

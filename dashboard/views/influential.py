@@ -47,8 +47,11 @@ VIEW = View(
     section="feature",
     order=70,
     title="Most and least influential observations",
-    question="Local PFI = integral of an observation's ICI curve; excluding observations recomputes the PFI "
-    "(Table 2, row 3). Click a row to select the observation.",
+    question="Which rows does the feature matter most and least for? Click a row to select it.",
+    method=(
+        "Local PFI = the integral of a row's ICI curve; excluding rows recomputes the PFI without them "
+        "(Casalicchio et al. 2018, Table 2, row 3)."
+    ),
     outputs={
         "data": (ids.ICI_TABLE, "data"),
         "columns": (ids.ICI_TABLE, "columns"),

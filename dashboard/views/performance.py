@@ -211,9 +211,12 @@ VIEW = View(
     section="overview",
     order=5,
     title="How good is each model, and where?",
-    question="The model's error on the selected rows and on the rest: under the loss PFI uses (a feature's PFI is "
-    "how much this error grows when the feature is shuffled) and the usual metrics. One prediction per row; "
-    "no new model calls when the subgroup, the feature or the threshold change.",
+    question="How good is each model, on the selected rows and on the rest?",
+    method=(
+        "The error under the loss PFI uses (a feature's PFI is how much this error grows when the feature is "
+        "shuffled) and the usual metrics, from one prediction per row; the subgroup, feature and threshold "
+        "change no model call."
+    ),
     outputs={
         "data": (TABLE, "data"),
         "columns": (TABLE, "columns"),

@@ -43,8 +43,11 @@ VIEW = View(
     section="overview",
     order=10,
     title="Permutation feature importance",
-    question="Eq. 8 of Casalicchio et al.: error increase when a feature is permuted, mean and spread over "
-    "repetitions, on the selected rows. Click a bar to select the feature.",
+    question="Which features does each model's accuracy depend on? Click a bar to pick a feature.",
+    method=(
+        "Permutation feature importance, Casalicchio, Molnar & Bischl (2018), Eq. 8: the increase in error "
+        "when a feature's values are shuffled among the selected rows, mean and spread over repetitions."
+    ),
     outputs={
         "figure": (ids.PFI_GRAPH, "figure"),
         "info": (ids.PFI_INFO, "children"),

@@ -25,8 +25,12 @@ VIEW = View(
     section="feature",
     order=40,
     title="PI curves",
-    question="Partial importance of the feature for all rows and each subgroup (Fig. 4); the dashed line is "
-    "the global PFI; the margin shows the feature's distribution (Fig. 6).",
+    question="Where in its range does the feature matter to the model's accuracy, overall and in the subgroup?",
+    method=(
+        "Partial importance (PI) curves, Casalicchio et al. (2018), Fig. 4 and 6: the mean change in error "
+        "when the feature is set to x, for all rows and each group; the dashed line is the global PFI, the "
+        "top the feature's distribution."
+    ),
     outputs={"figure": (ids.PI_GRAPH, "figure")},
     render=render,
     body=lambda: [layout.graph(ids.PI_GRAPH, filename="pi")],

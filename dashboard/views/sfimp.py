@@ -31,8 +31,11 @@ VIEW = View(
     section="overview",
     order=20,
     title="Shapley feature importance (SFIMP)",
-    question="Eq. 10-11: each feature's share of the model's performance; the legend gives the model's error "
-    "(Fig. 5a). Computed on request: it costs many model calls.",
+    question="How is each model's performance shared out among the features?",
+    method=(
+        "Shapley feature importance (SFIMP), Casalicchio et al. (2018), Eq. 10-11 and Fig. 5a: each feature's"
+        " Shapley share of the drop in error the model achieves; computed on request (many model calls)."
+    ),
     outputs={
         "figure": (ids.SFIMP_GRAPH, "figure"),
         "info": (ids.SFIMP_INFO, "children"),

@@ -181,8 +181,12 @@ VIEW = View(
     section="observation",
     order=83,
     title="What if this observation were different?",
-    question="Change the selected observation's values: its prediction, its curve for the chosen feature and its "
-    "contextual importance and utility (CIU) are computed again for the edited row.",
+    question="What if this row's values were different?",
+    method=(
+        "The edited row is predicted again in the isolated job: its prediction, its ICE curve for the chosen "
+        "feature and its contextual importance and utility (Främling 2022, Eq. 6 and 8) before and after the "
+        "edit."
+    ),
     outputs={
         "form": (FORM, "children"),
         "figure": (GRAPH, "figure"),
