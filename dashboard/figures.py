@@ -133,6 +133,20 @@ def level_label(value) -> str:
     return MISSING_LABEL if _is_missing(value) else str(value)
 
 
+def value_text(value) -> str:
+    """A value for people: numbers to 4 significant digits, levels as text, missing values
+    as "(missing)"."""
+    if isinstance(value, (float, np.floating)) and not _is_missing(value):
+        return f"{value:.4g}"
+    return level_label(value)
+
+
+def prediction_text(value: float, unit: str, sign: str = "") -> str:
+    """A prediction: percentage points (``unit`` "pp") with one decimal, else 4 significant
+    digits; ``sign="+"`` for a change."""
+    return f"{value:{sign}.1f} pp" if unit == "pp" else f"{value:{sign}.4g}"
+
+
 def _json_label(value):
     """A row or feature label as clickData returns it: ints stay ints, the rest strings."""
     if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):

@@ -10,7 +10,6 @@ selected model; CIU (Främling 2022) explains the same row in the panel beside i
 
 from __future__ import annotations
 
-import numpy as np
 from dash import dcc, html
 
 import compute
@@ -61,17 +60,6 @@ def contributions(model, X, y, ws, params, n_jobs):
 TASK = planning.TaskSpec(KIND, params, contributions, models="focus", label="Shapley contributions of the selected row")
 
 
-def _value_text(value) -> str:
-    if isinstance(value, (float, np.floating)):
-        return f"{value:.4g}"
-    return figures.level_label(value)
-
-
-def _number(value: float, unit: str) -> str:
-    """Percentage points with one decimal; other predictions to 4 significant digits."""
-    return f"{value:.1f} pp" if unit == "pp" else f"{value:.4g}"
-
-
 def render(ctx, inp) -> dict:
     state = inp.state
     found = inp.results(KIND).get(state["model"])
@@ -97,7 +85,7 @@ def render(ctx, inp) -> dict:
     for column, value in edit.items():  # the edited row (a level as its text: shown as such)
         values[column] = value
     labels = {
-        name: f"{name} = {_value_text(values[cols[0]]) if len(cols) == 1 else '…'}"
+        name: f"{name} = {figures.value_text(values[cols[0]]) if len(cols) == 1 else '…'}"
         for name, cols in res.players.items()
     }
     classifier = res.output is not None
@@ -120,8 +108,8 @@ def render(ctx, inp) -> dict:
     rows, cols = figures.table_data(frame, index_name="feature", digits=3)
     how = "exact over all coalitions" if res.exact else f"{res.n_orderings:,} sampled feature orderings"
     info = (
-        f"{what[0].upper()}{what[1:]} {_number(res.prediction * scale, unit)} = mean "
-        f"{_number(res.base_value * scale, unit)}"
+        f"{what[0].upper()}{what[1:]} {figures.prediction_text(res.prediction * scale, unit)} = mean "
+        f"{figures.prediction_text(res.base_value * scale, unit)}"
         f" over {res.n_background} background rows + the contributions ({how}; the standard errors come from the "
         f"background sample). Interventional Shapley values: each feature's average effect on this prediction "
         f"when it joins the others in every order."

@@ -23,12 +23,10 @@ def render(ctx, inp) -> dict:
 
 
 def _shown(value) -> str:
-    if isinstance(value, (float, np.floating)):
-        return "(missing)" if np.isnan(value) else f"{value:.4g}"
     if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
         number = int(value)
         return f"{number:,}" if abs(number) >= 10_000 else str(number)
-    return figures.level_label(value)
+    return figures.value_text(value)
 
 
 VIEW = View(

@@ -10,7 +10,6 @@ edited row as well (its task takes the same edits).
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 from dash import dcc, html
 
@@ -54,13 +53,6 @@ def what_if(model, X, y, ws, params, n_jobs):
 TASK = planning.TaskSpec(KIND, params, what_if, models="focus", label="what-if for the selected row")
 
 
-def shown(value) -> str:
-    """A value for people: numbers to 4 significant digits, levels as text."""
-    if isinstance(value, (float, np.floating)):
-        return "(missing)" if np.isnan(value) else f"{value:.4g}"
-    return figures.level_label(value)
-
-
 def _field(data: pd.DataFrame, feature, row, edit: dict) -> html.Div:
     """One feature's input: a number box (whole numbers for an integer column) or a list of
     the levels found in the data; an edited field says what the row had."""
@@ -89,10 +81,10 @@ def _field(data: pd.DataFrame, feature, row, edit: dict) -> html.Div:
             debounce=True,
             className="whatif-number",
         )
-        hint = f"{shown(column.min())} to {shown(column.max())}"
+        hint = f"{figures.value_text(column.min())} to {figures.value_text(column.max())}"
     parts: list = [html.Label(key), control, html.Div(hint, className="whatif-hint")]
     if edited:
-        parts.insert(1, html.Span(f"was {shown(original)}", className="whatif-was"))
+        parts.insert(1, html.Span(f"was {figures.value_text(original)}", className="whatif-was"))
     return html.Div(parts, className="whatif-field edited" if edited else "whatif-field")
 
 
@@ -101,10 +93,6 @@ def _units(ws) -> tuple[float, str, str]:
     if ws.output is not None:
         return 100.0, "pp", f"probability of {figures.level_label(ws.output)} (%)"
     return 1.0, "", f"predicted {ws.target}"
-
-
-def _number(value: float, unit: str, sign: str = "") -> str:
-    return f"{value:{sign}.1f} pp" if unit == "pp" else f"{value:{sign}.4g}"
 
 
 def render(ctx, inp) -> dict:
@@ -129,7 +117,10 @@ def render(ctx, inp) -> dict:
     res: compute.WhatIf = found
     scale, unit, what = _units(inp.ws)
     feature = state["feature"]
-    changes = ", ".join(f"{c} {shown(res.values.loc[c, 'original'])} → {shown(v)}" for c, v in res.edits.items())
+    changes = ", ".join(
+        f"{c} {figures.value_text(res.values.loc[c, 'original'])} → {figures.value_text(v)}"
+        for c, v in res.edits.items()
+    )
     subtitle = f"{state['model']}, row {row}" + (f" with {changes}" if changes else " (no value changed yet)")
     figure = figures.whatif_figure(
         res.grids[feature],
@@ -152,15 +143,16 @@ def render(ctx, inp) -> dict:
         reference=res.original_ciu if res.edits else None,
     )
     before, after = res.original_prediction * scale, res.prediction * scale
+    text = figures.prediction_text
     if res.edits:
         info = (
-            f"{what[0].upper()}{what[1:]} of row {row}: {_number(before, unit)} → {_number(after, unit)} "
-            f"({_number(after - before, unit, '+')}) with {changes}. The contributions panel explains the edited row; "
+            f"{what[0].upper()}{what[1:]} of row {row}: {text(before, unit)} → {text(after, unit)} "
+            f"({text(after - before, unit, '+')}) with {changes}. The contributions panel explains the edited row; "
             "this page's link keeps the edit."
         )
     else:
         info = (
-            f"{what[0].upper()}{what[1:]} of row {row}: {_number(before, unit)}. Change a value below (press Enter "
+            f"{what[0].upper()}{what[1:]} of row {row}: {text(before, unit)}. Change a value below (press Enter "
             "or leave the box) to see the prediction, the curve and CIU move. Numbers are kept within the range "
             "observed in the data."
         )
