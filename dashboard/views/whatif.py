@@ -147,7 +147,7 @@ def render(ctx, inp) -> dict:
     if res.edits:
         info = (
             f"{what[0].upper()}{what[1:]} of row {row}: {text(before, unit)} → {text(after, unit)} "
-            f"({text(after - before, unit, '+')}) with {changes}. The contributions panel explains the edited row; "
+            f"({text(res.change * scale, unit, '+')}) with {changes}. The contributions panel explains the edited row; "
             "this page's link keeps the edit."
         )
     else:
