@@ -552,8 +552,11 @@ def _curves_figure(
 ) -> go.Figure:
     """Shared ICI/ICE drawing.
 
-    All background curves form ONE ``Scattergl`` trace, each curve followed by a gap (NaN in
-    x and y, serialised as compact typed arrays, which plotly.js breaks lines at). A
+    All background curves form ONE SVG ``Scatter`` trace, each curve followed by a gap (NaN in
+    x and y, which plotly.js breaks lines at; typed arrays, y as float32 since it is shown to
+    4 digits). One SVG path of 1,000 curves draws in about 0.15 s where WebGL took 1.5 s in
+    place and 3.5 s fresh without a GPU (SwiftShader), see ``benchmarks/speed_dashboard.py``;
+    only a strip of more than 5,000 dots stays WebGL (SVG dots are DOM nodes). A
     categorical feature's levels have no order, so nothing is drawn between them: each curve
     is a dot per level, jittered sideways around the level's position (a strip), the PI/PD
     and the highlighted rows are marks on the level itself. Curves are a seeded random sample of at
@@ -607,11 +610,13 @@ def _curves_figure(
         background = dict(
             mode="markers", marker=dict(color=CURVE_COLOR, size=4), opacity=0.45, text=texts.ravel().tolist()
         )
+    # thousands of SVG markers (a strip over many levels) would be thousands of DOM nodes
+    many_dots = strip and drawn.size * cols.size > 5000
     fig.add_trace(
-        go.Scattergl(
+        (go.Scattergl if many_dots else go.Scatter)(
             _validate=False,
             x=xs.ravel(),
-            y=ys.ravel(),
+            y=ys.ravel().astype(np.float32),
             customdata=np.repeat(labels[drawn], width),
             connectgaps=False,
             name=f"{kind} curves ({drawn.size})" if not strip else f"{kind} values ({drawn.size} rows)",
@@ -622,7 +627,7 @@ def _curves_figure(
     what = {"ICI": "PI", "ICE": "PD"}[kind]
     scope = "all" if mask is None else "subgroup"
     fig.add_trace(
-        go.Scattergl(
+        go.Scatter(
             _validate=False,
             x=position,
             y=summary,
@@ -637,7 +642,7 @@ def _curves_figure(
 
     def one(pos: int, name: str, color: str, line_width: float) -> None:
         fig.add_trace(
-            go.Scattergl(
+            go.Scatter(
                 _validate=False,
                 x=position,
                 y=curves[pos],
