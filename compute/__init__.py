@@ -4,6 +4,15 @@ Sampling (:mod:`.sampling`), intervention (:mod:`.intervention`), prediction
 (:mod:`.prediction`) and aggregation (:mod:`.aggregation`); public entry points below.
 """
 
+from .caveats import (
+    Dependence,
+    LeakageCheck,
+    PfiConvergence,
+    constant_model_error,
+    feature_dependence,
+    leakage_check,
+    pfi_convergence,
+)
 from .ciu import ciu_from_profiles, contextual_importance, global_contextual_importance, output_range
 from .effects import (
     ale_curve,
@@ -25,6 +34,7 @@ from .performance import (
     predict_rows,
 )
 from .profile import feature_profile, feature_profiles
+from .regional import RegionalSplit, SubgroupSuggestions, suggest_subgroups
 from .results import Extremes, FeatureProfile, PermutationImportance
 from .shapley import (
     ShapleyContributions,
@@ -38,6 +48,16 @@ from .summary import ProfileSummary, rank_extremes
 from .whatif import WhatIf, apply_edits, what_if
 
 __all__ = [
+    "suggest_subgroups",
+    "pfi_convergence",
+    "leakage_check",
+    "feature_dependence",
+    "constant_model_error",
+    "SubgroupSuggestions",
+    "RegionalSplit",
+    "PfiConvergence",
+    "LeakageCheck",
+    "Dependence",
     "ExplainError",
     "Extremes",
     "FeatureProfile",

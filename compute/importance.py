@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 import pandas as pd
 
@@ -33,6 +35,7 @@ def permutation_importance(
     n_repeats=10,
     kind="difference",
     features=None,
+    groups=None,
     output=None,
     random_state=0,
     n_jobs=1,
@@ -59,7 +62,13 @@ def permutation_importance(
         Number of permutations per feature.
     kind : {"difference", "ratio"}
     features : column label or list of column labels, optional
-        Default: every input of the model.
+        Default: every input of the model (none when ``groups`` is given).
+    groups : mapping of name -> list of column labels, optional
+        Grouped PFI: each group's columns are permuted jointly (one permutation tau_r moves
+        them together, so their joint distribution is kept), as dalex's ``variable_groups``.
+        Rows named by the group names follow the features' rows. The k-th item (features
+        first, then groups) uses the k-th random stream, so a one-column group placed where
+        a feature was gets exactly that feature's permutations and PFI.
     random_state : int, Generator or None, default 0
         Results do not depend on ``n_jobs`` or ``chunk_rows`` for a given seed.
     n_jobs : int, default 1
@@ -74,7 +83,14 @@ def permutation_importance(
     """
     X = check_frame(X)
     predictor, Xm = make_predictor(model, X, output)
-    features = check_features(features, Xm.columns)
+    groups = _check_groups(groups, Xm.columns)
+    if groups and (features is None or (isinstance(features, (list, tuple)) and len(features) == 0)):
+        features = []  # only the groups
+    else:
+        features = check_features(features, Xm.columns)
+    clash = [name for name in groups if name in features]
+    if clash:
+        raise InputError(f"The 'groups' names {clash[:3]!r} are also in 'features'; give the groups other names.")
     n_repeats = check_int(n_repeats, "n_repeats", low=1, high=100_000)
     kind = check_choice(kind, "kind", KINDS)
     chunk_rows = check_int(chunk_rows, "chunk_rows", low=1, none_ok=True)
@@ -85,16 +101,17 @@ def permutation_importance(
     design = predictor.design
     n = len(X)
     rows = np.arange(n)
-    seeds = np.random.SeedSequence(rng.integers(2**63)).spawn(len(features))
+    items = [(f, [f]) for f in features] + list(groups.items())
+    seeds = np.random.SeedSequence(rng.integers(2**63)).spawn(len(items))
 
-    def permuted(feature, seed) -> Segment:
-        """All repeats of one feature: row r*n + i is observation i with the feature's
-        value taken from observation donors[r*n + i] (permutation tau_r)."""
+    def permuted(columns, seed) -> Segment:
+        """All repeats of one feature (or group): row r*n + i is observation i with the
+        columns' values taken from observation donors[r*n + i] (permutation tau_r)."""
         perm_rng = np.random.default_rng(seed)
         donors = np.concatenate([perm_rng.permutation(n) for _ in range(n_repeats)])
         return Segment(
             n * n_repeats,
-            lambda a, b: design.block(np.arange(a, b) % n, {feature: design.column_values(feature, donors[a:b])}),
+            lambda a, b: design.block(np.arange(a, b) % n, {c: design.column_values(c, donors[a:b]) for c in columns}),
             lambda a, b: np.arange(a, b) % n,
         )
 
@@ -103,10 +120,10 @@ def permutation_importance(
     # (n_jobs) share the chunks: a few large model calls replace one or more per feature.
     per_feature = n * n_repeats
     batch = max(1, BATCH_ROWS // per_feature)
-    segments = [unmodified_segment(predictor, rows)] + [permuted(f, s) for f, s in zip(features, seeds)]
-    errors = np.empty((len(features), n_repeats))  # permuted errors
+    segments = [unmodified_segment(predictor, rows)] + [permuted(cols, s) for (_, cols), s in zip(items, seeds)]
+    errors = np.empty((len(items), n_repeats))  # permuted errors
     model_error: float | None = None
-    for start in range(0, len(features), batch):
+    for start in range(0, len(items), batch):
         group = segments[1 + start : 1 + start + batch]
         head = [segments[0]] if model_error is None else []
         _, losses = predict_segments(
@@ -127,6 +144,27 @@ def permutation_importance(
     else:
         values = errors / model_error
     repeats = pd.DataFrame(
-        values, index=pd.Index(features, name="feature"), columns=[f"repeat_{r + 1}" for r in range(n_repeats)]
+        values,
+        index=pd.Index([name for name, _ in items], name="feature"),
+        columns=[f"repeat_{r + 1}" for r in range(n_repeats)],
     )
     return PermutationImportance(repeats=repeats, model_error=model_error, loss=loss_obj.name, kind=kind, n_rows=n)
+
+
+def _check_groups(groups, columns) -> dict:
+    """{name: [columns]} of the groups to permute jointly; {} for None."""
+    if groups is None:
+        return {}
+    if not isinstance(groups, Mapping):
+        raise InputError(
+            f"The 'groups' parameter must map a name to a list of columns, e.g. {{'size': ['height', 'weight']}} "
+            f"(got {type(groups).__name__})."
+        )
+    if not groups:
+        raise InputError("The 'groups' mapping is empty; name at least one group of columns.")
+    checked = {}
+    for name, members in groups.items():
+        if not isinstance(name, str) or not name.strip():
+            raise InputError(f"Each group in 'groups' needs a non-empty text name (got {name!r}).")
+        checked[name] = check_features(members, columns, name=f"groups[{name!r}]")
+    return checked

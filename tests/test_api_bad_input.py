@@ -169,6 +169,17 @@ CALLS = {
     "rank_extremes": (compute.rank_extremes, lambda: dict(values=np.arange(5.0), k=2)),
     "what_if": (compute.what_if, lambda: dict(model=OLS, X=X, instance="r0", edits={"a": 1.0})),
     "apply_edits": (compute.apply_edits, lambda: dict(X=X, original=X.iloc[[0]], edits={"a": 1.0})),
+    "suggest_subgroups": (compute.suggest_subgroups, lambda: dict(profile=prof(), X=X)),
+    "pfi_convergence": (
+        compute.pfi_convergence,
+        lambda: dict(pfi=compute.permutation_importance(OLS, X, Y, n_repeats=3)),
+    ),
+    "feature_dependence": (compute.feature_dependence, lambda: dict(X=X)),
+    "constant_model_error": (compute.constant_model_error, lambda: dict(y=Y, loss="squared_error")),
+    "leakage_check": (
+        compute.leakage_check,
+        lambda: dict(pfi=compute.permutation_importance(OLS, X, Y, n_repeats=2), y=Y),
+    ),
 }
 
 #: Functions taking a model and X, and the shared knobs each of them accepts.
@@ -892,6 +903,50 @@ def _cases():
     )
     add("rank_extremes", {"values": ["a", "b"]}, InputError, "'values' parameter must be numbers", "text")
     add("rank_extremes", {"values": np.ones((2, 2))}, InputError, "'values' parameter must be one-dimensional", "2d")
+    add("suggest_subgroups", {"profile": "a"}, InputError, "'profile' must be a FeatureProfile", "profile")
+    add("suggest_subgroups", {"profile": prof(y=False)}, InputError, "needs the target", "no-target")
+    add("suggest_subgroups", {"X": X.values}, InputError, "'X' must be a pandas DataFrame", "ndarray")
+    add("suggest_subgroups", {"X": X.iloc[5:]}, InputError, "'X' lacks 5 of the profile's rows", "rows")
+    add("suggest_subgroups", {"features": ["b", "zz"]}, InputError, "'features' names columns not in 'X'", "features")
+    add("suggest_subgroups", {"max_depth": 9}, InputError, "'max_depth' must be a whole number from 1 to 5", "depth")
+    add("suggest_subgroups", {"max_depth": 2.5}, InputError, "'max_depth'", "depth-float")
+    add("suggest_subgroups", {"min_leaf_share": 0}, InputError, "'min_leaf_share' must be a share", "leaf")
+    add("suggest_subgroups", {"min_leaf_share": "x"}, InputError, "'min_leaf_share'", "leaf-text")
+    add(
+        "suggest_subgroups",
+        {"mask": np.ones(4, bool)},
+        InputError,
+        "'mask' must have one value per profile row",
+        "mask",
+    )
+    add("pfi_convergence", {"pfi": prof()}, InputError, "'pfi' must be a PermutationImportance", "pfi")
+    add("pfi_convergence", {"level": 1.0}, InputError, "'level' must be a probability", "level")
+    add("pfi_convergence", {"top": 0}, InputError, "'top' must be a whole number", "top")
+    add("feature_dependence", {"X": [[1, 2]]}, InputError, "'X' must be a pandas DataFrame", "list")
+    add("feature_dependence", {"features": ["a", "q"]}, InputError, "'features' names columns not in 'X'", "features")
+    add("constant_model_error", {"loss": "hinge"}, InputError, "No constant-model yardstick for loss 'hinge'", "loss")
+    add("constant_model_error", {"y": np.array([1.0, np.nan])}, InputError, "'y' has missing values", "nan")
+    add("constant_model_error", {"y": np.array([])}, InputError, "'y' is empty", "empty")
+    add("leakage_check", {"pfi": None}, InputError, "'pfi' must be a PermutationImportance", "pfi")
+    add(
+        "leakage_check",
+        {"pfi": compute.permutation_importance(OLS, X, Y, n_repeats=2, kind="ratio")},
+        InputError,
+        "difference form",
+        "ratio",
+    )
+    add("permutation_importance", {"groups": ["a"]}, InputError, "'groups' parameter must map a name", "groups-list")
+    add("permutation_importance", {"groups": {}}, InputError, "'groups' mapping is empty", "groups-empty")
+    add("permutation_importance", {"groups": {"": ["a"]}}, InputError, "needs a non-empty text name", "groups-name")
+    add("permutation_importance", {"groups": {"g": ["zz"]}}, InputError, "zz", "groups-column")
+    add("permutation_importance", {"groups": {"g": []}}, InputError, "groups\\['g'\\]", "groups-members")
+    add(
+        "permutation_importance",
+        {"features": ["a"], "groups": {"a": ["a", "b"]}},
+        InputError,
+        "also in 'features'",
+        "groups-clash",
+    )
     return out
 
 
