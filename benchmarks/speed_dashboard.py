@@ -165,7 +165,7 @@ def warm_cache(ctx, ws: Workspace) -> dict:
         assert error is None and sub["subgroup"] == condition, error
         todo = _pending(ctx, ws, sub)
         if todo:
-            assert all(t["kind"] == "pfi" for t in todo), todo
+            assert all(t["kind"] in ("pfi", "pfi_groups") for t in todo), todo
             cold[f"pfi[{condition}]"] = _run(ctx, ws, todo)
     results, request, _ = resolve_state(ctx, state, None)
     assert request is no_update and "keys" in results, "the cache is not warm"

@@ -159,6 +159,26 @@ class Dependence:
         found = {f: list(self.partners(f, threshold).index) for f in self.strength.index}
         return {f: p for f, p in found.items() if p}
 
+    def groups(self, threshold: float = 0.7, max_groups: int = 6, max_size: int = 4) -> dict:
+        """Groups to permute jointly: each flagged feature with its strongest partners (at
+        most ``max_size`` columns), in the data's column order, duplicates dropped; the
+        ``max_groups`` with the strongest link first. Keys: the members joined by " + "."""
+        candidates = []
+        for feature, partners in self.flagged(threshold).items():
+            members = {feature, *partners[: max_size - 1]}
+            ordered = [f for f in self.strength.index if f in members]
+            link = float(self.strength.loc[feature, partners[0]])
+            candidates.append((link, ordered))
+        candidates.sort(key=lambda c: -c[0])
+        out: dict = {}
+        for _, group in candidates:
+            name = " + ".join(str(m) for m in group)
+            if name not in out:
+                out[name] = group
+            if len(out) >= max_groups:
+                break
+        return out
+
 
 def feature_dependence(
     X: pd.DataFrame, features: Sequence | None = None, *, max_rows: int = 20_000, random_state: int = 0
@@ -192,11 +212,8 @@ def feature_dependence(
     strength = pd.DataFrame(np.eye(len(features)), index=features, columns=features)
     measure = pd.DataFrame("", index=features, columns=features, dtype=object)
     if numeric:
-        if not ranks.isna().any().any():
-            rho = np.corrcoef(ranks.to_numpy().T) if len(numeric) > 1 else np.ones((1, 1))
-            rho = np.atleast_2d(rho)
-        else:  # pairwise complete rows: ranks within each pair's rows
-            rho = frame[numeric].astype(float).corr(method="spearman").to_numpy()
+        with np.errstate(invalid="ignore", divide="ignore"):  # a constant column: no correlation (0)
+            rho = _rank_correlation(frame[numeric], ranks)
         block = np.abs(np.nan_to_num(rho, nan=0.0))
         np.fill_diagonal(block, 1.0)
         strength.loc[numeric, numeric] = block
@@ -215,6 +232,15 @@ def feature_dependence(
     for f in features:
         measure.loc[f, f] = "itself"
     return Dependence(strength=strength.astype(float), measure=measure, n_rows=len(frame))
+
+
+def _rank_correlation(values: pd.DataFrame, ranks: pd.DataFrame) -> np.ndarray:
+    """Spearman's rho of every pair of numeric columns (pairwise complete rows when some are missing)."""
+    if values.shape[1] == 1:
+        return np.ones((1, 1))
+    if not ranks.isna().any().any():
+        return np.atleast_2d(np.corrcoef(ranks.to_numpy().T))
+    return values.astype(float).corr(method="spearman").to_numpy()
 
 
 def _cramers_v(a: pd.Series, b: pd.Series) -> float:

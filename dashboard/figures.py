@@ -300,6 +300,122 @@ def pfi_figure(
     )
 
 
+def convergence_figure(
+    conv: compute.PfiConvergence, *, loss: str, selected=None, top: int = 6, title: str = "", subtitle: str = ""
+) -> go.Figure:
+    """PFI after 1..R permutations (the running mean) with its confidence band, for the
+    ``top`` features of the final ranking (and the selected feature), seed 001, caveat 2.
+    Each band is one closed, filled polygon under its line."""
+    final = conv.importance.iloc[:, -1].sort_values(ascending=False, kind="stable")
+    shown = list(final.index[:top])
+    if selected is not None and selected in final.index and selected not in shown:
+        shown.append(selected)
+    r = np.asarray(conv.importance.columns, dtype=float)
+    fig = _figure()
+    for k, feature in enumerate(shown):
+        color = MODEL_COLORS[k % len(MODEL_COLORS)]
+        lower, upper = conv.lower.loc[feature].to_numpy(float), conv.upper.loc[feature].to_numpy(float)
+        keep = np.isfinite(lower) & np.isfinite(upper)
+        if keep.sum() >= 2:
+            fig.add_trace(
+                go.Scatter(
+                    _validate=False,
+                    x=np.concatenate([r[keep], r[keep][::-1]]),
+                    y=np.concatenate([upper[keep], lower[keep][::-1]]),
+                    fill="toself",
+                    mode="lines",
+                    fillcolor=color,
+                    opacity=0.15,
+                    line=dict(width=0),
+                    hoverinfo="skip",
+                    showlegend=False,
+                    legendgroup=str(feature),
+                    name=f"{feature} band",
+                )
+            )
+        width = 3.5 if feature == selected else 2
+        fig.add_trace(
+            go.Scatter(
+                _validate=False,
+                x=r,
+                y=conv.importance.loc[feature].to_numpy(float),
+                mode="lines+markers",
+                line=dict(color=color, width=width),
+                marker=dict(size=5),
+                name=str(feature),
+                legendgroup=str(feature),
+                customdata=np.stack([lower, upper], axis=1),
+                hovertemplate=f"{feature}<br>after %{{x}} permutations: %{{y:.4g}}"
+                "<br>band %{customdata[0]:.4g} to %{customdata[1]:.4g}<extra></extra>",
+            )
+        )
+    n = conv.n_repeats
+    return _style(
+        fig,
+        title or f"PFI after 1 to {n} permutations",
+        "convergence",
+        subtitle=subtitle,
+        height=420,
+        xaxis=dict(title="number of permutations", range=[0.5, n + 0.5], dtick=max(1, n // 10)),
+        yaxis=dict(title=f"PFI: increase in {loss}", zeroline=True),
+        legend=LEGEND_BELOW,
+        margin=dict(l=10, r=10, t=85, b=100),
+    )
+
+
+def group_pfi_figure(rows: pd.DataFrame, *, loss: str, title: str = "", subtitle: str = "") -> go.Figure:
+    """Grouped PFI against the parts (seed 001, caveat 3): per group (``rows`` indexed by the
+    group's label, columns ``together``, ``alone_sum`` and ``alone_text``) one bar for the
+    columns shuffled together and one for the sum of the members' own PFI bars."""
+    if rows.empty:
+        return empty_figure("No strongly dependent features: nothing to shuffle together.", height=200)
+    import textwrap
+
+    order = list(rows.sort_values("together", ascending=False).index)
+    # long groups ("mean radius + worst radius + ...") wrap onto lines of ~28 characters
+    labels = ["<br>".join(textwrap.wrap(str(g), 28)) for g in order]
+    fig = _figure(
+        go.Bar(
+            _validate=False,
+            name="shuffled together",
+            x=rows.loc[order, "together"].to_numpy(float),
+            y=labels,
+            orientation="h",
+            marker=dict(color=ALL_COLOR),
+            hovertemplate="%{y} shuffled together: %{x:.4g}<extra></extra>",
+        ),
+        go.Bar(
+            _validate=False,
+            name="each shuffled alone, summed",
+            x=rows.loc[order, "alone_sum"].to_numpy(float),
+            y=labels,
+            orientation="h",
+            marker=dict(color=CURVE_COLOR),
+            customdata=rows.loc[order, "alone_text"].tolist(),
+            hovertemplate="%{customdata}<br>sum: %{x:.4g}<extra></extra>",
+        ),
+    )
+    yaxis = dict(
+        title=dict(text="features shuffled"),
+        type="category",
+        categoryorder="array",
+        categoryarray=labels[::-1],
+        automargin=True,
+    )
+    return _style(
+        fig,
+        title or "Shuffled together or one at a time",
+        "group-pfi",
+        subtitle=subtitle,
+        barmode="group",
+        height=max(260, 150 + sum(30 + 14 * label.count("<br>") for label in labels)),
+        xaxis=dict(title=f"PFI: increase in {loss}", zeroline=True),
+        yaxis=yaxis,
+        legend=LEGEND_BELOW,
+        margin=dict(l=10, r=10, t=85, b=90),
+    )
+
+
 def sfimp_figure(sfimp: Mapping[str, Any], *, selected=None) -> go.Figure:
     """Shapley feature importance (SFIMP) per model, as Fig. 5a of seed 000.
 

@@ -97,3 +97,5 @@ ADD_TO_CURRENT = "add-to-current"
 LOAD_BUTTON = "load-button"
 LOAD_STATUS = "load-status"
 LOAD_CANCEL = "load-cancel"
+SUGGESTED = "suggested-subgroup"  # pattern-matching type: {"type", "condition"}, a button per suggested subgroup
+SUGGESTED_PICK = "suggested-pick"  # dcc.Store: {"condition", "t"} from the clicked suggestion

@@ -94,6 +94,10 @@ def _run_task(store, ws, task, data, y, models, policy, n_jobs, progress, done, 
 
         spec = task_spec(task.kind)
         progress(done, steps, f"{entry.name}: {spec.label or spec.kind}")
+        if spec.rows:  # the rows PFI uses
+            chosen = select_rows(data, task.params["condition"], task.params["excluded"]).to_numpy()
+            _need_rows(chosen, 2)
+            X, y = X[chosen], (None if y is None else y[chosen])
         store.put(task.key, spec.run(model, X, y, ws, task.params, n_jobs))
         return done + 1
     mask = select_rows(data, task.params["condition"], task.params["excluded"]).to_numpy()

@@ -34,7 +34,7 @@ class TaskSpec:
     alone (None: the state needs no such result); they go into the cache key. ``run(model,
     X, y, ws, params, n_jobs)`` computes the result in the isolated job process. ``models``:
     one task per model of the data set ("all") or for the selected model only ("focus").
-    ``label`` says what runs, in the progress bar.
+    ``label`` says what runs, in the progress bar. ``rows``: see below.
     """
 
     kind: str
@@ -42,6 +42,9 @@ class TaskSpec:
     run: Callable[..., Any]
     models: str = "all"
     label: str = ""  # for the progress bar ("predictions on every row")
+    # True: ``run`` gets only the selected rows, those of ``params["condition"]`` minus
+    # ``params["excluded"]`` (the rows PFI uses), instead of every row
+    rows: bool = False
 
 
 @dataclass(frozen=True)

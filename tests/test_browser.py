@@ -674,3 +674,65 @@ def test_what_if_edit_moves_prediction_and_contributions_and_is_shared_by_url(se
     tab.click("#whatif-reset")
     tab.wait_for_selector("#whatif-info:has-text('Change a value')")
     assert "edit=" not in tab.evaluate("() => location.search")
+
+
+def test_a_suggested_subgroup_applies_everywhere(server, tab):
+    """Issue 13, item 1: the Subgroups section suggests X3 == 0 / X3 == 1 for X1 (the seed's
+    simulation); clicking X3 == 0 applies it as the subgroup: box, URL, PI and PFI follow."""
+    tab.goto(server["url"] + "/?ws=demo-x3&feature=X1")
+    wait_views(tab)
+    open_section(tab, "subgroups")
+    button = tab.locator("#suggestions-list button", has_text=re.compile(r"^X3 == 0$")).first
+    button.wait_for()
+    first = tab.locator("#suggestions-list .suggestion").first.inner_text()
+    assert "Split on X3" in first and "X3 == 1" in first, first
+    assert "differs most across X3 == 0 and X3 == 1" in tab.inner_text("#suggestions-info")
+    shot(tab, "subgroups-suggested")
+    button.click()
+    tab.wait_for_function("() => document.querySelector('#subgroup-text').value === 'X3 == 0'")
+    assert "subgroup=X3" in tab.url
+    # the suggestions now look inside the subgroup, and the other sections follow
+    tab.wait_for_selector('#suggestions-info:has-text("subgroup\'s")')
+    open_section(tab, "feature")
+    tab.wait_for_function(
+        "() => { const g = document.querySelector('#pi-graph .js-plotly-plot');"
+        " return g && g._fullData && g._fullData.some(t => (t.name || '').startsWith('X3 == 0 (n=')); }"
+    )
+    open_section(tab, "overview")
+    tab.wait_for_function(
+        "() => { const g = document.querySelector('#pfi-graph .js-plotly-plot');"
+        " const t = g && g.layout && g.layout.title; return t && (t.subtitle || {}).text"
+        " && t.subtitle.text.includes('subgroup X3 == 0'); }"
+    )
+
+
+def test_caveats_show_convergence_dependence_and_grouped_pfi(server, tab):
+    """Issue 13, item 2, on the breast-cancer demo (radius, perimeter and area move together):
+    the convergence chart has a line per top feature, the dependence table lists the pairs,
+    the grouped PFI chart compares a group shuffled together with its parts, and the leak
+    check reads the model's skill."""
+    tab.goto(server["url"] + "/?ws=demo-cancer")
+    open_section(tab, "overview")
+    tab.wait_for_selector("#caveats-group-graph .js-plotly-plot")
+    tab.wait_for_function(
+        "() => { const g = document.querySelector('#caveats-group-graph .js-plotly-plot');"
+        " return g && g._fullData && g._fullData.some(t => t.name === 'shuffled together'); }",
+        timeout=60_000,
+    )
+    table = tab.inner_text("#caveats-dependence-table")
+    assert "rank correlation" in table and "radius" in table, table[:400]
+    assert re.search(r"Shuffled together, .+ raise the error by", tab.inner_text("#caveats-info"))
+    leak = tab.inner_text("#caveats-leak")
+    assert "log-loss skill" in leak and ("No sign of a leak" in leak or "Worth a look" in leak), leak
+    names = tab.evaluate(
+        "() => document.querySelector('#convergence-graph .js-plotly-plot')._fullData"
+        ".filter(t => t.mode === 'lines+markers').map(t => t.name)"
+    )
+    assert len(names) >= 5, names
+    assert re.search(r"(has held since|still changed at|has not changed since)", tab.inner_text("#convergence-info"))
+    assert "depends strongly on" in tab.inner_text("#pfi-info") or "Strongly dependent" in tab.inner_text("#pfi-info")
+    for panel, name in (("#caveats-info", "caveats-cancer"), ("#convergence-info", "convergence-cancer")):
+        box = tab.locator("section.panel", has=tab.locator(panel))
+        box.scroll_into_view_if_needed()
+        OUTPUT.mkdir(parents=True, exist_ok=True)
+        box.screenshot(path=str(OUTPUT / f"{name}.png"))

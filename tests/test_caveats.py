@@ -126,6 +126,20 @@ def test_dependent_pairs_are_flagged_and_independent_ones_not():
     assert set(dep.flagged(0.7)["size"]) == {"a", "b", "colour"} and "shape" not in dep.flagged(0.7)
 
 
+def test_groups_to_shuffle_together_are_each_flagged_feature_with_its_partners():
+    X = mixed_frame()
+    dep = compute.feature_dependence(X)
+    assert dep.groups(0.7) == {"a + b + colour + size": ["a", "b", "colour", "size"]}  # one group, deduplicated
+    # pairs: each flagged feature with its strongest partner, strongest link first
+    assert dep.groups(0.7, max_size=2) == {
+        "a + b": ["a", "b"],
+        "a + colour": ["a", "colour"],
+        "a + size": ["a", "size"],
+    }
+    assert list(dep.groups(0.7, max_size=2, max_groups=1)) == ["a + b"]
+    assert compute.feature_dependence(X[["c", "shape"]]).groups(0.7) == {}
+
+
 def test_dependence_leaves_out_missing_values_pairwise_and_samples_large_data():
     X = mixed_frame(3000)
     X.loc[::7, "b"] = np.nan

@@ -274,12 +274,13 @@ def test_cached_state_resolves_without_request(ctx, state, results):
 
 
 def test_new_subgroup_needs_only_pfi_tasks(ctx, state, results):
-    """A new subgroup reuses the cached profiles: every missing task is a permutation PFI."""
+    """A new subgroup reuses the cached profiles: every missing task permutes on the new rows
+    (PFI, and the dependent features shuffled together)."""
     sub = {**state, "subgroup": "X1 > 0.123"}
     _, request, _ = resolve_state(ctx, sub, None)
     assert request["state"]["subgroup"] == "X1 > 0.123"
     todo = planning.missing(ctx.store, plan_state(ctx, ctx.store.workspace(sub["ws"]), sub)["tasks"])
-    assert [t["kind"] for t in todo] == ["pfi"]
+    assert sorted(t["kind"] for t in todo) == ["pfi", "pfi_groups"]
 
 
 def test_a_state_being_computed_never_shows_another_states_charts(ctx, state, results):

@@ -153,6 +153,13 @@ def apply_subgroup(state, inputs):
     return {**state, "subgroup": (inputs.get("subgroup_text") or "").strip()}
 
 
+def pick_suggested(state, inputs):
+    """A suggested subgroup's button: its condition, parsed and checked like typed text."""
+    sent = inputs.get("suggested") or {}
+    condition = sent.get("condition") if isinstance(sent, dict) else None
+    return {**state, "subgroup": condition.strip()} if isinstance(condition, str) else state
+
+
 def clear_subgroup(state, inputs):
     return {**state, "subgroup": ""}
 
@@ -213,6 +220,7 @@ REDUCERS = {
     ids.SUBGROUP_APPLY: apply_subgroup,
     ids.SUBGROUP_TEXT: apply_subgroup,
     ids.SUBGROUP_CLEAR: clear_subgroup,
+    ids.SUGGESTED_PICK: pick_suggested,
     ids.COND_ADD: add_condition,
     ids.REPEATS_MORE: more_repeats,
     ids.SFIMP_RUN: run_sfimp,
@@ -303,6 +311,24 @@ function(values, fieldIds) {
 """
 
 
+# A suggested subgroup's button (pattern-matching ids carry the condition) -> one store the
+# controller reads. Buttons drawn anew (n_clicks empty) do not count as a click.
+SUGGESTED_JS = """
+function(clicks, buttonIds) {
+    const ctx = dash_clientside.callback_context;
+    const trig = (ctx.triggered || [])[0];
+    if (!trig || !trig.value) { return dash_clientside.no_update; }
+    let id = ctx.triggered_id;
+    if (!id || typeof id !== 'object') {
+        try { id = JSON.parse(trig.prop_id.slice(0, trig.prop_id.lastIndexOf('.'))); }
+        catch (e) { return dash_clientside.no_update; }
+    }
+    if (!id || typeof id.condition !== 'string') { return dash_clientside.no_update; }
+    return {condition: id.condition, t: Date.now()};
+}
+"""
+
+
 # The controller's Dash inputs (by the names update_state reads) and outputs.
 CONTROLLER_INPUTS = {
     "search": Input(ids.URL, "search"),
@@ -328,6 +354,7 @@ CONTROLLER_INPUTS = {
     "loaded": Input(ids.LOADED_WS, "data"),
     "ale_k": Input(ids.ALE_INTERVALS, "value"),
     "whatif": Input(ids.WHATIF_EDIT, "data"),
+    "suggested": Input(ids.SUGGESTED_PICK, "data"),
     "whatif_reset": Input(ids.WHATIF_RESET, "n_clicks"),
     "subgroup_text": State(ids.SUBGROUP_TEXT, "value"),
     "cond_column": State(ids.COND_COLUMN, "value"),
@@ -371,6 +398,14 @@ def register(app, ctx) -> None:
         Output(ids.WHATIF_EDIT, "data"),
         Input(field, "value"),
         State(field, "id"),
+        prevent_initial_call=True,
+    )
+    button = {"type": ids.SUGGESTED, "condition": ALL}
+    app.clientside_callback(
+        SUGGESTED_JS,
+        Output(ids.SUGGESTED_PICK, "data"),
+        Input(button, "n_clicks"),
+        State(button, "id"),
         prevent_initial_call=True,
     )
     app.clientside_callback(

@@ -253,6 +253,8 @@ def report_html(ctx, results, base_url: str = "") -> str | None:
                     shown.append(table_html(props["data"], props["columns"]))
                 elif isinstance(props.get("children"), str) and props["children"]:
                     notes.append(text_html(props["children"]))
+            if view.report is not None:  # what the view shows as components (lists, cards), as HTML
+                shown += [part for part in view.report(out) if part]
             if shown:  # views with nothing computed are left out
                 sections.append(
                     f"<section><h3>{esc(view.title)}</h3><p class='question'>{esc(view.question)}</p>"

@@ -143,7 +143,7 @@ class Inputs:
         return text
 
 
-class _Lru:
+class Lru:
     """A small thread-safe per-process LRU: ``get(key, compute)`` returns the cached value
     or computes it (a None result is not cached, so a missing result is read again)."""
 
@@ -165,8 +165,8 @@ class _Lru:
         return value
 
 
-_RESULTS = _Lru(12)  # unsealed results: a profile is read by several views
-_INPUTS = _Lru(8)  # Inputs per results record: every view of one update reads the same
+_RESULTS = Lru(12)  # unsealed results: a profile is read by several views
+_INPUTS = Lru(8)  # Inputs per results record: every view of one update reads the same
 
 
 def load_inputs(ctx, results) -> Inputs | None:

@@ -7,6 +7,7 @@ from dash import html
 from .. import figures, ids, layout
 from ..state import DEFAULT_REPEATS
 from .base import PFI, View, data_role_note, empty
+from .caveats import partners_line
 
 
 def render(ctx, inp) -> dict:
@@ -31,6 +32,8 @@ def render(ctx, inp) -> dict:
             "(like one that defines the subgroup) gets 0, while the conditional PFI (Subgroups) gives it its "
             "values from all rows."
         )
+    dependent = partners_line(inp)
+    info = f"{info} {dependent}" if dependent else info
     return {
         "figure": figures.pfi_figure(pfi, selected=inp.feature, title=title, subtitle=subtitle),
         "info": info,

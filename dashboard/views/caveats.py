@@ -1,0 +1,247 @@
+"""Can these importances be trusted? Seed 001's caveats for the PFI bars: leakage and
+dependent features, with those features shuffled together (grouped PFI).
+
+Dependence (``compute.feature_dependence``) is read from the data alone, on the rows PFI
+uses, in the web process (no model code; memoised per process). Grouped PFI needs the model:
+it is this view's task, run in the isolated job on the same rows with the same number of
+permutations as the bars, for the groups ``Dependence.groups`` makes of the flagged features.
+The leakage check reads the cached PFI and the target.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from dash import html
+
+import compute
+from compute.losses import LOSS_LABELS
+
+from .. import figures, layout, planning
+from .base import PFI, Lru, View, empty
+
+KIND = "pfi_groups"
+THRESHOLD = 0.7  # dependence (|rank correlation|, correlation ratio or Cramér's V) called strong
+GRAPH = "caveats-group-graph"
+LEAK = "caveats-leak"
+TABLE = "caveats-dependence-table"
+INFO = "caveats-info"
+_DEPENDENCE = Lru(8)
+
+
+def pfi_rows(inp) -> np.ndarray:
+    """The rows the PFI bars use: the subgroup minus the excluded observations."""
+    return planning.select_rows(inp.data, inp.state["subgroup"], inp.state.get("exclude")).to_numpy()
+
+
+def dependence(inp) -> compute.Dependence:
+    """Dependence of the model's inputs on the PFI rows (memoised per data set and rows)."""
+    key = (inp.ws.id, inp.ws.data_sha, planning.rows_id(inp.state["subgroup"], inp.state.get("exclude")))
+    return _DEPENDENCE.get(key, lambda: compute.feature_dependence(inp.data.loc[pfi_rows(inp), list(inp.ws.features)]))
+
+
+def partners_line(inp) -> str:
+    """One line for beside the PFI bars: the chosen feature's strongly dependent partners."""
+    if len(inp.ws.features) < 2:
+        return ""
+    dep = dependence(inp)
+    partners = dep.partners(inp.feature, THRESHOLD) if inp.feature in dep.strength.index else pd.Series(dtype=float)
+    if partners.empty:
+        others = dep.flagged(THRESHOLD)
+        if not others:
+            return ""
+        return (
+            f"Strongly dependent features: {', '.join(map(str, others))}. Shuffling one of them alone creates rows "
+            "unlike the data, and dependent features share their importance (see 'Can these importances be trusted?')."
+        )
+    named = ", ".join(f"{p} ({dep.measure.loc[inp.feature, p]} {v:.2f})" for p, v in partners.items())
+    return (
+        f"{inp.feature} depends strongly on {named}: shuffling {inp.feature} alone creates rows unlike the data, "
+        "and the features share their importance, so each bar can mislead; 'Can these importances be trusted?' "
+        "shows them shuffled together."
+    )
+
+
+def params(state: dict, ws) -> dict | None:
+    if len(ws.features) < 2:
+        return None
+    return {
+        "condition": state["subgroup"],
+        "excluded": list(state.get("exclude") or ()),
+        "n_repeats": int(state["repeats"]),
+        "threshold": THRESHOLD,
+    }
+
+
+def run(model, X, y, ws, params, n_jobs):
+    """The task (in the isolated job, on the PFI rows): the flagged groups, shuffled jointly."""
+    groups = compute.feature_dependence(X, list(ws.features)).groups(params["threshold"])
+    if not groups:
+        return {"groups": {}, "pfi": None}
+    result = compute.permutation_importance(
+        model,
+        X,
+        y,
+        loss=ws.loss,
+        output=ws.output,
+        groups=groups,
+        n_repeats=params["n_repeats"],
+        random_state=planning.SEED,
+        n_jobs=n_jobs,
+    )
+    return {"groups": groups, "pfi": result}
+
+
+TASK = planning.TaskSpec(KIND, params, run, models="focus", label="dependent features shuffled together", rows=True)
+
+SKILL = {
+    "squared_error": "R²",
+    "log_loss": "log-loss skill (McFadden's R²)",
+}
+
+
+def leak_text(inp, pfi: compute.PermutationImportance) -> str:
+    if pfi.kind != "difference" or pfi.loss not in LOSS_LABELS:
+        return ""
+    y = inp.data[inp.ws.target].to_numpy()[pfi_rows(inp)]
+    try:
+        check = compute.leakage_check(pfi, y)
+    except compute.InputError:
+        return ""
+    name = SKILL.get(pfi.loss, f"skill against a constant prediction ({LOSS_LABELS[pfi.loss]})")
+    carriers = " and ".join(f"'{c}'" for c in check.carriers)
+    if check.flagged:
+        return (
+            f"Worth a look: the model is near-perfect ({name} {check.skill:.3f}; 1 is perfect) and {carriers} "
+            f"carr{'ies' if len(check.carriers) == 1 else 'y'} {check.carried:.0%} of its importance. Could "
+            f"{'it' if len(check.carriers) == 1 else 'they'} be known only with or after the outcome (as two counts "
+            "that add up to the target)? Then the model learnt from a leak and will not do as well in use."
+        )
+    spread = len(check.carriers)
+    return (
+        f"No sign of a leak: {name} {check.skill:.3f} (1 is perfect), and {spread} feature"
+        f"{'s carry' if spread != 1 else ' carries'} {check.carried:.0%} of the importance."
+        if np.isfinite(check.skill)
+        else ""
+    )
+
+
+def render(ctx, inp) -> dict:
+    model = inp.state["model"]
+    pfi = inp.pfi.get(model)
+    if pfi is None:
+        return {**_empty("Waiting for the permutations…")}
+    leak = leak_text(inp, pfi)
+    dep = dependence(inp)
+    flagged = dep.flagged(THRESHOLD)
+    rows: list[dict] = []
+    for feature, partners in flagged.items():
+        for partner in partners:
+            if (partner, feature) in {(r["feature"], r["depends on"]) for r in rows}:
+                continue
+            rows.append(
+                {
+                    "feature": str(feature),
+                    "depends on": str(partner),
+                    "strength": float(dep.strength.loc[feature, partner]),
+                    "measure": str(dep.measure.loc[feature, partner]),
+                }
+            )
+    rows.sort(key=lambda r: (inp.feature not in (r["feature"], r["depends on"]), -float(r["strength"])))
+    table = pd.DataFrame(rows, columns=["feature", "depends on", "strength", "measure"])
+    data, columns = figures.table_data(table.set_index("feature"), index_name="feature") if rows else ([], [])
+    found = inp.results(KIND).get(model)
+    loss = LOSS_LABELS.get(pfi.loss, pfi.loss)
+    if not flagged:
+        figure = empty("No two features depend strongly on each other: each bar stands for itself.")
+        info = (
+            f"Dependence is read on {dep.n_rows:,} rows; none reaches {THRESHOLD} on a 0-1 scale (rank correlation, "
+            "correlation ratio or Cramér's V)."
+        )
+    elif found is None:
+        figure, info = empty("Shuffling the dependent features together…"), ""
+    else:
+        frame = group_rows(found, pfi)
+        figure = figures.group_pfi_figure(
+            frame,
+            loss=loss,
+            title="Dependent features: shuffled together, or one at a time and summed",
+            subtitle=f"{model}; mean over {found['pfi'].n_repeats} permutations; {inp.selection}",
+        )
+        info = takeaway(frame)
+    return {"leak": leak, "figure": figure, "data": data, "columns": columns, "info": info}
+
+
+def group_rows(found: dict, pfi: compute.PermutationImportance) -> pd.DataFrame:
+    """Per group: PFI shuffled together, the sum of the members' bars, and the parts as text."""
+    together = found["pfi"].importance
+    out = []
+    for name, members in found["groups"].items():
+        parts = pfi.importance.reindex(members)
+        out.append(
+            {
+                "group": name,
+                "together": float(together[name]),
+                "alone_sum": float(parts.sum()),
+                "alone_text": ", ".join(f"{m} alone {v:.4g}" for m, v in parts.items()),
+            }
+        )
+    return pd.DataFrame(out).set_index("group")
+
+
+def takeaway(frame: pd.DataFrame) -> str:
+    """One line on the group whose joint PFI differs most from its parts."""
+    gap = (frame["together"] - frame["alone_sum"]).abs()
+    name = gap.idxmax()
+    row = frame.loc[name]
+    if row["together"] >= row["alone_sum"]:
+        return (
+            f"Shuffled together, {name} raise the error by {row['together']:.4g}, more than the "
+            f"{row['alone_sum']:.4g} of their bars added up: the model can use one in place of the other, so each "
+            "bar alone understates what they carry together."
+        )
+    return (
+        f"Shuffled together, {name} raise the error by {row['together']:.4g}, less than the "
+        f"{row['alone_sum']:.4g} of their bars added up: shuffling one alone created rows unlike the data "
+        "(extrapolation), which inflated its bar."
+    )
+
+
+def _empty(message: str) -> dict:
+    return {"leak": "", "figure": empty(message), "data": [], "columns": [], "info": ""}
+
+
+VIEW = View(
+    name="pfi_caveats",
+    section="overview",
+    order=14,
+    title="Can these importances be trusted?",
+    question="Is a feature too good to be true, and do dependent features share or inflate their bars?",
+    method=(
+        "Seed 001 (Permutation Feature Importance: Deep Dive), caveats 3 and the bike-sharing example: strongly "
+        "dependent features (|Spearman rank correlation|, correlation ratio or Cramér's V >= 0.7) share importance "
+        "and a feature permuted alone is evaluated on rows unlike the data (Molnar et al. 2022, 'General pitfalls "
+        "of model-agnostic interpretation methods', on feature dependence); grouped PFI is the PFI of "
+        "Casalicchio et al. (2018), Eq. 8, with the group's columns permuted jointly (as dalex's variable_groups). "
+        "A near-perfect model (skill >= 0.95 against a constant prediction) whose "
+        "importance sits on one or two features is flagged for a leakage check."
+    ),
+    outputs={
+        "leak": (LEAK, "children"),
+        "figure": (GRAPH, "figure"),
+        "data": (TABLE, "data"),
+        "columns": (TABLE, "columns"),
+        "info": (INFO, "children"),
+    },
+    placeholder=_empty,
+    render=render,
+    body=lambda: [
+        html.P(id=LEAK, className="help leak"),
+        layout.table(TABLE, page_size=8),
+        layout.graph(GRAPH, height=None, filename="grouped-pfi"),
+        html.Div(id=INFO, className="help"),
+    ],
+    needs=frozenset({PFI}),
+    tasks=(TASK,),
+    reads=frozenset({"ws", "model", "feature", "subgroup", "exclude", "repeats"}),
+)

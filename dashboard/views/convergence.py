@@ -1,0 +1,72 @@
+"""Has the PFI ranking settled? PFI after 1..R permutations with its band (seed 001, caveat 2)."""
+
+from __future__ import annotations
+
+from dash import html
+
+import compute
+from compute.losses import LOSS_LABELS
+
+from .. import figures, layout
+from .base import PFI, View, empty
+
+GRAPH = "convergence-graph"
+INFO = "convergence-info"
+TOP = 5  # the ranking whose stability is reported: the top TOP features
+
+
+def render(ctx, inp) -> dict:
+    model = inp.state["model"]
+    pfi = inp.pfi.get(model)
+    if pfi is None:
+        return {"figure": empty("Waiting for the permutations…"), "info": ""}
+    if pfi.n_repeats < 2:
+        return {"figure": empty("One permutation: nothing to converge yet."), "info": ""}
+    conv = compute.pfi_convergence(pfi, top=TOP)
+    n, k = conv.n_repeats, min(TOP, len(pfi.features))
+    top = f"the top {k}" if k > 1 else "the top feature"
+    if conv.stable_from == 1:
+        headline = f"The order of {top} has not changed since the first permutation"
+    elif conv.settled:
+        headline = f"The order of {top} has held since permutation {conv.stable_from} of {n}"
+    else:
+        headline = f"The order of {top} still changed at permutation {conv.stable_from - 1} of {n}"
+    info = (
+        f"{headline}; the most important feature ({conv.top[0]}) has led since permutation {conv.top_stable_from}. "
+        + (
+            "The ranking has settled."
+            if conv.settled
+            else "Ask for more repetitions (PFI panel) before reading the ranking; the bands show where it may go."
+        )
+    )
+    loss = LOSS_LABELS.get(pfi.loss, pfi.loss)
+    fig = figures.convergence_figure(
+        conv,
+        loss=loss,
+        selected=inp.feature,
+        title=headline,
+        subtitle=f"{model}; running mean with its {conv.level:.0%} band; {inp.selection}",
+    )
+    return {"figure": fig, "info": info}
+
+
+VIEW = View(
+    name="pfi_convergence",
+    section="overview",
+    order=12,
+    title="Has the ranking settled?",
+    question="Would more permutations change which features look most important?",
+    method=(
+        "Seed 001 (Permutation Feature Importance: Deep Dive), caveat 2: too few permutations give an unstable "
+        "ranking. The PFI of Casalicchio et al. (2018), Eq. 8, after the first r of its R permutations (the "
+        "running mean) with a normal-theory band of ±1.96 standard errors (ddof=1); no new model calls."
+    ),
+    outputs={"figure": (GRAPH, "figure"), "info": (INFO, "children")},
+    render=render,
+    body=lambda: [
+        layout.graph(GRAPH, height=None, filename="pfi-convergence"),
+        html.Div(id=INFO, className="help"),
+    ],
+    needs=frozenset({PFI}),
+    reads=frozenset({"ws", "model", "feature", "subgroup", "exclude", "repeats"}),
+)

@@ -1,0 +1,131 @@
+"""Subgroups found for you: where the chosen feature's importance differs most.
+
+``compute.suggest_subgroups`` grows a shallow tree on the chosen feature's cached ICI curves
+against the other features (no model call) and lists its splits, largest share of the ICI
+variation first. Each side of a split is a button that applies its condition as the subgroup
+(a clientside callback puts the condition in a store the controller reads; the controller
+parses it like text typed into the subgroup box).
+"""
+
+from __future__ import annotations
+
+from dash import dcc, html
+
+import compute
+
+from .. import figures, ids
+from .base import PROFILES, View
+
+LIST = "suggestions-list"
+INFO = "suggestions-info"
+SHOWN = 5  # suggestions listed
+WEAK = 0.10  # below this share no split is called an interaction
+
+
+def render(ctx, inp) -> dict:
+    prof = inp.profile
+    if prof is None:
+        return {"list": [], "info": "Waiting for the ICE/ICI pass…"}
+    if not prof.has_target:
+        return {"list": [], "info": "Suggestions need the target: this data has no target column."}
+    mask = inp.profile_mask
+    excluded = set(map(str, inp.state.get("exclude") or ()))
+    if excluded:
+        keep = [str(r) not in excluded for r in prof.rows]
+        mask = keep if mask is None else [m and k for m, k in zip(mask, keep)]
+    others = [f for f in inp.ws.features if f != inp.feature]
+    if not others:
+        return {"list": [], "info": "The model has one feature: there is nothing else to split on."}
+    found = compute.suggest_subgroups(prof, inp.data, features=others, mask=mask, condition=inp.state["subgroup"])
+    feature = inp.feature
+    scope = f"the subgroup's {found.n_rows:,} rows" if inp.state["subgroup"] else f"{found.n_rows:,} rows"
+    if not found.splits:
+        return {
+            "list": [],
+            "info": f"{feature}'s ICI curves are flat on {scope}: the model's error does not depend on {feature}, "
+            "so no subgroup changes its importance.",
+        }
+    # splits explaining under 1 % say nothing a person can use: listed only when nothing does more
+    useful = [s for s in found.splits if s.share >= 0.01] or list(found.splits[:1])
+    cards = [_card(split, feature) for split in useful[:SHOWN]]
+    best = found.splits[0]
+    if best.share < WEAK:
+        info = (
+            f"On {scope}, no split on another feature explains more than {WEAK:.0%} of how {feature}'s ICI curves "
+            f"vary (best: {best.share:.0%}): {feature}'s importance is much the same in every subgroup tried, so no "
+            "strong interaction was found. The best splits are listed anyway."
+        )
+    else:
+        info = (
+            f"On {scope}, {feature}'s importance differs most across {best.left_rule} and {best.right_rule}: PFI "
+            f"{figures.value_text(best.importance_left)} vs {figures.value_text(best.importance_right)}. "
+            "Click a side to apply it as the subgroup."
+        )
+    return {"list": cards, "info": info}
+
+
+def _card(split: compute.RegionalSplit, feature) -> html.Div:
+    def side(condition: str, n: int, pfi: float) -> html.Div:
+        return html.Div(
+            [
+                html.Button(condition, id={"type": ids.SUGGESTED, "condition": condition}, className="button small"),
+                html.Span(f" PFI of {feature} {figures.value_text(pfi)} ({n:,} rows)", className="help"),
+            ],
+            className="suggestion-side",
+        )
+
+    where = f" (within {split.node})" if split.node else ""
+    return html.Div(
+        [
+            html.Div(
+                [
+                    f"Split on {split.column}{where}: explains ",
+                    html.Span(f"{split.share:.0%}" if split.share >= 0.005 else "under 1%", className="share"),
+                    f" of the variation of {feature}'s ICI curves",
+                ],
+                className="suggestion-head",
+            ),
+            side(split.left, split.n_left, split.importance_left),
+            side(split.right, split.n_right, split.importance_right),
+        ],
+        className="suggestion",
+    )
+
+
+def report(out: dict) -> list[str]:
+    """The suggestions as a list in the HTML report (buttons become plain text)."""
+    import html as html_lib
+
+    items = []
+    for card in out.get("list") or []:
+        head = "".join(c if isinstance(c, str) else str(c.children) for c in card.children[0].children)
+        sides = [f"{side.children[0].children}: {side.children[1].children.strip()}" for side in card.children[1:]]
+        items.append(f"<li>{html_lib.escape(head)}<br>{'<br>'.join(html_lib.escape(s) for s in sides)}</li>")
+    return [f"<ul>{''.join(items)}</ul>"] if items else []
+
+
+VIEW = View(
+    name="subgroup_finder",
+    section="subgroups",
+    order=10,
+    title="Subgroups found for you",
+    question="Where does the chosen feature's importance differ most? Click a subgroup to apply it everywhere.",
+    method=(
+        "A shallow regression tree (depth <= 3, leaves >= 5 % of the rows) on the chosen feature's ICI curves "
+        "(Casalicchio et al. 2018) against the other features, each split scored by the share of the curves' "
+        "weighted sum of squares it explains, as the regional-effect trees of Herbinger, Bischl & Casalicchio "
+        "(REPID, 2022; GADGET, 2023) do on ICE curves. Each side's PFI is its mean ICI integral (Eq. 9). From the "
+        "cached curves: no model call."
+    ),
+    outputs={"list": (LIST, "children"), "info": (INFO, "children")},
+    placeholder=lambda message: {"list": [], "info": message},
+    render=render,
+    report=report,
+    body=lambda: [
+        html.Div(id=INFO, className="help"),
+        html.Div(id=LIST, className="suggestions"),
+        dcc.Store(id=ids.SUGGESTED_PICK),
+    ],
+    needs=frozenset({PROFILES}),
+    reads=frozenset({"ws", "model", "feature", "subgroup", "exclude"}),
+)
