@@ -118,6 +118,7 @@ def ice_impact(prof: FeatureProfile, *, alpha: float = 0.0, sd: float | None = N
     if prof.categorical:
         values = _level_impact(prof.pred, pd.Index(prof.grid).get_indexer(prof.x), alpha)
     else:
+        prof = prof.without_missing_point()  # slopes need an ordered axis; "missing" is not on it
         sd = _weighted_sd(prof.grid, prof.grid_weights) if sd is None else sd
         sd = check_real(sd, "sd", low=0.0, strict=True)  # 0 when the grid weights sit on one point
         values = _numeric_impact(prof.pred, prof.grid, prof.x, sd, alpha)
@@ -351,6 +352,7 @@ def ale_from_profile(prof: FeatureProfile, *, n_intervals: int | None = None) ->
     if check_profile(prof).categorical:
         raise InputError(f"ALE needs a numeric feature; {prof.feature!r} is categorical.")
     n_intervals = check_int(n_intervals, "n_intervals", low=2, high=MAX_GRID - 1, none_ok=True)
+    prof = prof.without_missing_point()  # rows with a missing value have no interval (left out)
     inside = (prof.x >= prof.grid[0]) & (prof.x <= prof.grid[-1])
     if not inside.any():
         raise InputError(f"No explained row of {prof.feature!r} lies within the grid's range.")

@@ -221,5 +221,9 @@ def _grid_position(x: np.ndarray, grid: Grid) -> np.ndarray:
     """Position of each value in the grid, -1 where it is not a grid point."""
     if grid.categorical:
         return pd.Index(grid.values).get_indexer(x)
-    pos = np.clip(np.searchsorted(grid.values, x), 0, grid.values.size - 1)
-    return np.where(grid.values[pos] == x, pos, -1)
+    finite = grid.values[~np.isnan(grid.values)]  # the missing point (NaN) is last, if any
+    pos = np.clip(np.searchsorted(finite, x), 0, max(finite.size - 1, 0))
+    out = np.where(finite[pos] == x, pos, -1)
+    if finite.size < grid.values.size:  # a missing own value sits on the missing point
+        out = np.where(np.isnan(x), grid.values.size - 1, out)
+    return out

@@ -115,6 +115,26 @@ class FeatureProfile:
         _, base_loss = self._need_target("The model error")
         return float(base_loss.mean())
 
+    # --- the missing point ------------------------------------------------------------------
+    @property
+    def has_missing_point(self) -> bool:
+        """A numeric grid ending with the missing point (NaN): the feature has missing values."""
+        return (not self.categorical) and self.grid.size > 0 and bool(np.isnan(self.grid[-1]))
+
+    def without_missing_point(self) -> FeatureProfile:
+        """The profile over the numeric grid points only (weights renormalised), for views
+        that need an ordered axis (ALE, ICE impact); the rows' own predictions are kept."""
+        if not self.has_missing_point:
+            return self
+        weights = self.grid_weights[:-1]
+        return replace(
+            self,
+            grid=self.grid[:-1],
+            grid_weights=weights / weights.sum() if weights.sum() > 0 else weights,
+            pred=self.pred[:, :-1],
+            loss_grid=None if self.loss_grid is None else self.loss_grid[:, :-1],
+        )
+
     # --- subgroups and extremes --------------------------------------------------------
     def subset(self, mask) -> FeatureProfile:
         """The profile of a subgroup of the explained rows, without predicting again.

@@ -68,23 +68,27 @@ def make_grid(column: pd.Series, grid, grid_weights=None) -> Grid:
         Array: those values (sorted, duplicates removed), weighted like the quantile grid
         unless ``grid_weights`` is given.
         Categorical features (string, category, object, bool) always use every level found
-        in ``column``, missing values as a level of their own, weighted by frequency.
+        in ``column``, missing values as a level of their own, weighted by frequency. A
+        numeric feature with missing values gets "missing" as a point of its own too: NaN,
+        after the numbers, weighing the share of missing values (the other weights shrink
+        by that share), so the ICE/ICI curves and the integrals cover the rows as they are.
     grid_weights : array-like, optional
         Explicit weights for an array grid (normalised to sum to one).
     """
     if is_categorical(column):
         return _level_grid(column, grid)
     values = column.to_numpy(dtype=float, na_value=np.nan)
+    missing_share = float(np.isnan(values).mean()) if values.size else 0.0
     values = values[~np.isnan(values)]
     if values.size == 0:
         raise InputError(f"Feature {column.name!r} has no non-missing values to build a grid from.")
     if isinstance(grid, str):
-        return _observed_grid(values)
+        return _with_missing(_observed_grid(values), missing_share)
     if isinstance(grid, (int, np.integer)):
         if int(grid) >= np.unique(values).size:  # the requested m, not the deduplicated quantiles
-            return _observed_grid(values)
+            return _with_missing(_observed_grid(values), missing_share)
         points = np.unique(np.quantile(values, np.linspace(0.0, 1.0, int(grid))))
-        return Grid(points, _nearest_point_weights(values, points), categorical=False)
+        return _with_missing(Grid(points, _nearest_point_weights(values, points), categorical=False), missing_share)
     points = np.asarray(grid, dtype=float)
     if grid_weights is not None:
         weights = np.asarray(grid_weights, dtype=float)
@@ -92,6 +96,20 @@ def make_grid(column: pd.Series, grid, grid_weights=None) -> Grid:
         return Grid(points[order], weights[order] / weights.sum(), categorical=False)
     points = np.unique(points)
     return Grid(points, _nearest_point_weights(values, points), categorical=False)
+
+
+def _with_missing(grid: Grid, share: float) -> Grid:
+    """A numeric grid with "missing" as a point of its own (NaN, last) weighing the share of
+    missing values, as a categorical grid has a missing level: the model is asked about the
+    rows as they are, missing values included (a model that cannot take NaN fails on them)."""
+    if share <= 0:
+        return grid
+    return Grid(np.r_[grid.values, np.nan], np.r_[grid.weights * (1.0 - share), share], categorical=False)
+
+
+def has_missing_point(grid_values: np.ndarray, categorical: bool) -> bool:
+    """True when a numeric grid ends with the missing point (NaN)."""
+    return (not categorical) and grid_values.size > 0 and bool(np.isnan(grid_values[-1]))
 
 
 def quantile_bounds(values: np.ndarray, n_intervals: int) -> np.ndarray:

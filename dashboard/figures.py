@@ -63,6 +63,7 @@ POSITIVE_COLOR, NEGATIVE_COLOR = LARGEST_COLOR, SMALLEST_COLOR
 CI_OPACITY = 0.35  # CIU: CI transparent, CU solid (seed 003, Fig. 3)
 PX_PER_FEATURE, MIN_HEIGHT = 28, 300
 MISSING_LABEL = "(missing)"
+DIAMOND = "diamond"
 # a legend of several long entries: below the plot, clear of the title and subtitle
 LEGEND_BELOW = dict(orientation="h", yref="container", yanchor="bottom", y=0.0, xanchor="left", x=0.0)
 
@@ -162,10 +163,56 @@ def _labels_array(index: pd.Index) -> np.ndarray:
 
 
 def _x_values(prof: FeatureProfile) -> np.ndarray:
-    """The grid as x values: floats, or level labels (strings) for a categorical feature."""
+    """The grid as x values: floats, or level labels (strings) for a categorical feature.
+    A numeric grid's missing point (NaN) is placed a little right of the largest value
+    (:func:`_missing_x`), drawn as a marker apart from the lines."""
     if prof.categorical:
         return np.array([level_label(v) for v in prof.grid], dtype=object)
-    return np.asarray(prof.grid, dtype=float)
+    x = np.asarray(prof.grid, dtype=float).copy()
+    if prof.has_missing_point:
+        x[-1] = _missing_x(x[:-1])
+    return x
+
+
+def _missing_x(finite: np.ndarray) -> float:
+    """Where a numeric feature's "missing" point is drawn: 8 % of the range right of the maximum."""
+    low, high = float(np.min(finite)), float(np.max(finite))
+    return high + 0.08 * ((high - low) or 1.0)
+
+
+def _line(prof: FeatureProfile, x: np.ndarray, y: np.ndarray, mode: str, marker: dict) -> dict:
+    """x, y, mode and marker of a curve over the grid: with a missing point, the line stops at
+    the largest value and the missing point is a lone marker after a gap."""
+    if not prof.has_missing_point or mode != "lines":
+        return dict(x=x, y=y, mode=mode, marker=marker)
+    sizes = np.zeros(x.size + 1)
+    sizes[-1] = 11
+    return dict(
+        x=np.r_[x[:-1], np.nan, x[-1]],
+        y=np.r_[np.asarray(y, float)[:-1], np.nan, np.asarray(y, float)[-1]],
+        mode="lines+markers",
+        marker={**marker, "size": sizes},
+    )
+
+
+def _missing_axis(prof: FeatureProfile, axis_ref: str = "x") -> list[dict]:
+    """Annotations marking the missing point on the x axis (none without one)."""
+    if not prof.has_missing_point:
+        return []
+    share = float(prof.grid_weights[-1])
+    return [
+        dict(
+            x=_x_values(prof)[-1],
+            xref=axis_ref,
+            y=0,
+            yref="paper",
+            yanchor="top",
+            yshift=-22,
+            text=f"missing ({share:.0%})",
+            showarrow=False,
+            font=dict(size=11, color="#6b7280"),
+        )
+    ]
 
 
 def _category_axis(prof: FeatureProfile) -> dict:
@@ -515,17 +562,29 @@ def pi_figure(
                 **top,
             )
         )
+        n_missing = int(np.isnan(vals).sum())
+        if prof.has_missing_point and n_missing:
+            fig.add_trace(
+                go.Bar(
+                    _validate=False,
+                    x=[x[-1]],
+                    y=[n_missing],
+                    width=[0.03 * (x[-1] - x[0])],
+                    name="missing",
+                    marker_color=CURVE_COLOR,
+                    showlegend=False,
+                    hovertemplate="missing: %{y} rows<extra></extra>",
+                    **top,
+                )
+            )
     # unordered levels: one dot per level (a line through them would suggest an order)
     mode = "markers" if prof.categorical else "lines"
     fig.add_trace(
         go.Scatter(
             _validate=False,
-            x=x,
-            y=prof.pi,
-            mode=mode,
+            **_line(prof, x, prof.pi, mode, dict(color=ALL_COLOR, size=12)),
             name=f"all (n={len(prof.rows)})",
             line=dict(color=ALL_COLOR, width=3),
-            marker=dict(color=ALL_COLOR, size=12),
             hovertemplate="all: PI(%{x}) = %{y:.4g}<extra></extra>",
             **bottom,
         )
@@ -538,12 +597,11 @@ def pi_figure(
         fig.add_trace(
             go.Scatter(
                 _validate=False,
-                x=x,
-                y=sub.pi,
-                mode=mode,
+                **_line(
+                    prof, x, sub.pi, mode, dict(color=GROUP_COLORS[k % len(GROUP_COLORS)], size=10, symbol="diamond")
+                ),
                 name=f"{label} (n={len(sub.rows)})",
                 line=dict(color=GROUP_COLORS[k % len(GROUP_COLORS)], width=2.5),
-                marker=dict(color=GROUP_COLORS[k % len(GROUP_COLORS)], size=10, symbol="diamond"),
                 hovertemplate=f"{label}: PI(%{{x}}) = %{{y:.4g}}<extra></extra>",
                 **bottom,
             )
@@ -574,6 +632,7 @@ def pi_figure(
                 yanchor="bottom",
             )
         ]
+    layout["annotations"] = layout.get("annotations", []) + _missing_axis(prof, "x2")
     _merge(layout["xaxis2"], dict(title=dict(text=str(prof.feature)), **_category_axis(prof)))
     _merge(layout["xaxis"], _category_axis(prof))
     _merge(layout["yaxis"], dict(title=dict(text="count")))
@@ -708,11 +767,13 @@ def _curves_figure(
 
     fig = _figure()
     strip = prof.categorical
+    missing = prof.has_missing_point  # the last grid point: drawn as dots apart from the lines
     position = np.arange(n_grid, dtype=float) if strip else x  # levels at 0, 1, 2, ...
-    width = cols.size + 1  # each curve is followed by a gap (NaN)
+    line_cols = cols[:-1] if missing else cols
+    width = line_cols.size + 1  # each curve is followed by a gap (NaN)
     xs = np.full((drawn.size, width), np.nan)
     ys = np.full((drawn.size, width), np.nan)
-    xs[:, :-1], ys[:, :-1] = position[cols], curves[np.ix_(drawn, cols)]
+    xs[:, :-1], ys[:, :-1] = position[line_cols], curves[np.ix_(drawn, line_cols)]
     if strip:  # seeded sideways jitter: the dots of one level spread into a strip
         xs[:, :-1] += rng.uniform(-0.28, 0.28, size=(drawn.size, cols.size))
     level_text = np.array([str(v) for v in x], dtype=object) if strip else None
@@ -722,7 +783,7 @@ def _curves_figure(
     if strip:
         assert level_text is not None
         texts = np.full((drawn.size, width), "", dtype=object)
-        texts[:, :-1] = level_text[cols]
+        texts[:, :-1] = level_text[line_cols]
         background = dict(
             mode="markers", marker=dict(color=CURVE_COLOR, size=4), opacity=0.45, text=texts.ravel().tolist()
         )
@@ -740,16 +801,36 @@ def _curves_figure(
             **background,
         )
     )
+    if missing:  # each drawn curve's value at "missing": a strip of dots right of the lines
+        span = float(x[-1] - x[0]) or 1.0
+        fig.add_trace(
+            go.Scatter(
+                _validate=False,
+                x=x[-1] + rng.uniform(-0.015, 0.015, size=drawn.size) * span,
+                y=curves[drawn, -1],
+                customdata=labels[drawn],
+                mode="markers",
+                marker=dict(color=CURVE_COLOR, size=4),
+                opacity=0.45,
+                showlegend=False,
+                name=f"{kind} at missing",
+                hovertemplate=f"row %{{customdata}}<br>{prof.feature} missing<br>y = %{{y:.4g}}<extra></extra>",
+            )
+        )
     what = {"ICI": "PI", "ICE": "PD"}[kind]
     scope = "all" if mask is None else "subgroup"
+    summary_marker = dict(color=ALL_COLOR, size=26, symbol="line-ew", line=dict(width=4, color=ALL_COLOR))
     fig.add_trace(
         go.Scatter(
             _validate=False,
-            x=position,
-            y=summary,
-            mode="markers" if strip else "lines",
+            **_line(
+                prof,
+                position,
+                summary,
+                "markers" if strip else "lines",
+                summary_marker if strip else dict(color=ALL_COLOR, symbol="line-ew-open", line=dict(width=4)),
+            ),
             line=dict(color=ALL_COLOR, width=4),
-            marker=dict(color=ALL_COLOR, size=26, symbol="line-ew", line=dict(width=4, color=ALL_COLOR)),
             text=level_text,
             name=f"{what} ({scope}, n={eligible.size})",
             hovertemplate=f"{what}: {where}, %{{y:.4g}}<extra></extra>",
@@ -760,13 +841,16 @@ def _curves_figure(
         fig.add_trace(
             go.Scatter(
                 _validate=False,
-                x=position,
-                y=curves[pos],
-                customdata=np.repeat(labels[pos : pos + 1], n_grid).tolist(),
-                mode="markers" if strip else "lines",
+                **_line(
+                    prof,
+                    position,
+                    curves[pos],
+                    "markers" if strip else "lines",
+                    dict(color=color, size=4 + 2 * line_width),
+                ),
+                customdata=np.repeat(labels[pos : pos + 1], n_grid + int(missing)).tolist(),
                 name=name,
                 line=dict(color=color, width=line_width),
-                marker=dict(color=color, size=4 + 2 * line_width),
                 text=level_text,
                 hovertemplate=hover,
             )
@@ -809,6 +893,7 @@ def _curves_figure(
         yaxis=dict(title=ytitle),
         legend=LEGEND_BELOW,
         margin=dict(l=10, r=10, t=85, b=120),
+        annotations=_missing_axis(prof),
     )
     if sub:
         fig.layout.title.subtitle.text = sub

@@ -306,6 +306,35 @@ def upload_files(tmp_path_factory):
     import pickle
 
     (folder / "model.pkl").write_bytes(pickle.dumps(model))
+    # Titanic-like passengers with missing ages and ports, and a pipeline that imputes them
+    from sklearn.ensemble import GradientBoostingClassifier
+    from sklearn.impute import SimpleImputer
+
+    n = 400
+    sex = rng.choice(["male", "female"], n)
+    pclass = rng.integers(1, 4, n)
+    age = rng.uniform(1, 70, n).round(0)
+    fare = (rng.gamma(2.0, 15.0, n) * (4 - pclass)).round(2)
+    embarked = rng.choice(["S", "C", "Q"], n, p=[0.7, 0.2, 0.1]).astype(object)
+    logit = 1.5 * (sex == "female") - 0.8 * (pclass - 2) - 0.02 * (age - 30) + rng.normal(0, 0.7, n)
+    titanic = pd.DataFrame({"pclass": pclass, "sex": sex, "age": age, "fare": fare, "embarked": embarked})
+    titanic.loc[rng.uniform(size=n) < 0.2, "age"] = np.nan
+    titanic.loc[rng.uniform(size=n) < 0.05, "embarked"] = np.nan
+    titanic["survived"] = (logit > 0).astype(int)
+    pre = ColumnTransformer(
+        [
+            ("num", SimpleImputer(strategy="median"), ["pclass", "age", "fare"]),
+            (
+                "cat",
+                make_pipeline(SimpleImputer(strategy="most_frequent"), OneHotEncoder(handle_unknown="ignore")),
+                ["sex", "embarked"],
+            ),
+        ]
+    )
+    inputs = titanic.drop(columns="survived")
+    passengers = make_pipeline(pre, GradientBoostingClassifier(random_state=0)).fit(inputs, titanic.survived)
+    sio.dump(passengers, folder / "titanic.skops")
+    titanic.to_csv(folder / "titanic.csv", index=False)
     return folder
 
 
@@ -736,3 +765,43 @@ def test_caveats_show_convergence_dependence_and_grouped_pfi(server, tab):
         box.scroll_into_view_if_needed()
         OUTPUT.mkdir(parents=True, exist_ok=True)
         box.screenshot(path=str(OUTPUT / f"{name}.png"))
+
+
+def test_a_pipeline_with_an_imputer_loads_data_with_missing_values_and_shows_them(server, tab, upload_files):
+    """Issue 12: the Titanic-like pipeline (imputers inside) on its CSV with missing ages and
+    ports loads, says so, and every section renders; ICE and ICI of age show the missing point."""
+    tab.goto(server["url"] + "/")
+    wait_views(tab)
+    tab.click("summary:has-text('Load your own')")
+    _choose_files(tab, "#model-upload", [upload_files / "titanic.skops"])
+    tab.wait_for_selector("#model-files-info:has-text('titanic.skops')")
+    _choose_files(tab, "#data-upload", [upload_files / "titanic.csv"])
+    tab.wait_for_selector("#data-file-info:has-text('400 rows')")
+    tab.click("#target-select")
+    tab.get_by_role("option", name="survived", exact=True).click()
+    tab.click("#load-button")
+    tab.wait_for_function("() => !location.search.includes('demo-x3') && location.search.includes('ws=')")
+    search = tab.evaluate("location.search")
+    tab.goto(server["url"] + "/" + search.replace("feature=pclass", "") + "&feature=age")
+    wait_views(tab)
+    for graph in ("ici", "ice"):
+        names = tab.evaluate(
+            f"() => document.querySelector('#{graph}-graph .js-plotly-plot')._fullData.map(t => t.name)"
+        )
+        assert f"{graph.upper()} at missing" in names, names
+        notes = tab.evaluate(
+            f"() => (document.querySelector('#{graph}-graph .js-plotly-plot').layout.annotations || [])"
+            ".map(a => a.text)"
+        )
+        assert any(n.startswith("missing (") for n in notes), notes
+    shot(tab, "missing-values-feature")
+    for key in ("overview", "observation", "subgroups"):
+        open_section(tab, key)
+        tab.wait_for_function(DRAWN_JS, arg=0 if key == "subgroups" else 1)
+    open_section(tab, "overview")
+    tab.wait_for_function(
+        "() => { const g = document.querySelector('#pfi-graph .js-plotly-plot');"
+        " return g && g._fullData && g._fullData.length > 0; }"
+    )
+    features = tab.evaluate("() => Array.from(document.querySelector('#pfi-graph .js-plotly-plot')._fullData[0].y)")
+    assert {"age", "embarked"} <= set(features)

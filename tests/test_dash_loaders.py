@@ -442,12 +442,6 @@ CHECKS = [
         "data.csv lacks 1 column\\(s\\) that forest.skops was fitted on: \\['c'\\]",
     ),
     (
-        lambda d: d.assign(a=d["a"].where(d.index > 2)),
-        "label",
-        "data",
-        "missing values in 1 input column\\(s\\): 'a' \\(3 rows\\)",
-    ),
-    (
         lambda d: d.assign(label=d["label"].where(d.index > 0)),
         "label",
         "target",
@@ -464,6 +458,35 @@ CHECKS = [
     (lambda d: d.iloc[:1], "label", "data", "at least 2"),
     (lambda d: d, "a", "target", "'a' is an input column of forest.skops"),
 ]
+
+
+def test_missing_values_are_refused_only_when_the_model_cannot_predict_them(frame, data):
+    """Issue 12: missing input values pass when the model predicts the rows holding them (an
+    imputer in the pipeline, a forest that takes NaN); a model that cannot is refused with its
+    own message, naming the column and the rows."""
+    from sklearn.impute import SimpleImputer
+
+    gaps = data.assign(a=data["a"].where(data.index > 2))
+    strict = make_pipeline(
+        ColumnTransformer([("cat", OneHotEncoder(), ["c"])], remainder="passthrough"), LogisticRegression()
+    ).fit(frame[["a", "b", "c"]], frame["label"])
+    with pytest.raises(LoadError) as info:
+        check_model_data(strict, gaps, "label", name="lr.skops")
+    assert info.value.field == "data"
+    message = str(info.value)
+    assert "lr.skops cannot predict the rows of data.csv where 'a' is missing (3 rows, first: 0, 1, 2)" in message
+    assert "NaN" in message and "imputer" in message
+    imputing = make_pipeline(
+        ColumnTransformer([("num", SimpleImputer(), ["a", "b"]), ("cat", OneHotEncoder(), ["c"])]),
+        LogisticRegression(),
+    ).fit(frame[["a", "b", "c"]], frame["label"])
+    for model in (
+        imputing,
+        RandomForestClassifier(n_estimators=5, random_state=0).fit(frame[["a", "b"]], frame["label"]),
+    ):
+        X, _ = check_model_data(model, gaps, "label", name="model.skops")
+        assert X["a"].isna().sum() == 3
+        assert any("missing values in 1 input column(s): 'a' (3 rows)" in n for n in X.attrs["notes"])
 
 
 @pytest.mark.parametrize("edit, target, field, match", CHECKS)

@@ -69,14 +69,6 @@ def check_model_data(
             f"{name} does not record its input column names; the {X.shape[1]} columns of "
             f"{where} other than {target!r} are used in file order: {shown}."
         )
-    counts = X.isna().sum()
-    counts = counts[counts > 0]
-    if len(counts):
-        listed = ", ".join(f"{c!r} ({n} row{'s' if n > 1 else ''})" for c, n in counts.head(10).items())
-        raise LoadError(
-            f"{where} has missing values in {len(counts)} input column(s): {listed}. Fill them or drop those rows.",
-            field="data",
-        )
     if output is not None:
         try:
             predictor, X = make_predictor(model, X, output, data_name=where, model_name=name)
@@ -104,6 +96,7 @@ def check_model_data(
         y = pd.Series(predictor.classes[encoded], index=y.index, name=y.name)
     else:
         y = y.astype(float)
+    notes += _missing_values(predictor, X, name, where)  # before the probe below: it would meet them
     k = min(5, len(X))
     try:
         with warnings.catch_warnings():
@@ -113,3 +106,36 @@ def check_model_data(
         raise LoadError(f"{name} on {where}: {exc}", field="model") from exc
     X.attrs["notes"] = notes  # X is a new frame (copy-on-write): data.attrs is untouched
     return X, y
+
+
+MISSING_PROBE = 50  # rows with a missing value the model is asked about, per column
+
+
+def _missing_values(predictor, X: pd.DataFrame, name: str, where: str) -> list[str]:
+    """Missing input values are accepted when the model predicts on the rows that hold them
+    (an imputer in the pipeline, or a model that takes NaN): for each column with missing
+    values, the model predicts its first MISSING_PROBE such rows. A model that cannot is
+    refused with its own message, naming the column and the rows."""
+    counts = X.isna().sum()
+    counts = counts[counts > 0]
+    if not len(counts):
+        return []
+    for column, count in counts.items():
+        rows = np.flatnonzero(X[column].isna().to_numpy())
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                predictor.raw(predictor.design.block(rows[:MISSING_PROBE], {}))
+        except ModelError as exc:
+            labels = ", ".join(str(label) for label in X.index[rows[:5]])
+            raise LoadError(
+                f"{name} cannot predict the rows of {where} where {column!r} is missing ({count} row"
+                f"{'s' if count > 1 else ''}, first: {labels}): {exc} Fill or drop them, or load a model that "
+                "handles missing values (an imputer in its pipeline, or a histogram gradient boosting model).",
+                field="data",
+            ) from exc
+    listed = ", ".join(f"{c!r} ({n} row{'s' if n > 1 else ''})" for c, n in counts.head(10).items())
+    return [
+        f"{where} has missing values in {len(counts)} input column(s): {listed}. {name} predicts on those rows; "
+        "the curves show 'missing' as a point of its own and PFI shuffles missing values like the others."
+    ]
