@@ -11,7 +11,9 @@ import difflib
 import inspect
 import math
 import numbers
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -477,3 +479,106 @@ def close_matches(word, options, *, n: int) -> list[str]:
     """Close matches of ``word`` among ``options`` ignoring case, returned as spelled in ``options``."""
     spelled = {str(o).lower(): str(o) for o in options}
     return [spelled[m] for m in difflib.get_close_matches(str(word).lower(), list(spelled), n=n)]
+
+
+# --- categorical levels against the model's fitted encoders --------------------------------
+@dataclass(frozen=True)
+class UnseenLevels:
+    """Levels of one input column that the model's fitted encoder never saw."""
+
+    column: Hashable
+    levels: list  # the unseen levels, most frequent first
+    rows: int  # rows holding one of them
+    first_rows: list  # labels of the first such rows (at most 5)
+    known: list  # the levels the encoder knows
+    handle_unknown: str  # the encoder's setting: "error", "ignore", "infrequent_if_exist", ...
+    encoder: str  # its class name
+    unknown_value: Any = None  # OrdinalEncoder's code for unknown levels
+
+
+def unseen_levels(model, X: pd.DataFrame) -> list[UnseenLevels]:
+    """Compare each categorical input column with the fitted ``categories_`` of the
+    scikit-learn ``OneHotEncoder``/``OrdinalEncoder`` that reads it, found through
+    ``Pipeline`` steps and ``ColumnTransformer`` columns (by name, position, mask or slice;
+    through steps that keep their columns, such as an imputer before the encoder). Missing
+    values are not levels here (an imputer or the encoder handles them). Other models, and
+    encoders whose columns cannot be told, give nothing."""
+    found = []
+    for encoder, columns in _encoders(model, list(X.columns)):
+        for column, known in zip(columns, encoder.categories_):
+            if column not in X.columns:
+                continue
+            values = X[column]
+            known_list = [k for k in known if not (isinstance(k, float) and np.isnan(k))]
+            outside = values.notna().to_numpy() & ~values.isin(known_list).to_numpy()
+            if not outside.any():
+                continue
+            counts = values[outside].value_counts()
+            found.append(
+                UnseenLevels(
+                    column=column,
+                    levels=list(counts.index),
+                    rows=int(outside.sum()),
+                    first_rows=list(X.index[outside][:5]),
+                    known=list(known_list),
+                    handle_unknown=str(getattr(encoder, "handle_unknown", "error")),
+                    encoder=type(encoder).__name__,
+                    unknown_value=getattr(encoder, "unknown_value", None),
+                )
+            )
+    return found
+
+
+def _encoders(est, columns):
+    """(fitted encoder, the data columns it reads, in order) inside ``est``."""
+    from sklearn.compose import ColumnTransformer
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import OneHotEncoder, OrdinalEncoder
+
+    if isinstance(est, (OneHotEncoder, OrdinalEncoder)):
+        names = getattr(est, "feature_names_in_", None)
+        names = list(names) if names is not None else columns
+        if names is not None and hasattr(est, "categories_") and len(names) == len(est.categories_):
+            yield est, names
+    elif isinstance(est, Pipeline):
+        for _, step in est.steps:
+            if step is None or isinstance(step, str):
+                continue
+            yield from _encoders(step, columns)
+            columns = _kept_columns(step, columns)
+    elif isinstance(est, ColumnTransformer):
+        names_in = getattr(est, "feature_names_in_", None)
+        names_in = list(names_in) if names_in is not None else columns
+        for _, trans, spec in getattr(est, "transformers_", []):
+            if isinstance(trans, str):  # "drop" or "passthrough"
+                continue
+            yield from _encoders(trans, _selected(spec, names_in))
+
+
+def _kept_columns(step, columns):
+    """The columns after a step that keeps them (same names out), else None."""
+    if columns is None:
+        return None
+    try:
+        out = list(step.get_feature_names_out(columns))
+    except Exception:  # a step that renames or cannot say
+        return None
+    return columns if out == [str(c) for c in columns] else None
+
+
+def _selected(spec, names):
+    """A ColumnTransformer column spec as column names (None when it cannot be told)."""
+    if names is None or callable(spec):
+        return None
+    if isinstance(spec, str):
+        return [spec]
+    if isinstance(spec, slice):
+        return list(names[spec])
+    items = list(spec) if isinstance(spec, (list, tuple, np.ndarray, pd.Index)) else None
+    if items is None:
+        return None
+    if items and all(isinstance(i, (bool, np.bool_)) for i in items):
+        return [n for n, keep in zip(names, items) if keep]
+    if items and all(isinstance(i, (int, np.integer)) for i in items):
+        return [names[int(i)] for i in items]
+    return items

@@ -649,3 +649,83 @@ def test_a_data_file_refused_at_upload_gets_its_message_at_load(tmp_path):
     message = result["errors"]["data"]
     assert message.startswith("sheet.xlsx: a data file must end in") and ".csv or .parquet" in message
     assert "KeyError" not in str(result)
+
+
+def test_a_csv_without_header_row_is_named_as_such(tmp_path):
+    """Issue 12: a header-less CSV loaded as if its first row were the names; with a model
+    that records its column names, Load says the file seems to lack a header row."""
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame(rng.normal(size=(40, 3)).round(3), columns=["x1", "x2", "x3"])
+    frame["y"] = frame.sum(axis=1)
+    model = LinearRegression().fit(frame[["x1", "x2", "x3"]], frame["y"])
+    path = tmp_path / "boston.csv"
+    frame.to_csv(path, index=False, header=False)
+    data = read_data(path, name="boston.csv")
+    target = str(data.columns[-1])
+    with pytest.raises(LoadError) as info:
+        check_model_data(model, data, target, name="lr.skops")
+    assert info.value.field == "data"
+    message = str(info.value)
+    assert "boston.csv seems to have no header row: its column names are numbers" in message
+    assert "expects named columns ('x1', 'x2', 'x3'" in message
+    # a model without names cannot tell: the data loads with a note
+    bare = LinearRegression().fit(frame[["x1", "x2", "x3"]].to_numpy(), frame["y"])
+    X, _ = check_model_data(bare, data, target, name="bare.skops")
+    assert any("no header row" in note for note in X.attrs["notes"])
+    # named columns are no cause for alarm
+    frame.to_csv(tmp_path / "named.csv", index=False)
+    X, _ = check_model_data(model, read_data(tmp_path / "named.csv", name="named.csv"), "y", name="lr.skops")
+    assert not any("header" in note for note in X.attrs["notes"])
+
+
+@pytest.mark.parametrize("nested", [False, True])
+def test_unseen_levels_are_named_against_the_models_encoder(nested):
+    """Issue 12: a level the fitted encoder never saw ('4th' class) sitting after the first
+    rows. With handle_unknown='error' Load refuses, naming the level, the column, the rows and
+    the known levels; with 'ignore' it loads with a note giving the share. Through a
+    ColumnTransformer, and (nested) an imputer before the encoder."""
+    from sklearn.impute import SimpleImputer
+
+    rng = np.random.default_rng(0)
+    n = 200
+    train = pd.DataFrame({"age": rng.uniform(1, 70, n), "klass": rng.choice(["1st", "2nd", "3rd"], n)})
+    y = (train.age < 30).astype(int) ^ (train.klass == "1st").astype(int)
+    data = train.assign(survived=y)
+    data.loc[[20, 50, 51], "klass"] = "4th"
+    data.loc[60, "klass"] = "crew"
+    for setting in ("error", "ignore"):
+        encoder = OneHotEncoder(handle_unknown=setting)
+        cat = make_pipeline(SimpleImputer(strategy="most_frequent"), encoder) if nested else encoder
+        pre = ColumnTransformer([("cat", cat, ["klass"])], remainder="passthrough")
+        model = make_pipeline(pre, LogisticRegression()).fit(train, y)
+        if setting == "error":
+            with pytest.raises(LoadError) as info:
+                check_model_data(model, data, "survived", name="titanic.skops")
+            message = str(info.value)
+            assert info.value.field == "data"
+            assert (
+                "'klass' in the data has level(s) titanic.skops never saw: '4th', 'crew' "
+                "(4 rows, first: 20, 50, 51, 60)"
+            ) in message
+            assert "knows '1st', '2nd', '3rd'" in message and "handle_unknown='error'" in message
+        else:
+            X, _ = check_model_data(model, data, "survived", name="titanic.skops")
+            (note,) = [n for n in X.attrs["notes"] if "never saw" in n]
+            assert "'klass': 4 rows (2%) of the data hold level(s) titanic.skops never saw ('4th', 'crew')" in note
+            assert "all zeros" in note
+
+
+def test_unseen_levels_through_positions_and_an_ordinal_encoder():
+    from sklearn.preprocessing import OrdinalEncoder
+
+    from compute.validation import unseen_levels
+
+    rng = np.random.default_rng(1)
+    X = pd.DataFrame({"a": rng.normal(size=50), "city": rng.choice(["Bern", "Chur"], 50)})
+    pre = ColumnTransformer(
+        [("cat", OrdinalEncoder(handle_unknown="use_encoded_value", unknown_value=-1), [1])], remainder="passthrough"
+    )
+    model = make_pipeline(pre, LinearRegression()).fit(X.to_numpy(), X.a.to_numpy())
+    found = unseen_levels(model, X.assign(city=["Basel"] + list(X.city[1:])))
+    assert [(f.column, f.levels, f.rows, f.unknown_value) for f in found] == [("city", ["Basel"], 1, -1)]
+    assert unseen_levels(LinearRegression().fit(X[["a"]], X.a), X) == []

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import re
 import warnings
 
 import numpy as np
 import pandas as pd
 
 from compute.errors import InputError, ModelError
-from compute.validation import close_matches, encode_target, make_predictor, resolve_loss
+from compute.validation import close_matches, encode_target, make_predictor, resolve_loss, unseen_levels
 
 from .errors import LoadError
 
@@ -61,8 +62,22 @@ def check_model_data(
         raise LoadError(str(exc), field="model") from exc
     except InputError as exc:
         field = "model" if "predict_proba" in str(exc) else "data"
+        if recorded is not None and _looks_headerless(data.columns):
+            expected = ", ".join(repr(str(c)) for c in list(recorded)[:6])
+            first = ", ".join(str(c) for c in list(data.columns)[:6])
+            raise LoadError(
+                f"{where} seems to have no header row: its column names are numbers ({first}, ...), so its first row "
+                f"was read as the names, while {name} expects named columns ({expected}, ...). Add a header row "
+                "with the model's column names.",
+                field="data",
+            ) from exc
         raise LoadError(str(exc), field=field) from exc
     notes: list[str] = []
+    if recorded is None and _looks_headerless(data.columns):
+        notes.append(
+            f"The column names of {where} are all numbers: if the file has no header row, its first row was "
+            "taken as the names (and left out of the data). Add a header row if so."
+        )
     if recorded is None:
         shown = [str(c) for c in X.columns[:10]] + (["..."] if X.shape[1] > 10 else [])
         notes.append(
@@ -96,6 +111,7 @@ def check_model_data(
         y = pd.Series(predictor.classes[encoded], index=y.index, name=y.name)
     else:
         y = y.astype(float)
+    notes += _unseen_levels(model, X, name, where)
     notes += _missing_values(predictor, X, name, where)  # before the probe below: it would meet them
     k = min(5, len(X))
     try:
@@ -106,6 +122,16 @@ def check_model_data(
         raise LoadError(f"{name} on {where}: {exc}", field="model") from exc
     X.attrs["notes"] = notes  # X is a new frame (copy-on-write): data.attrs is untouched
     return X, y
+
+
+_NUMBER = re.compile(r"\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?(\.\d+)?\s*")
+
+
+def _looks_headerless(columns) -> bool:
+    """All column names read like numbers (pandas adds ".1" to repeated ones): the file's first
+    data row was probably taken as its header."""
+    names = [str(c) for c in columns]
+    return len(names) >= 2 and all(_NUMBER.fullmatch(n) for n in names)
 
 
 MISSING_PROBE = 50  # rows with a missing value the model is asked about, per column
@@ -139,3 +165,32 @@ def _missing_values(predictor, X: pd.DataFrame, name: str, where: str) -> list[s
         f"{where} has missing values in {len(counts)} input column(s): {listed}. {name} predicts on those rows; "
         "the curves show 'missing' as a point of its own and PFI shuffles missing values like the others."
     ]
+
+
+def _unseen_levels(model, X: pd.DataFrame, name: str, where: str) -> list[str]:
+    """Categorical levels the model's fitted encoders never saw: refused when the encoder
+    fails on them (handle_unknown='error'), a note with their share otherwise."""
+    notes = []
+    for found in unseen_levels(model, X):
+        levels = ", ".join(repr(v) for v in found.levels[:5]) + (" ..." if len(found.levels) > 5 else "")
+        known = ", ".join(repr(v) for v in found.known[:8]) + (" ..." if len(found.known) > 8 else "")
+        rows = f"{found.rows} row{'s' if found.rows > 1 else ''}"
+        if found.handle_unknown == "error":
+            first = ", ".join(str(r) for r in found.first_rows)
+            raise LoadError(
+                f"{found.column!r} in {where} has level(s) {name} never saw: {levels} ({rows}, first: {first}). "
+                f"Its {found.encoder} knows {known} and is set to handle_unknown='error', so it fails on those "
+                "rows. Recode or drop them, or refit the model with handle_unknown='ignore'.",
+                field="data",
+            )
+        how = (
+            f"encodes them as {found.unknown_value!r}"
+            if found.encoder == "OrdinalEncoder"
+            else "encodes them as all zeros (no level)"
+        )
+        notes.append(
+            f"{found.column!r}: {rows} ({found.rows / len(X):.0%}) of {where} hold level(s) {name} never saw "
+            f"({levels}); its {found.encoder} {how} (handle_unknown={found.handle_unknown!r}), so those rows' "
+            f"predictions do not use {found.column!r}."
+        )
+    return notes
