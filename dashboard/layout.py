@@ -99,6 +99,17 @@ def load_panel(config) -> html.Details:
                                 ],
                                 value=[],
                             ),
+                            dcc.Checklist(
+                                id=ids.ORDER_CONFIRM,
+                                options=[
+                                    {
+                                        "label": " the columns are in the order the model was trained on "
+                                        "(asked of a model that does not name its inputs)",
+                                        "value": "yes",
+                                    }
+                                ],
+                                value=[],
+                            ),
                         ],
                         className="load-field",
                     ),

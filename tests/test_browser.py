@@ -472,6 +472,7 @@ def test_cancel_stops_a_load_that_never_ends(server, tab, upload_files):
     (upload_files / "three.csv").write_text(data.to_csv(index=False))
     _choose_files(tab, "#data-upload", [upload_files / "three.csv"])
     tab.wait_for_selector("#data-file-info:has-text('3 rows')")
+    tab.check("#order-confirm input[value='yes']")  # it takes one unnamed tensor: the order is confirmed
     tab.click("#load-button")
     tab.wait_for_selector("#load-cancel:not([disabled])")
     master = psutil.Process(server["proc"].pid)

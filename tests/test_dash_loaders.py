@@ -729,3 +729,39 @@ def test_unseen_levels_through_positions_and_an_ordinal_encoder():
     found = unseen_levels(model, X.assign(city=["Basel"] + list(X.city[1:])))
     assert [(f.column, f.levels, f.rows, f.unknown_value) for f in found] == [("city", ["Basel"], 1, -1)]
     assert unseen_levels(LinearRegression().fit(X[["a"]], X.a), X) == []
+
+
+def test_single_tensor_onnx_column_order_is_confirmed_or_read_from_metadata(tmp_path):
+    """Issue 12: a single-tensor ONNX model was fed a file's columns by position with no check
+    (the same columns shuffled gave nonsense). Now Load shows the order and asks for it to be
+    confirmed; when the exporter stored the names in the metadata they are used, so a file
+    with the columns shuffled predicts exactly as the original model does."""
+    import json
+
+    rng = np.random.default_rng(0)
+    cols = ["CRIM", "ZN", "RM", "LSTAT"]
+    frame = pd.DataFrame(rng.normal(size=(80, 4)), columns=cols)
+    frame["MEDV"] = 3 * frame.RM - 2 * frame.LSTAT + 0.5 * frame.CRIM
+    sk = LinearRegression().fit(frame[cols].to_numpy(), frame.MEDV)
+    bare = skl2onnx.to_onnx(sk, frame[cols].to_numpy()[:1].astype(np.float32))
+    (tmp_path / "bare.onnx").write_bytes(bare.SerializeToString())
+    named = skl2onnx.to_onnx(sk, frame[cols].to_numpy()[:1].astype(np.float32))
+    entry = named.metadata_props.add()
+    entry.key, entry.value = "feature_names", json.dumps(cols)
+    (tmp_path / "named.onnx").write_bytes(named.SerializeToString())
+    shuffled = frame[["LSTAT", "ZN", "MEDV", "CRIM", "RM"]]
+
+    model = load_model(tmp_path / "bare.onnx", name="bare.onnx")
+    with pytest.raises(LoadError) as info:
+        check_model_data(model, shuffled, "MEDV", name="bare.onnx", order_confirmed=False)
+    assert info.value.field == "data"
+    assert "in this order: LSTAT, ZN, CRIM, RM" in str(info.value) and "tick" in str(info.value)
+    X, _ = check_model_data(model, shuffled, "MEDV", name="bare.onnx", order_confirmed=True)
+    assert list(X.columns) == ["LSTAT", "ZN", "CRIM", "RM"]  # as the user confirmed
+
+    model = load_model(tmp_path / "named.onnx", name="named.onnx")
+    X, _ = check_model_data(model, shuffled, "MEDV", name="named.onnx", order_confirmed=False)
+    assert list(X.columns) == cols  # reordered by the names in the metadata
+    predictor, Xm = compute.validation.make_predictor(model, X)
+    assert_allclose(model.predict(Xm), sk.predict(frame[cols].to_numpy()), rtol=1e-5)
+    assert not any("does not record" in note for note in X.attrs["notes"])

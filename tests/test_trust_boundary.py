@@ -232,7 +232,8 @@ def test_endless_onnx_model_is_stopped_at_the_load_limit(ctx):
     model = _upload(ctx, "endless.onnx", endless_onnx())
     csv = _upload(ctx, "data.csv", data.to_csv(index=False).encode())
     start = time.monotonic()
-    result = load_workspace(ctx, [model], csv, "Y", None, None, [], False, None)
+    # it takes one unnamed tensor: the user confirms the column order, then the model runs
+    result = load_workspace(ctx, [model], csv, "Y", None, None, [], False, None, order_confirmed=True)
     assert time.monotonic() - start < 20
     message = result["errors"]["model"]
     assert "endless.onnx" in message and "longer than 4 s" in message and "--load-timeout" in message

@@ -180,7 +180,17 @@ DATA_ROLES = ("held-out", "training", "unknown")
 
 
 def load_workspace(
-    ctx, model_files, data_file, target, loss, output, accepted, add_to_current, state, data_role="unknown"
+    ctx,
+    model_files,
+    data_file,
+    target,
+    loss,
+    output,
+    accepted,
+    add_to_current,
+    state,
+    data_role="unknown",
+    order_confirmed=False,
 ) -> dict:
     """Validate the uploads and create a workspace. Returns {"ws": id, "warnings": [...]} or
     {"errors": {field: message}}. Runs in the background job; the models are loaded and
@@ -193,6 +203,7 @@ def load_workspace(
     accepted = [t for t in accepted if isinstance(t, str)] if isinstance(accepted, list) else []
     state = state if isinstance(state, dict) else None
     data_role = data_role if data_role in DATA_ROLES else "unknown"
+    order_confirmed = order_confirmed is True
     names = ", ".join(str(f.get("name", "?"))[:200] for f in model_files)
     try:
         return isolated(
@@ -207,6 +218,7 @@ def load_workspace(
             add_to_current,
             state,
             data_role,
+            order_confirmed,
             what=f"Loading {names or 'the model'}",
             limits=ctx.load_limits,
         )
@@ -215,7 +227,7 @@ def load_workspace(
 
 
 def _load_workspace(
-    ctx, model_files, data_file, target, loss, output, accepted, add_to_current, state, data_role
+    ctx, model_files, data_file, target, loss, output, accepted, add_to_current, state, data_role, order_confirmed
 ) -> dict:
     errors: dict[str, str] = {}
     models = [f for f in (model_files or []) if not f.get("error")]
@@ -269,7 +281,13 @@ def _load_workspace(
             elif task == "regression":
                 output = None
             X, y = check_model_data(
-                model, data, target, name=f["name"], output=None if output == "" else output, loss=loss
+                model,
+                data,
+                target,
+                name=f["name"],
+                output=None if output == "" else output,
+                loss=loss,
+                order_confirmed=order_confirmed,
             )
             warnings.extend(load_warnings(model))
             loaded.append((f, name, path, model, X))
@@ -413,6 +431,7 @@ def register(app, ctx) -> None:
             "add": State(ids.ADD_TO_CURRENT, "value"),
             "state": State(ids.STATE, "data"),
             "data_role": State(ids.DATA_ROLE, "value"),
+            "order": State(ids.ORDER_CONFIRM, "value"),
         },
         background=True,
         running=[
@@ -422,7 +441,7 @@ def register(app, ctx) -> None:
         cancel=[Input(ids.LOAD_CANCEL, "n_clicks")],
         prevent_initial_call=True,
     )
-    def load(n, model_files, data_file, target, loss, output, accepted, add, state, data_role):
+    def load(n, model_files, data_file, target, loss, output, accepted, add, state, data_role, order):
         if not n:
             return {name: no_update for name in ("loaded", "model_error", "data_error", "target_error", "status")}
         result = load_workspace(
@@ -436,6 +455,7 @@ def register(app, ctx) -> None:
             isinstance(add, list) and "add" in add,
             state,
             data_role,
+            isinstance(order, list) and "yes" in order,
         )
         return load_outputs(result)
 

@@ -23,7 +23,14 @@ def infer_task(model) -> str:
 
 
 def check_model_data(
-    model, data: pd.DataFrame, target, *, name: str = "model", output=None, loss: str | None = None
+    model,
+    data: pd.DataFrame,
+    target,
+    *,
+    name: str = "model",
+    output=None,
+    loss: str | None = None,
+    order_confirmed: bool | None = None,
 ) -> tuple[pd.DataFrame, pd.Series]:
     """The model's inputs X and the target y from ``data``, checked to fit ``model``.
 
@@ -34,7 +41,9 @@ def check_model_data(
     the input it concerns. What only the page needs is checked here: the target column is
     present and not one of the model's inputs, two rows or more, two classes or more, no
     missing inputs. When the model records no column names, the non-target columns are
-    used in file order and ``X.attrs["notes"]`` says so (a list of strings for the user).
+    used in file order and ``X.attrs["notes"]`` says so (a list of strings for the user);
+    the page asks the user to confirm that order first (``order_confirmed=False`` refuses,
+    showing the order; None, for library callers, only notes it).
     """
     where = str(data.attrs.get("name", "the data"))
     columns = list(data.columns)
@@ -77,6 +86,15 @@ def check_model_data(
         notes.append(
             f"The column names of {where} are all numbers: if the file has no header row, its first row was "
             "taken as the names (and left out of the data). Add a header row if so."
+        )
+    if recorded is None and order_confirmed is False:
+        order = ", ".join(str(c) for c in X.columns[:30]) + (", ..." if X.shape[1] > 30 else "")
+        raise LoadError(
+            f"{name} does not name its {X.shape[1]} inputs (one tensor of numbers), so it will be fed the columns "
+            f"of {where} other than {target!r} in this order: {order}. If that is the order it was trained on, tick "
+            "'the columns are in the order the model was trained on' and press Load again; otherwise reorder the "
+            "file's columns.",
+            field="data",
         )
     if recorded is None:
         shown = [str(c) for c in X.columns[:10]] + (["..."] if X.shape[1] > 10 else [])

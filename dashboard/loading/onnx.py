@@ -76,13 +76,38 @@ def onnx_versions(path: str) -> dict[str, str]:
 
 def load_onnx(path: str, label: str) -> OnnxModel:
     session, proto = _onnx_session(path, label)
-    model = OnnxModel(session, name=label, classes=_proto_classes(proto, session))
+    model = OnnxModel(session, name=label, classes=_proto_classes(proto, session), columns=_proto_columns(proto))
     if model._estimator_type == "classifier":
         try:
             _ = model.classes_  # fail at load time, not at the first prediction
         except ModelError as exc:
             raise LoadError(str(exc), field="model") from exc
     return model
+
+
+#: metadata keys an exporter may store the input column names under (a JSON list or commas)
+COLUMN_KEYS = ("feature_names", "feature_names_in", "feature_names_in_", "columns", "input_columns")
+
+
+def _proto_columns(proto) -> list[str] | None:
+    """The input column names an exporter stored in the model's metadata, if any (e.g.
+    ``onx.metadata_props`` key ``feature_names`` = ``'["CRIM", "ZN", ...]'``)."""
+    if proto is None:
+        return None
+    import json
+
+    props = {p.key: p.value for p in getattr(proto, "metadata_props", [])}
+    for key in COLUMN_KEYS:
+        text = props.get(key)
+        if not text:
+            continue
+        try:
+            names = json.loads(text)
+        except ValueError:
+            names = [part.strip() for part in text.split(",")]
+        if isinstance(names, list) and names and all(isinstance(n, str) and n for n in names):
+            return names
+    return None
 
 
 def _proto_classes(proto, session):
@@ -117,15 +142,17 @@ class OnnxModel:
 
     Inputs: one ``[None, 1]`` input per column (skl2onnx's default for DataFrames; then
     ``feature_names_in_`` holds the input names) or a single ``[None, p]`` tensor (then
-    only ``n_features_in_`` = p, when the graph fixes it). A classifier is recognised by an
+    only ``n_features_in_`` = p, when the graph fixes it, and ``feature_names_in_`` when the
+    exporter stored the names in the metadata, :data:`COLUMN_KEYS`). A classifier is recognised by an
     output named like ``probabilities`` / ``output_probability`` (a tensor or ZipMap's list
     of dicts); ``classes_`` comes from the graph, else from ZipMap's keys on a dummy row.
     Runtime errors become :class:`compute.ModelError` naming the file.
     """
 
-    def __init__(self, session, *, name: str = "model.onnx", classes=None) -> None:
+    def __init__(self, session, *, name: str = "model.onnx", classes=None, columns=None) -> None:
         self._session = session
         self.name = name
+        self._columns = list(columns) if columns else None  # a single tensor's column names (metadata)
         self._inputs = []
         for inp in session.get_inputs():
             if inp.type not in ONNX_DTYPES:
@@ -169,6 +196,9 @@ class OnnxModel:
     @property
     def feature_names_in_(self) -> np.ndarray:
         if not self._per_column:
+            width = self._inputs[0][2][1] if len(self._inputs[0][2]) == 2 else None
+            if self._columns and (not isinstance(width, int) or width == len(self._columns)):
+                return np.asarray(self._columns, dtype=object)  # named in the model's metadata
             raise AttributeError("single tensor input: no column names")
         return np.asarray([n for n, _, _ in self._inputs], dtype=object)
 
