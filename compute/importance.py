@@ -10,6 +10,7 @@ import pandas as pd
 from .errors import InputError
 from .prediction import Segment, predict_segments, unmodified_segment
 from .results import PermutationImportance
+from .sampling import sample_rows
 from .validation import (
     check_choice,
     check_features,
@@ -37,6 +38,7 @@ def permutation_importance(
     features=None,
     groups=None,
     output=None,
+    n_obs=None,
     random_state=0,
     n_jobs=1,
     chunk_rows=None,
@@ -69,6 +71,13 @@ def permutation_importance(
         Rows named by the group names follow the features' rows. The k-th item (features
         first, then groups) uses the k-th random stream, so a one-column group placed where
         a feature was gets exactly that feature's permutations and PFI.
+    n_obs : int, optional
+        Use a seeded random sample of this many rows (as ``shapley_importance``'s ``n_obs``):
+        the permutations move values among the sampled rows only, so the result equals
+        ``permutation_importance`` on ``X.loc[result.rows]`` with the same ``random_state``
+        (the sample is drawn after the permutations' seed). For large data: the cost is
+        ``n_obs x features x n_repeats`` predictions instead of ``n x features x n_repeats``;
+        ``row_std_error`` says what the sample costs in precision.
     random_state : int, Generator or None, default 0
         Results do not depend on ``n_jobs`` or ``chunk_rows`` for a given seed.
     n_jobs : int, default 1
@@ -78,8 +87,11 @@ def permutation_importance(
     -------
     :class:`PermutationImportance`: ``repeats`` (features x ``repeat_1`` ...
     ``repeat_<n_repeats>``), ``importance`` (mean over repeats), ``std`` (``ddof=0`` as in
-    scikit-learn), ``model_error`` (GE), ``loss``, ``kind``, ``n_rows``; ``to_frame()``
-    gives importance, std and the repeats as one table.
+    scikit-learn), ``model_error`` (GE), ``loss``, ``kind``, ``n_rows`` (the rows used),
+    ``n_total`` (the rows of X), ``rows`` (their labels), ``row_std_error`` (the standard
+    error of each PFI as a mean over those rows: the spread across rows of each row's loss
+    change, averaged over the permutations, over sqrt(n_rows); it covers the choice of rows
+    as well as of permutations); ``to_frame()`` gives importance, std and the repeats.
     """
     X = check_frame(X)
     predictor, Xm = make_predictor(model, X, output)
@@ -98,21 +110,25 @@ def permutation_importance(
     rng = check_rng(random_state)
     loss_obj, y_enc = check_target(y, len(X), predictor, loss, "permutation_importance")
 
+    n_obs = check_int(n_obs, "n_obs", low=2, none_ok=True)
+
     design = predictor.design
-    n = len(X)
-    rows = np.arange(n)
     items = [(f, [f]) for f in features] + list(groups.items())
     seeds = np.random.SeedSequence(rng.integers(2**63)).spawn(len(items))
+    rows = sample_rows(len(X), n_obs, rng)  # after the seed: the same permutations as on X.loc[rows]
+    n = rows.size
 
     def permuted(columns, seed) -> Segment:
-        """All repeats of one feature (or group): row r*n + i is observation i with the
-        columns' values taken from observation donors[r*n + i] (permutation tau_r)."""
+        """All repeats of one feature (or group): row r*n + i is observation rows[i] with the
+        columns' values taken from observation donors[r*n + i] (permutation tau_r of the rows)."""
         perm_rng = np.random.default_rng(seed)
-        donors = np.concatenate([perm_rng.permutation(n) for _ in range(n_repeats)])
+        donors = rows[np.concatenate([perm_rng.permutation(n) for _ in range(n_repeats)])]
         return Segment(
             n * n_repeats,
-            lambda a, b: design.block(np.arange(a, b) % n, {c: design.column_values(c, donors[a:b]) for c in columns}),
-            lambda a, b: np.arange(a, b) % n,
+            lambda a, b: design.block(
+                rows[np.arange(a, b) % n], {c: design.column_values(c, donors[a:b]) for c in columns}
+            ),
+            lambda a, b: rows[np.arange(a, b) % n],
         )
 
     # One stream: the unmodified rows, then every feature x repeat, cut into batches of
@@ -122,7 +138,9 @@ def permutation_importance(
     batch = max(1, BATCH_ROWS // per_feature)
     segments = [unmodified_segment(predictor, rows)] + [permuted(cols, s) for (_, cols), s in zip(items, seeds)]
     errors = np.empty((len(items), n_repeats))  # permuted errors
+    row_se = np.full(len(items), np.nan)  # standard error over rows of each row's mean loss change
     model_error: float | None = None
+    base = np.empty(0)
     for start in range(0, len(items), batch):
         group = segments[1 + start : 1 + start + batch]
         head = [segments[0]] if model_error is None else []
@@ -131,8 +149,12 @@ def permutation_importance(
         )
         assert losses is not None  # a loss was given, so the pass returns losses
         if head:
-            model_error, losses = float(losses[:n].mean()), losses[n:]
-        errors[start : start + len(group)] = losses.reshape(len(group), n_repeats, n).mean(axis=2)
+            base, losses = losses[:n], losses[n:]
+            model_error = float(base.mean())
+        per = losses.reshape(len(group), n_repeats, n)
+        errors[start : start + len(group)] = per.mean(axis=2)
+        change = per.mean(axis=1) - base[None, :]  # (group, n): each row's loss change
+        row_se[start : start + len(group)] = change.std(axis=1, ddof=1) / np.sqrt(n)
     assert model_error is not None  # the first batch always carries the unmodified rows
     if kind == "difference":
         values = errors - model_error
@@ -148,7 +170,18 @@ def permutation_importance(
         index=pd.Index([name for name, _ in items], name="feature"),
         columns=[f"repeat_{r + 1}" for r in range(n_repeats)],
     )
-    return PermutationImportance(repeats=repeats, model_error=model_error, loss=loss_obj.name, kind=kind, n_rows=n)
+    if kind == "ratio":
+        row_se = row_se / model_error
+    return PermutationImportance(
+        repeats=repeats,
+        model_error=model_error,
+        loss=loss_obj.name,
+        kind=kind,
+        n_rows=n,
+        n_total=len(X),
+        rows=X.index[rows],
+        row_std_error=pd.Series(row_se, index=repeats.index, name="row_std_error"),
+    )
 
 
 def _check_groups(groups, columns) -> dict:

@@ -210,6 +210,14 @@ class PermutationImportance:
     loss: str
     kind: str = "difference"
     n_rows: int = 0
+    n_total: int | None = None  # rows of the data (n_rows of them used, when sampled)
+    rows: pd.Index | None = None  # labels of the rows used
+    row_std_error: pd.Series | None = None  # standard error over the rows used (see permutation_importance)
+
+    @property
+    def sampled(self) -> bool:
+        """True when a sample of the rows was used (``n_obs``)."""
+        return self.n_total is not None and self.n_rows < self.n_total
 
     @property
     def features(self) -> list:

@@ -186,7 +186,7 @@ CALLS = {
 MODEL_FUNCTIONS = {
     "feature_profile": {"y", "output", "n_jobs", "chunk_rows", "random_state", "n_obs", "grid", "loss"},
     "feature_profiles": {"y", "output", "n_jobs", "chunk_rows", "random_state", "n_obs", "grid", "loss"},
-    "permutation_importance": {"y", "output", "n_jobs", "chunk_rows", "random_state", "loss"},
+    "permutation_importance": {"y", "output", "n_jobs", "chunk_rows", "random_state", "loss", "n_obs"},
     "shapley_importance": {"y", "output", "n_jobs", "chunk_rows", "random_state", "n_obs", "loss"},
     "contextual_importance": {"output", "n_jobs", "chunk_rows", "random_state"},
     "global_contextual_importance": {"output", "n_jobs", "chunk_rows", "random_state"},

@@ -100,3 +100,54 @@ def test_standard_error_and_relative_error_ignore_features_that_do_not_matter():
     expected = max(res.std_error["big"] / 10.0, res.std_error["mid"] / 2.0)
     assert res.relative_error() == pytest.approx(expected)
     assert res.relative_error(min_share=0.0) > 1.0  # counting the noise feature blows it up
+
+
+def test_a_row_sample_equals_pfi_on_that_sample_with_the_same_seed(gbm, reg_data):
+    """Issue 12: permutation_importance(n_obs=k) is PFI on a seeded sample of k rows: with
+    the same random_state it equals the call on X.loc[result.rows] bit for bit."""
+    X, y = reg_data
+    y = pd.Series(y, index=X.index)
+    sampled = permutation_importance(gbm, X, y, n_obs=25, n_repeats=4, random_state=7)
+    assert sampled.sampled and sampled.n_rows == 25 and sampled.n_total == len(X) == 60
+    assert len(set(sampled.rows)) == 25 and set(sampled.rows) <= set(X.index)
+    direct = permutation_importance(gbm, X.loc[sampled.rows], y.loc[sampled.rows], n_repeats=4, random_state=7)
+    assert_allclose(sampled.repeats.to_numpy(), direct.repeats.to_numpy(), rtol=0, atol=0)
+    assert sampled.model_error == direct.model_error
+    assert_allclose(sampled.row_std_error, direct.row_std_error, rtol=0, atol=0)
+    # all rows: no sample, the same as before
+    full = permutation_importance(gbm, X, y, n_repeats=4, random_state=7)
+    assert not full.sampled and full.n_rows == len(X) and list(full.rows) == list(X.index)
+    assert_allclose(full.repeats, permutation_importance(gbm, X, y, n_obs=len(X), n_repeats=4, random_state=7).repeats)
+
+
+def test_row_standard_error_is_the_spread_of_each_rows_loss_change(ols, reg_data):
+    """row_std_error = sd over rows of (mean over repeats of the row's permuted loss) minus its
+    own loss, over sqrt(n), written out with explicit permutations."""
+    X, y = reg_data
+    res = permutation_importance(ols, X, y, features=["x2"], n_repeats=3, random_state=0)
+    # the permutations the function used: the same seed streams, as documented
+    rng = np.random.default_rng(0)
+    seed = np.random.SeedSequence(rng.integers(2**63)).spawn(1)[0]
+    perm_rng = np.random.default_rng(seed)
+    base = (ols.predict(X) - y) ** 2
+    changes = np.zeros(len(X))
+    for _ in range(3):
+        Xp = X.copy()
+        Xp["x2"] = X.x2.to_numpy()[perm_rng.permutation(len(X))]
+        changes += ((ols.predict(Xp) - y) ** 2 - base) / 3
+    assert res.importance["x2"] == pytest.approx(changes.mean(), rel=1e-10)
+    assert res.row_std_error["x2"] == pytest.approx(changes.std(ddof=1) / np.sqrt(len(X)), rel=1e-10)
+
+
+def test_the_row_standard_error_covers_the_sample_it_was_drawn_from(mass_gbm, mass_data):
+    """Over 40 samples of 300 rows, the PFI of a sample lies within 2.5 of its own row
+    standard errors of the all-rows PFI about 95 % of the time or more (the error is honest)."""
+    X, y = mass_data
+    truth = permutation_importance(mass_gbm, X, y, n_repeats=5, random_state=0).importance
+    hits, total = 0, 0
+    for seed in range(40):
+        res = permutation_importance(mass_gbm, X, y, n_obs=300, n_repeats=5, random_state=seed)
+        z = ((res.importance - truth) / res.row_std_error).abs()
+        hits += int((z < 2.5).sum())
+        total += len(z)
+    assert hits / total > 0.9, hits / total
