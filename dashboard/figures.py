@@ -303,6 +303,7 @@ def pfi_figure(
                 customdata=names,
                 marker=dict(color=color, line=_outline(order, selected)),
                 error_x=dict(type="data", array=res.std.reindex(order).to_numpy(float), thickness=1.2),
+                **_sample_labels(res, order),
                 offsetgroup=str(model),
                 legendgroup=str(model),
                 hovertemplate=f"{model}<br>%{{customdata}}: %{{x:.4g}} ± %{{error_x.array:.3g}}<extra></extra>",
@@ -460,6 +461,19 @@ def group_pfi_figure(rows: pd.DataFrame, *, loss: str, title: str = "", subtitle
         yaxis=yaxis,
         legend=LEGEND_BELOW,
         margin=dict(l=10, r=10, t=85, b=90),
+    )
+
+
+def _sample_labels(res: compute.PermutationImportance, order: list) -> dict:
+    """On a row sample, each bar's label is its standard error from that sample ("±0.012")."""
+    if not getattr(res, "sampled", False) or res.row_std_error is None:
+        return {}
+    se = res.row_std_error.reindex(order).to_numpy(float)
+    return dict(
+        text=[f"±{v:.2g}" if np.isfinite(v) else "" for v in se],
+        textposition="outside",
+        textfont=dict(size=10, color="#6b7280"),
+        cliponaxis=False,
     )
 
 

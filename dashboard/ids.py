@@ -94,6 +94,7 @@ DATA_ROLE = "data-role"  # radio: is the data held out from the models' training
 TYPES_CHECKLIST = "types-checklist"
 TYPES_BOX = "types-box"
 ADD_TO_CURRENT = "add-to-current"
+PFI_ALL = "pfi-all"  # button: PFI on every selected row, or back to a sample within the budget
 ORDER_CONFIRM = "order-confirm"  # checklist: the data's columns are in the order of a model that names none
 LOAD_BUTTON = "load-button"
 LOAD_STATUS = "load-status"

@@ -111,6 +111,7 @@ def _run_task(store, ws, task, data, y, models, policy, n_jobs, progress, done, 
             loss=ws.loss,
             n_repeats=task.params["n_repeats"],
             output=ws.output,
+            n_obs=task.params.get("n_obs"),
             random_state=SEED,
             n_jobs=n_jobs,
         )

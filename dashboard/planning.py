@@ -83,8 +83,23 @@ def rows_id(condition: str, excluded) -> str:
     return hashlib.sha256(spec.encode()).hexdigest()[:24]
 
 
-def pfi_key(ws, model, rows: str, n_repeats: int) -> str:
-    return result_key("pfi", ws, model, rows=rows, n_repeats=int(n_repeats), seed=SEED)
+#: Most model rows (rows x features x repeats) one model's PFI may predict before it runs
+#: on a seeded sample of the selected rows (its standard error shown); "Use all rows" lifts it.
+PFI_BUDGET = 1_000_000
+PFI_MIN_ROWS = 500  # a sample never smaller than this
+
+
+def pfi_sample(n_features: int, n_repeats: int, all_rows: bool = False) -> int | None:
+    """The PFI row sample for a budget of PFI_BUDGET model rows: None (every row) when asked,
+    else budget / (features x repeats) rows (at least PFI_MIN_ROWS); a selection with fewer rows uses
+    them all (``permutation_importance``'s ``n_obs`` is then no sample)."""
+    if all_rows:
+        return None
+    return max(PFI_MIN_ROWS, PFI_BUDGET // max(1, int(n_features) * int(n_repeats)))
+
+
+def pfi_key(ws, model, rows: str, n_repeats: int, n_obs: int | None = None) -> str:
+    return result_key("pfi", ws, model, rows=rows, n_repeats=int(n_repeats), seed=SEED, n_obs=n_obs)
 
 
 def sfimp_key(ws, model, rows: str) -> str:
@@ -101,6 +116,7 @@ def plan(
     n_repeats: int,
     sfimp: bool,
     max_curves: int,
+    pfi_all: bool = False,
     grid_budget: int,
     needs: frozenset = frozenset({"profiles", "pfi", "sfimp"}),
     specs: tuple[TaskSpec, ...] = (),
@@ -115,7 +131,9 @@ def plan(
     keys: dict[str, Any] = {
         "summary": summary_key(ws, focus_entry, settings),
         "profiles": {f: profile_key(ws, focus_entry, f, settings) for f in focus_entry.features},
-        "pfi": {m.name: pfi_key(ws, m, rows, n_repeats) for m in ws.models},
+        "pfi": {
+            m.name: pfi_key(ws, m, rows, n_repeats, pfi_sample(len(m.features), n_repeats, pfi_all)) for m in ws.models
+        },
         "sfimp": {m.name: sfimp_key(ws, m, rows) for m in ws.models} if sfimp else {},
     }
     tasks = []
@@ -127,7 +145,12 @@ def plan(
                 "pfi",
                 keys["pfi"][m.name],
                 m.name,
-                {"condition": condition, "excluded": list(excluded or ()), "n_repeats": int(n_repeats)},
+                {
+                    "condition": condition,
+                    "excluded": list(excluded or ()),
+                    "n_repeats": int(n_repeats),
+                    "n_obs": pfi_sample(len(m.features), n_repeats, pfi_all),
+                },
             )
             for m in ws.models
         ]

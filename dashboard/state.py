@@ -32,6 +32,7 @@ STATE_FIELDS = _KEYS = (
     "centered",
     "repeats",
     "sfimp",
+    "pfi_all",
     "exclude",
     "ale_k",
     "edit",
@@ -79,6 +80,7 @@ def default_state() -> dict:
         "centered": False,
         "repeats": DEFAULT_REPEATS,
         "sfimp": False,
+        "pfi_all": False,  # PFI on every selected row, not a sample within the budget
         "exclude": [],
         "ale_k": DEFAULT_ALE_K,
         "edit": {},
@@ -116,6 +118,7 @@ def clean_state(raw) -> dict:
         state["subgroup"] = subgroup.strip()[:MAX_TEXT]
     state["centered"] = raw.get("centered") is True
     state["sfimp"] = raw.get("sfimp") is True
+    state["pfi_all"] = raw.get("pfi_all") is True
     repeats = raw.get("repeats")
     if isinstance(repeats, int) and not isinstance(repeats, bool):
         state["repeats"] = min(max(repeats, 2), MAX_REPEATS)
@@ -168,6 +171,7 @@ def state_from_search(search: str | None) -> dict:
             state[key] = one[key][:MAX_TEXT]
     state["centered"] = one.get("centered") == "1"
     state["sfimp"] = one.get("sfimp") == "1"
+    state["pfi_all"] = one.get("pfi_all") == "1"
     try:
         state["repeats"] = min(max(int(one.get("repeats", DEFAULT_REPEATS)), 2), MAX_REPEATS)
     except ValueError:
@@ -196,6 +200,8 @@ def search_from_state(state: dict) -> str:
         query["centered"] = "1"
     if state.get("sfimp"):
         query["sfimp"] = "1"
+    if state.get("pfi_all"):
+        query["pfi_all"] = "1"
     if state.get("repeats", DEFAULT_REPEATS) != DEFAULT_REPEATS:
         query["repeats"] = str(state["repeats"])
     if state.get("ale_k", DEFAULT_ALE_K) != DEFAULT_ALE_K:

@@ -30,6 +30,7 @@ VARIANTS = {
     "centered": {"centered": True},
     "repeats": {"repeats": 20},
     "sfimp": {"sfimp": True},
+    "pfi_all": {"pfi_all": True},
     "exclude": {"exclude": ["3", "11"]},
     "ale_k": {"ale_k": 8},
     "edit": {"edit": {"bmi": 30.0, "s5": 4.2}},

@@ -49,6 +49,7 @@ def plan_state(ctx, ws, state: dict) -> dict:
         excluded=state.get("exclude") or [],
         n_repeats=state.get("repeats", 10),
         sfimp=bool(state.get("sfimp")),
+        pfi_all=bool(state.get("pfi_all")),
         max_curves=ctx.config.max_curves,
         grid_budget=ctx.config.grid_budget,
         needs=needed_tasks(),

@@ -179,6 +179,11 @@ def run_sfimp(state, inputs):
     return {**state, "sfimp": not state.get("sfimp")}
 
 
+def toggle_pfi_all(state, inputs):
+    """PFI on every selected row, or back to a seeded sample within the budget."""
+    return {**state, "pfi_all": not state.get("pfi_all")}
+
+
 def reset_repeats(state, inputs):
     return {**state, "repeats": DEFAULT_REPEATS}
 
@@ -225,6 +230,7 @@ REDUCERS = {
     ids.REPEATS_MORE: more_repeats,
     ids.SFIMP_RUN: run_sfimp,
     ids.REPEATS_RESET: reset_repeats,
+    ids.PFI_ALL: toggle_pfi_all,
     ids.CENTERED: toggle_centered,
     ids.ALE_INTERVALS: set_ale_intervals,
     ids.EXCLUDE_SELECTED: exclude_selected,
@@ -347,6 +353,7 @@ CONTROLLER_INPUTS = {
     "more": Input(ids.REPEATS_MORE, "n_clicks"),
     "sfimp": Input(ids.SFIMP_RUN, "n_clicks"),
     "fewer": Input(ids.REPEATS_RESET, "n_clicks"),
+    "pfi_all": Input(ids.PFI_ALL, "n_clicks"),
     "centered": Input(ids.CENTERED, "value"),
     "exclude_selected": Input(ids.EXCLUDE_SELECTED, "n_clicks"),
     "exclude_negative": Input(ids.EXCLUDE_NEGATIVE, "n_clicks"),

@@ -70,6 +70,7 @@ def params(state: dict, ws) -> dict | None:
         "excluded": list(state.get("exclude") or ()),
         "n_repeats": int(state["repeats"]),
         "threshold": THRESHOLD,
+        "n_obs": planning.pfi_sample(len(ws.features), int(state["repeats"]), bool(state.get("pfi_all"))),
     }
 
 
@@ -86,6 +87,7 @@ def run(model, X, y, ws, params, n_jobs):
         output=ws.output,
         groups=groups,
         n_repeats=params["n_repeats"],
+        n_obs=params.get("n_obs"),  # the same rows as the PFI bars (same seed, same budget)
         random_state=planning.SEED,
         n_jobs=n_jobs,
     )
@@ -243,5 +245,5 @@ VIEW = View(
     ],
     needs=frozenset({PFI}),
     tasks=(TASK,),
-    reads=frozenset({"ws", "model", "feature", "subgroup", "exclude", "repeats"}),
+    reads=frozenset({"ws", "model", "feature", "subgroup", "exclude", "repeats", "pfi_all"}),
 )

@@ -68,5 +68,5 @@ VIEW = View(
         html.Div(id=INFO, className="help"),
     ],
     needs=frozenset({PFI}),
-    reads=frozenset({"ws", "model", "feature", "subgroup", "exclude", "repeats"}),
+    reads=frozenset({"ws", "model", "feature", "subgroup", "exclude", "repeats", "pfi_all"}),
 )

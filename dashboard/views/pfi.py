@@ -13,17 +13,36 @@ from .caveats import partners_line
 def render(ctx, inp) -> dict:
     pfi = inp.pfi
     reset = {} if inp.state.get("repeats") != DEFAULT_REPEATS else {"display": "none"}
+    hidden = {"display": "none"}
     if not pfi:
-        return {"figure": empty("Waiting for the permutations…"), "info": "", "reset_style": reset}
+        return {
+            "figure": empty("Waiting for the permutations…"),
+            "info": "",
+            "reset_style": reset,
+            "all_label": "Use all rows",
+            "all_style": hidden,
+        }
     first = next(iter(pfi.values()))
     title = f"How much the error ({first.loss}) grows when a feature is shuffled"
     names = ", ".join(str(m) for m in pfi)
     subtitle = f"{names}; PFI ({first.kind}), mean ± std over {first.n_repeats} permutations; {inp.selection}"
     rel = max(res.relative_error() for res in pfi.values())
-    info = (
-        f"{first.n_rows:,} rows. The features that matter are known to ±{rel:.0%} (standard error of the mean "
-        f"over {first.n_repeats} permutations)" + (": ask for more repetitions to settle them." if rel > 0.1 else ".")
+    settle = (
+        f"The features that matter are known to ±{rel:.0%} (standard error of the mean over {first.n_repeats} "
+        "permutations)" + (": ask for more repetitions to settle them." if rel > 0.1 else ".")
     )
+    info = f"{first.n_rows:,} rows. {settle}"
+    if first.sampled:
+        assert first.n_total is not None and first.row_std_error is not None
+        worst = max(float(res.row_std_error.max()) for res in pfi.values())
+        info = (
+            f"PFI on a seeded sample of {first.n_rows:,} of the {first.n_total:,} selected rows (to keep "
+            f"{first.n_rows * len(first.features) * first.n_repeats:,} model rows per model): each bar's label is its "
+            f"standard error from that sample (largest ±{worst:.3g}). 'Use all rows' computes on every row, "
+            f"about {first.n_total / first.n_rows:.0f}x the time. {settle}"
+        )
+        sample = f"sample of {first.n_rows:,} of {first.n_total:,} rows"
+        subtitle = subtitle.replace(inp.selection, f"{sample}; {inp.selection}")
     note = data_role_note(inp.ws, "pfi")
     info = f"{info} {note}" if note else info
     if inp.mask is not None:
@@ -34,10 +53,13 @@ def render(ctx, inp) -> dict:
         )
     dependent = partners_line(inp)
     info = f"{info} {dependent}" if dependent else info
+    sampled = any(res.sampled for res in pfi.values())
     return {
         "figure": figures.pfi_figure(pfi, selected=inp.feature, title=title, subtitle=subtitle),
         "info": info,
         "reset_style": reset,
+        "all_label": "Back to a sample" if inp.state.get("pfi_all") else "Use all rows",
+        "all_style": {} if (sampled or inp.state.get("pfi_all")) else hidden,
     }
 
 
@@ -55,19 +77,28 @@ VIEW = View(
         "figure": (ids.PFI_GRAPH, "figure"),
         "info": (ids.PFI_INFO, "children"),
         "reset_style": (ids.REPEATS_RESET, "style"),
+        "all_label": (ids.PFI_ALL, "children"),
+        "all_style": (ids.PFI_ALL, "style"),
     },
-    placeholder=lambda message: {"figure": empty(message), "info": "", "reset_style": {"display": "none"}},
+    placeholder=lambda message: {
+        "figure": empty(message),
+        "info": "",
+        "reset_style": {"display": "none"},
+        "all_label": "Use all rows",
+        "all_style": {"display": "none"},
+    },
     render=render,
     body=lambda: [
         layout.graph(ids.PFI_GRAPH, height=None, filename="pfi"),
         html.Div(id=ids.PFI_INFO, className="help"),
     ],
     extra=lambda: [
+        html.Button("Use all rows", id=ids.PFI_ALL, className="button small", style={"display": "none"}),
         html.Button(
             f"Back to {DEFAULT_REPEATS}", id=ids.REPEATS_RESET, className="button small", style={"display": "none"}
         ),
         html.Button("More repetitions", id=ids.REPEATS_MORE, className="button small"),
     ],
     needs=frozenset({PFI}),
-    reads=frozenset({"ws", "model", "feature", "subgroup", "exclude", "repeats"}),
+    reads=frozenset({"ws", "model", "feature", "subgroup", "exclude", "repeats", "pfi_all"}),
 )
