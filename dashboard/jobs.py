@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import time
 from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import replace
@@ -35,23 +36,41 @@ BUILT_IN = ("profiles", "pfi", "sfimp")
 
 
 def run(
-    store: Store, ws: Workspace, tasks: list[dict], *, policy, n_jobs: int = 1, progress: Progress | None = None
+    store: Store,
+    ws: Workspace,
+    tasks: list[dict],
+    *,
+    policy,
+    n_jobs: int = 1,
+    progress: Progress | None = None,
+    clock: Callable[[], float] = time.monotonic,
 ) -> None:
-    """Compute the missing tasks and cache their results (inside a background job)."""
-    progress = progress or (lambda done, total, label: None)
+    """Compute the missing tasks and cache their results (inside a background job). Each
+    progress label ends with the time left ("about 40 s left"): the job's model rows are
+    estimated per step (:func:`step_rows`) and priced first by a timed probe (the first
+    model predicting a few hundred rows), then by the rate measured so far."""
+    report = progress or (lambda done, total, label: None)
     todo = [Task.from_dict(t) for t in missing(store, tasks)]
     data = store.data(ws)
     y = data[ws.target]
     models: dict[str, object] = {}
     steps = sum(len(ws.model(t.model).features) if t.kind == "profiles" else 1 for t in todo)
+    eta = Eta(np.cumsum([0] + [rows for t in todo for rows in step_rows(ws, t, data)]), clock)
+    if todo:
+        eta.probe(_probe(store, ws, todo[0], data, models, policy))
+
+    def tell(done: int, total: int, label: str) -> None:
+        left = eta.left(done)
+        report(done, total, f"{label} · {left}" if left and label != "done" else label)
+
     done = 0
     for task in todo:
         with task_lock(store, task.key):  # another session may be computing the same task
             if not missing(store, [task.to_dict()]):
                 done += len(ws.model(task.model).features) if task.kind == "profiles" else 1
                 continue
-            done = _run_task(store, ws, task, data, y, models, policy, n_jobs, progress, done, steps)
-    progress(steps, steps, "done")
+            done = _run_task(store, ws, task, data, y, models, policy, n_jobs, tell, done, steps)
+    tell(steps, steps, "done")
 
 
 @contextmanager
@@ -69,18 +88,94 @@ def task_lock(store: Store, key: str):
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def _run_task(store, ws, task, data, y, models, policy, n_jobs, progress, done, steps) -> int:
-    """Compute one task into the cache; returns the progress count after it."""
+def _load(store, ws, name: str, models: dict, policy):
+    """The model of that name, loaded once per job."""
     from .loading import load_model
 
-    entry = ws.model(task.model)
+    entry = ws.model(name)
     if entry.name not in models:
-        progress(done, steps, f"loading model {entry.name}")
         path = store.path(entry.path)
         # the file passed the upload limit when it arrived (demo models are ours)
         file_policy = replace(policy, max_bytes=max(policy.max_bytes, path.stat().st_size))
         models[entry.name] = load_model(path, name=entry.name, policy=file_policy, accepted_types=entry.accepted_types)
-    model = models[entry.name]
+    return models[entry.name]
+
+
+PROBE_ROWS = 500
+
+
+def _probe(store, ws, task, data, models, policy) -> float | None:
+    """Seconds per row of the first task's model on a few hundred rows (None if it fails:
+    the task itself will then report the failure)."""
+    try:
+        model = _load(store, ws, task.model, models, policy)
+        X = data[list(ws.model(task.model).features)].iloc[:PROBE_ROWS]
+        predict = getattr(model, "predict_proba", None) if ws.task == "classification" else None
+        predict = predict or model.predict
+        predict(X)  # warm (first-call costs)
+        start = time.perf_counter()
+        predict(X)
+        return (time.perf_counter() - start) / max(len(X), 1)
+    except Exception:
+        return None
+
+
+def step_rows(ws: Workspace, task: Task, data: pd.DataFrame) -> list[int]:
+    """Estimated model rows of each progress step of a task: per feature for the ICE/ICI pass
+    (explained rows x grid points, the output-range pass on the first), else one step."""
+    n = len(data)
+    if task.kind == "profiles":
+        n_obs = task.params.get("n_obs") or n
+        out = []
+        for feature in ws.model(task.model).features:
+            n_unique = int(data[feature].nunique(dropna=False))
+            grid = n_unique if n_obs * n_unique <= task.params.get("budget", 0) else QUANTILE_GRID + 1
+            out.append(n_obs * grid)
+        return [out[0] + n, *out[1:]] if out else out
+    p = len(ws.model(task.model).features)
+    if task.kind in ("pfi", "pfi_groups"):
+        rows = min(n, task.params.get("n_obs") or n)
+        return [rows * p * int(task.params.get("n_repeats", 10)) + rows]
+    if task.kind == "sfimp":
+        return [min(4_000_000, n * p * 20)]
+    return [n]
+
+
+class Eta:
+    """Time left from the estimated model rows done (``cumulative[k]``: rows of the first k
+    steps): the probe's seconds per row until a second of work has been timed, then the
+    rate measured since the first step."""
+
+    def __init__(self, cumulative: np.ndarray, clock: Callable[[], float]):
+        self.cumulative, self.clock = cumulative, clock
+        self.start: float | None = None
+        self.rate: float | None = None
+
+    def probe(self, seconds_per_row: float | None) -> None:
+        self.rate = seconds_per_row
+
+    def left(self, done: int) -> str:
+        now = self.clock()
+        if self.start is None:
+            self.start = now
+        total = float(self.cumulative[-1])
+        rows_done = float(self.cumulative[min(max(done, 0), len(self.cumulative) - 1)])
+        elapsed = now - self.start
+        rate = elapsed / rows_done if (rows_done > 0 and elapsed >= 1.0) else self.rate
+        if rate is None or total <= 0:
+            return ""
+        seconds = (total - rows_done) * rate
+        if seconds < 2:
+            return ""
+        return f"about {seconds:.0f} s left" if seconds < 90 else f"about {seconds / 60:.0f} min left"
+
+
+def _run_task(store, ws, task, data, y, models, policy, n_jobs, progress, done, steps) -> int:
+    """Compute one task into the cache; returns the progress count after it."""
+    entry = ws.model(task.model)
+    if entry.name not in models:
+        progress(done, steps, f"loading model {entry.name}")
+    model = _load(store, ws, task.model, models, policy)
     X = data[list(entry.features)]
     if task.kind == "profiles":
 
