@@ -56,7 +56,7 @@ def run(
     models: dict[str, object] = {}
     steps = sum(len(ws.model(t.model).features) if t.kind == "profiles" else 1 for t in todo)
     eta = Eta(np.cumsum([0] + [rows for t in todo for rows in step_rows(ws, t, data)]), clock)
-    if todo:
+    if todo and eta.cumulative[-1] >= PROBE_FROM:  # a small job is over before an estimate helps
         eta.probe(_probe(store, ws, todo[0], data, models, policy))
 
     def tell(done: int, total: int, label: str) -> None:
@@ -102,6 +102,7 @@ def _load(store, ws, name: str, models: dict, policy):
 
 
 PROBE_ROWS = 500
+PROBE_FROM = 200_000  # model rows from which a job is timed for its estimate
 
 
 def _probe(store, ws, task, data, models, policy) -> float | None:
