@@ -254,7 +254,7 @@ def test_click_ici_curve_shows_its_ciu(server, tab):
     )
     ciu_features = tab.evaluate("() => Array.from(document.querySelector('#ciu-graph .js-plotly-plot')._fullData[0].y)")
     assert set(ciu_features) == {"X1", "X2", "X3"}
-    assert "prediction" in tab.inner_text("#obs-table")
+    tab.wait_for_selector("#obs-table:has-text('prediction')")  # its own view: drawn in its own time
     # the same row's prediction as a sum of contributions (issue 14, item 3)
     tab.wait_for_function(
         f"() => {{ const g = document.querySelector('#contributions-graph .js-plotly-plot');"
