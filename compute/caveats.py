@@ -188,9 +188,12 @@ def feature_dependence(
     Numeric with numeric: the absolute Spearman rank correlation |rho| (monotone
     dependence). Categorical with numeric: the correlation ratio eta = sqrt(SS_between /
     SS_total) of the numeric column's ranks across the levels (1 when the levels determine
-    the ranks). Categorical with categorical: Cramér's V = sqrt(chi^2 / (n (min(r, c) - 1)))
-    of their contingency table. Each is 0 for independent columns (up to sampling noise)
-    and 1 for a deterministic (for rho: monotone) relation. Seed 001, caveat 3: strongly
+    the ranks), adjusted for the levels' degrees of freedom (epsilon-squared: SS_between
+    less (k - 1) times the within mean square), so a column of many levels is not
+    "dependent" by chance. Categorical with categorical: Cramér's V with Bergsma's (2013)
+    bias correction, sqrt(max(0, phi^2 - (r-1)(c-1)/(n-1)) / min(r~ - 1, c~ - 1)) with
+    r~ = r - (r-1)^2/(n-1), for the same reason. Each is about 0 for independent columns and
+    1 for a deterministic (for rho: monotone) relation. Seed 001, caveat 3: strongly
     dependent features share importance, and permuting one alone evaluates the model on
     rows the data never holds. Rows missing either value are left out of that pair. On
     more than ``max_rows`` rows a seeded sample of ``max_rows`` is used (sampling error of
@@ -253,7 +256,11 @@ def _cramers_v(a: pd.Series, b: pd.Series) -> float:
     n = table.sum()
     expected = table.sum(axis=1, keepdims=True) @ table.sum(axis=0, keepdims=True) / n
     chi2 = float(((table - expected) ** 2 / expected).sum())
-    return float(np.sqrt(chi2 / (n * (min(table.shape) - 1))))
+    r, c = table.shape
+    phi2 = max(0.0, chi2 / n - (r - 1) * (c - 1) / (n - 1))  # Bergsma (2013)
+    r_adj, c_adj = r - (r - 1) ** 2 / (n - 1), c - (c - 1) ** 2 / (n - 1)
+    denominator = min(r_adj - 1, c_adj - 1)
+    return float(np.sqrt(min(phi2 / denominator, 1.0))) if denominator > 0 else 0.0
 
 
 def _correlation_ratio(levels: pd.Series, values: pd.Series) -> float:
@@ -268,19 +275,26 @@ def _correlation_ratio(levels: pd.Series, values: pd.Series) -> float:
     counts = np.bincount(codes)
     means = np.bincount(codes, weights=y) / counts
     between = float((counts * (means - y.mean()) ** 2).sum())
-    return float(np.sqrt(min(between / total, 1.0)))
+    k, n = counts.size, y.size
+    if n <= k:
+        return 0.0
+    within_mean_square = (total - between) / (n - k)
+    epsilon2 = (between - (k - 1) * within_mean_square) / total  # adjusted for k - 1 degrees of freedom
+    return float(np.sqrt(min(max(epsilon2, 0.0), 1.0)))
 
 
 # --- leakage ----------------------------------------------------------------------------------
-def constant_model_error(y, loss: str) -> float:
+def constant_model_error(y, loss: str, n_classes: int | None = None) -> float:
     """The mean loss of the best constant prediction on ``y``: the yardstick a model's
     error is read against (its skill is 1 - error / this).
 
     squared_error: the variance of y (so the skill is R^2); absolute_error: the mean
     absolute deviation from the median; log_loss: the entropy of the class shares (the
     skill is McFadden's pseudo-R^2); brier: sum_k q_k (1 - q_k) over the class shares q_k
-    (q (1 - q) for two classes, scikit-learn's binary Brier score); zero_one: 1 - the
-    largest class share.
+    (q (1 - q) for a two-class model, scikit-learn's binary Brier score); zero_one: 1 - the
+    largest class share. ``n_classes``: the model's number of classes (the Brier score of a
+    model of three or more classes sums over all of them even where ``y`` holds two);
+    default: the classes found in ``y``.
     """
     values = pd.Series(np.asarray(y).ravel())
     if values.isna().any():
@@ -297,7 +311,8 @@ def constant_model_error(y, loss: str) -> float:
         return float(-(shares * np.log(shares)).sum())
     if loss == "brier":
         value = float((shares * (1 - shares)).sum())
-        return value / 2 if len(shares) <= 2 else value
+        classes = len(shares) if n_classes is None else int(n_classes)
+        return value / 2 if classes <= 2 else value
     return float(1 - shares.max())
 
 
@@ -318,13 +333,14 @@ def leakage_check(
     skill_min: float = 0.95,
     share: float = 0.8,
     max_carriers: int = 2,
+    n_classes: int | None = None,
 ) -> LeakageCheck:
     """Seed 001's bike-sharing pattern: a near-perfect model whose importance sits on one or
     two features is worth a look for leakage (a feature known only with or after the
     outcome, such as the two counts that sum to the target).
 
     skill = 1 - GE / E_0, GE the model's error on the PFI rows (``pfi.model_error``) and
-    E_0 :func:`constant_model_error` of ``y`` (the same rows). The carriers are the fewest
+    E_0 :func:`constant_model_error` of ``y`` (the same rows; ``n_classes`` as there). The carriers are the fewest
     features, largest PFI first, whose positive PFI (difference form) reaches ``share`` of
     the total positive PFI. Flagged when skill >= ``skill_min``, there are at most
     ``max_carriers`` carriers and the model has more features than carriers. A flag is a
@@ -334,7 +350,7 @@ def leakage_check(
         raise InputError(f"'pfi' must be a PermutationImportance (got {type(pfi).__name__}).")
     if pfi.kind != "difference":
         raise InputError("leakage_check reads PFI in the difference form (kind='difference').")
-    base = constant_model_error(y, pfi.loss)
+    base = constant_model_error(y, pfi.loss, n_classes)
     skill = float(1 - pfi.model_error / base) if base > 0 else float("nan")
     positive = pfi.importance.clip(lower=0).sort_values(ascending=False, kind="stable")
     total = float(positive.sum())

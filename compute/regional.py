@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from .errors import InputError
+from .errors import InputError, SubgroupError
 from .results import FeatureProfile
 from .sampling import is_categorical
 from .subgroup import format_condition
@@ -239,20 +239,26 @@ class _Tree:
         return float(self.row_sq[node].sum() - s @ s / node.size)
 
     def best_split(self, node: np.ndarray) -> _Best | None:
-        best: _Best | None = None
+        """The best split of the node whose conditions state it exactly (checked by parsing
+        them over the node's rows; only the winner is parsed unless it fails)."""
+        found: list[_Best] = []
         total = self.weighted[node].sum(axis=0)
         q_total = float(self.row_sq[node].sum())
         risk = q_total - float(total @ total) / node.size
         for column, series, categorical in self.columns:
             values = series.to_numpy()[node]
-            found = (
-                self._levels(node, column, values, total, q_total, risk)
-                if categorical
-                else self._numeric(node, column, values, total, q_total, risk)
-            )
-            if found is not None and (best is None or found.gain > best.gain * (1 + 1e-12)):
-                best = found
-        return best
+            try:
+                best = (
+                    self._levels(node, column, values, total, q_total, risk)
+                    if categorical
+                    else self._numeric(node, column, values, total, q_total, risk)
+                )
+            except (SubgroupError, TypeError, ValueError, OverflowError):
+                best = None  # a column the condition language cannot state (mixed types): no split
+            if best is not None:
+                found.append(best)
+        found.sort(key=lambda b: -b.gain)  # stable: ties keep the columns' order
+        return next((b for b in found if _parses(b, self.frame)), None)
 
     def _gain(self, s_left, q_left, n_left, total, q_total, n, risk):
         """Gain of splits given the left sums (vectorised over candidates)."""
@@ -324,6 +330,7 @@ class _Tree:
         q_cum = np.cumsum(self.row_sq[node[order]])
         k = np.arange(1, v.size)  # left = the k smallest present values
         valid = (v[k - 1] < v[k]) & (k >= self.min_leaf) & (n - k >= self.min_leaf)
+        valid &= np.isfinite(v[k - 1]) & np.isfinite(v[k])  # no threshold next to an infinity
         if not valid.any():
             return best
         k = k[valid]
@@ -337,6 +344,11 @@ class _Tree:
         right = np.setdiff1d(np.arange(n), left, assume_unique=True)
         distinct = np.unique(v)
         integer = pd.api.types.is_integer_dtype(self.frame[column]) or bool(np.all(distinct == np.round(distinct)))
+        if integer and pd.api.types.is_integer_dtype(self.frame[column]):
+            # the column's own integers (a float loses those above 2**53)
+            column_values = self.frame[column].to_numpy()
+            low = column_values[node[order[cut - 1]]].item()
+            high = column_values[node[order[cut]]].item()
         if distinct.size == 2 and not missing.any():
             left_rule = format_condition(column, "==", _number(low, integer))
             right_rule = format_condition(column, "==", _number(high, integer))
@@ -349,8 +361,22 @@ class _Tree:
         return _Best(float(gains[j]), column, node[left], node[right], left_rule, right_rule)
 
 
-def _number(value: float, integer: bool):
+def _number(value, integer: bool):
     return int(value) if integer else float(value)
+
+
+def _parses(best: _Best, frame: pd.DataFrame) -> bool:
+    """The split's two conditions select, over the node's own rows, exactly its two sides."""
+    from .subgroup import parse_subgroup
+
+    rows = frame.iloc[np.concatenate([best.left, best.right])]
+    try:
+        left = parse_subgroup(best.left_rule, rows).to_numpy()
+        right = parse_subgroup(best.right_rule, rows).to_numpy()
+    except SubgroupError:
+        return False
+    k = best.left.size
+    return bool(left[:k].all() and not left[k:].any() and right[k:].all() and not right[:k].any())
 
 
 def _between(low: float, high: float) -> float:
@@ -372,7 +398,8 @@ def _plain(value):
 
 
 def _wrap(condition: str) -> str:
-    return f"({condition})" if " or " in f" {condition.lower()} " else condition
+    """The subgroup in brackets: 'and' binds tighter than 'or' (however the 'or' is spelt)."""
+    return f"({condition})"
 
 
 def _join(base: str, atoms: list[str]) -> str:

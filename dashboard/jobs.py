@@ -264,7 +264,8 @@ def _profiles(store, ws, entry, model, X, y, settings, n_jobs, step) -> compute.
                     n_jobs=n_jobs,
                 )
                 store.put(key, prof)
-            impact[feature] = compute.ice_impact(prof) if len(prof.grid) > 1 else pd.Series(dtype=float)
+            numeric_points = len(prof.without_missing_point().grid)  # one value and "missing": no slope
+            impact[feature] = compute.ice_impact(prof) if numeric_points > 1 else pd.Series(dtype=float)
             pd_imp[feature] = compute.pd_importance(prof)
             yield feature, prof
 

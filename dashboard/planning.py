@@ -87,15 +87,18 @@ def rows_id(condition: str, excluded) -> str:
 #: on a seeded sample of the selected rows (its standard error shown); "Use all rows" lifts it.
 PFI_BUDGET = 1_000_000
 PFI_MIN_ROWS = 500  # a sample never smaller than this
+DEFAULT_PFI_REPEATS = 10  # the repetitions the budget is sized for (the state's default)
 
 
 def pfi_sample(n_features: int, n_repeats: int, all_rows: bool = False) -> int | None:
-    """The PFI row sample for a budget of PFI_BUDGET model rows: None (every row) when asked,
-    else budget / (features x repeats) rows (at least PFI_MIN_ROWS); a selection with fewer rows uses
-    them all (``permutation_importance``'s ``n_obs`` is then no sample)."""
+    """The PFI row sample for a budget of PFI_BUDGET model rows at the default repetitions:
+    None (every row) when asked, else budget / (features x 10) rows (at least PFI_MIN_ROWS),
+    whatever the repetitions, so "More repetitions" adds permutations to the same rows (more
+    precise, at more cost) rather than trading rows for them. A selection with fewer rows
+    uses them all (``permutation_importance``'s ``n_obs`` is then no sample)."""
     if all_rows:
         return None
-    return max(PFI_MIN_ROWS, PFI_BUDGET // max(1, int(n_features) * int(n_repeats)))
+    return max(PFI_MIN_ROWS, PFI_BUDGET // max(1, int(n_features) * DEFAULT_PFI_REPEATS))
 
 
 def pfi_key(ws, model, rows: str, n_repeats: int, n_obs: int | None = None) -> str:

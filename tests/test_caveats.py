@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from numpy.testing import assert_allclose
-from scipy.stats import contingency, spearmanr
+from scipy.stats import chi2_contingency, contingency, spearmanr
 from sklearn.ensemble import RandomForestRegressor
 from sklearn.linear_model import LinearRegression, LogisticRegression
 from sklearn.metrics import brier_score_loss, log_loss, r2_score
@@ -95,24 +95,50 @@ def mixed_frame(n=800, seed=0):
 
 
 def test_dependence_measures_equal_their_peers_and_formulas():
-    """|Spearman rho| equals scipy's; Cramér's V equals scipy.stats.contingency.association;
-    the correlation ratio equals its formula written with loops."""
+    """|Spearman rho| equals scipy's; Cramér's V is Bergsma's bias-corrected form of scipy's
+    chi-square statistic; the correlation ratio is epsilon-squared written with loops."""
     X = mixed_frame()
     dep = compute.feature_dependence(X)
+    n = len(X)
     for p, q in [("a", "b"), ("a", "c"), ("b", "c")]:
         assert dep.strength.loc[p, q] == pytest.approx(abs(spearmanr(X[p], X[q]).statistic), rel=1e-10)
         assert dep.measure.loc[p, q] == "rank correlation"
     for p, q in [("colour", "shape"), ("colour", "size"), ("shape", "size")]:
         table = pd.crosstab(X[p], X[q]).to_numpy()
-        assert dep.strength.loc[p, q] == pytest.approx(contingency.association(table, method="cramer"), rel=1e-10)
+        chi2 = chi2_contingency(table, correction=False).statistic
+        r, c = table.shape
+        phi2 = max(0.0, chi2 / n - (r - 1) * (c - 1) / (n - 1))
+        r_adj, c_adj = r - (r - 1) ** 2 / (n - 1), c - (c - 1) ** 2 / (n - 1)
+        assert dep.strength.loc[p, q] == pytest.approx(np.sqrt(phi2 / min(r_adj - 1, c_adj - 1)), abs=1e-12)
         assert dep.measure.loc[q, p] == "Cramér's V"
+        # the correction only ever lowers scipy's plain V
+        assert dep.strength.loc[p, q] <= contingency.association(table, method="cramer") + 1e-12
     ranks = X["a"].rank().to_numpy()
     groups = {level: ranks[X.colour.to_numpy() == level] for level in X.colour.unique()}
     between = sum(len(g) * (g.mean() - ranks.mean()) ** 2 for g in groups.values())
     total = sum((v - ranks.mean()) ** 2 for v in ranks)
-    assert dep.strength.loc["colour", "a"] == pytest.approx(np.sqrt(between / total), rel=1e-10)
+    k = len(groups)
+    epsilon2 = (between - (k - 1) * (total - between) / (n - k)) / total
+    assert dep.strength.loc["colour", "a"] == pytest.approx(np.sqrt(epsilon2), rel=1e-10)
     assert dep.measure.loc["a", "colour"] == "correlation ratio"
     assert (np.diag(dep.strength) == 1).all() and np.allclose(dep.strength, dep.strength.T)
+
+
+def test_a_column_of_many_levels_is_not_dependent_by_chance():
+    """Review finding: 715 random 'zip codes' on 1,000 rows gave plain V and eta of 0.84
+    against independent columns; the corrected measures stay near 0 and flag nothing."""
+    rng = np.random.default_rng(0)
+    n = 1000
+    X = pd.DataFrame(
+        {
+            "zip": rng.integers(0, 715, n).astype(str),
+            "colour": rng.choice(["red", "green", "blue"], n),
+            "x": rng.normal(size=n),
+        }
+    )
+    dep = compute.feature_dependence(X)
+    assert dep.strength.loc["zip", "colour"] < 0.3 and dep.strength.loc["zip", "x"] < 0.3
+    assert dep.flagged(0.7) == {} and dep.groups(0.7) == {}
 
 
 def test_dependent_pairs_are_flagged_and_independent_ones_not():
@@ -214,6 +240,8 @@ def test_constant_model_error_is_the_peers_score_of_a_constant_prediction():
         brier_score_loss(labels == "yes", np.full(400, q))
     )
     assert compute.constant_model_error(labels, "zero_one") == pytest.approx(q)
+    # a three-class model's Brier score sums over all three, even on rows holding two
+    assert compute.constant_model_error(labels, "brier", n_classes=3) == pytest.approx(2 * q * (1 - q))
     three = rng.choice(["a", "b", "c"], size=500)
     shares = pd.Series(three).value_counts(normalize=True)
     assert compute.constant_model_error(three, "brier") == pytest.approx(float((shares * (1 - shares)).sum()))

@@ -125,3 +125,48 @@ def test_curves_and_pi_draw_the_missing_point_apart_from_the_lines(gaps, hgb):
     # a profile without missing values is drawn as before: no dots, no gap
     plain = figures.ici_figure(compute.feature_profile(hgb, X, y, "a", grid=25), n_points=1000)
     assert not any(t.name == "ICI at missing" for t in plain.data)
+
+
+def test_a_column_of_one_value_and_missing_values_does_not_stop_the_pass(tmp_path):
+    """Review finding: an indicator column (1 or missing) has a two-point grid, [1, missing];
+    ICE impact needs two numbers and used to fail the whole model's ICE/ICI task."""
+    import skops.io as sio
+
+    from dashboard import jobs, planning
+    from dashboard.callbacks.compute import plan_state
+    from dashboard.callbacks.drilldown import normalize
+    from dashboard.config import Config
+    from dashboard.server import create_app
+    from dashboard.state import default_state
+    from dashboard.store import ModelEntry, Workspace, new_workspace_id
+
+    ctx = create_app(Config(cache_dir=str(tmp_path / "cache"), max_curves=100, warm=False))._wip_context
+    rng = np.random.default_rng(0)
+    n = 200
+    data = pd.DataFrame({"x": rng.normal(size=n), "flag": np.where(rng.uniform(size=n) < 0.3, 1.0, np.nan)})
+    data["y"] = data.x + np.nan_to_num(data.flag) + 0.1 * rng.normal(size=n)
+    model = HistGradientBoostingRegressor(max_iter=20, random_state=0).fit(data[["x", "flag"]], data.y)
+    path = tmp_path / "hgb.skops"
+    sio.dump(model, path)
+    rel, sha = ctx.store.keep_model(path, ".skops")
+    data_rel, data_sha = ctx.store.keep_data(data)
+    ws = Workspace(
+        id=new_workspace_id(),
+        title="flags",
+        data_path=data_rel,
+        data_sha=data_sha,
+        target="y",
+        task="regression",
+        loss="squared_error",
+        models=(ModelEntry(name="hgb", path=rel, sha=sha, features=("x", "flag")),),
+        features=("x", "flag"),
+    )
+    ctx.store.save_workspace(ws)
+    state = normalize(ctx, {**default_state(), "ws": ws.id})[0]
+    planned = plan_state(ctx, ws, state)
+    jobs.run(ctx.store, ws, [t for t in planned["tasks"] if t["kind"] == "profiles"], policy=ctx.policy)
+    summary = ctx.store.get(planned["keys"]["summary"])
+    assert summary is not None and summary.impact.loc["x"].notna().all()
+    flag = ctx.store.get(planned["keys"]["profiles"]["flag"])
+    assert flag.grid.size == 2 and flag.has_missing_point
+    assert planning.missing(ctx.store, [t for t in planned["tasks"] if t["kind"] == "profiles"]) == []

@@ -82,7 +82,7 @@ def test_subgroup_finder_inside_a_subgroup_and_without_excluded_rows(ctx):
     found = compute.suggest_subgroups(inp.profile, inp.data, features=["X2", "X3"], mask=mask, condition="X3 == 0")
     assert found.n_rows == int(mask.sum())
     conditions = [b["condition"] for b in _buttons(out["list"])]
-    assert conditions and all(c.startswith("X3 == 0 and X2") for c in conditions)
+    assert conditions and all(c.startswith("(X3 == 0) and X2") for c in conditions)
     assert conditions[0] == found.splits[0].left
     assert "the subgroup's" in out["info"] and "no strong interaction" in out["info"]
 

@@ -87,3 +87,15 @@ def test_small_data_is_never_sampled(ctx):
     state = normalize(ctx, {**default_state(), "ws": "demo-x3"})[0]
     out = views.render(ctx, "pfi", _results(ctx, state))
     assert out["info"].startswith("500 rows.") and out["all_style"] == {"display": "none"}
+
+
+def test_more_repetitions_keep_the_rows_of_the_sample(ctx, small_budget):
+    """Review finding: sizing the sample by rows x repeats halved it at 20 repetitions, so
+    "More repetitions" made PFI less precise. The sample is sized for the default 10."""
+    from dashboard.state import DEFAULT_REPEATS
+
+    assert planning.DEFAULT_PFI_REPEATS == DEFAULT_REPEATS
+    for repeats in (10, 20, 40):
+        state = normalize(ctx, {**default_state(), "ws": "demo-x3", "repeats": repeats})[0]
+        tasks = [t for t in plan_state(ctx, ctx.store.workspace("demo-x3"), state)["tasks"] if t["kind"] == "pfi"]
+        assert [t["params"]["n_obs"] for t in tasks] == [100] * len(tasks)

@@ -105,9 +105,12 @@ SKILL = {
 def leak_text(inp, pfi: compute.PermutationImportance) -> str:
     if pfi.kind != "difference" or pfi.loss not in LOSS_LABELS:
         return ""
-    y = inp.data[inp.ws.target].to_numpy()[pfi_rows(inp)]
+    target = inp.data[inp.ws.target]
+    # the rows PFI used (its sample, on large data): the model's error there
+    y = (target.loc[pfi.rows] if pfi.rows is not None else target[pfi_rows(inp)]).to_numpy()
+    n_classes = int(target.nunique()) if inp.ws.task == "classification" else None
     try:
-        check = compute.leakage_check(pfi, y)
+        check = compute.leakage_check(pfi, y, n_classes=n_classes)
     except compute.InputError:
         return ""
     name = SKILL.get(pfi.loss, f"skill against a constant prediction ({LOSS_LABELS[pfi.loss]})")
