@@ -1087,7 +1087,7 @@ def global_ci_figure(global_ci: pd.DataFrame, *, selected=None) -> go.Figure:
 
 
 # --- ALE ---------------------------------------------------------------------------------------
-def ale_figure(ale: pd.DataFrame, *, feature) -> go.Figure:
+def ale_figure(ale: pd.DataFrame, *, feature, subtitle: str = "") -> go.Figure:
     """Accumulated local effects (centred) with the rows per interval below.
 
     ``ale``: columns grid, ale, weight, n_obs as :func:`compute.ale_from_profile` returns;
@@ -1129,7 +1129,7 @@ def ale_figure(ale: pd.DataFrame, *, feature) -> go.Figure:
     _merge(layout["yaxis"], dict(title=dict(text="ALE (centred effect on the prediction)")))
     _merge(layout["yaxis2"], dict(title=dict(text="rows")))
     title = f"ALE of {feature}: accumulated local effects on {grid.size - 1} intervals"
-    return _style(fig, title, f"ale-{feature}", height=420, showlegend=False, **layout)
+    return _style(fig, title, f"ale-{feature}", subtitle=subtitle, height=420, showlegend=False, **layout)
 
 
 # --- misc -------------------------------------------------------------------------------------

@@ -795,6 +795,11 @@ def test_a_pipeline_with_an_imputer_loads_data_with_missing_values_and_shows_the
             ".map(a => a.text)"
         )
         assert any(n.startswith("missing (") for n in notes), notes
+    tab.wait_for_function(
+        "() => { const g = document.querySelector('#ale-graph .js-plotly-plot');"
+        " const t = g && g.layout && g.layout.title;"
+        " return t && ((t.subtitle || {}).text || '').includes('have no age and are left out'); }"
+    )
     shot(tab, "missing-values-feature")
     for key in ("overview", "observation", "subgroups"):
         open_section(tab, key)

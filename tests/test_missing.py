@@ -170,3 +170,10 @@ def test_a_column_of_one_value_and_missing_values_does_not_stop_the_pass(tmp_pat
     flag = ctx.store.get(planned["keys"]["profiles"]["flag"])
     assert flag.grid.size == 2 and flag.has_missing_point
     assert planning.missing(ctx.store, [t for t in planned["tasks"] if t["kind"] == "profiles"]) == []
+
+
+def test_ale_leaves_out_exactly_the_rows_with_a_missing_value(gaps, hgb):
+    X, y, gone = gaps
+    prof = compute.feature_profile(hgb, X, y, "b", grid=30)
+    ale = compute.ale_from_profile(prof, n_intervals=5)
+    assert int(ale["n_obs"].sum()) + int(gone.sum()) == len(X)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 from dash import dcc, html
 
 import compute
@@ -23,7 +24,14 @@ def render(ctx, inp) -> dict:
         return {"figure": figures.empty_figure(note, height=140)}
     try:
         ale = compute.ale_from_profile(prof, n_intervals=inp.state["ale_k"])
-        return {"figure": figures.ale_figure(ale, feature=inp.feature)}
+        gone = int(np.isnan(np.asarray(prof.x, float)).sum()) if prof.has_missing_point else 0
+        note = (
+            f"{gone:,} of {len(prof.rows):,} explained rows have no {inp.feature} and are left out (ALE needs "
+            "an ordered axis; the PI and ICE views show 'missing')"
+            if gone
+            else ""
+        )
+        return {"figure": figures.ale_figure(ale, feature=inp.feature, subtitle=note)}
     except compute.ExplainError as exc:
         return {"figure": empty(str(exc))}
 
