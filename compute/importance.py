@@ -42,6 +42,7 @@ def permutation_importance(
     random_state=0,
     n_jobs=1,
     chunk_rows=None,
+    streams=None,
 ) -> PermutationImportance:
     """Permutation feature importance with repetitions.
 
@@ -82,6 +83,11 @@ def permutation_importance(
         Results do not depend on ``n_jobs`` or ``chunk_rows`` for a given seed.
     n_jobs : int, default 1
         Threads evaluating chunks in parallel.
+    streams : list of int, optional
+        The random stream of each item (features, then groups); default 0, 1, 2, ... . A
+        block of features given the streams they have in a larger call gets exactly their
+        permutations there, so blocks computed apart (on other machines) and joined with
+        :meth:`PermutationImportance.concat` equal the one call.
 
     Returns
     -------
@@ -114,7 +120,10 @@ def permutation_importance(
 
     design = predictor.design
     items = [(f, [f]) for f in features] + list(groups.items())
-    seeds = np.random.SeedSequence(rng.integers(2**63)).spawn(len(items))
+    entropy = int(rng.integers(2**63))
+    streams = _check_streams(streams, len(items))
+    # SeedSequence(e).spawn(k)[i] is SeedSequence(e, spawn_key=(i,)): the stream of item i
+    seeds = [np.random.SeedSequence(entropy, spawn_key=(s,)) for s in streams]
     rows = sample_rows(len(X), n_obs, rng)  # after the seed: the same permutations as on X.loc[rows]
     n = rows.size
 
@@ -182,6 +191,23 @@ def permutation_importance(
         rows=X.index[rows],
         row_std_error=pd.Series(row_se, index=repeats.index, name="row_std_error"),
     )
+
+
+def _check_streams(streams, n_items: int) -> list[int]:
+    if streams is None:
+        return list(range(n_items))
+    if not isinstance(streams, (list, tuple, np.ndarray)) or len(streams) != n_items:
+        raise InputError(
+            f"The 'streams' parameter must list one stream number per feature and group ({n_items}); got {streams!r}."
+        )
+    out = []
+    for s in streams:
+        if isinstance(s, (bool, np.bool_)) or not isinstance(s, (int, np.integer)) or s < 0:
+            raise InputError(f"The 'streams' must be whole numbers >= 0 (got {s!r}).")
+        out.append(int(s))
+    if len(set(out)) != len(out):
+        raise InputError(f"The 'streams' must be distinct (got {out!r}): two items would share permutations.")
+    return out
 
 
 def _check_groups(groups, columns) -> dict:

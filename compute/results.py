@@ -214,6 +214,34 @@ class PermutationImportance:
     rows: pd.Index | None = None  # labels of the rows used
     row_std_error: pd.Series | None = None  # standard error over the rows used (see permutation_importance)
 
+    @classmethod
+    def concat(cls, parts: list[PermutationImportance]) -> PermutationImportance:
+        """Blocks of features computed apart (``permutation_importance(streams=...)`` on the
+        same rows and seed) joined into one result, in the order given."""
+        if not parts:
+            raise InputError("'parts' is empty: give at least one PermutationImportance.")
+        first = parts[0]
+        for part in parts[1:]:
+            same = (part.model_error, part.loss, part.kind, part.n_rows, part.n_total, part.n_repeats) == (
+                first.model_error,
+                first.loss,
+                first.kind,
+                first.n_rows,
+                first.n_total,
+                first.n_repeats,
+            )
+            if not same or (first.rows is not None and not first.rows.equals(part.rows)):
+                raise InputError("The parts were computed on other rows, loss or repeats; they cannot be joined.")
+        repeats = pd.concat([p.repeats for p in parts])
+        if repeats.index.has_duplicates:
+            raise InputError(f"The parts share features: {sorted(set(repeats.index[repeats.index.duplicated()]))!r}.")
+        errors = [p.row_std_error for p in parts]
+        return replace(
+            first,
+            repeats=repeats,
+            row_std_error=None if any(e is None for e in errors) else pd.concat(errors),
+        )
+
     @property
     def sampled(self) -> bool:
         """True when a sample of the rows was used (``n_obs``)."""

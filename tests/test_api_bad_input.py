@@ -935,6 +935,21 @@ def _cases():
         "difference form",
         "ratio",
     )
+    add("permutation_importance", {"streams": [0]}, InputError, "'streams' parameter must list one stream", "streams-n")
+    add(
+        "permutation_importance",
+        {"features": ["a", "b"], "streams": [1, 1]},
+        InputError,
+        "'streams' must be distinct",
+        "streams-dup",
+    )
+    add(
+        "permutation_importance",
+        {"features": ["a"], "streams": [-1]},
+        InputError,
+        "'streams' must be whole numbers",
+        "streams-neg",
+    )
     add("permutation_importance", {"groups": ["a"]}, InputError, "'groups' parameter must map a name", "groups-list")
     add("permutation_importance", {"groups": {}}, InputError, "'groups' mapping is empty", "groups-empty")
     add("permutation_importance", {"groups": {"": ["a"]}}, InputError, "needs a non-empty text name", "groups-name")

@@ -151,3 +151,35 @@ def test_the_row_standard_error_covers_the_sample_it_was_drawn_from(mass_gbm, ma
         hits += int((z < 2.5).sum())
         total += len(z)
     assert hits / total > 0.9, hits / total
+
+
+def test_blocks_of_features_computed_apart_join_into_the_one_call(mass_data):
+    """Issue 12 (one job over many machines): features split into blocks, each computed with
+    the streams it has in the whole call (on the same rows, seed and sample), joined with
+    PermutationImportance.concat, equal the one call bit for bit."""
+    from sklearn.ensemble import HistGradientBoostingRegressor
+
+    X, y = mass_data
+    model = HistGradientBoostingRegressor(max_iter=30, random_state=0).fit(X, y)
+    whole = permutation_importance(model, X, y, n_repeats=4, n_obs=300, random_state=3)
+    blocks = [
+        permutation_importance(
+            model, X, y, features=["nox", "ptratio"], streams=[0, 1], n_repeats=4, n_obs=300, random_state=3
+        ),
+        permutation_importance(model, X, y, features=["rm"], streams=[2], n_repeats=4, n_obs=300, random_state=3),
+    ]
+    joined = compute.PermutationImportance.concat(blocks)
+    assert list(joined.repeats.index) == list(whole.repeats.index)
+    assert np.array_equal(joined.repeats.to_numpy(), whole.repeats.to_numpy())
+    assert np.array_equal(joined.row_std_error.to_numpy(), whole.row_std_error.to_numpy())
+    assert joined.model_error == whole.model_error and joined.rows.equals(whole.rows)
+    # other streams give other permutations; parts of other rows or repeats do not join
+    other = permutation_importance(model, X, y, features=["rm"], streams=[0], n_repeats=4, n_obs=300, random_state=3)
+    assert not np.array_equal(other.repeats.to_numpy(), whole.repeats.loc[["rm"]].to_numpy())
+    elsewhere = permutation_importance(
+        model, X, y, features=["rm"], streams=[2], n_repeats=4, n_obs=300, random_state=4
+    )
+    with pytest.raises(compute.InputError, match="cannot be joined"):
+        compute.PermutationImportance.concat([blocks[0], elsewhere])
+    with pytest.raises(compute.InputError, match="share features"):
+        compute.PermutationImportance.concat([blocks[1], blocks[1]])
