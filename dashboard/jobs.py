@@ -125,16 +125,21 @@ def step_rows(ws: Workspace, task: Task, data: pd.DataFrame) -> list[int]:
     """Estimated model rows of each progress step of a task: per feature for the ICE/ICI pass
     (explained rows x grid points, the output-range pass on the first), else one step."""
     n = len(data)
-    if task.kind == "profiles":
+
+    def pass_rows(feature) -> int:
         n_obs = task.params.get("n_obs") or n
-        out = []
-        for feature in ws.model(task.model).features:
-            n_unique = int(data[feature].nunique(dropna=False))
-            grid = n_unique if n_obs * n_unique <= task.params.get("budget", 0) else QUANTILE_GRID + 1
-            out.append(n_obs * grid)
+        n_unique = int(data[feature].nunique(dropna=False))
+        return n_obs * (n_unique if n_obs * n_unique <= task.params.get("budget", 0) else QUANTILE_GRID + 1)
+
+    if task.kind == "profiles":
+        out = [pass_rows(f) for f in ws.model(task.model).features]
         return [out[0] + n, *out[1:]] if out else out
-    p = len(ws.model(task.model).features)
-    if task.kind in ("pfi", "pfi_groups"):
+    if task.kind == "profile_part":
+        return [pass_rows(task.params["feature"])]
+    p = len(task.params.get("features") or ws.model(task.model).features)
+    if task.kind == "pfi" and task.params.get("parts"):
+        return [1]  # joining cached parts
+    if task.kind in ("pfi", "pfi_part", "pfi_groups"):
         rows = min(n, task.params.get("n_obs") or n)
         return [rows * p * int(task.params.get("n_repeats", 10)) + rows]
     if task.kind == "sfimp":
@@ -185,7 +190,12 @@ def _run_task(store, ws, task, data, y, models, policy, n_jobs, progress, done, 
 
         store.put(task.key, _profiles(store, ws, entry, model, X, y, task.params, n_jobs, step))
         return done + len(entry.features)
-    if task.kind not in BUILT_IN:  # a task a view declares (View(tasks=...))
+    if task.kind == "profile_part":  # one feature's ICE/ICI pass of a split job
+        progress(done, steps, f"{entry.name}: ICE/ICI pass for {task.params['feature']}")
+        settings = {k: task.params[k] for k in ("n_obs", "budget", "seed")}
+        store.put(task.key, _profile(ws, model, X, y, task.params["feature"], settings, n_jobs))
+        return done + 1
+    if task.kind not in BUILT_IN and task.kind != "pfi_part":  # a task a view declares (View(tasks=...))
         from .views import task_spec  # the views import this module
 
         spec = task_spec(task.kind)
@@ -198,9 +208,16 @@ def _run_task(store, ws, task, data, y, models, policy, n_jobs, progress, done, 
         return done + 1
     mask = select_rows(data, task.params["condition"], task.params["excluded"]).to_numpy()
     _need_rows(mask, 2)
-    if task.kind == "pfi":
+    result: compute.PermutationImportance | compute.ShapleyImportance
+    if task.kind == "pfi" and task.params.get("parts"):  # a split job: join its parts
+        progress(done, steps, f"{entry.name}: permutation importance (joining {len(task.params['parts'])} parts)")
+        found = [store.get(key) for key in task.params["parts"]]
+        if any(part is None for part in found):
+            raise compute.ModelError("A part of the permutation importance was lost from the cache; run it again.")
+        result = compute.PermutationImportance.concat(found)
+    elif task.kind in ("pfi", "pfi_part"):
         progress(done, steps, f"{entry.name}: permutation importance ({task.params['n_repeats']} repeats)")
-        result: compute.PermutationImportance | compute.ShapleyImportance = compute.permutation_importance(
+        result = compute.permutation_importance(
             model,
             X[mask],
             y[mask],
@@ -210,6 +227,8 @@ def _run_task(store, ws, task, data, y, models, policy, n_jobs, progress, done, 
             n_obs=task.params.get("n_obs"),
             random_state=SEED,
             n_jobs=n_jobs,
+            features=task.params.get("features"),
+            streams=task.params.get("streams"),
         )
     elif task.kind == "sfimp":
         progress(done, steps, f"{entry.name}: Shapley feature importance")
@@ -237,32 +256,37 @@ def _need_rows(mask: np.ndarray, least: int) -> None:
         )
 
 
-def _profiles(store, ws, entry, model, X, y, settings, n_jobs, step) -> compute.ProfileSummary:
-    """All feature profiles of one model (cached one by one) and their summary."""
+def _profile(ws, model, X, y, feature, settings, n_jobs) -> compute.FeatureProfile:
+    """One feature's ICE/ICI pass, with the grid rule of the dashboard."""
     n_obs = settings["n_obs"]
     n_explained = len(X) if n_obs is None else n_obs
+    n_unique = X[feature].nunique(dropna=False)
+    grid = "observed" if n_explained * n_unique <= settings["budget"] else QUANTILE_GRID
+    return compute.feature_profile(
+        model,
+        X,
+        y,
+        feature,
+        grid=grid,
+        loss=ws.loss,
+        output=ws.output,
+        n_obs=n_obs,
+        random_state=settings["seed"],
+        n_jobs=n_jobs,
+    )
+
+
+def _profiles(store, ws, entry, model, X, y, settings, n_jobs, step) -> compute.ProfileSummary:
+    """All feature profiles of one model (cached one by one) and their summary."""
     impact, pd_imp = {}, {}
 
     def passes():
         for i, feature in enumerate(entry.features):
             step(feature, i)
             key = profile_key(ws, entry, feature, settings)
-            prof = store.get(key)
+            prof = store.get(key)  # a split job's parts computed it already
             if prof is None:
-                n_unique = X[feature].nunique(dropna=False)
-                grid = "observed" if n_explained * n_unique <= settings["budget"] else QUANTILE_GRID
-                prof = compute.feature_profile(
-                    model,
-                    X,
-                    y,
-                    feature,
-                    grid=grid,
-                    loss=ws.loss,
-                    output=ws.output,
-                    n_obs=n_obs,
-                    random_state=settings["seed"],
-                    n_jobs=n_jobs,
-                )
+                prof = _profile(ws, model, X, y, feature, settings, n_jobs)
                 store.put(key, prof)
             numeric_points = len(prof.without_missing_point().grid)  # one value and "missing": no slope
             impact[feature] = compute.ice_impact(prof) if numeric_points > 1 else pd.Series(dtype=float)

@@ -174,6 +174,43 @@ def plan(
     return {"keys": keys, "tasks": [t.to_dict() for t in tasks]}
 
 
+PFI_BLOCK = 2  # features per PFI part when a job is split over workers
+
+
+def split(ws: Workspace, tasks: list[dict]) -> tuple[list[dict], list[dict]]:
+    """A job's tasks as independent parts for several workers, and the steps that join them.
+
+    The ICE/ICI pass of a model: one part per feature (``profile_part``, writing that
+    feature's cached profile); the task itself then joins them (it reuses cached profiles
+    and adds the summary and the output-range pass). PFI of a model: one part per block of
+    PFI_BLOCK features (``pfi_part``), each on the same rows with the permutation streams
+    its features have in the whole call; the PFI task then joins them
+    (``PermutationImportance.concat``), bit for bit the one call. Other tasks are one part
+    each. Returns (parts, joins); joins run once every part is done."""
+    parts: list[dict] = []
+    joins: list[dict] = []
+    for t in tasks:
+        task = Task.from_dict(t)
+        entry = ws.model(task.model)
+        if task.kind == "profiles":
+            for feature, key in zip(entry.features, task.also):
+                parts.append(Task("profile_part", key, task.model, {**task.params, "feature": feature}).to_dict())
+            joins.append(t)
+        elif task.kind == "pfi":
+            features = list(entry.features)
+            keys = []
+            for start in range(0, len(features), PFI_BLOCK):
+                block = features[start : start + PFI_BLOCK]
+                key = result_key("pfi_part", ws, entry, of=task.key, block=start)
+                keys.append(key)
+                params = {**task.params, "features": block, "streams": list(range(start, start + len(block)))}
+                parts.append(Task("pfi_part", key, task.model, params).to_dict())
+            joins.append(Task(task.kind, task.key, task.model, {**task.params, "parts": keys}, task.also).to_dict())
+        else:
+            parts.append(t)
+    return parts, joins
+
+
 def missing(store: Store, tasks: list[dict]) -> list[dict]:
     """The tasks with a result not in the cache (evicted or dropped as damaged included)."""
     return [t for t in tasks if not all(store.has(k) for k in (t["key"], *t.get("also", ())))]

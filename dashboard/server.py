@@ -77,9 +77,32 @@ def background_manager(config: Config):
             result_expires=3600,
             broker_connection_retry_on_startup=True,
         )
+        register_part_task(celery_app, config)
         return CeleryManager(celery_app, expire=3600), celery_app
     jobs_cache = ForkSafeCache(str(config.cache_path / "jobs"))  # job processes fork from threads
     return DiskcacheManager(jobs_cache, expire=3600), None
+
+
+PART_TASK = "wip.compute_part"
+
+
+def register_part_task(celery_app, config: Config) -> None:
+    """The Celery task a split job sends its parts as (``callbacks.compute.run_request``):
+    run planned tasks of a workspace into the shared cache, in an isolated process with the
+    job limits. A part another process finished (or is computing: the per-task lock) is
+    skipped, so parts may be sent to every worker and run in any order."""
+
+    @celery_app.task(name=PART_TASK, acks_late=True)
+    def compute_part(ws_id: str, tasks: list) -> bool:
+        from . import planning
+        from .callbacks.compute import run_parts
+
+        ctx = make_context(config)
+        ws = ctx.store.workspace(ws_id)
+        if ws is None or not planning.missing(ctx.store, tasks):
+            return False
+        run_parts(ctx, ws, tasks)
+        return True
 
 
 def _assets_folder():

@@ -157,7 +157,8 @@ class _Worker:
 
 @pytest.fixture(scope="module")
 def wip_worker(wip_env, wip_cluster_dir, request):
-    """One Celery worker (one prefork child) importing the app from the repository root.
+    """One Celery worker (two prefork children: a job and its parts share them) importing the
+    app from the repository root.
     Started here, awaited by ``wip_web`` once gunicorn is up (both import in parallel)."""
     log_path = wip_cluster_dir / "celery.log"
     proc = _start(
@@ -169,7 +170,7 @@ def wip_worker(wip_env, wip_cluster_dir, request):
             "app:celery_app",
             "worker",
             "--concurrency",
-            "1",
+            "2",
             "--pool",
             "prefork",
             "--loglevel",
@@ -301,6 +302,11 @@ def test_background_callbacks_run_on_celery(wip_web, wip_worker, wip_env, wip_ta
     assert len(received) >= 2, "the Celery worker did not receive both jobs:\n" + log[-4000:]
     assert succeeded and set(succeeded) <= set(received), "no job succeeded on the Celery worker:\n" + log[-4000:]
     assert " raised unexpected" not in log and "background job failed" not in log, log[-4000:]
+    # each job was split into parts (ICE/ICI pass per feature, PFI per feature block) queued
+    # for any worker; the job worked through them too, so a part may find itself done
+    parts = re.findall(r"Task wip\.compute_part\[([^\]]+)\] received", log)
+    done = re.findall(r"Task wip\.compute_part\[([^\]]+)\] succeeded", log)
+    assert len(parts) >= 5 and set(done) <= set(parts) and done, "no job parts on the workers:\n" + log[-4000:]
     # ... and not in forked children of the web workers: DiskcacheManager's job store,
     # <cache>/jobs, was never created (CeleryManager keeps its handles in Redis).
     jobs = wip_env["cache"] / "jobs"

@@ -150,7 +150,12 @@ def run_request(ctx, request, set_progress=None) -> dict:
         todo = planning.missing(ctx.store, planned["tasks"])
         if todo:
             names = ", ".join(sorted({t["model"] for t in todo}))
-            isolated(_run_tasks, ctx, ws, todo, progress, what=f"Model {names}", limits=ctx.job_limits)
+            parts, joins = planning.split(ws, todo) if ctx.config.celery_broker else ([], [])
+            if len(parts) > 1:  # Celery workers: one job over many processes and machines
+                send_parts(ctx, ws, parts)
+                isolated(_run_split, ctx, ws, parts, joins, progress, what=f"Model {names}", limits=ctx.job_limits)
+            else:
+                isolated(_run_tasks, ctx, ws, todo, progress, what=f"Model {names}", limits=ctx.job_limits)
         return {"request": rid, "ok": True}
     except compute.ExplainError as exc:
         return {"request": rid, "error": str(exc)}
@@ -166,6 +171,44 @@ def run_request(ctx, request, set_progress=None) -> dict:
 
 def _run_tasks(ctx, ws, tasks, progress) -> None:
     jobs.run(ctx.store, ws, tasks, policy=ctx.policy, n_jobs=ctx.config.n_jobs, progress=progress)
+
+
+_SENDERS: dict = {}
+
+
+def send_parts(ctx, ws, parts: list[dict]) -> list[str]:
+    """Queue each part of a split job as a Celery task (``server.PART_TASK``) for any worker;
+    returns their task ids. The job works through the same parts itself, from the last:
+    with one worker it does them all (the queued ones then find them done), with N workers
+    they share them."""
+    from celery import Celery
+
+    from ..server import PART_TASK
+
+    broker = ctx.config.celery_broker
+    if broker not in _SENDERS:
+        _SENDERS[broker] = Celery("why_it_performs", broker=broker, backend=broker)
+    sender = _SENDERS[broker]
+    return [sender.send_task(PART_TASK, args=[ws.id, [part]]).id for part in parts]
+
+
+def run_parts(ctx, ws, tasks) -> None:
+    """A part sent to a worker, in an isolated process with the job limits."""
+    names = ", ".join(sorted({t["model"] for t in tasks}))
+    isolated(_run_tasks, ctx, ws, tasks, lambda *_: None, what=f"Model {names}", limits=ctx.job_limits)
+
+
+def _run_split(ctx, ws, parts, joins, progress) -> None:
+    """The job's own share of a split job: the parts from the last (workers take them from
+    the first; a part being computed elsewhere is waited for through its lock, one done is
+    skipped), then the joins. Progress counts finished parts."""
+    total = len(parts) + len(joins)
+    for k, part in enumerate(reversed(parts)):
+        progress(k, total, f"part {k + 1} of {len(parts)} ({part['kind'].replace('_', ' ')}, {part['model']})")
+        jobs.run(ctx.store, ws, [part], policy=ctx.policy, n_jobs=ctx.config.n_jobs)
+    progress(len(parts), total, "joining the parts")
+    jobs.run(ctx.store, ws, joins, policy=ctx.policy, n_jobs=ctx.config.n_jobs)
+    progress(total, total, "done")
 
 
 def register(app, ctx) -> None:

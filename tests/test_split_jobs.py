@@ -1,0 +1,61 @@
+"""Issue 12, one job over many workers: a job split into independent parts (one ICE/ICI
+pass per model x feature, PFI per model x feature block), run in any order by any process
+and joined, leaves exactly the results of the job run whole."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dashboard import jobs, planning
+from dashboard.callbacks.compute import plan_state
+from dashboard.callbacks.drilldown import normalize
+from dashboard.config import Config
+from dashboard.server import create_app
+from dashboard.state import default_state
+
+
+def _ctx(tmp_path, name):
+    return create_app(Config(cache_dir=str(tmp_path / name), max_curves=150, warm=False))._wip_context
+
+
+@pytest.mark.parametrize("subgroup", ["", "`worst radius` > 15"])
+def test_a_split_job_leaves_the_results_of_the_whole_job_bit_for_bit(tmp_path, subgroup):
+    whole_ctx, split_ctx = _ctx(tmp_path, "whole"), _ctx(tmp_path, "split")
+    results = {}
+    for name, ctx in (("whole", whole_ctx), ("split", split_ctx)):
+        ws = ctx.store.workspace("demo-cancer")
+        state = normalize(ctx, {**default_state(), "ws": ws.id, "subgroup": subgroup})[0]
+        planned = plan_state(ctx, ws, state)
+        todo = planning.missing(ctx.store, [t for t in planned["tasks"] if t["kind"] in ("profiles", "pfi")])
+        if name == "whole":
+            jobs.run(ctx.store, ws, todo, policy=ctx.policy)
+        else:
+            parts, joins = planning.split(ws, todo)
+            assert {p["kind"] for p in parts} == {"profile_part", "pfi_part"}
+            n_features = len(ws.features)
+            assert sum(p["kind"] == "profile_part" for p in parts) == n_features  # the focus model's passes
+            assert sum(p["kind"] == "pfi_part" for p in parts) == 2 * -(-n_features // planning.PFI_BLOCK)
+            order = np.random.default_rng(0).permutation(len(parts))  # any order, one part at a time
+            for k in order:
+                jobs.run(ctx.store, ws, [parts[k]], policy=ctx.policy)
+            assert [t["key"] for t in planning.missing(ctx.store, joins)] == [t["key"] for t in joins]
+            jobs.run(ctx.store, ws, joins, policy=ctx.policy)
+            assert planning.missing(ctx.store, todo) == []
+        results[name] = {
+            "summary": ctx.store.get(planned["keys"]["summary"]),
+            "profiles": {f: ctx.store.get(k) for f, k in planned["keys"]["profiles"].items()},
+            "pfi": {m: ctx.store.get(k) for m, k in planned["keys"]["pfi"].items()},
+        }
+    whole, split = results["whole"], results["split"]
+    for feature, prof in whole["profiles"].items():
+        other = split["profiles"][feature]
+        assert np.array_equal(prof.pred, other.pred) and np.array_equal(prof.loss_grid, other.loss_grid), feature
+    for part in ("local", "ice_min", "ice_max", "impact"):
+        assert whole["summary"].__getattribute__(part).equals(split["summary"].__getattribute__(part)), part
+    assert whole["summary"].out_range == split["summary"].out_range
+    for model, pfi in whole["pfi"].items():
+        other = split["pfi"][model]
+        assert list(other.repeats.index) == list(pfi.repeats.index)
+        assert np.array_equal(pfi.repeats.to_numpy(), other.repeats.to_numpy()), model
+        assert pfi.model_error == other.model_error and pfi.rows.equals(other.rows)
