@@ -44,16 +44,19 @@ def run(
     n_jobs: int = 1,
     progress: Progress | None = None,
     clock: Callable[[], float] = time.monotonic,
+    models: dict | None = None,
 ) -> None:
     """Compute the missing tasks and cache their results (inside a background job). Each
     progress label ends with the time left ("about 40 s left"): the job's model rows are
     estimated per step (:func:`step_rows`) and priced first by a timed probe (the first
-    model predicting a few hundred rows), then by the rate measured so far."""
+    model predicting a few hundred rows), then by the rate measured so far. ``models``: the
+    models already loaded in this process, by name, filled as models load (the parts of a
+    split job share them)."""
     report = progress or (lambda done, total, label: None)
     todo = [Task.from_dict(t) for t in missing(store, tasks)]
     data = store.data(ws)
     y = data[ws.target]
-    models: dict[str, object] = {}
+    models = {} if models is None else models
     steps = sum(len(ws.model(t.model).features) if t.kind == "profiles" else 1 for t in todo)
     eta = Eta(np.cumsum([0] + [rows for t in todo for rows in step_rows(ws, t, data)]), clock)
     if todo and eta.cumulative[-1] >= PROBE_FROM:  # a small job is over before an estimate helps

@@ -174,6 +174,7 @@ def _run_tasks(ctx, ws, tasks, progress) -> None:
 
 
 _SENDERS: dict = {}
+PART_MESSAGES = 4  # messages a split job's parts are sent in (each a few parts, from the first)
 
 
 def send_parts(ctx, ws, parts: list[dict]) -> list[str]:
@@ -189,7 +190,10 @@ def send_parts(ctx, ws, parts: list[dict]) -> list[str]:
     if broker not in _SENDERS:
         _SENDERS[broker] = Celery("why_it_performs", broker=broker, backend=broker)
     sender = _SENDERS[broker]
-    return [sender.send_task(PART_TASK, args=[ws.id, [part]]).id for part in parts]
+    # a message per few parts: each message costs a worker a process and a model load
+    size = max(1, -(-len(parts) // PART_MESSAGES))
+    chunks = [parts[k : k + size] for k in range(0, len(parts), size)]
+    return [sender.send_task(PART_TASK, args=[ws.id, chunk]).id for chunk in chunks]
 
 
 def run_parts(ctx, ws, tasks) -> None:
@@ -203,11 +207,12 @@ def _run_split(ctx, ws, parts, joins, progress) -> None:
     the first; a part being computed elsewhere is waited for through its lock, one done is
     skipped), then the joins. Progress counts finished parts."""
     total = len(parts) + len(joins)
+    models: dict = {}  # loaded once for all the parts this process does
     for k, part in enumerate(reversed(parts)):
         progress(k, total, f"part {k + 1} of {len(parts)} ({part['kind'].replace('_', ' ')}, {part['model']})")
-        jobs.run(ctx.store, ws, [part], policy=ctx.policy, n_jobs=ctx.config.n_jobs)
+        jobs.run(ctx.store, ws, [part], policy=ctx.policy, n_jobs=ctx.config.n_jobs, models=models)
     progress(len(parts), total, "joining the parts")
-    jobs.run(ctx.store, ws, joins, policy=ctx.policy, n_jobs=ctx.config.n_jobs)
+    jobs.run(ctx.store, ws, joins, policy=ctx.policy, n_jobs=ctx.config.n_jobs, models=models)
     progress(total, total, "done")
 
 
