@@ -23,10 +23,8 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
@@ -36,6 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+from _timing import time_interleaved  # noqa: E402
 from speed_dashboard import MAX_CURVES, N_ROWS, build_workspace, warm_cache  # noqa: E402
 
 import compute  # noqa: E402
@@ -51,13 +50,7 @@ TARGET_MS = 200.0
 
 
 def median_ms(fn, repeats: int) -> float:
-    fn()  # warm-up
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return 1e3 * statistics.median(times)
+    return 1e3 * time_interleaved({"run": fn}, repeats)["run"]
 
 
 def main(argv=None) -> int:

@@ -90,7 +90,7 @@ PFI_MIN_ROWS = 500  # a sample never smaller than this
 DEFAULT_PFI_REPEATS = 10  # the repetitions the budget is sized for (the state's default)
 
 
-def pfi_sample(n_features: int, n_repeats: int, all_rows: bool = False) -> int | None:
+def pfi_sample(n_features: int, all_rows: bool = False) -> int | None:
     """The PFI row sample for a budget of PFI_BUDGET model rows at the default repetitions:
     None (every row) when asked, else budget / (features x 10) rows (at least PFI_MIN_ROWS),
     whatever the repetitions, so "More repetitions" adds permutations to the same rows (more
@@ -134,9 +134,7 @@ def plan(
     keys: dict[str, Any] = {
         "summary": summary_key(ws, focus_entry, settings),
         "profiles": {f: profile_key(ws, focus_entry, f, settings) for f in focus_entry.features},
-        "pfi": {
-            m.name: pfi_key(ws, m, rows, n_repeats, pfi_sample(len(m.features), n_repeats, pfi_all)) for m in ws.models
-        },
+        "pfi": {m.name: pfi_key(ws, m, rows, n_repeats, pfi_sample(len(m.features), pfi_all)) for m in ws.models},
         "sfimp": {m.name: sfimp_key(ws, m, rows) for m in ws.models} if sfimp else {},
     }
     tasks = []
@@ -152,7 +150,7 @@ def plan(
                     "condition": condition,
                     "excluded": list(excluded or ()),
                     "n_repeats": int(n_repeats),
-                    "n_obs": pfi_sample(len(m.features), n_repeats, pfi_all),
+                    "n_obs": pfi_sample(len(m.features), pfi_all),
                 },
             )
             for m in ws.models

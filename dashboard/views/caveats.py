@@ -70,7 +70,7 @@ def params(state: dict, ws) -> dict | None:
         "excluded": list(state.get("exclude") or ()),
         "n_repeats": int(state["repeats"]),
         "threshold": THRESHOLD,
-        "n_obs": planning.pfi_sample(len(ws.features), int(state["repeats"]), bool(state.get("pfi_all"))),
+        "n_obs": planning.pfi_sample(len(ws.features), bool(state.get("pfi_all"))),
     }
 
 

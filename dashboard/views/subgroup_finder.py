@@ -29,10 +29,10 @@ def render(ctx, inp) -> dict:
     if not prof.has_target:
         return {"list": [], "info": "Suggestions need the target: this data has no target column."}
     mask = inp.profile_mask
-    excluded = set(map(str, inp.state.get("exclude") or ()))
+    excluded = [str(e) for e in inp.state.get("exclude") or ()]
     if excluded:
-        keep = [str(r) not in excluded for r in prof.rows]
-        mask = keep if mask is None else [m and k for m, k in zip(mask, keep)]
+        keep = ~prof.rows.astype(str).isin(excluded)
+        mask = keep if mask is None else mask & keep
     others = [f for f in inp.ws.features if f != inp.feature]
     if not others:
         return {"list": [], "info": "The model has one feature: there is nothing else to split on."}
