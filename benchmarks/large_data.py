@@ -343,7 +343,7 @@ def case_celery(rows: int) -> list[dict]:
     process), so the ratio is the split's own scaling, as with one worker per machine."""
     import subprocess
 
-    from dashboard.callbacks.compute import _run_split, send_parts
+    from dashboard.callbacks.compute import _run_split
 
     redis = shutil.which("redis-server")
     if not redis:
@@ -404,9 +404,7 @@ def case_celery(rows: int) -> list[dict]:
 
                 with threadpool_limits(1):  # one core per process: the split's own scaling
                     start = time.perf_counter()
-                    if processes == 2:
-                        send_parts(ctx, ws, parts)
-                    _run_split(ctx, ws, parts, joins, lambda *_: None)
+                    _run_split(ctx, ws, parts, joins, lambda *_: None, "bench", send=processes == 2)
                     seconds[processes] = time.perf_counter() - start
                 assert not planning.missing(ctx.store, todo)
             finally:

@@ -80,15 +80,44 @@ def run(
 def task_lock(store: Store, key: str):
     """An exclusive lock per task across processes and machines sharing the cache folder
     (``flock``: released by the kernel if the holder dies, so a killed job blocks no one)."""
-    folder = store.root / "locks"
-    folder.mkdir(exist_ok=True)
-    path = folder / (hashlib.sha256(key.encode()).hexdigest()[:32] + ".lock")
-    with open(path, "a") as handle:
+    with open(_lock_path(store, key), "a") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _lock_path(store: Store, name: str):
+    folder = store.root / "locks"
+    folder.mkdir(exist_ok=True)
+    return folder / (hashlib.sha256(name.encode()).hexdigest()[:32] + ".lock")
+
+
+@contextmanager
+def job_alive(store: Store, token: str):
+    """Held by a split job while it lives (an exclusive ``flock`` on a file named after the
+    job's token): the parts it queued for other workers run only while it is held. A job that
+    ends in any way (done, cancelled, killed for time or memory, its server restarted)
+    releases it, through the kernel if it has to."""
+    with open(_lock_path(store, "job:" + token), "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def job_ended(store: Store, token: str) -> bool:
+    """True when no process holds the job's :func:`job_alive` lock: its queued parts are
+    then not wanted any more."""
+    with open(_lock_path(store, "job:" + token), "a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        fcntl.flock(handle, fcntl.LOCK_UN)
+        return True
 
 
 def _load(store, ws, name: str, models: dict, policy):

@@ -89,20 +89,22 @@ PART_TASK = "wip.compute_part"
 def register_part_task(celery_app, config: Config) -> None:
     """The Celery task a split job sends its parts as (``callbacks.compute.run_request``):
     run planned tasks of a workspace into the shared cache, in an isolated process with the
-    job limits. A part another process finished (or is computing: the per-task lock) is
-    skipped, so parts may be sent to every worker and run in any order."""
+    job limits; returns how many it computed. A part another process finished (or is
+    computing: the per-task lock) is skipped, so parts may be sent to every worker and run
+    in any order; parts of a job that has ended (``jobs.job_ended``) are not run."""
 
     @celery_app.task(name=PART_TASK, acks_late=True)
-    def compute_part(ws_id: str, tasks: list) -> bool:
-        from . import planning
+    def compute_part(ws_id: str, tasks: list, token: str | None = None) -> int:
+        from . import jobs, planning
         from .callbacks.compute import run_parts
 
         ctx = make_context(config)
         ws = ctx.store.workspace(ws_id)
         if ws is None or not planning.missing(ctx.store, tasks):
-            return False
-        run_parts(ctx, ws, tasks)
-        return True
+            return 0
+        if token and jobs.job_ended(ctx.store, token):  # cancelled or over: no process, no model load
+            return 0
+        return run_parts(ctx, ws, tasks, token)
 
 
 def _assets_folder():

@@ -315,3 +315,89 @@ def test_background_callbacks_run_on_celery(wip_web, wip_worker, wip_env, wip_ta
     )
     assert "Traceback" not in wip_web["log"].read_text(errors="replace"), _tail(wip_web["log"])
     assert tab.errors == [], f"browser errors: {tab.errors}"
+
+
+def _wait_states(ids, ready, timeout: float = 60.0) -> dict:
+    from celery.result import AsyncResult
+
+    from app import celery_app
+
+    deadline = time.time() + timeout
+    while True:
+        states = {i: AsyncResult(i, app=celery_app).state for i in ids}
+        if all(ready(s) for s in states.values()) or time.time() > deadline:
+            return states
+        time.sleep(0.3)
+
+
+def test_cancel_revokes_a_split_jobs_parts_on_the_workers(wip_env, wip_worker):
+    """Parts queued by a split job on a real worker: Cancel revokes them (the two running are
+    terminated, the two queued dropped) and none is computed; parts of a job that has already
+    ended are skipped by the worker without a model load."""
+    from contextlib import ExitStack
+
+    from dashboard import jobs, planning
+    from dashboard.callbacks.compute import cancel_parts, job_token, send_parts, sent_key
+    from dashboard.callbacks.drilldown import normalize
+    from dashboard.config import Config
+    from dashboard.server import create_app
+    from dashboard.state import default_state
+
+    wip_worker.wait_ready()
+    config = Config(
+        cache_dir=str(wip_env["cache"]),
+        celery_broker=wip_env["env"]["WIP_CELERY_BROKER"],
+        secret_key="celery-test",
+        warm=False,
+    )
+    ctx = create_app(config)._wip_context
+    ws = ctx.store.workspace("demo-cancer")
+
+    def pfi_parts(subgroup):
+        state = normalize(ctx, {**default_state(), "ws": ws.id, "subgroup": subgroup})[0]
+        from dashboard.callbacks.compute import plan_state
+
+        todo = [t for t in plan_state(ctx, ws, state)["tasks"] if t["kind"] == "pfi"]
+        return planning.split(ws, planning.missing(ctx.store, todo))[0]
+
+    # 1. A job that ended before its parts reached a worker: every message returns 0 at once.
+    parts = pfi_parts("`mean radius` > 12.5")
+    ids = send_parts(ctx, ws, parts, "no-such-job")
+    from celery.result import AsyncResult
+
+    from app import celery_app
+
+    assert [AsyncResult(i, app=celery_app).get(timeout=60) for i in ids] == [0] * len(ids)
+    assert planning.missing(ctx.store, parts) == parts
+
+    # 2. Cancel while the worker's two processes are busy with the first two messages (each
+    # waits for its first part's lock, held here) and the other two wait in the queue.
+    parts = pfi_parts("`mean radius` > 13.5")
+    request = {"state": {}, "request": "r", "nonce": "c0ffee0123456789"}
+    token = job_token(request)
+    with ExitStack() as held:
+        held.enter_context(jobs.job_alive(ctx.store, token))
+        for part in parts:
+            held.enter_context(jobs.task_lock(ctx.store, part["key"]))
+        ids = send_parts(ctx, ws, parts, token)
+        ctx.store.put(sent_key(token), ids)
+        assert len(ids) == 4
+        deadline = time.time() + 60
+        while sum(f"compute_part[{i}] received" in wip_worker.text() for i in ids) < 2 and time.time() < deadline:
+            time.sleep(0.3)
+        time.sleep(1.0)  # both running messages are now waiting on their first part's lock
+        assert cancel_parts(ctx, request) == ids
+        # the running ones are terminated while they still wait: nothing of theirs is computed
+        deadline = time.time() + 60
+        while sum(f"Terminating {i}" in wip_worker.text() for i in ids) < 2 and time.time() < deadline:
+            time.sleep(0.3)
+        time.sleep(1.0)
+    # the locks are free: a message the worker takes now is dropped, not run
+    states = _wait_states(ids, lambda s: s == "REVOKED", timeout=60)
+    assert set(states.values()) == {"REVOKED"}, (states, _tail(wip_worker.log))
+    time.sleep(1.0)
+    assert planning.missing(ctx.store, parts) == parts, "a revoked part was computed"
+    log = wip_worker.text()
+    terminated = [i for i in ids if f"Terminating {i}" in log]
+    dropped = [i for i in ids if f"Discarding revoked task: wip.compute_part[{i}]" in log]
+    assert len(terminated) == 2 and sorted(terminated + dropped) == sorted(ids), log[-3000:]

@@ -59,3 +59,61 @@ def test_a_split_job_leaves_the_results_of_the_whole_job_bit_for_bit(tmp_path, s
         assert list(other.repeats.index) == list(pfi.repeats.index)
         assert np.array_equal(pfi.repeats.to_numpy(), other.repeats.to_numpy()), model
         assert pfi.model_error == other.model_error and pfi.rows.equals(other.rows)
+
+
+def _pfi_parts(ctx, subgroup: str):
+    ws = ctx.store.workspace("demo-cancer")
+    state = normalize(ctx, {**default_state(), "ws": ws.id, "subgroup": subgroup})[0]
+    todo = [t for t in plan_state(ctx, ws, state)["tasks"] if t["kind"] == "pfi"]
+    return ws, planning.split(ws, planning.missing(ctx.store, todo))[0]
+
+
+def test_parts_run_only_while_their_job_lives(tmp_path):
+    """A worker's message of parts stops as soon as its job has ended (cancelled, killed or
+    done): the job's flock is then free. While the job holds it, the parts are computed."""
+    from dashboard.callbacks.compute import _run_parts
+
+    ctx = _ctx(tmp_path, "alive")
+    ws, parts = _pfi_parts(ctx, "`mean radius` > 13")
+    assert jobs.job_ended(ctx.store, "ended")
+    assert _run_parts(ctx, ws, parts[:3], "ended") == 0  # no process holds the job's lock
+    assert planning.missing(ctx.store, parts[:3]) == parts[:3]
+    with jobs.job_alive(ctx.store, "alive"):
+        assert not jobs.job_ended(ctx.store, "alive")
+        assert _run_parts(ctx, ws, parts[:3], "alive") == 3
+    assert jobs.job_ended(ctx.store, "alive")  # released with the job
+    assert planning.missing(ctx.store, parts[:3]) == []
+    assert _run_parts(ctx, ws, parts[:3], None) == 0  # done already: nothing to compute
+
+
+def test_cancel_revokes_the_parts_its_job_queued(tmp_path):
+    """Cancel reads the ids the job stored under its token (from the request's nonce) and
+    revokes them, terminating the running ones; a request without a job's nonce, or of
+    another job, revokes nothing."""
+    from dataclasses import replace
+
+    from dashboard.callbacks import compute as compute_callbacks
+
+    ctx = _ctx(tmp_path, "cancel")
+    ctx = replace(ctx, config=replace(ctx.config, celery_broker="redis://fake:1/0"))
+    calls = []
+
+    class Control:
+        def revoke(self, ids, **options):
+            calls.append((ids, options))
+
+    class App:
+        control = Control()
+
+    compute_callbacks._CONTROLLERS["redis://fake:1/0"] = App()
+    try:
+        request = {"state": {}, "request": "r", "nonce": "0123456789abcdef"}
+        token = compute_callbacks.job_token(request)
+        ctx.store.put(compute_callbacks.sent_key(token), ["id-1", "id-2"])
+        assert compute_callbacks.cancel_parts(ctx, {**request, "nonce": "fedcba9876543210"}) == []
+        assert compute_callbacks.cancel_parts(ctx, {"state": {}}) == []
+        assert calls == []
+        assert compute_callbacks.cancel_parts(ctx, request) == ["id-1", "id-2"]
+        assert calls == [(["id-1", "id-2"], {"terminate": True, "signal": "SIGTERM"})]
+    finally:
+        compute_callbacks._CONTROLLERS.pop("redis://fake:1/0", None)

@@ -152,8 +152,10 @@ def run_request(ctx, request, set_progress=None) -> dict:
             names = ", ".join(sorted({t["model"] for t in todo}))
             parts, joins = planning.split(ws, todo) if ctx.config.celery_broker else ([], [])
             if len(parts) > 1:  # Celery workers: one job over many processes and machines
-                send_parts(ctx, ws, parts)
-                isolated(_run_split, ctx, ws, parts, joins, progress, what=f"Model {names}", limits=ctx.job_limits)
+                token = job_token(request)
+                isolated(
+                    _run_split, ctx, ws, parts, joins, progress, token, what=f"Model {names}", limits=ctx.job_limits
+                )
             else:
                 isolated(_run_tasks, ctx, ws, todo, progress, what=f"Model {names}", limits=ctx.job_limits)
         return {"request": rid, "ok": True}
@@ -173,46 +175,102 @@ def _run_tasks(ctx, ws, tasks, progress) -> None:
     jobs.run(ctx.store, ws, tasks, policy=ctx.policy, n_jobs=ctx.config.n_jobs, progress=progress)
 
 
-_SENDERS: dict = {}
 PART_MESSAGES = 4  # messages a split job's parts are sent in (each a few parts, from the first)
 
 
-def send_parts(ctx, ws, parts: list[dict]) -> list[str]:
+def job_token(request: dict) -> str:
+    """Names a split job for its parts and for Cancel: derived from the request's nonce,
+    which only the session that asked for the job holds (a fresh random one without it)."""
+    nonce = str(request.get("nonce") or secrets.token_hex(8))
+    return hashlib.sha256(("job:" + nonce).encode()).hexdigest()[:24]
+
+
+def sent_key(token: str) -> str:
+    """Cache key of the Celery task ids a split job queued (read by Cancel to revoke them)."""
+    return "sent-parts-" + token
+
+
+def _celery(broker: str):
+    from celery import Celery
+
+    return Celery("why_it_performs", broker=broker, backend=broker)
+
+
+def send_parts(ctx, ws, parts: list[dict], token: str) -> list[str]:
     """Queue each part of a split job as a Celery task (``server.PART_TASK``) for any worker;
     returns their task ids. The job works through the same parts itself, from the last:
     with one worker it does them all (the queued ones then find them done), with N workers
-    they share them."""
-    from celery import Celery
-
+    they share them. Each part runs only while the job holds its ``jobs.job_alive`` lock."""
     from ..server import PART_TASK
 
-    broker = ctx.config.celery_broker
-    if broker not in _SENDERS:
-        _SENDERS[broker] = Celery("why_it_performs", broker=broker, backend=broker)
-    sender = _SENDERS[broker]
+    sender = _celery(ctx.config.celery_broker)  # a connection of this job process's own
     # a message per few parts: each message costs a worker a process and a model load
     size = max(1, -(-len(parts) // PART_MESSAGES))
     chunks = [parts[k : k + size] for k in range(0, len(parts), size)]
-    return [sender.send_task(PART_TASK, args=[ws.id, chunk]).id for chunk in chunks]
+    try:
+        return [sender.send_task(PART_TASK, args=[ws.id, chunk, token]).id for chunk in chunks]
+    finally:
+        sender.close()
 
 
-def run_parts(ctx, ws, tasks) -> None:
-    """A part sent to a worker, in an isolated process with the job limits."""
+_CONTROLLERS: dict = {}
+
+
+def cancel_parts(ctx, request) -> list[str]:
+    """Cancel: revoke the Celery tasks the cancelled job queued. Those still in the queue are
+    dropped by the workers; those running are stopped (their model process dies with them).
+    Parts a worker takes later skip themselves anyway, as the job's lock is gone. Returns the
+    revoked task ids."""
+    broker = ctx.config.celery_broker
+    if not broker or not isinstance(request, dict) or not request.get("nonce"):
+        return []
+    ids = ctx.store.get(sent_key(job_token(request)))
+    if not ids:
+        return []
+    if broker not in _CONTROLLERS:
+        _CONTROLLERS[broker] = _celery(broker)
+    _CONTROLLERS[broker].control.revoke(list(ids), terminate=True, signal="SIGTERM")
+    log.info("cancelled a split job: revoked %d queued part messages", len(ids))
+    return list(ids)
+
+
+def run_parts(ctx, ws, tasks, token: str | None = None) -> int:
+    """A message of parts sent to a worker, in an isolated process with the job limits;
+    returns how many parts this process computed. Parts stop as soon as their job has ended
+    (cancelled, failed or done)."""
     names = ", ".join(sorted({t["model"] for t in tasks}))
-    isolated(_run_tasks, ctx, ws, tasks, lambda *_: None, what=f"Model {names}", limits=ctx.job_limits)
+    return isolated(_run_parts, ctx, ws, tasks, token, what=f"Model {names}", limits=ctx.job_limits)
 
 
-def _run_split(ctx, ws, parts, joins, progress) -> None:
-    """The job's own share of a split job: the parts from the last (workers take them from
-    the first; a part being computed elsewhere is waited for through its lock, one done is
-    skipped), then the joins. Progress counts finished parts."""
+def _run_parts(ctx, ws, tasks, token) -> int:
+    models: dict = {}
+    computed = 0
+    for part in tasks:
+        if token and jobs.job_ended(ctx.store, token):
+            log.info("job part skipped: its job has ended")
+            break
+        if planning.missing(ctx.store, [part]):
+            jobs.run(ctx.store, ws, [part], policy=ctx.policy, n_jobs=ctx.config.n_jobs, models=models)
+            computed += 1
+    return computed
+
+
+def _run_split(ctx, ws, parts, joins, progress, token, send: bool = True) -> None:
+    """The job's own share of a split job: hold the job's lock, queue the parts for the
+    workers, then do the parts itself from the last (workers take them from the first; a
+    part being computed elsewhere is waited for through its lock, one done is skipped),
+    then the joins. Progress counts finished parts. ``send=False``: no queueing (the job
+    alone, as a benchmark's baseline)."""
     total = len(parts) + len(joins)
     models: dict = {}  # loaded once for all the parts this process does
-    for k, part in enumerate(reversed(parts)):
-        progress(k, total, f"part {k + 1} of {len(parts)} ({part['kind'].replace('_', ' ')}, {part['model']})")
-        jobs.run(ctx.store, ws, [part], policy=ctx.policy, n_jobs=ctx.config.n_jobs, models=models)
-    progress(len(parts), total, "joining the parts")
-    jobs.run(ctx.store, ws, joins, policy=ctx.policy, n_jobs=ctx.config.n_jobs, models=models)
+    with jobs.job_alive(ctx.store, token):
+        if send:
+            ctx.store.put(sent_key(token), send_parts(ctx, ws, parts, token))
+        for k, part in enumerate(reversed(parts)):
+            progress(k, total, f"part {k + 1} of {len(parts)} ({part['kind'].replace('_', ' ')}, {part['model']})")
+            jobs.run(ctx.store, ws, [part], policy=ctx.policy, n_jobs=ctx.config.n_jobs, models=models)
+        progress(len(parts), total, "joining the parts")
+        jobs.run(ctx.store, ws, joins, policy=ctx.policy, n_jobs=ctx.config.n_jobs, models=models)
     progress(total, total, "done")
 
 
@@ -262,9 +320,14 @@ def register(app, ctx) -> None:
     @app.callback(
         Output(ids.STATUS, "children", allow_duplicate=True),
         Input(ids.CANCEL, "n_clicks"),
+        State(ids.JOB_REQUEST, "data"),
         prevent_initial_call=True,
     )
-    def cancelled(_n):
+    def cancelled(_n, request):
+        try:
+            cancel_parts(ctx, request)
+        except Exception as exc:  # the broker unreachable: the parts still skip themselves
+            log.warning("could not revoke the job's parts: %s", exc)
         return "Cancelled. Change a setting (or reload the page) to compute again."
 
     @app.callback(
