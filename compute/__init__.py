@@ -24,7 +24,7 @@ from .effects import (
     pd_variance_importance,
 )
 from .errors import ExplainError, InputError, ModelError, SubgroupError
-from .importance import permutation_importance
+from .importance import permutation_importance, permutation_rows
 from .performance import (
     Performance,
     Predictions,
@@ -35,7 +35,7 @@ from .performance import (
 )
 from .profile import feature_profile, feature_profiles
 from .regional import RegionalSplit, SubgroupSuggestions, suggest_subgroups
-from .results import Extremes, FeatureProfile, PermutationImportance
+from .results import Extremes, FeatureProfile, PermutationImportance, PermutationPairs
 from .shapley import (
     ShapleyContributions,
     ShapleyImportance,
@@ -65,6 +65,7 @@ __all__ = [
     "ModelError",
     "Performance",
     "PermutationImportance",
+    "PermutationPairs",
     "Predictions",
     "ProfileSummary",
     "ShapleyContributions",
@@ -92,6 +93,7 @@ __all__ = [
     "pd_variance_importance",
     "parse_subgroup",
     "permutation_importance",
+    "permutation_rows",
     "predict_rows",
     "rank_extremes",
     "shapley_contributions",

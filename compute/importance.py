@@ -9,7 +9,7 @@ import pandas as pd
 
 from .errors import InputError
 from .prediction import Segment, predict_segments, unmodified_segment
-from .results import PermutationImportance
+from .results import PermutationImportance, PermutationPairs
 from .sampling import sample_rows
 from .validation import (
     check_choice,
@@ -43,6 +43,7 @@ def permutation_importance(
     n_jobs=1,
     chunk_rows=None,
     streams=None,
+    keep_pairs=False,
 ) -> PermutationImportance:
     """Permutation feature importance with repetitions.
 
@@ -88,6 +89,10 @@ def permutation_importance(
         block of features given the streams they have in a larger call gets exactly their
         permutations there, so blocks computed apart (on other machines) and joined with
         :meth:`PermutationImportance.concat` equal the one call.
+    keep_pairs : bool, default False
+        Keep every (row, donor) pair's loss (``result.pairs``, 12 bytes per row x feature x
+        repeat), so that :meth:`PermutationImportance.restrict` gives a subgroup's PFI from
+        these permutations without calling the model again.
 
     Returns
     -------
@@ -120,18 +125,23 @@ def permutation_importance(
 
     design = predictor.design
     items = [(f, [f]) for f in features] + list(groups.items())
-    entropy = int(rng.integers(2**63))
+    entropy, rows = _draw(rng, len(X), n_obs)
     streams = _check_streams(streams, len(items))
     # SeedSequence(e).spawn(k)[i] is SeedSequence(e, spawn_key=(i,)): the stream of item i
     seeds = [np.random.SeedSequence(entropy, spawn_key=(s,)) for s in streams]
-    rows = sample_rows(len(X), n_obs, rng)  # after the seed: the same permutations as on X.loc[rows]
     n = rows.size
+    keep_pairs = bool(keep_pairs)
+    pair_donors = np.empty((len(items), n_repeats, n), dtype=np.int32) if keep_pairs else None
+    pair_losses = np.empty((len(items), n_repeats, n)) if keep_pairs else None
 
-    def permuted(columns, seed) -> Segment:
+    def permuted(k, columns, seed) -> Segment:
         """All repeats of one feature (or group): row r*n + i is observation rows[i] with the
         columns' values taken from observation donors[r*n + i] (permutation tau_r of the rows)."""
         perm_rng = np.random.default_rng(seed)
-        donors = rows[np.concatenate([perm_rng.permutation(n) for _ in range(n_repeats)])]
+        positions = np.concatenate([perm_rng.permutation(n) for _ in range(n_repeats)])
+        if pair_donors is not None:
+            pair_donors[k] = positions.reshape(n_repeats, n)
+        donors = rows[positions]
         return Segment(
             n * n_repeats,
             lambda a, b: design.block(
@@ -145,7 +155,9 @@ def permutation_importance(
     # (n_jobs) share the chunks: a few large model calls replace one or more per feature.
     per_feature = n * n_repeats
     batch = max(1, BATCH_ROWS // per_feature)
-    segments = [unmodified_segment(predictor, rows)] + [permuted(cols, s) for (_, cols), s in zip(items, seeds)]
+    segments = [unmodified_segment(predictor, rows)] + [
+        permuted(k, cols, s) for k, ((_, cols), s) in enumerate(zip(items, seeds))
+    ]
     errors = np.empty((len(items), n_repeats))  # permuted errors
     row_se = np.full(len(items), np.nan)  # standard error over rows of each row's mean loss change
     model_error: float | None = None
@@ -161,6 +173,8 @@ def permutation_importance(
             base, losses = losses[:n], losses[n:]
             model_error = float(base.mean())
         per = losses.reshape(len(group), n_repeats, n)
+        if pair_losses is not None:
+            pair_losses[start : start + len(group)] = per
         errors[start : start + len(group)] = per.mean(axis=2)
         change = per.mean(axis=1) - base[None, :]  # (group, n): each row's loss change
         row_se[start : start + len(group)] = change.std(axis=1, ddof=1) / np.sqrt(n)
@@ -190,7 +204,23 @@ def permutation_importance(
         n_total=len(X),
         rows=X.index[rows],
         row_std_error=pd.Series(row_se, index=repeats.index, name="row_std_error"),
+        pairs=None if pair_losses is None or pair_donors is None else PermutationPairs(pair_losses, pair_donors, base),
     )
+
+
+def _draw(rng: np.random.Generator, n: int, n_obs: int | None) -> tuple[int, np.ndarray]:
+    """The permutations' entropy, then the rows (drawn after it: the sample's permutations
+    are those of the same call on ``X.loc[rows]``)."""
+    entropy = int(rng.integers(2**63))
+    return entropy, sample_rows(n, n_obs, rng)
+
+
+def permutation_rows(n_rows: int, n_obs: int | None, random_state=0) -> np.ndarray:
+    """Positions of the rows ``permutation_importance(X, n_obs=n_obs, random_state=...)``
+    uses on ``n_rows`` rows, without calling the model (all of them without a sample)."""
+    n_rows = check_int(n_rows, "n_rows", low=1)
+    n_obs = check_int(n_obs, "n_obs", low=2, none_ok=True)
+    return _draw(check_rng(random_state), n_rows, n_obs)[1]
 
 
 def _check_streams(streams, n_items: int) -> list[int]:

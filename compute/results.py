@@ -196,6 +196,18 @@ class FeatureProfile:
 
 
 @dataclass(frozen=True, eq=False)
+class PermutationPairs:
+    """Every (row, donor) pair of a ``permutation_importance(keep_pairs=True)`` call:
+    ``losses[k, r, i]`` is the loss of row ``i`` (a position in the result's ``rows``) with
+    item ``k``'s columns taken from row ``donors[k, r, i]`` in permutation ``r``; ``base[i]``
+    its loss unmodified."""
+
+    losses: np.ndarray  # (items, repeats, rows)
+    donors: np.ndarray  # (items, repeats, rows), int32 positions
+    base: np.ndarray  # (rows,)
+
+
+@dataclass(frozen=True, eq=False)
 class PermutationImportance:
     """Permutation feature importance with repetitions (Casalicchio et al. 2018, Eq. 8).
 
@@ -213,6 +225,9 @@ class PermutationImportance:
     n_total: int | None = None  # rows of the data (n_rows of them used, when sampled)
     rows: pd.Index | None = None  # labels of the rows used
     row_std_error: pd.Series | None = None  # standard error over the rows used (see permutation_importance)
+    pairs: PermutationPairs | None = None  # keep_pairs=True: every (row, donor) pair's loss
+    # restrict(): the pairs found inside the subgroup per item and permutation (else None)
+    n_pairs: pd.DataFrame | None = None
 
     @classmethod
     def concat(cls, parts: list[PermutationImportance]) -> PermutationImportance:
@@ -236,11 +251,89 @@ class PermutationImportance:
         if repeats.index.has_duplicates:
             raise InputError(f"The parts share features: {sorted(set(repeats.index[repeats.index.duplicated()]))!r}.")
         errors = [p.row_std_error for p in parts]
+        pairs = None
+        if all(p.pairs is not None for p in parts):
+            found = [p.pairs for p in parts if p.pairs is not None]
+            pairs = PermutationPairs(
+                np.concatenate([q.losses for q in found]), np.concatenate([q.donors for q in found]), found[0].base
+            )
         return replace(
             first,
             repeats=repeats,
             row_std_error=None if any(e is None for e in errors) else pd.concat(errors),
+            pairs=pairs,
         )
+
+    def without_pairs(self) -> PermutationImportance:
+        """The result without its pairs (small enough to read on every view)."""
+        return replace(self, pairs=None)
+
+    def restrict(self, subgroup, n_total: int | None = None) -> PermutationImportance:
+        """PFI of a subgroup from these permutations, with no new model call (needs
+        ``keep_pairs=True``). ``subgroup``: a boolean mask over ``rows``, or row labels.
+
+        Eq. (8) on the subgroup G permutes the feature among G's rows. The permutations
+        tau_r of all the rows hold such pairs already: row i in G whose donor tau_r(i) is in G
+        too. Given that, tau_r(i) is uniform over G (i itself included, as in a permutation
+        of G), so the mean loss change over those pairs estimates the same Eq. (7) on G as a
+        permutation within G; about |G|^2/n pairs per permutation instead of |G|. Repeat r
+        is the mean over permutation r's pairs in G ("ratio": mean permuted loss over mean
+        unmodified loss on those pairs' rows). ``row_std_error`` treats each row as a
+        cluster of its pairs (the ratio estimator's clustered standard error with the
+        k/(k-1) factor), which is ``row_std_error`` of the call itself when G is every row.
+        ``n_pairs``: pairs per item and permutation. ``n_total``: the subgroup's rows in the
+        whole data (for the label), default the rows of G used.
+        """
+        if self.pairs is None:
+            raise InputError("This result keeps no pairs: compute it with permutation_importance(keep_pairs=True).")
+        inside = self._subgroup_mask(subgroup)
+        losses, donors, base = self.pairs.losses, self.pairs.donors, self.pairs.base
+        valid = inside[donors] & inside[None, None, :]  # (items, repeats, rows)
+        count = valid.sum(axis=2)
+        if int(count.min()) < 2:
+            raise InputError(
+                f"The subgroup holds {int(inside.sum())} of the {inside.size} permuted rows; some permutation "
+                "pairs fewer than 2 of them with each other. Compute the subgroup's own permutations."
+            )
+        change = np.where(valid, losses - base, 0.0)
+        if self.kind == "difference":
+            values = change.sum(axis=2) / count
+        else:
+            permuted = np.where(valid, losses, 0.0).sum(axis=2)
+            unmodified = np.where(valid, base, 0.0).sum(axis=2)
+            values = permuted / unmodified
+        model_error = float(base[inside].mean())
+        per_row, per_count = change.sum(axis=1), valid.sum(axis=1)  # (items, rows): clusters
+        theta = per_row.sum(axis=1) / per_count.sum(axis=1)
+        k = (per_count > 0).sum(axis=1)
+        spread = ((per_row - theta[:, None] * per_count) ** 2).sum(axis=1)
+        row_se = np.sqrt(spread * k / np.maximum(k - 1, 1)) / per_count.sum(axis=1)
+        if self.kind == "ratio":
+            row_se = row_se / model_error
+        index = self.repeats.index
+        assert self.rows is not None  # every result of permutation_importance names its rows
+        return PermutationImportance(
+            repeats=pd.DataFrame(values, index=index, columns=self.repeats.columns),
+            model_error=model_error,
+            loss=self.loss,
+            kind=self.kind,
+            n_rows=int(inside.sum()),
+            n_total=int(inside.sum()) if n_total is None else int(n_total),
+            rows=self.rows[inside],
+            row_std_error=pd.Series(row_se, index=index, name="row_std_error"),
+            n_pairs=pd.DataFrame(count, index=index, columns=self.repeats.columns),
+        )
+
+    def _subgroup_mask(self, subgroup) -> np.ndarray:
+        n = self.n_rows
+        if isinstance(subgroup, (pd.Series, np.ndarray)) and np.asarray(subgroup).dtype == bool:
+            values = np.asarray(subgroup)
+            if values.shape != (n,):
+                raise InputError(f"The subgroup mask has {values.size} entries; this result used {n} rows.")
+            return values
+        if self.rows is None:
+            raise InputError("This result does not name its rows; give the subgroup as a boolean mask.")
+        return np.asarray(self.rows.isin(pd.Index(subgroup)))
 
     @property
     def sampled(self) -> bool:

@@ -183,3 +183,108 @@ def test_blocks_of_features_computed_apart_join_into_the_one_call(mass_data):
         compute.PermutationImportance.concat([blocks[0], elsewhere])
     with pytest.raises(compute.InputError, match="share features"):
         compute.PermutationImportance.concat([blocks[1], blocks[1]])
+
+
+# --- a subgroup's PFI from the all-rows permutations (issue 12) -----------------------------
+@pytest.fixture(scope="module")
+def grouped():
+    """y = a * (1 + 3 g) + b: 'a' matters four times as much where g == 1; g is binary."""
+    from sklearn.ensemble import RandomForestRegressor
+
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame(rng.normal(size=(400, 3)), columns=["a", "b", "c"])
+    X["g"] = (rng.random(400) < 0.5).astype(int)
+    X.index = [f"r{i}" for i in range(len(X))]
+    y = pd.Series(X.a * (1 + 3 * X.g) + X.b + 0.1 * rng.normal(size=400), index=X.index)
+    return X, y, RandomForestRegressor(n_estimators=30, random_state=0).fit(X, y)
+
+
+def test_permutation_rows_are_the_rows_the_call_uses(grouped):
+    X, y, model = grouped
+    res = permutation_importance(model, X, y, n_obs=250, n_repeats=2, random_state=4)
+    assert np.array_equal(X.index[compute.permutation_rows(len(X), 250, random_state=4)], res.rows)
+    assert np.array_equal(compute.permutation_rows(len(X), None), np.arange(len(X)))
+
+
+def test_restricting_to_every_row_gives_the_call_itself(grouped):
+    """restrict() on every row keeps every pair: the repeats and the row standard error of
+    the call (to rounding: a mean of differences instead of a difference of means)."""
+    X, y, model = grouped
+    for kind in ("difference", "ratio"):
+        res = permutation_importance(model, X, y, n_obs=300, n_repeats=3, random_state=1, kind=kind, keep_pairs=True)
+        every = res.restrict(np.ones(res.n_rows, bool))
+        assert_allclose(every.repeats.to_numpy(), res.repeats.to_numpy(), rtol=1e-12, atol=1e-12)
+        assert_allclose(every.row_std_error, res.row_std_error, rtol=1e-10)
+        assert every.model_error == pytest.approx(res.model_error) and every.rows.equals(res.rows)
+        assert (every.n_pairs.to_numpy() == res.n_rows).all()
+        assert res.pairs.losses.shape == (4, 3, 300) and res.without_pairs().pairs is None
+
+
+def test_a_subgroups_pfi_from_the_pairs_inside_it_brute_force(grouped):
+    """Each repeat is the mean loss change over the pairs (i, tau_r(i)) with both rows in
+    the subgroup, written out with the model; a column constant in the subgroup (g) gets
+    exactly 0, as a permutation within the subgroup would give it (the marginal
+    replacement of Sec. 6.1 would not: g = 0 donors change the prediction)."""
+    X, y, model = grouped
+    res = permutation_importance(model, X, y, n_repeats=3, random_state=2, keep_pairs=True)
+    inside = (X.g == 1).to_numpy()
+    sub = res.restrict(inside)
+    assert sub.n_rows == inside.sum() and sub.importance["g"] == 0.0
+    base = (model.predict(X) - y.to_numpy()) ** 2
+    for k, feature in enumerate(res.features):
+        for r in range(3):
+            donors = res.pairs.donors[k, r]
+            pairs = np.flatnonzero(inside & inside[donors])
+            Xp = X.iloc[pairs].copy()
+            Xp[feature] = X[feature].to_numpy()[donors[pairs]]
+            change = (model.predict(Xp) - y.to_numpy()[pairs]) ** 2 - base[pairs]
+            assert sub.repeats.iloc[k, r] == pytest.approx(change.mean(), rel=1e-10, abs=1e-12)
+            assert sub.n_pairs.iloc[k, r] == pairs.size
+    # the same subgroup named by its row labels
+    assert_allclose(res.restrict(X.index[inside]).repeats, sub.repeats, rtol=0, atol=0)
+
+
+def test_a_subgroups_pfi_from_the_pairs_estimates_eq7_on_the_subgroup(grouped):
+    """Over 60 seeds the restricted estimate's mean lies within 4 standard errors of Eq. (7)
+    on the subgroup (all |G|^2 pairs, brute force); its row standard error is not smaller
+    than its spread over the permutations, which it also covers."""
+    X, y, model = grouped
+    inside = (X.g == 1).to_numpy()
+    G, yg = X[inside], y[inside].to_numpy()
+    base = (model.predict(G) - yg) ** 2
+    m = len(G)
+    tiled = G.iloc[np.repeat(np.arange(m), m)].copy()
+    tiled["a"] = np.tile(G.a.to_numpy(), m)
+    exact = float(((model.predict(tiled) - np.repeat(yg, m)) ** 2).mean() - base.mean())
+    values, errors = [], []
+    for seed in range(60):
+        sub = permutation_importance(
+            model, X, y, features=["a"], n_repeats=2, random_state=seed, keep_pairs=True
+        ).restrict(inside)
+        values.append(sub.importance["a"])
+        errors.append(sub.row_std_error["a"])
+    values = np.array(values)
+    assert abs(values.mean() - exact) < 4 * values.std(ddof=1) / np.sqrt(60), (values.mean(), exact)
+    assert np.mean(errors) > 0.8 * values.std(ddof=1)
+
+
+def test_pairs_join_and_fail_clearly(grouped):
+    """Blocks computed apart keep their pairs when joined (the split job's subgroups); a
+    result without pairs, or a subgroup too small to pair, is refused with a message."""
+    X, y, model = grouped
+    whole = permutation_importance(model, X, y, n_obs=300, n_repeats=3, random_state=3, keep_pairs=True)
+    blocks = [
+        permutation_importance(
+            model, X, y, features=f, streams=s, n_obs=300, n_repeats=3, random_state=3, keep_pairs=True
+        )
+        for f, s in ((["a", "b"], [0, 1]), (["c", "g"], [2, 3]))
+    ]
+    inside = X.loc[whole.rows, "g"].to_numpy() == 1
+    joined = compute.PermutationImportance.concat(blocks).restrict(inside)
+    assert np.array_equal(joined.repeats.to_numpy(), whole.restrict(inside).repeats.to_numpy())
+    with pytest.raises(compute.InputError, match="keep_pairs=True"):
+        permutation_importance(model, X, y, n_repeats=2).restrict(inside)
+    tiny = np.zeros(whole.n_rows, bool)
+    tiny[:3] = True
+    with pytest.raises(compute.InputError, match="subgroup's own permutations"):
+        whole.restrict(tiny)
