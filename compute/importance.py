@@ -130,7 +130,8 @@ def permutation_importance(
     # SeedSequence(e).spawn(k)[i] is SeedSequence(e, spawn_key=(i,)): the stream of item i
     seeds = [np.random.SeedSequence(entropy, spawn_key=(s,)) for s in streams]
     n = rows.size
-    keep_pairs = bool(keep_pairs)
+    if not isinstance(keep_pairs, (bool, np.bool_)):
+        raise InputError(f"The 'keep_pairs' parameter must be True or False (got {keep_pairs!r}).")
     pair_donors = np.empty((len(items), n_repeats, n), dtype=np.int32) if keep_pairs else None
     pair_losses = np.empty((len(items), n_repeats, n)) if keep_pairs else None
 
@@ -174,7 +175,7 @@ def permutation_importance(
             model_error = float(base.mean())
         per = losses.reshape(len(group), n_repeats, n)
         if pair_losses is not None:
-            pair_losses[start : start + len(group)] = per
+            pair_losses[start : start + len(group)] = per - base
         errors[start : start + len(group)] = per.mean(axis=2)
         change = per.mean(axis=1) - base[None, :]  # (group, n): each row's loss change
         row_se[start : start + len(group)] = change.std(axis=1, ddof=1) / np.sqrt(n)

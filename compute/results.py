@@ -198,11 +198,12 @@ class FeatureProfile:
 @dataclass(frozen=True, eq=False)
 class PermutationPairs:
     """Every (row, donor) pair of a ``permutation_importance(keep_pairs=True)`` call:
-    ``losses[k, r, i]`` is the loss of row ``i`` (a position in the result's ``rows``) with
-    item ``k``'s columns taken from row ``donors[k, r, i]`` in permutation ``r``; ``base[i]``
-    its loss unmodified."""
+    ``changes[k, r, i]`` is the loss of row ``i`` (a position in the result's ``rows``) with
+    item ``k``'s columns taken from row ``donors[k, r, i]`` in permutation ``r``, minus its
+    loss unmodified ``base[i]`` as predicted in the same call (so a donor with the row's own
+    values gives exactly 0, also in blocks computed apart)."""
 
-    losses: np.ndarray  # (items, repeats, rows)
+    changes: np.ndarray  # (items, repeats, rows)
     donors: np.ndarray  # (items, repeats, rows), int32 positions
     base: np.ndarray  # (rows,)
 
@@ -255,7 +256,7 @@ class PermutationImportance:
         if all(p.pairs is not None for p in parts):
             found = [p.pairs for p in parts if p.pairs is not None]
             pairs = PermutationPairs(
-                np.concatenate([q.losses for q in found]), np.concatenate([q.donors for q in found]), found[0].base
+                np.concatenate([q.changes for q in found]), np.concatenate([q.donors for q in found]), found[0].base
             )
         return replace(
             first,
@@ -287,7 +288,7 @@ class PermutationImportance:
         if self.pairs is None:
             raise InputError("This result keeps no pairs: compute it with permutation_importance(keep_pairs=True).")
         inside = self._subgroup_mask(subgroup)
-        losses, donors, base = self.pairs.losses, self.pairs.donors, self.pairs.base
+        changes, donors, base = self.pairs.changes, self.pairs.donors, self.pairs.base
         valid = inside[donors] & inside[None, None, :]  # (items, repeats, rows)
         count = valid.sum(axis=2)
         if int(count.min()) < 2:
@@ -295,13 +296,12 @@ class PermutationImportance:
                 f"The subgroup holds {int(inside.sum())} of the {inside.size} permuted rows; some permutation "
                 "pairs fewer than 2 of them with each other. Compute the subgroup's own permutations."
             )
-        change = np.where(valid, losses - base, 0.0)
+        change = np.where(valid, changes, 0.0)
         if self.kind == "difference":
             values = change.sum(axis=2) / count
         else:
-            permuted = np.where(valid, losses, 0.0).sum(axis=2)
             unmodified = np.where(valid, base, 0.0).sum(axis=2)
-            values = permuted / unmodified
+            values = (change.sum(axis=2) + unmodified) / unmodified
         model_error = float(base[inside].mean())
         per_row, per_count = change.sum(axis=1), valid.sum(axis=1)  # (items, rows): clusters
         theta = per_row.sum(axis=1) / per_count.sum(axis=1)

@@ -466,7 +466,8 @@ def group_pfi_figure(rows: pd.DataFrame, *, loss: str, title: str = "", subtitle
 
 def _sample_labels(res: compute.PermutationImportance, order: list) -> dict:
     """On a row sample, each bar's label is its standard error from that sample ("±0.012")."""
-    if not getattr(res, "sampled", False) or res.row_std_error is None:
+    sampled = getattr(res, "sampled", False) or getattr(res, "n_pairs", None) is not None
+    if not sampled or res.row_std_error is None:
         return {}
     se = res.row_std_error.reindex(order).to_numpy(float)
     return dict(

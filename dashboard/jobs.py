@@ -169,8 +169,8 @@ def step_rows(ws: Workspace, task: Task, data: pd.DataFrame) -> list[int]:
     if task.kind == "profile_part":
         return [pass_rows(task.params["feature"])]
     p = len(task.params.get("features") or ws.model(task.model).features)
-    if task.kind == "pfi" and task.params.get("parts"):
-        return [1]  # joining cached parts
+    if task.kind == "pfi" and (task.params.get("parts") or task.params.get("pairs")):
+        return [1]  # joining cached parts, or restricting cached pairs
     if task.kind in ("pfi", "pfi_part", "pfi_groups"):
         rows = min(n, task.params.get("n_obs") or n)
         return [rows * p * int(task.params.get("n_repeats", 10)) + rows]
@@ -208,8 +208,31 @@ class Eta:
         return f"about {seconds:.0f} s left" if seconds < 90 else f"about {seconds / 60:.0f} min left"
 
 
+def derive(store: Store, ws: Workspace, task: dict, data: pd.DataFrame) -> bool:
+    """A subgroup's PFI planned from the all-rows pairs (``params["pairs"]``), restricted to
+    its rows and cached, when those pairs are cached: no model call, so the web process may
+    do it at once. False when the task is another kind or the pairs are not cached."""
+    params = task.get("params") or {}
+    if task.get("kind") != "pfi" or not params.get("pairs"):
+        return False
+    whole = store.get(params["pairs"])
+    if whole is None:
+        return False
+    store.put(task["key"], _restrict(whole, data, params))
+    return True
+
+
+def _restrict(whole: compute.PermutationImportance, data: pd.DataFrame, params: dict):
+    mask = select_rows(data, params["condition"], params["excluded"]).to_numpy()
+    _need_rows(mask, 2)
+    return whole.restrict(mask[data.index.get_indexer(whole.rows)], n_total=int(mask.sum()))
+
+
 def _run_task(store, ws, task, data, y, models, policy, n_jobs, progress, done, steps) -> int:
     """Compute one task into the cache; returns the progress count after it."""
+    if derive(store, ws, task.to_dict(), data):  # a subgroup's share of cached all-rows pairs
+        progress(done, steps, f"{task.model}: permutation importance of the subgroup (from all rows)")
+        return done + 1
     entry = ws.model(task.model)
     if entry.name not in models:
         progress(done, steps, f"loading model {entry.name}")
@@ -235,6 +258,9 @@ def _run_task(store, ws, task, data, y, models, policy, n_jobs, progress, done, 
         if spec.rows:  # the rows PFI uses
             chosen = select_rows(data, task.params["condition"], task.params["excluded"]).to_numpy()
             _need_rows(chosen, 2)
+            if task.params.get("via_pairs"):  # as the bars: every row, then restricted
+                store.put(task.key, spec.run(model, X, y, ws, task.params, n_jobs, inside=chosen))
+                return done + 1
             X, y = X[chosen], (None if y is None else y[chosen])
         store.put(task.key, spec.run(model, X, y, ws, task.params, n_jobs))
         return done + 1
@@ -247,21 +273,15 @@ def _run_task(store, ws, task, data, y, models, policy, n_jobs, progress, done, 
         if any(part is None for part in found):
             raise compute.ModelError("A part of the permutation importance was lost from the cache; run it again.")
         result = compute.PermutationImportance.concat(found)
+    elif task.kind == "pfi" and task.params.get("pairs"):  # the pairs were evicted: compute them again
+        progress(done, steps, f"{entry.name}: permutation importance ({task.params['n_repeats']} repeats, all rows)")
+        whole = _permutation_importance(model, X, y, ws, task.params, n_jobs, keep_pairs=True)
+        store.put(task.params["pairs"], whole)
+        result = _restrict(whole, data, task.params)
     elif task.kind in ("pfi", "pfi_part"):
         progress(done, steps, f"{entry.name}: permutation importance ({task.params['n_repeats']} repeats)")
-        result = compute.permutation_importance(
-            model,
-            X[mask],
-            y[mask],
-            loss=ws.loss,
-            n_repeats=task.params["n_repeats"],
-            output=ws.output,
-            n_obs=task.params.get("n_obs"),
-            random_state=SEED,
-            n_jobs=n_jobs,
-            features=task.params.get("features"),
-            streams=task.params.get("streams"),
-        )
+        keep = bool(task.params.get("keep"))
+        result = _permutation_importance(model, X[mask], y[mask], ws, task.params, n_jobs, keep_pairs=keep)
     elif task.kind == "sfimp":
         progress(done, steps, f"{entry.name}: Shapley feature importance")
         result = compute.shapley_importance(
@@ -276,8 +296,28 @@ def _run_task(store, ws, task, data, y, models, policy, n_jobs, progress, done, 
             tol=0.02,
             max_rows=4_000_000,
         )
+    if isinstance(result, compute.PermutationImportance) and task.kind == "pfi" and task.params.get("keep"):
+        store.put(task.params["keep"], result)  # the all-rows PFI keeps its pairs apart
+        result = result.without_pairs()
     store.put(task.key, result)
     return done + 1
+
+
+def _permutation_importance(model, X, y, ws, params, n_jobs, keep_pairs=False):
+    return compute.permutation_importance(
+        model,
+        X,
+        y,
+        loss=ws.loss,
+        n_repeats=params["n_repeats"],
+        output=ws.output,
+        n_obs=params.get("n_obs"),
+        random_state=SEED,
+        n_jobs=n_jobs,
+        features=params.get("features"),
+        streams=params.get("streams"),
+        keep_pairs=keep_pairs,
+    )
 
 
 def _need_rows(mask: np.ndarray, least: int) -> None:

@@ -9,12 +9,14 @@ configuration: a browser names a state, never a task, a key or a parameter.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 import compute
@@ -35,6 +37,11 @@ class TaskSpec:
     X, y, ws, params, n_jobs)`` computes the result in the isolated job process. ``models``:
     one task per model of the data set ("all") or for the selected model only ("focus").
     ``label`` says what runs, in the progress bar. ``rows``: see below.
+
+    With ``rows`` and ``params["via_pairs"]`` (set by the view when the plan tells it, in
+    ``state["pfi_via_pairs"]``, that the PFI bars come from the all-rows permutations), ``run``
+    gets every row and ``inside=`` the selected rows' mask: it computes on all rows, as the
+    bars, and restricts (``PermutationImportance.restrict``).
     """
 
     kind: str
@@ -101,8 +108,49 @@ def pfi_sample(n_features: int, all_rows: bool = False) -> int | None:
     return max(PFI_MIN_ROWS, PFI_BUDGET // max(1, int(n_features) * DEFAULT_PFI_REPEATS))
 
 
-def pfi_key(ws, model, rows: str, n_repeats: int, n_obs: int | None = None) -> str:
-    return result_key("pfi", ws, model, rows=rows, n_repeats=int(n_repeats), seed=SEED, n_obs=n_obs)
+def pfi_key(ws, model, rows: str, n_repeats: int, n_obs: int | None = None, via: str = "") -> str:
+    extra = {"via": via} if via else {}
+    return result_key("pfi", ws, model, rows=rows, n_repeats=int(n_repeats), seed=SEED, n_obs=n_obs, **extra)
+
+
+def pairs_key(ws, model, n_repeats: int, n_obs: int | None) -> str:
+    """The all-rows PFI with every (row, donor) pair kept (``keep_pairs``)."""
+    return result_key("pfi_pairs", ws, model, n_repeats=int(n_repeats), seed=SEED, n_obs=n_obs)
+
+
+#: Most (row, donor) pairs (rows x features x repeats) an all-rows PFI keeps for its subgroups
+#: (12 bytes each in the cache)
+PAIRS_MAX = 6_000_000
+
+
+def keeps_pairs(n_rows: int, n_features: int, n_repeats: int, n_obs: int | None) -> bool:
+    """Whether the all-rows PFI keeps its pairs: it runs on a sample (large data, where a
+    subgroup's own PFI costs a full budget of model rows) and they fit PAIRS_MAX."""
+    return n_obs is not None and n_obs < n_rows and n_obs * n_features * n_repeats <= PAIRS_MAX
+
+
+@functools.lru_cache(maxsize=16)
+def _sample_positions(n_rows: int, n_obs: int) -> np.ndarray:
+    return compute.permutation_rows(n_rows, n_obs, SEED)
+
+
+def pfi_via_pairs(data: pd.DataFrame, condition: str, excluded, n_obs: int | None) -> bool:
+    """Whether a subgroup's PFI comes from the all-rows permutations
+    (``PermutationImportance.restrict``) rather than its own: on a sample of large data,
+    when the sample holds enough of the subgroup's rows that the pairs inside it (about
+    m^2 / s per permutation, m of its rows among the s sampled) number PFI_MIN_ROWS or more.
+    A choice made from the state and the data alone, so one URL always shows one result."""
+    if not (condition or "").strip() and not excluded:
+        return False
+    n = len(data)
+    if n_obs is None or n_obs >= n:
+        return False
+    try:
+        inside = select_rows(data, condition, excluded).to_numpy()
+    except compute.SubgroupError:
+        return False
+    m = int(inside[_sample_positions(n, n_obs)].sum())
+    return m * m / n_obs >= PFI_MIN_ROWS
 
 
 def sfimp_key(ws, model, rows: str) -> str:
@@ -124,51 +172,73 @@ def plan(
     needs: frozenset = frozenset({"profiles", "pfi", "sfimp"}),
     specs: tuple[TaskSpec, ...] = (),
     state: dict | None = None,
+    data: pd.DataFrame | None = None,
 ) -> dict:
     """The cache keys a drill-down state needs, and the tasks that produce them; ``needs``:
     the task kinds the views read (``dashboard.views.needed_tasks()``); ``specs``: the tasks
-    views declare themselves, planned from ``state``."""
+    views declare themselves, planned from ``state``. ``data`` (the data set): a subgroup's
+    PFI on large data then comes from the all-rows permutations where
+    :func:`pfi_via_pairs` allows it (the all-rows PFI is planned first)."""
     settings = profile_settings(n_rows, max_curves, grid_budget)
     focus_entry = ws.model(focus)
     rows = rows_id(condition, excluded)
+    n_obs = {m.name: pfi_sample(len(m.features), pfi_all) for m in ws.models}
+    keep = {m.name: keeps_pairs(n_rows, len(m.features), n_repeats, n_obs[m.name]) for m in ws.models}
+    found: dict = {}  # pfi_via_pairs per sample size
+
+    def via_pairs(m) -> bool:
+        if data is None or not keep[m.name] or not ((condition or "").strip() or excluded):
+            return False
+        if n_obs[m.name] not in found:
+            found[n_obs[m.name]] = pfi_via_pairs(data, condition, excluded, n_obs[m.name])
+        return found[n_obs[m.name]]
+
+    pairs = {m.name for m in ws.models if via_pairs(m)}
     keys: dict[str, Any] = {
         "summary": summary_key(ws, focus_entry, settings),
         "profiles": {f: profile_key(ws, focus_entry, f, settings) for f in focus_entry.features},
-        "pfi": {m.name: pfi_key(ws, m, rows, n_repeats, pfi_sample(len(m.features), pfi_all)) for m in ws.models},
+        "pfi": {
+            m.name: pfi_key(ws, m, rows, n_repeats, n_obs[m.name], via="pairs" if m.name in pairs else "")
+            for m in ws.models
+        },
         "sfimp": {m.name: sfimp_key(ws, m, rows) for m in ws.models} if sfimp else {},
     }
     tasks = []
     if "profiles" in needs:
         tasks.append(Task("profiles", keys["summary"], focus_entry.name, settings, tuple(keys["profiles"].values())))
     if "pfi" in needs:
-        tasks += [
-            Task(
-                "pfi",
-                keys["pfi"][m.name],
-                m.name,
-                {
-                    "condition": condition,
-                    "excluded": list(excluded or ()),
-                    "n_repeats": int(n_repeats),
-                    "n_obs": pfi_sample(len(m.features), pfi_all),
-                },
-            )
-            for m in ws.models
-        ]
+        for m in ws.models:
+            base: dict[str, Any] = {"n_repeats": int(n_repeats), "n_obs": n_obs[m.name]}
+            kept = pairs_key(ws, m, n_repeats, n_obs[m.name])
+            if m.name in pairs:  # the all-rows PFI with its pairs, then the subgroup's share of them
+                whole = pfi_key(ws, m, rows_id("", ()), n_repeats, n_obs[m.name])
+                every: dict[str, Any] = {"condition": "", "excluded": [], **base, "keep": kept}
+                tasks.append(Task("pfi", whole, m.name, every, (kept,)))
+                mine: dict[str, Any] = {"condition": condition, "excluded": list(excluded or ()), **base}
+                tasks.append(Task("pfi", keys["pfi"][m.name], m.name, {**mine, "pairs": kept}))
+                continue
+            params: dict[str, Any] = {"condition": condition, "excluded": list(excluded or ()), **base}
+            whole_rows = not (condition or "").strip() and not excluded
+            if whole_rows and keep[m.name]:  # kept for the subgroups to come
+                tasks.append(Task("pfi", keys["pfi"][m.name], m.name, {**params, "keep": kept}, (kept,)))
+            else:
+                tasks.append(Task("pfi", keys["pfi"][m.name], m.name, params))
     if "sfimp" in needs:
         tasks += [
             Task("sfimp", keys["sfimp"][m.name], m.name, {"condition": condition, "excluded": list(excluded or ())})
             for m in ws.models
             if sfimp
         ]
+    # a view's task on the PFI rows follows the bars: from all rows, restricted, where they are
+    spec_state = {**(state or {}), "pfi_via_pairs": focus_entry.name in pairs}
     for spec in specs:
-        params = spec.params(state or {}, ws)
+        declared = spec.params(spec_state, ws)
         keys[spec.kind] = {}
-        if params is None:
+        if declared is None:
             continue
         for m in ws.models if spec.models == "all" else [focus_entry]:
-            keys[spec.kind][m.name] = result_key(spec.kind, ws, m, seed=SEED, **params)
-            tasks.append(Task(spec.kind, keys[spec.kind][m.name], m.name, params))
+            keys[spec.kind][m.name] = result_key(spec.kind, ws, m, seed=SEED, **declared)
+            tasks.append(Task(spec.kind, keys[spec.kind][m.name], m.name, declared))
     return {"keys": keys, "tasks": [t.to_dict() for t in tasks]}
 
 
@@ -194,6 +264,8 @@ def split(ws: Workspace, tasks: list[dict]) -> tuple[list[dict], list[dict]]:
             for feature, key in zip(entry.features, task.also):
                 parts.append(Task("profile_part", key, task.model, {**task.params, "feature": feature}).to_dict())
             joins.append(t)
+        elif task.kind == "pfi" and task.params.get("pairs"):
+            joins.append(t)  # a subgroup's share of the all-rows pairs: after they are joined
         elif task.kind == "pfi":
             features = list(entry.features)
             keys = []

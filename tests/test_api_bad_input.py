@@ -175,6 +175,13 @@ CALLS = {
         lambda: dict(pfi=compute.permutation_importance(OLS, X, Y, n_repeats=3)),
     ),
     "feature_dependence": (compute.feature_dependence, lambda: dict(X=X)),
+    "permutation_rows": (compute.permutation_rows, lambda: dict(n_rows=20, n_obs=5)),
+    "PermutationImportance.restrict": (
+        lambda pfi, subgroup: pfi.restrict(subgroup),
+        lambda: dict(
+            pfi=compute.permutation_importance(OLS, X, Y, n_repeats=2, keep_pairs=True), subgroup=np.ones(20, bool)
+        ),
+    ),
     "constant_model_error": (compute.constant_model_error, lambda: dict(y=Y, loss="squared_error")),
     "leakage_check": (
         compute.leakage_check,
@@ -430,6 +437,45 @@ def _cases():
         InputError,
         "ratio form of PFI is undefined.*kind='difference'",
         "ratio-zero-error",
+    )
+
+    for value in ("yes", 1, None):
+        match = r"'keep_pairs' parameter must be True or False \(got "
+        add("permutation_importance", {"keep_pairs": value}, InputError, match)
+    for kwargs, match in [
+        ({"n_rows": 0}, r"'n_rows' parameter must be an int >= 1 \(got 0\)"),
+        ({"n_rows": "20"}, "'n_rows'"),
+        ({"n_obs": 1}, r"'n_obs' parameter must be an int >= 2 or None \(got 1\)"),
+        ({"n_obs": 2.5}, "'n_obs'"),
+    ]:
+        add("permutation_rows", kwargs, InputError, match)
+    add(
+        "PermutationImportance.restrict",
+        {"subgroup": np.ones(3, bool)},
+        InputError,
+        "subgroup mask has 3 entries; this result used 20 rows",
+        "short-mask",
+    )
+    add(
+        "PermutationImportance.restrict",
+        {"pfi": compute.permutation_importance(OLS, X, Y, n_repeats=2)},
+        InputError,
+        r"keeps no pairs: compute it with permutation_importance\(keep_pairs=True\)",
+        "no-pairs",
+    )
+    add(
+        "PermutationImportance.restrict",
+        {"subgroup": np.arange(20) < 2},
+        InputError,
+        "subgroup holds 2 of the 20 permuted rows.*subgroup's own permutations",
+        "tiny",
+    )
+    add(
+        "PermutationImportance.restrict",
+        {"subgroup": ["no such row"]},
+        InputError,
+        "subgroup holds 0 of the 20 permuted rows",
+        "unknown-labels",
     )
 
     # shapley_importance
@@ -987,7 +1033,7 @@ def test_table_covers_every_public_function():
     """Every function in compute.__all__ has rows in the table."""
     public = {n for n in compute.__all__ if callable(getattr(compute, n)) and n[0].islower()}
     covered = {c.values[0] for c in CASES}
-    assert public | {"FeatureProfile.subset", "FeatureProfile.extremes"} <= covered
+    assert public | {"FeatureProfile.subset", "FeatureProfile.extremes", "PermutationImportance.restrict"} <= covered
 
 
 def test_model_error_keeps_its_cause():

@@ -217,7 +217,7 @@ def test_restricting_to_every_row_gives_the_call_itself(grouped):
         assert_allclose(every.row_std_error, res.row_std_error, rtol=1e-10)
         assert every.model_error == pytest.approx(res.model_error) and every.rows.equals(res.rows)
         assert (every.n_pairs.to_numpy() == res.n_rows).all()
-        assert res.pairs.losses.shape == (4, 3, 300) and res.without_pairs().pairs is None
+        assert res.pairs.changes.shape == (4, 3, 300) and res.without_pairs().pairs is None
 
 
 def test_a_subgroups_pfi_from_the_pairs_inside_it_brute_force(grouped):

@@ -117,3 +117,33 @@ def test_cancel_revokes_the_parts_its_job_queued(tmp_path):
         assert calls == [(["id-1", "id-2"], {"terminate": True, "signal": "SIGTERM"})]
     finally:
         compute_callbacks._CONTROLLERS.pop("redis://fake:1/0", None)
+
+
+def test_a_split_job_keeps_the_pairs_a_subgroup_reuses(tmp_path, monkeypatch):
+    """On a sample (large data), the all-rows PFI's parts keep their pairs, the join keeps them
+    and the subgroup's share is derived after it: bit for bit the job run whole."""
+    # a 120-row sample of the cancer demo's 171 (its models predict deterministically; the
+    # X3 demo's forest, with n_jobs=-1, adds its trees' predictions in the threads' order)
+    monkeypatch.setattr(planning, "PFI_BUDGET", 36_000)
+    monkeypatch.setattr(planning, "PFI_MIN_ROWS", 10)
+    found = {}
+    for name in ("whole", "split"):
+        ctx = _ctx(tmp_path, name)
+        ws = ctx.store.workspace("demo-cancer")
+        state = normalize(ctx, {**default_state(), "ws": ws.id, "subgroup": "`worst radius` > 15"})[0]
+        planned = plan_state(ctx, ws, state)
+        todo = planning.missing(ctx.store, [t for t in planned["tasks"] if t["kind"] == "pfi"])
+        if name == "whole":
+            jobs.run(ctx.store, ws, todo, policy=ctx.policy)
+        else:
+            parts, joins = planning.split(ws, todo)
+            assert all(p["kind"] == "pfi_part" and p["params"].get("keep") for p in parts)
+            assert [j["params"].get("pairs") is not None for j in joins] == [False, True] * len(ws.models)
+            for part in reversed(parts):
+                jobs.run(ctx.store, ws, [part], policy=ctx.policy)
+            jobs.run(ctx.store, ws, joins, policy=ctx.policy)
+        found[name] = {m: ctx.store.get(k) for m, k in planned["keys"]["pfi"].items()}
+    for model, pfi in found["whole"].items():
+        other = found["split"][model]
+        assert pfi.n_pairs is not None and pfi.n_pairs.equals(other.n_pairs)
+        assert np.array_equal(pfi.repeats.to_numpy(), other.repeats.to_numpy()), model

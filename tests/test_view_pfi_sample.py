@@ -99,3 +99,98 @@ def test_more_repetitions_keep_the_rows_of_the_sample(ctx, small_budget):
         state = normalize(ctx, {**default_state(), "ws": "demo-x3", "repeats": repeats})[0]
         tasks = [t for t in plan_state(ctx, ctx.store.workspace("demo-x3"), state)["tasks"] if t["kind"] == "pfi"]
         assert [t["params"]["n_obs"] for t in tasks] == [100] * len(tasks)
+
+
+@pytest.fixture
+def pairs_budget(monkeypatch):
+    """9,000 model rows: a 300-row sample of the X3 demo's 500; X3 == 0 holds about half of
+    it, so about 75 pairs per permutation lie inside (PFI_MIN_ROWS 50: reused)."""
+    monkeypatch.setattr(planning, "PFI_BUDGET", 9_000)
+    monkeypatch.setattr(planning, "PFI_MIN_ROWS", 50)
+    yield
+    base._INPUTS.items.clear()
+    base._RESULTS.items.clear()
+
+
+def test_a_subgroups_pfi_reuses_the_all_rows_permutations(ctx, pairs_budget):
+    """Issue 12: on a sample, a subgroup's PFI is the all-rows permutations restricted to it
+    (the library's restrict() of the same call, bit for bit); the next subgroup is derived in
+    the web process, no job; the grouped PFI follows the bars; the view says how."""
+    from dashboard.callbacks.compute import resolve_state
+
+    ws = ctx.store.workspace("demo-x3")
+    state = normalize(ctx, {**default_state(), "ws": ws.id, "subgroup": "X3 == 0"})[0]
+    tasks = [t for t in plan_state(ctx, ws, state)["tasks"] if t["kind"] in ("pfi", "pfi_groups")]
+    whole = [t for t in tasks if t["kind"] == "pfi" and t["params"].get("keep")]
+    mine = [t for t in tasks if t["kind"] == "pfi" and t["params"].get("pairs")]
+    assert len(whole) == len(mine) == len(ws.models) and all(t["params"]["condition"] == "" for t in whole)
+    assert [t["also"] for t in whole] == [[t["params"]["pairs"]] for t in mine]
+    assert all(t["params"].get("via_pairs") for t in tasks if t["kind"] == "pfi_groups")
+    results = _results(ctx, state)
+    inp = load_inputs(ctx, results)
+    pfi = inp.pfi[inp.state["model"]]
+    entry = ws.model(inp.state["model"])
+    model = load_model(ctx.store.path(entry.path), name=entry.name)
+    X, y = inp.data[list(entry.features)], inp.data[ws.target]
+    direct = compute.permutation_importance(
+        model, X, y, loss=ws.loss, n_obs=300, random_state=planning.SEED, keep_pairs=True
+    )
+    inside = (X.loc[direct.rows, "X3"] == 0).to_numpy()
+    expected = direct.restrict(inside, n_total=int((X.X3 == 0).sum()))
+    assert_allclose(pfi.repeats.to_numpy(), expected.repeats.to_numpy(), rtol=1e-12)
+    assert pfi.n_pairs.equals(expected.n_pairs) and pfi.rows.equals(expected.rows)
+    assert pfi.importance["X3"] == 0.0  # constant in the subgroup, as a shuffle within it gives
+    out = views.render(ctx, "pfi", results)
+    assert "reuses the permutations of all rows" in out["info"] and out["all_label"] == "Use all rows"
+    assert "row pairs per permutation, reused from all rows" in out["figure"].layout.title.subtitle.text
+    assert list(out["figure"].data[0].text) == [f"±{pfi.row_std_error[f]:.2g}" for f in out["figure"].data[0].y]
+    # the next subgroup: derived from the cached pairs as the state resolves, before any job
+    other = normalize(ctx, {**default_state(), "ws": ws.id, "subgroup": "X3 == 1"})[0]
+    key = plan_state(ctx, ws, other)["keys"]["pfi"][entry.name]
+    assert not ctx.store.has(key)
+    resolve_state(ctx, other, None)
+    derived = ctx.store.get(key)
+    assert derived is not None and derived.n_pairs is not None
+    assert_allclose(derived.repeats.to_numpy(), direct.restrict(~inside).repeats.to_numpy(), rtol=1e-12)
+    # "Use all rows": the subgroup's own permutations on all its rows
+    own = [t for t in plan_state(ctx, ws, {**state, "pfi_all": True})["tasks"] if t["kind"] == "pfi"]
+    assert all(not t["params"].get("pairs") and t["params"]["n_obs"] is None for t in own)
+
+
+def test_small_subgroups_and_small_data_keep_their_own_permutations(ctx, pairs_budget, monkeypatch):
+    ws = ctx.store.workspace("demo-x3")
+    data = ctx.store.data(ws)
+    assert planning.pfi_via_pairs(data, "X3 == 0", (), 300)
+    assert not planning.pfi_via_pairs(data, "X1 > 0.8", (), 300)  # about 10 %: too few pairs inside
+    assert not planning.pfi_via_pairs(data, "", (), 300)  # all rows: the call itself
+    assert not planning.pfi_via_pairs(data, "X3 == 0", (), None)  # every row: a shuffle within costs little
+    monkeypatch.setattr(planning, "PAIRS_MAX", 1_000)  # pairs too many to keep: the subgroup's own
+    state = normalize(ctx, {**default_state(), "ws": ws.id, "subgroup": "X3 == 0"})[0]
+    tasks = [t for t in plan_state(ctx, ws, state)["tasks"] if t["kind"] == "pfi"]
+    assert len(tasks) == len(ws.models) and not any(t["params"].get("pairs") for t in tasks)
+
+
+def test_grouped_pfi_follows_bars_reused_from_all_rows(ctx):
+    """The caveats view's task with ``inside`` (bars reused from all rows): the groups found
+    on the subgroup, shuffled on every row and restricted, on the bars' own rows."""
+    from dashboard.views import caveats
+
+    ws = ctx.store.workspace("demo-cancer")
+    entry = ws.model(ws.models[0].name)
+    model = load_model(ctx.store.path(entry.path), name=entry.name)
+    data = ctx.store.data(ws)
+    X, y = data[list(entry.features)], data[ws.target]
+    inside = (X["mean radius"] > 12).to_numpy()
+    params = {"n_repeats": 3, "threshold": caveats.THRESHOLD, "n_obs": 400, "via_pairs": True}
+    found = caveats.run(model, X, y, ws, params, 1, inside=inside)
+    groups = compute.feature_dependence(X[inside], list(ws.features)).groups(caveats.THRESHOLD)
+    assert found["groups"] == groups and groups
+    direct = compute.permutation_importance(
+        model, X, y, loss=ws.loss, groups=groups, n_repeats=3, n_obs=400, random_state=planning.SEED, keep_pairs=True
+    )
+    expected = direct.restrict(inside[X.index.get_indexer(direct.rows)])
+    assert_allclose(found["pfi"].repeats.to_numpy(), expected.repeats.to_numpy(), rtol=0, atol=0)
+    bars = compute.permutation_importance(
+        model, X, y, loss=ws.loss, n_repeats=3, n_obs=400, random_state=planning.SEED, keep_pairs=True
+    ).restrict(inside[X.index.get_indexer(direct.rows)])
+    assert found["pfi"].rows.equals(bars.rows) and found["pfi"].n_total == int(inside.sum())

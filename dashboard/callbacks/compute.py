@@ -40,7 +40,7 @@ def plan_state(ctx, ws, state: dict) -> dict:
     can only reach, or cause, results of a state it can name."""
     from ..views import needed_tasks, task_specs  # the views import this module
 
-    n_rows = len(ctx.store.data(ws))
+    n_rows = len(ctx.store.data(ws))  # read once per process and data set (the store keeps it)
     return planning.plan(
         ws,
         focus=str(state.get("model") or ""),
@@ -55,6 +55,7 @@ def plan_state(ctx, ws, state: dict) -> dict:
         needs=needed_tasks(),
         specs=task_specs(),
         state=state,
+        data=ctx.store.data(ws),
     )
 
 
@@ -92,6 +93,18 @@ class Resolution(NamedTuple):
     status: object
 
 
+def _derive(ctx, ws, todo: list[dict]) -> list[dict]:
+    """The missing tasks less those derived here and now: a subgroup's PFI from cached
+    all-rows pairs needs no model, so a subgroup switch on large data waits for no job."""
+    if not any(t["kind"] == "pfi" and t["params"].get("pairs") for t in todo):
+        return todo
+    data = ctx.store.data(ws)
+    try:
+        return [t for t in todo if not jobs.derive(ctx.store, ws, t, data)]
+    except compute.ExplainError:  # e.g. too few rows: the job says so next to the views
+        return todo
+
+
 def resolve_state(ctx, state: dict | None, done: dict | None) -> Resolution:
     """The state's results when all are cached, else a job request for the missing ones."""
     state, ws = _trusted_state(ctx, state)
@@ -100,9 +113,9 @@ def resolve_state(ctx, state: dict | None, done: dict | None) -> Resolution:
     if ws is None:
         return Resolution({"error": f"Data set {state['ws']!r} is not available."}, no_update, None)
     planned = plan_state(ctx, ws, state)
-    todo = planning.missing(ctx.store, planned["tasks"])
+    todo = _derive(ctx, ws, planning.missing(ctx.store, planned["tasks"]))
     if not todo and not _readable(ctx, planned["keys"], state):
-        todo = planning.missing(ctx.store, planned["tasks"])  # the damaged entries were dropped
+        todo = _derive(ctx, ws, planning.missing(ctx.store, planned["tasks"]))  # damaged entries were dropped
     rid = request_id(planned["tasks"])
     from ..views import signatures
 

@@ -71,12 +71,17 @@ def params(state: dict, ws) -> dict | None:
         "n_repeats": int(state["repeats"]),
         "threshold": THRESHOLD,
         "n_obs": planning.pfi_sample(len(ws.features), bool(state.get("pfi_all"))),
+        **({"via_pairs": True} if state.get("pfi_via_pairs") else {}),
     }
 
 
-def run(model, X, y, ws, params, n_jobs):
-    """The task (in the isolated job, on the PFI rows): the flagged groups, shuffled jointly."""
-    groups = compute.feature_dependence(X, list(ws.features)).groups(params["threshold"])
+def run(model, X, y, ws, params, n_jobs, inside=None):
+    """The task (in the isolated job, on the PFI rows): the flagged groups, shuffled jointly.
+    ``inside`` (the bars come from the all-rows permutations): X is every row and ``inside``
+    the selected ones; the groups are found on those, shuffled on every row and restricted,
+    so the group and its members' bars share their rows and pairs."""
+    chosen = X if inside is None else X[inside]
+    groups = compute.feature_dependence(chosen, list(ws.features)).groups(params["threshold"])
     if not groups:
         return {"groups": {}, "pfi": None}
     result = compute.permutation_importance(
@@ -90,7 +95,10 @@ def run(model, X, y, ws, params, n_jobs):
         n_obs=params.get("n_obs"),  # the same rows as the PFI bars (same seed, same budget)
         random_state=planning.SEED,
         n_jobs=n_jobs,
+        keep_pairs=inside is not None,
     )
+    if inside is not None:
+        result = result.restrict(inside[X.index.get_indexer(result.rows)], n_total=int(inside.sum()))
     return {"groups": groups, "pfi": result}
 
 

@@ -32,7 +32,21 @@ def render(ctx, inp) -> dict:
         "permutations)" + (": ask for more repetitions to settle them." if rel > 0.1 else ".")
     )
     info = f"{first.n_rows:,} rows. {settle}"
-    if first.sampled:
+    if first.n_pairs is not None:  # a subgroup's share of the all-rows permutations
+        assert first.n_total is not None and first.row_std_error is not None
+        worst = max(float(res.row_std_error.max()) for res in pfi.values())
+        pairs = int(round(float(first.n_pairs.to_numpy().mean())))
+        info = (
+            f"On large data a subgroup's PFI reuses the permutations of all rows, so a subgroup switch runs no "
+            f"model: {first.n_rows:,} of the subgroup's {first.n_total:,} rows are in their seeded sample, and "
+            f"about {pairs:,} of them per permutation took their shuffled value from another row of the subgroup, "
+            "as a shuffle within the subgroup would; the bars average those pairs. Each bar's label is its "
+            f"standard error (largest ±{worst:.3g}). 'Use all rows' shuffles within all {first.n_total:,} rows "
+            f"of the subgroup instead. {settle}"
+        )
+        sample = f"{pairs:,} row pairs per permutation, reused from all rows"
+        subtitle = subtitle.replace(inp.selection, f"{sample}; {inp.selection}")
+    elif first.sampled:
         assert first.n_total is not None and first.row_std_error is not None
         worst = max(float(res.row_std_error.max()) for res in pfi.values())
         info = (
@@ -53,7 +67,7 @@ def render(ctx, inp) -> dict:
         )
     dependent = partners_line(inp)
     info = f"{info} {dependent}" if dependent else info
-    sampled = any(res.sampled for res in pfi.values())
+    sampled = any(res.sampled or res.n_pairs is not None for res in pfi.values())
     return {
         "figure": figures.pfi_figure(pfi, selected=inp.feature, title=title, subtitle=subtitle),
         "info": info,
