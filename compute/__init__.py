@@ -37,9 +37,11 @@ from .profile import feature_profile, feature_profiles
 from .regional import RegionalSplit, SubgroupSuggestions, suggest_subgroups
 from .results import Extremes, FeatureProfile, PermutationImportance, PermutationPairs
 from .shapley import (
+    ShapleyCoalitions,
     ShapleyContributions,
     ShapleyImportance,
     compare_shapley_importance,
+    shapley_coalitions,
     shapley_contributions,
     shapley_importance,
 )
@@ -66,6 +68,8 @@ __all__ = [
     "Performance",
     "PermutationImportance",
     "PermutationPairs",
+    "ShapleyCoalitions",
+    "shapley_coalitions",
     "Predictions",
     "ProfileSummary",
     "ShapleyContributions",

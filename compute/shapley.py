@@ -51,6 +51,8 @@ from .validation import (
 
 #: Most intervened rows evaluated per batch of coalitions (bounds memory to a few floats each).
 BATCH_ROWS = 2_000_000
+#: Most per-row coalition errors (coalitions x rows) kept for ``row_std_error``.
+ROW_ERRORS_MAX = 20_000_000
 #: Most feature orderings ``n_permutations`` may ask for.
 MAX_ORDERINGS = 100_000
 
@@ -73,6 +75,11 @@ class ShapleyImportance:
     n_rows : model rows evaluated.
     converged : whether every standard error is at most ``tol * |total|``.
     players : player name -> tuple of its columns.
+    row_std_error : Series, the standard error the choice of rows adds: each row's own
+        Shapley values (v is a mean over rows, so SFIMP is the mean of the rows' values, the
+        permutations and orderings shared), their spread over the rows / sqrt(rows); None
+        when the rows' coalition errors would not fit ``ROW_ERRORS_MAX``.
+    rows : labels of the rows used; ``n_total``: the rows of X (``n_obs`` sampled from it).
     """
 
     values: pd.Series
@@ -86,6 +93,14 @@ class ShapleyImportance:
     converged: bool
     players: Mapping[str, tuple]
     params: Mapping[str, Any] = field(default_factory=dict)
+    row_std_error: pd.Series | None = None
+    rows: pd.Index | None = None
+    n_total: int | None = None
+
+    @property
+    def sampled(self) -> bool:
+        """True when a sample of the rows was used (``n_obs``)."""
+        return self.rows is not None and self.n_total is not None and len(self.rows) < self.n_total
 
     @property
     def proportions(self) -> pd.Series:
@@ -117,6 +132,7 @@ def shapley_importance(
     tol=0.01,
     max_rows=20_000_000,
     chunk_rows=None,
+    coalitions=None,
 ) -> ShapleyImportance:
     """Shapley feature importance (SFIMP) of Casalicchio et al. (2018), Eq. (10)-(11).
 
@@ -145,38 +161,44 @@ def shapley_importance(
         Use a seeded sample of this many rows of X.
     exact_max_players, tol, max_rows :
         See ``n_permutations``.
+    coalitions : list of :class:`ShapleyCoalitions`, optional
+        Coalition errors computed apart (:func:`shapley_coalitions` with the same data,
+        players, seed and permutations, e.g. batches of the exact game on other machines):
+        they are not computed again, and the result is the call's own, bit for bit.
 
     Returns
     -------
     ShapleyImportance
     """
-    X = check_frame(X)
-    predictor, Xm = make_predictor(model, X, output)
-    players = check_players(features, list(Xm.columns))
-    n_obs_permutations = check_int(n_obs_permutations, "n_obs_permutations", low=1, high=10_000)
+    game, players, rng, X, exact_args = _setup_game(
+        model, X, y, features, loss, n_obs_permutations, random_state, n_jobs, output, n_obs, chunk_rows
+    )
     n_permutations = check_int(n_permutations, "n_permutations", low=1, high=MAX_ORDERINGS, none_ok=True)
     exact_max_players = check_int(exact_max_players, "exact_max_players", low=1, high=20)
-    n_obs = check_int(n_obs, "n_obs", low=2, none_ok=True)
     max_rows = check_int(max_rows, "max_rows", low=1)
-    chunk_rows = check_int(chunk_rows, "chunk_rows", low=1, none_ok=True)
     tol = check_real(tol, "tol", low=0.0, strict=True, allowed="a positive number")
-    n_jobs = check_n_jobs(n_jobs)
-    rng = check_rng(random_state)
-    loss_obj, y_enc = check_target(y, len(X), predictor, loss, "shapley_importance")
-
-    rows = sample_rows(len(X), n_obs, rng)
-    donors = np.stack([rows[rng.permutation(rows.size)] for _ in range(n_obs_permutations)])
-    game = _Game(predictor, y_enc, loss_obj, rows, players, donors, chunk_rows=chunk_rows, n_jobs=n_jobs)
+    for part in coalitions or ():
+        game.add(part)
     p = len(players)
     exact = n_permutations is None and p <= exact_max_players
+    n_perm = game.donors.shape[0]
+    # per-row errors of every coalition evaluated: 2^p of them, or at most max_rows / L rows'
+    # worth (and (p + 1) per ordering asked for) when sampling
+    n = game.rows.size
+    sampled_cells = max_rows // n_perm if n_permutations is None else (n_permutations + 1) * (p + 1) * n
+    game.keep_rows = ((1 << p) * n if exact else sampled_cells) <= ROW_ERRORS_MAX
     if exact:
-        values, std_error = _exact_shapley(game, p)
+        values, std_error, phi_rows = _exact_shapley(game, p)
         n_orderings, converged = 0, bool(np.all(std_error <= tol * abs(game.value(game.full))))
     else:
-        values, std_error, n_orderings, converged = _sampled_shapley(
+        values, std_error, n_orderings, converged, phi_rows = _sampled_shapley(
             game, p, rng, n_permutations=n_permutations, tol=tol, max_rows=max_rows
         )
     names = list(players)
+    row_se = None
+    if phi_rows is not None:
+        spread = phi_rows.std(axis=1, ddof=1) if game.rows.size > 1 else np.full(p, np.nan)
+        row_se = pd.Series(spread / np.sqrt(game.rows.size), index=names, name="row_std_error")
     return ShapleyImportance(
         values=pd.Series(values, index=names, name="sfimp"),
         std_error=pd.Series(std_error, index=names, name="std_error"),
@@ -188,13 +210,84 @@ def shapley_importance(
         n_rows=game.n_rows,
         converged=converged,
         players=players,
-        params={
-            "loss": loss_obj.name,
-            "n_obs_permutations": n_obs_permutations,
-            "n_obs": n_obs,
-            "random_state": random_state if isinstance(random_state, int) else None,
-        },
+        params={**exact_args, "random_state": random_state if isinstance(random_state, int) else None},
+        row_std_error=row_se,
+        rows=X.index[game.rows],
+        n_total=len(X),
     )
+
+
+@dataclass(frozen=True, eq=False)
+class ShapleyCoalitions:
+    """Coalition errors of a SFIMP game computed apart (:func:`shapley_coalitions`):
+    ``errors[mask]`` per observation permutation, ``rows[mask]`` per row (mean over the
+    permutations), ``n_rows`` the model rows they cost."""
+
+    errors: Mapping[int, np.ndarray]
+    rows: Mapping[int, np.ndarray]
+    n_rows: int
+
+
+def shapley_coalitions(
+    model,
+    X,
+    y,
+    masks,
+    features=None,
+    *,
+    loss=None,
+    n_obs_permutations=5,
+    random_state=0,
+    n_jobs=1,
+    output=None,
+    n_obs=None,
+    chunk_rows=None,
+) -> ShapleyCoalitions:
+    """The errors of the coalitions ``masks`` (bit k set: player k known, players in the
+    order of ``features``) of the game ``shapley_importance`` plays with the same arguments:
+    a batch of the exact game computed on its own, for ``shapley_importance(coalitions=...)``
+    to join (one job spread over several machines)."""
+    game, players, _, _, _ = _setup_game(
+        model, X, y, features, loss, n_obs_permutations, random_state, n_jobs, output, n_obs, chunk_rows
+    )
+    top = 1 << len(players)
+    try:
+        chosen = np.unique(np.asarray(masks).ravel())
+        whole = chosen.size == 0 or np.issubdtype(chosen.dtype, np.integer)
+    except (TypeError, ValueError):
+        whole = False
+    if not whole or (chosen.size and (chosen.min() < 0 or chosen.max() >= top)):
+        raise InputError(f"The 'masks' must be coalitions of the {len(players)} players: whole numbers in [0, {top}).")
+    game.keep_rows = True
+    own = game.n_rows
+    chosen = chosen.astype(np.int64)
+    game.evaluate(chosen)
+    keys = [int(m) for m in chosen]
+    return ShapleyCoalitions(
+        errors={m: game._errors[m] for m in keys},
+        rows={m: game._rows[m] for m in keys},
+        n_rows=game.n_rows - own,
+    )
+
+
+def _setup_game(model, X, y, features, loss, n_obs_permutations, random_state, n_jobs, output, n_obs, chunk_rows):
+    """The checked inputs and the game (rows sampled, observation permutations drawn) that
+    ``shapley_importance`` and ``shapley_coalitions`` share."""
+    X = check_frame(X)
+    predictor, Xm = make_predictor(model, X, output)
+    players = check_players(features, list(Xm.columns))
+    n_obs_permutations = check_int(n_obs_permutations, "n_obs_permutations", low=1, high=10_000)
+    n_obs = check_int(n_obs, "n_obs", low=2, none_ok=True)
+    chunk_rows = check_int(chunk_rows, "chunk_rows", low=1, none_ok=True)
+    n_jobs = check_n_jobs(n_jobs)
+    rng = check_rng(random_state)
+    loss_obj, y_enc = check_target(y, len(X), predictor, loss, "shapley_importance")
+
+    rows = sample_rows(len(X), n_obs, rng)
+    donors = np.stack([rows[rng.permutation(rows.size)] for _ in range(n_obs_permutations)])
+    game = _Game(predictor, y_enc, loss_obj, rows, players, donors, chunk_rows=chunk_rows, n_jobs=n_jobs)
+    args = {"loss": loss_obj.name, "n_obs_permutations": n_obs_permutations, "n_obs": n_obs}
+    return game, players, rng, X, args
 
 
 def compare_shapley_importance(models: Mapping[str, object], X, y, **kwargs) -> pd.DataFrame:
@@ -326,10 +419,10 @@ def shapley_contributions(
     p = len(players)
     exact = n_permutations is None and p <= exact_max_players
     if exact:
-        values, std_error = _exact_shapley(game, p)
+        values, std_error, _ = _exact_shapley(game, p)
         n_orderings = 0
     else:
-        values, std_error, n_orderings, _ = _sampled_shapley(
+        values, std_error, n_orderings, _, _ = _sampled_shapley(
             game, p, rng, n_permutations=n_permutations, tol=tol, max_rows=max_rows
         )
     game.evaluate([0])
@@ -381,6 +474,8 @@ class _Game:
         self.chunk_rows, self.n_jobs = chunk_rows, n_jobs
         self.n_rows = 0
         self._errors: dict[int, np.ndarray] = {}
+        self.keep_rows = False  # keep each coalition's per-row error (mean over permutations)
+        self._rows: dict[int, np.ndarray] = {}
         # GE_P: nothing is marginalised, so the permutations are irrelevant: n rows suffice.
         values, losses = predict_positions(
             predictor, rows, y_enc=y_enc, loss=loss, chunk_rows=chunk_rows, n_jobs=n_jobs
@@ -389,6 +484,7 @@ class _Game:
         payout = values if loss is None else losses
         assert payout is not None  # a loss game gets losses
         self._errors[self.full] = np.full(n_perm, payout.mean())
+        self._rows[self.full] = payout
         if design.numeric:  # own and donor rows of every (l, i), gathered once per game
             numbers = design.numbers()
             self._own = numbers[np.tile(rows, n_perm)]
@@ -428,8 +524,32 @@ class _Game:
             )
             payout = values if self.loss is None else losses
             assert payout is not None  # a loss game gets losses
-            errors = payout.reshape(masks_b.size, n_perm, n).mean(axis=2)
-            self._errors.update(zip(masks_b.tolist(), errors))
+            per = payout.reshape(masks_b.size, n_perm, n)
+            self._errors.update(zip(masks_b.tolist(), per.mean(axis=2)))
+            if self.keep_rows:
+                self._rows.update(zip(masks_b.tolist(), per.mean(axis=1)))
+
+    def add(self, part: ShapleyCoalitions) -> None:
+        """Coalition errors computed apart (``shapley_coalitions`` of the same game)."""
+        if not isinstance(part, ShapleyCoalitions):
+            raise InputError(f"Each of 'coalitions' must be a ShapleyCoalitions (got {type(part).__name__}).")
+        n_perm, n = self.donors.shape
+        for mask, errors in part.errors.items():
+            rows = part.rows.get(mask)
+            if np.shape(errors) != (n_perm,) or rows is None or np.shape(rows) != (n,):
+                raise InputError(
+                    "The 'coalitions' were computed on other rows or permutations; compute them with the "
+                    "same data, players, n_obs, n_obs_permutations and random_state."
+                )
+            self._errors[int(mask)] = np.asarray(errors)
+            self._rows[int(mask)] = np.asarray(rows)
+        self.n_rows += int(part.n_rows)
+
+    def row_errors(self, masks) -> np.ndarray | None:
+        """Per-row errors of ``masks`` (rows x coalitions stacked), None if not all kept."""
+        if not all(int(m) in self._rows for m in masks):
+            return None
+        return np.stack([self._rows[int(m)] for m in masks])
 
     def _block_maker(self, from_donor: np.ndarray, per_coalition: int, n: int):
         design = self.predictor.design
@@ -475,11 +595,12 @@ def _permutation_se(phi_l: np.ndarray) -> np.ndarray:
     return phi_l.std(axis=1, ddof=1) / np.sqrt(n_perm)
 
 
-def _exact_shapley(game: _Game, p: int) -> tuple[np.ndarray, np.ndarray]:
+def _exact_shapley(game: _Game, p: int) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """Eq. (11) by enumeration: phi_j = sum_{S not containing j} |S|!(p-|S|-1)!/p! (v(S+j) - v(S)).
 
     Computed per observation permutation (the Shapley value is linear in v), so the values
-    are the mean and the standard error comes from their spread over permutations.
+    are the mean and the standard error comes from their spread over permutations; and per
+    row (each row's payouts from its own errors), when the game keeps them: (p, rows).
     """
     masks = np.arange(1 << p, dtype=np.int64)
     game.evaluate(masks)
@@ -490,7 +611,15 @@ def _exact_shapley(game: _Game, p: int) -> tuple[np.ndarray, np.ndarray]:
     for j in range(p):
         without = masks[(masks >> j) & 1 == 0]
         phi_l[j] = weight[size[without]] @ (v[without | (1 << j)] - v[without])
-    return phi_l.mean(axis=1), _permutation_se(phi_l)
+    phi_rows = None
+    errors = game.row_errors(masks) if game.keep_rows else None  # (2^p, rows)
+    if errors is not None:
+        sign = -1.0 if game.loss is not None else 1.0  # v(S) = GE_empty - GE_S, or f_S - f_empty
+        phi_rows = np.empty((p, errors.shape[1]))
+        for j in range(p):
+            without = masks[(masks >> j) & 1 == 0]
+            phi_rows[j] = sign * (weight[size[without]] @ (errors[without | (1 << j)] - errors[without]))
+    return phi_l.mean(axis=1), _permutation_se(phi_l), phi_rows
 
 
 def _sampled_shapley(game: _Game, p: int, rng, *, n_permutations, tol, max_rows):
@@ -506,6 +635,8 @@ def _sampled_shapley(game: _Game, p: int, rng, *, n_permutations, tol, max_rows)
     total = abs(game.value(game.full))
     target_pairs = None if n_permutations is None else -(-n_permutations // 2)
     contributions: list[np.ndarray] = []  # one (2, p, L) array per antithetic pair
+    sign = -1.0 if game.loss is not None else 1.0
+    phi_rows: np.ndarray | None = np.zeros((p, game.rows.size)) if game.keep_rows else None
     batch_pairs = 8
     while True:
         if target_pairs is None:  # no batch may overshoot the row budget by much
@@ -522,6 +653,13 @@ def _sampled_shapley(game: _Game, p: int, rng, *, n_permutations, tol, max_rows)
         contrib = np.empty((orders.shape[0], p, v.shape[2]))
         np.put_along_axis(contrib, orders[:, :, None], np.diff(v, axis=1), axis=1)
         contributions.extend(contrib.reshape(n_new, 2, p, v.shape[2]))
+        if phi_rows is not None:  # each row's marginal contributions, in the order of the orderings
+            for order, masks in zip(orders, prefix):
+                errors = game.row_errors(masks)
+                if errors is None:
+                    phi_rows = None
+                    break
+                phi_rows[order] += sign * np.diff(errors, axis=0)
         stacked = np.stack(contributions)  # (pairs, 2, p, L)
         pairs = stacked.mean(axis=(1, 3))
         n_pairs = len(pairs)
@@ -538,4 +676,6 @@ def _sampled_shapley(game: _Game, p: int, rng, *, n_permutations, tol, max_rows)
         se_order = np.full(p, np.nan)  # one pair gives no spread to estimate from
     se = np.sqrt(se_order**2 + _permutation_se(stacked.mean(axis=(0, 1))) ** 2)
     converged = bool(np.all(se <= tol * total))
-    return pairs.mean(axis=0), se, 2 * n_pairs, converged
+    if phi_rows is not None:
+        phi_rows = phi_rows / (2 * n_pairs)
+    return pairs.mean(axis=0), se, 2 * n_pairs, converged, phi_rows

@@ -127,6 +127,10 @@ CALLS = {
         compute.shapley_importance,
         lambda: dict(model=OLS, X=X, y=Y, n_obs_permutations=2),
     ),
+    "shapley_coalitions": (
+        compute.shapley_coalitions,
+        lambda: dict(model=OLS, X=X, y=Y, masks=[0, 1], n_obs_permutations=2),
+    ),
     "compare_shapley_importance": (
         compute.compare_shapley_importance,
         lambda: dict(models={"ols": OLS}, X=X, y=Y, n_obs_permutations=2),
@@ -195,6 +199,7 @@ MODEL_FUNCTIONS = {
     "feature_profiles": {"y", "output", "n_jobs", "chunk_rows", "random_state", "n_obs", "grid", "loss"},
     "permutation_importance": {"y", "output", "n_jobs", "chunk_rows", "random_state", "loss", "n_obs"},
     "shapley_importance": {"y", "output", "n_jobs", "chunk_rows", "random_state", "n_obs", "loss"},
+    "shapley_coalitions": {"y", "output", "n_jobs", "chunk_rows", "random_state", "n_obs", "loss"},
     "contextual_importance": {"output", "n_jobs", "chunk_rows", "random_state"},
     "global_contextual_importance": {"output", "n_jobs", "chunk_rows", "random_state"},
     "ice_feature_impact": {"output", "n_jobs", "chunk_rows", "random_state", "n_obs", "grid"},
@@ -476,6 +481,17 @@ def _cases():
         InputError,
         "subgroup holds 0 of the 20 permuted rows",
         "unknown-labels",
+    )
+
+    # shapley_coalitions and joining them
+    for masks in ([-1], [1 << 10], [0, 2**40], ["a"], [0.5], None):
+        add("shapley_coalitions", {"masks": masks}, InputError, r"'masks' must be coalitions of the \d+ players")
+    add(
+        "shapley_importance",
+        {"coalitions": ["not a part"]},
+        InputError,
+        "Each of 'coalitions' must be a ShapleyCoalitions",
+        "coalitions-type",
     )
 
     # shapley_importance
