@@ -481,7 +481,8 @@ def _sample_labels(res: compute.PermutationImportance, order: list) -> dict:
 def sfimp_figure(sfimp: Mapping[str, Any], *, selected=None) -> go.Figure:
     """Shapley feature importance (SFIMP) per model, as Fig. 5a of seed 000.
 
-    Bars of each player's Shapley value (``error_x`` = its Monte-Carlo standard error),
+    Bars of each player's Shapley value (``error_x`` = its Monte-Carlo standard error, on a
+    row sample combined with the sample's: sqrt(std_error^2 + row_std_error^2)),
     labelled with its share of the explained performance in percent; legend entries give each
     model's error. Sorting, ``customdata`` and selection marking as :func:`pfi_figure`.
     """
@@ -507,7 +508,7 @@ def sfimp_figure(sfimp: Mapping[str, Any], *, selected=None) -> go.Figure:
                 textposition="inside",
                 insidetextanchor="start",
                 marker=dict(color=MODEL_COLORS[k % len(MODEL_COLORS)], line=_outline(order, selected)),
-                error_x=dict(type="data", array=res.std_error.reindex(order).to_numpy(float), thickness=1.2),
+                error_x=dict(type="data", array=_sfimp_error(res).reindex(order).to_numpy(float), thickness=1.2),
                 hovertemplate=(
                     f"{model}<br>%{{customdata}}: SFIMP %{{x:.4g}} ± %{{error_x.array:.3g}}"
                     "<br>share %{text}<extra></extra>"
@@ -525,6 +526,14 @@ def sfimp_figure(sfimp: Mapping[str, Any], *, selected=None) -> go.Figure:
         yaxis=yaxis,
         xaxis=dict(title=f"SFIMP (drop in {loss} the feature earns)", zeroline=True),
     )
+
+
+def _sfimp_error(res) -> pd.Series:
+    """The bar's standard error: Monte Carlo, and on a row sample the sample's as well."""
+    row = getattr(res, "row_std_error", None)
+    if getattr(res, "sampled", False) and row is not None:
+        return np.sqrt(res.std_error**2 + row.reindex(res.std_error.index) ** 2)
+    return res.std_error
 
 
 # --- PI curves with the marginal distribution (seed 000, Fig. 4 and 6) ----------------------

@@ -28,11 +28,22 @@ import pandas as pd
 
 import compute
 
-from .planning import QUANTILE_GRID, SEED, Task, missing, profile_key, select_rows
+from .planning import (
+    QUANTILE_GRID,
+    SEED,
+    SFIMP_BUDGET,
+    SFIMP_EXACT,
+    SFIMP_PERMUTATIONS,
+    Task,
+    missing,
+    profile_key,
+    select_rows,
+)
 from .store import Store, Workspace
 
 Progress = Callable[[int, int, str], None]
 BUILT_IN = ("profiles", "pfi", "sfimp")
+PARTS = ("pfi_part", "sfimp_part")  # parts of a split job (``planning.split``)
 
 
 def run(
@@ -174,8 +185,16 @@ def step_rows(ws: Workspace, task: Task, data: pd.DataFrame) -> list[int]:
     if task.kind in ("pfi", "pfi_part", "pfi_groups"):
         rows = min(n, task.params.get("n_obs") or n)
         return [rows * p * int(task.params.get("n_repeats", 10)) + rows]
-    if task.kind == "sfimp":
-        return [min(4_000_000, n * p * 20)]
+    if task.kind in ("sfimp", "sfimp_part"):
+        rows = min(n, task.params.get("n_obs") or n)
+        if task.kind == "sfimp_part":
+            start, stop = task.params["masks"]
+            return [(stop - start) * SFIMP_PERMUTATIONS * rows]
+        if task.params.get("parts"):
+            return [rows]  # joining cached parts
+        if p <= SFIMP_EXACT:
+            return [(1 << p) * SFIMP_PERMUTATIONS * rows]
+        return [SFIMP_BUDGET]
     return [n]
 
 
@@ -250,7 +269,10 @@ def _run_task(store, ws, task, data, y, models, policy, n_jobs, progress, done, 
         settings = {k: task.params[k] for k in ("n_obs", "budget", "seed")}
         store.put(task.key, _profile(ws, model, X, y, task.params["feature"], settings, n_jobs))
         return done + 1
-    if task.kind not in BUILT_IN and task.kind != "pfi_part":  # a task a view declares (View(tasks=...))
+    if task.kind not in BUILT_IN and task.kind not in (
+        "pfi_part",
+        "sfimp_part",
+    ):  # a task a view declares (View(tasks=...))
         from .views import task_spec  # the views import this module
 
         spec = task_spec(task.kind)
@@ -282,25 +304,46 @@ def _run_task(store, ws, task, data, y, models, policy, n_jobs, progress, done, 
         progress(done, steps, f"{entry.name}: permutation importance ({task.params['n_repeats']} repeats)")
         keep = bool(task.params.get("keep"))
         result = _permutation_importance(model, X[mask], y[mask], ws, task.params, n_jobs, keep_pairs=keep)
+    elif task.kind == "sfimp_part":  # a batch of the exact game's coalitions
+        start, stop = task.params["masks"]
+        progress(done, steps, f"{entry.name}: Shapley feature importance (coalitions {start} to {stop - 1})")
+        part = compute.shapley_coalitions(
+            model, X[mask], y[mask], range(start, stop), n_jobs=n_jobs, **_sfimp(ws, task)
+        )
+        store.put(task.key, part)
+        return done + 1
     elif task.kind == "sfimp":
         progress(done, steps, f"{entry.name}: Shapley feature importance")
+        found = [store.get(key) for key in task.params.get("parts") or ()]
+        if any(part is None for part in found):
+            raise compute.ModelError("A part of the Shapley feature importance was lost from the cache; run it again.")
         result = compute.shapley_importance(
             model,
             X[mask],
             y[mask],
-            loss=ws.loss,
-            output=ws.output,
-            random_state=SEED,
-            n_jobs=n_jobs,
-            exact_max_players=10,
+            exact_max_players=SFIMP_EXACT,
             tol=0.02,
-            max_rows=4_000_000,
+            max_rows=SFIMP_BUDGET,
+            coalitions=found or None,
+            n_jobs=n_jobs,
+            **_sfimp(ws, task),
         )
     if isinstance(result, compute.PermutationImportance) and task.kind == "pfi" and task.params.get("keep"):
         store.put(task.params["keep"], result)  # the all-rows PFI keeps its pairs apart
         result = result.without_pairs()
     store.put(task.key, result)
     return done + 1
+
+
+def _sfimp(ws, task) -> dict:
+    """The arguments that make an SFIMP game, the same for the whole task and its parts."""
+    return {
+        "loss": ws.loss,
+        "output": ws.output,
+        "random_state": SEED,
+        "n_obs": task.params.get("n_obs"),
+        "n_obs_permutations": SFIMP_PERMUTATIONS,
+    }
 
 
 def _permutation_importance(model, X, y, ws, params, n_jobs, keep_pairs=False):

@@ -153,8 +153,27 @@ def pfi_via_pairs(data: pd.DataFrame, condition: str, excluded, n_obs: int | Non
     return m * m / n_obs >= PFI_MIN_ROWS
 
 
-def sfimp_key(ws, model, rows: str) -> str:
-    return result_key("sfimp", ws, model, rows=rows, seed=SEED)
+#: Most model rows one model's SFIMP may evaluate (its ``max_rows``), and the budget its row
+#: sample is sized for; exact over all coalitions up to SFIMP_EXACT players, sampled above
+SFIMP_BUDGET = 4_000_000
+SFIMP_EXACT = 10
+SFIMP_PERMUTATIONS = 5  # observation permutations per coalition (n_obs_permutations)
+
+
+def sfimp_sample(n_features: int, all_rows: bool = False) -> int | None:
+    """The SFIMP row sample: None (every row) when asked, else the rows that fit
+    SFIMP_BUDGET: 2^p coalitions x 5 permutations each (exact), or 16 antithetic pairs of
+    orderings of 2 (p - 1) coalitions each (sampled); at least PFI_MIN_ROWS."""
+    if all_rows:
+        return None
+    p = max(1, int(n_features))
+    per_row = (1 << p) * SFIMP_PERMUTATIONS if p <= SFIMP_EXACT else 32 * (p - 1) * SFIMP_PERMUTATIONS
+    return max(PFI_MIN_ROWS, SFIMP_BUDGET // per_row)
+
+
+def sfimp_key(ws, model, rows: str, n_obs: int | None = None) -> str:
+    extra = {"n_obs": n_obs} if n_obs is not None else {}
+    return result_key("sfimp", ws, model, rows=rows, seed=SEED, **extra)
 
 
 def plan(
@@ -194,6 +213,7 @@ def plan(
         return found[n_obs[m.name]]
 
     pairs = {m.name for m in ws.models if via_pairs(m)}
+    sfimp_n_obs = {m.name: sfimp_sample(len(m.features), pfi_all) for m in ws.models}
     keys: dict[str, Any] = {
         "summary": summary_key(ws, focus_entry, settings),
         "profiles": {f: profile_key(ws, focus_entry, f, settings) for f in focus_entry.features},
@@ -201,7 +221,7 @@ def plan(
             m.name: pfi_key(ws, m, rows, n_repeats, n_obs[m.name], via="pairs" if m.name in pairs else "")
             for m in ws.models
         },
-        "sfimp": {m.name: sfimp_key(ws, m, rows) for m in ws.models} if sfimp else {},
+        "sfimp": {m.name: sfimp_key(ws, m, rows, sfimp_n_obs[m.name]) for m in ws.models} if sfimp else {},
     }
     tasks = []
     if "profiles" in needs:
@@ -225,7 +245,12 @@ def plan(
                 tasks.append(Task("pfi", keys["pfi"][m.name], m.name, params))
     if "sfimp" in needs:
         tasks += [
-            Task("sfimp", keys["sfimp"][m.name], m.name, {"condition": condition, "excluded": list(excluded or ())})
+            Task(
+                "sfimp",
+                keys["sfimp"][m.name],
+                m.name,
+                {"condition": condition, "excluded": list(excluded or ()), "n_obs": sfimp_n_obs[m.name]},
+            )
             for m in ws.models
             if sfimp
         ]
@@ -243,6 +268,7 @@ def plan(
 
 
 PFI_BLOCK = 2  # features per PFI part when a job is split over workers
+SFIMP_PARTS = 4  # batches of coalitions an exact SFIMP is split into
 
 
 def split(ws: Workspace, tasks: list[dict]) -> tuple[list[dict], list[dict]]:
@@ -253,7 +279,10 @@ def split(ws: Workspace, tasks: list[dict]) -> tuple[list[dict], list[dict]]:
     and adds the summary and the output-range pass). PFI of a model: one part per block of
     PFI_BLOCK features (``pfi_part``), each on the same rows with the permutation streams
     its features have in the whole call; the PFI task then joins them
-    (``PermutationImportance.concat``), bit for bit the one call. Other tasks are one part
+    (``PermutationImportance.concat``), bit for bit the one call. Exact SFIMP of a model:
+    SFIMP_PARTS batches of its coalitions (``sfimp_part``, ``compute.shapley_coalitions``),
+    joined by the SFIMP task (``shapley_importance(coalitions=...)``), bit for bit. Other
+    tasks (sampled SFIMP, whose orderings are drawn until its error is small) are one part
     each. Returns (parts, joins); joins run once every part is done."""
     parts: list[dict] = []
     joins: list[dict] = []
@@ -276,7 +305,18 @@ def split(ws: Workspace, tasks: list[dict]) -> tuple[list[dict], list[dict]]:
                 params = {**task.params, "features": block, "streams": list(range(start, start + len(block)))}
                 parts.append(Task("pfi_part", key, task.model, params).to_dict())
             joins.append(Task(task.kind, task.key, task.model, {**task.params, "parts": keys}, task.also).to_dict())
-        else:
+        elif task.kind == "sfimp" and len(entry.features) <= SFIMP_EXACT:
+            # the exact game: its 2^p coalitions in SFIMP_PARTS batches, joined by the task
+            top = 1 << len(entry.features)
+            size = max(1, -(-top // SFIMP_PARTS))
+            keys = []
+            for start in range(0, top, size):
+                key = result_key("sfimp_part", ws, entry, of=task.key, start=start)
+                keys.append(key)
+                masks = [start, min(start + size, top)]
+                parts.append(Task("sfimp_part", key, task.model, {**task.params, "masks": masks}).to_dict())
+            joins.append(Task(task.kind, task.key, task.model, {**task.params, "parts": keys}, task.also).to_dict())
+        else:  # sampled SFIMP: its orderings are drawn until the error is small, one after another
             parts.append(t)
     return parts, joins
 

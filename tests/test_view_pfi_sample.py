@@ -194,3 +194,47 @@ def test_grouped_pfi_follows_bars_reused_from_all_rows(ctx):
         model, X, y, loss=ws.loss, n_repeats=3, n_obs=400, random_state=planning.SEED, keep_pairs=True
     ).restrict(inside[X.index.get_indexer(direct.rows)])
     assert found["pfi"].rows.equals(bars.rows) and found["pfi"].n_total == int(inside.sum())
+
+
+def test_sfimp_runs_on_a_sample_within_its_budget_and_says_so(ctx, monkeypatch):
+    """SFIMP within SFIMP_BUDGET model rows: 4,000 rows at 2^3 coalitions x 5 permutations
+    are 100 of the X3 demo's 500; the library's numbers on that sample; bars with the
+    combined standard error; "Use all rows" shows and lifts the sample."""
+    import numpy as np
+
+    monkeypatch.setattr(planning, "SFIMP_BUDGET", 4_000)
+    monkeypatch.setattr(planning, "PFI_MIN_ROWS", 50)
+    assert planning.sfimp_sample(3) == 100 and planning.sfimp_sample(3, all_rows=True) is None
+    assert planning.sfimp_sample(12) == max(50, 4_000 // (32 * 11 * 5))  # sampled orderings
+    ws = ctx.store.workspace("demo-x3")
+    state = normalize(ctx, {**default_state(), "ws": ws.id, "sfimp": True})[0]
+    tasks = [t for t in plan_state(ctx, ws, state)["tasks"] if t["kind"] == "sfimp"]
+    assert tasks and all(t["params"]["n_obs"] == 100 for t in tasks)
+    results = _results(ctx, state)
+    inp = load_inputs(ctx, results)
+    res = inp.sfimp[inp.state["model"]]
+    assert res.sampled and len(res.rows) == 100 and res.n_total == 500 and res.row_std_error is not None
+    entry = ws.model(inp.state["model"])
+    model = load_model(ctx.store.path(entry.path), name=entry.name)
+    direct = compute.shapley_importance(
+        model,
+        inp.data[list(entry.features)],
+        inp.data[ws.target],
+        loss=ws.loss,
+        n_obs=100,
+        random_state=planning.SEED,
+        exact_max_players=10,
+        tol=0.02,
+        max_rows=4_000,
+    )
+    assert_allclose(res.values.to_numpy(), direct.values.to_numpy(), rtol=1e-9)  # the forest adds in thread order
+    assert res.rows.equals(direct.rows)
+    out = views.render(ctx, "sfimp", results)
+    assert "seeded sample of 100 of the 500 selected rows" in out["info"]
+    bar = out["figure"].data[0]
+    combined = np.sqrt(res.std_error**2 + res.row_std_error**2)
+    assert_allclose(bar.error_x.array, combined.reindex(bar.y).to_numpy())
+    pfi_out = views.render(ctx, "pfi", results)
+    assert pfi_out["all_style"] == {}  # SFIMP's sample: the button shows though PFI uses every row
+    every = [t for t in plan_state(ctx, ws, {**state, "pfi_all": True})["tasks"] if t["kind"] == "sfimp"]
+    assert all(t["params"]["n_obs"] is None for t in every)

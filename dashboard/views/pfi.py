@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dash import html
 
-from .. import figures, ids, layout
+from .. import figures, ids, layout, planning
 from ..state import DEFAULT_REPEATS
 from .base import PFI, View, data_role_note, empty
 from .caveats import partners_line
@@ -68,6 +68,8 @@ def render(ctx, inp) -> dict:
     dependent = partners_line(inp)
     info = f"{info} {dependent}" if dependent else info
     sampled = any(res.sampled or res.n_pairs is not None for res in pfi.values())
+    if inp.state.get("sfimp") and first.n_total is not None:  # SFIMP's smaller sample: the same button
+        sampled = sampled or first.n_total > (planning.sfimp_sample(len(first.features)) or first.n_total)
     return {
         "figure": figures.pfi_figure(pfi, selected=inp.feature, title=title, subtitle=subtitle),
         "info": info,
@@ -114,5 +116,5 @@ VIEW = View(
         html.Button("More repetitions", id=ids.REPEATS_MORE, className="button small"),
     ],
     needs=frozenset({PFI}),
-    reads=frozenset({"ws", "model", "feature", "subgroup", "exclude", "repeats", "pfi_all"}),
+    reads=frozenset({"ws", "model", "feature", "subgroup", "exclude", "repeats", "pfi_all", "sfimp"}),
 )

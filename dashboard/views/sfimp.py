@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dash import html
 
-from .. import figures, ids, layout
+from .. import figures, ids, layout, planning
 from .base import SFIMP, View, empty
 
 
@@ -23,6 +23,15 @@ def render(ctx, inp) -> dict:
         f"error {s.model_error:.4g} vs {s.baseline_error:.4g} with no feature"
         for name, s in sfimp.items()
     )
+    sampled = [s for s in sfimp.values() if getattr(s, "sampled", False)]
+    if sampled:
+        first = sampled[0]
+        info = (
+            f"SFIMP on a seeded sample of {len(first.rows):,} of the {first.n_total:,} selected rows (to keep "
+            f"within {planning.SFIMP_BUDGET:,} model rows per model): each error bar combines the Monte-Carlo "
+            "error of the permutations and orderings with the sample's (each row's own Shapley values, their "
+            "spread over the rows). 'Use all rows' (under the PFI bars) computes on every row. " + info
+        )
     return {"figure": figures.sfimp_figure(sfimp, selected=inp.feature), "info": info, "button": "Hide SFIMP"}
 
 
@@ -49,5 +58,5 @@ VIEW = View(
     ],
     extra=lambda: html.Button("Compute SFIMP", id=ids.SFIMP_RUN, className="button small"),
     needs=frozenset({SFIMP}),
-    reads=frozenset({"ws", "model", "feature", "subgroup", "exclude", "sfimp"}),
+    reads=frozenset({"ws", "model", "feature", "subgroup", "exclude", "sfimp", "pfi_all"}),
 )
