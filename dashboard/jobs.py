@@ -56,13 +56,15 @@ def run(
     progress: Progress | None = None,
     clock: Callable[[], float] = time.monotonic,
     models: dict | None = None,
-) -> None:
+    wait: bool = True,
+) -> list[dict]:
     """Compute the missing tasks and cache their results (inside a background job). Each
     progress label ends with the time left ("about 40 s left"): the job's model rows are
     estimated per step (:func:`step_rows`) and priced first by a timed probe (the first
     model predicting a few hundred rows), then by the rate measured so far. ``models``: the
     models already loaded in this process, by name, filled as models load (the parts of a
-    split job share them)."""
+    split job share them). ``wait=False``: a task another process is computing is skipped,
+    not waited for; returns the tasks skipped so."""
     report = progress or (lambda done, total, label: None)
     todo = [Task.from_dict(t) for t in missing(store, tasks)]
     data = store.data(ws)
@@ -78,23 +80,33 @@ def run(
         report(done, total, f"{label} · {left}" if left and label != "done" else label)
 
     done = 0
+    busy: list[dict] = []
     for task in todo:
-        with task_lock(store, task.key):  # another session may be computing the same task
+        with task_lock(store, task.key, wait=wait) as mine:  # another session may be computing it
+            if not mine:
+                busy.append(task.to_dict())
+                continue
             if not missing(store, [task.to_dict()]):
                 done += len(ws.model(task.model).features) if task.kind == "profiles" else 1
                 continue
             done = _run_task(store, ws, task, data, y, models, policy, n_jobs, tell, done, steps)
     tell(steps, steps, "done")
+    return busy
 
 
 @contextmanager
-def task_lock(store: Store, key: str):
+def task_lock(store: Store, key: str, wait: bool = True):
     """An exclusive lock per task across processes and machines sharing the cache folder
-    (``flock``: released by the kernel if the holder dies, so a killed job blocks no one)."""
+    (``flock``: released by the kernel if the holder dies, so a killed job blocks no one).
+    Yields True once held; with ``wait=False``, False at once when another process holds it."""
     with open(_lock_path(store, key), "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
         try:
-            yield
+            fcntl.flock(handle, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except BlockingIOError:
+            yield False
+            return
+        try:
+            yield True
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
 

@@ -267,7 +267,7 @@ def plan(
     return {"keys": keys, "tasks": [t.to_dict() for t in tasks]}
 
 
-PFI_BLOCK = 2  # features per PFI part when a job is split over workers
+PFI_BLOCK = 1  # features per PFI part when a job is split over workers
 SFIMP_PARTS = 4  # batches of coalitions an exact SFIMP is split into
 
 

@@ -104,6 +104,9 @@ def register_part_task(celery_app, config: Config) -> None:
             return 0
         if token and jobs.job_ended(ctx.store, token):  # cancelled or over: no process, no model load
             return 0
+        # the data set (our own parquet, written at upload), read once per worker process: the
+        # isolated process of each message inherits it; the model loads there, in isolation
+        ctx.store.data(ws)
         return run_parts(ctx, ws, tasks, token)
 
 

@@ -179,3 +179,16 @@ def test_an_exact_sfimp_split_into_coalition_batches_equals_the_whole_task(tmp_p
             assert np.array_equal(whole.row_std_error.to_numpy(), split.row_std_error.to_numpy())
         else:
             np.testing.assert_allclose(whole.values.to_numpy(), split.values.to_numpy(), rtol=1e-9)
+
+
+def test_a_part_being_computed_elsewhere_is_passed_over_not_waited_for(tmp_path):
+    """jobs.run(wait=False) skips a task whose lock another process holds and returns it (the
+    split job waits for such parts only after doing the others); a free one is computed."""
+    ctx = _ctx(tmp_path, "busy")
+    ws, parts = _pfi_parts(ctx, "`mean radius` > 14")
+    with jobs.task_lock(ctx.store, parts[0]["key"]) as held:
+        assert held
+        busy = jobs.run(ctx.store, ws, parts[:2], policy=ctx.policy, wait=False)
+        assert busy == [parts[0]] and planning.missing(ctx.store, parts[:2]) == [parts[0]]
+    assert jobs.run(ctx.store, ws, parts[:2], policy=ctx.policy, wait=False) == []
+    assert planning.missing(ctx.store, parts[:2]) == []

@@ -262,26 +262,34 @@ def _run_parts(ctx, ws, tasks, token) -> int:
         if token and jobs.job_ended(ctx.store, token):
             log.info("job part skipped: its job has ended")
             break
-        if planning.missing(ctx.store, [part]):
-            jobs.run(ctx.store, ws, [part], policy=ctx.policy, n_jobs=ctx.config.n_jobs, models=models)
-            computed += 1
+        if planning.missing(ctx.store, [part]):  # one being computed elsewhere is left to them
+            computed += not _run_part(ctx, ws, part, models)
     return computed
+
+
+def _run_part(ctx, ws, part: dict, models: dict) -> list[dict]:
+    """One part, unless another process is computing it (then returned, not waited for)."""
+    return jobs.run(ctx.store, ws, [part], policy=ctx.policy, n_jobs=ctx.config.n_jobs, models=models, wait=False)
 
 
 def _run_split(ctx, ws, parts, joins, progress, token, send: bool = True) -> None:
     """The job's own share of a split job: hold the job's lock, queue the parts for the
     workers, then do the parts itself from the last (workers take them from the first; a
-    part being computed elsewhere is waited for through its lock, one done is skipped),
-    then the joins. Progress counts finished parts. ``send=False``: no queueing (the job
-    alone, as a benchmark's baseline)."""
+    part done is skipped, one being computed elsewhere is passed over and waited for, through
+    its lock, once the others are done), then the joins. Progress counts finished parts.
+    ``send=False``: no queueing (the job alone, as a benchmark's baseline)."""
     total = len(parts) + len(joins)
     models: dict = {}  # loaded once for all the parts this process does
     with jobs.job_alive(ctx.store, token):
         if send:
             ctx.store.put(sent_key(token), send_parts(ctx, ws, parts, token))
+        busy: list[dict] = []  # parts another process is computing: waited for once the rest are done
         for k, part in enumerate(reversed(parts)):
             progress(k, total, f"part {k + 1} of {len(parts)} ({part['kind'].replace('_', ' ')}, {part['model']})")
-            jobs.run(ctx.store, ws, [part], policy=ctx.policy, n_jobs=ctx.config.n_jobs, models=models)
+            busy += _run_part(ctx, ws, part, models)
+        if busy:
+            progress(len(parts) - len(busy), total, f"waiting for {len(busy)} parts computed elsewhere")
+            jobs.run(ctx.store, ws, busy, policy=ctx.policy, n_jobs=ctx.config.n_jobs, models=models)
         progress(len(parts), total, "joining the parts")
         jobs.run(ctx.store, ws, joins, policy=ctx.policy, n_jobs=ctx.config.n_jobs, models=models)
     progress(total, total, "done")
