@@ -39,7 +39,7 @@ def render(ctx, inp) -> dict:
         info = (
             f"On large data a subgroup's PFI reuses the permutations of all rows, so a subgroup switch runs no "
             f"model: {first.n_rows:,} of the subgroup's {first.n_total:,} rows are in their seeded sample, and "
-            f"about {pairs:,} of them per permutation took their shuffled value from another row of the subgroup, "
+            f"about {pairs:,} of them per permutation drew their shuffled value from a row of the subgroup too, "
             "as a shuffle within the subgroup would; the bars average those pairs. Each bar's label is its "
             f"standard error (largest ±{worst:.3g}). 'Use all rows' shuffles within all {first.n_total:,} rows "
             f"of the subgroup instead. {settle}"
