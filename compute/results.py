@@ -303,6 +303,11 @@ class PermutationImportance:
             unmodified = np.where(valid, base, 0.0).sum(axis=2)
             values = (change.sum(axis=2) + unmodified) / unmodified
         model_error = float(base[inside].mean())
+        if self.kind == "ratio" and model_error <= 1e-12 * max(float(np.abs(changes).max()), 1e-300):
+            raise InputError(
+                f"The ratio form of PFI is undefined on this subgroup: the model's error there is {model_error:.3g}, "
+                "essentially 0. Use kind='difference'."
+            )
         per_row, per_count = change.sum(axis=1), valid.sum(axis=1)  # (items, rows): clusters
         theta = per_row.sum(axis=1) / per_count.sum(axis=1)
         k = (per_count > 0).sum(axis=1)
@@ -326,8 +331,14 @@ class PermutationImportance:
 
     def _subgroup_mask(self, subgroup) -> np.ndarray:
         n = self.n_rows
-        if isinstance(subgroup, (pd.Series, np.ndarray)) and np.asarray(subgroup).dtype == bool:
-            values = np.asarray(subgroup)
+        if isinstance(subgroup, pd.Series) and subgroup.dtype == bool and self.rows is not None:
+            if subgroup.index.has_duplicates or not self.rows.isin(subgroup.index).all():
+                raise InputError("The subgroup mask must have a unique label for every row this result used.")
+            subgroup = subgroup.reindex(self.rows).to_numpy()  # by label, not position
+        if isinstance(subgroup, (list, tuple)) and subgroup and all(isinstance(v, (bool, np.bool_)) for v in subgroup):
+            subgroup = np.asarray(subgroup, dtype=bool)
+        if isinstance(subgroup, np.ndarray) and subgroup.dtype == bool:
+            values = subgroup
             if values.shape != (n,):
                 raise InputError(f"The subgroup mask has {values.size} entries; this result used {n} rows.")
             return values

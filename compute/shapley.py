@@ -258,14 +258,14 @@ def shapley_coalitions(
         whole = False
     if not whole or (chosen.size and (chosen.min() < 0 or chosen.max() >= top)):
         raise InputError(f"The 'masks' must be coalitions of the {len(players)} players: whole numbers in [0, {top}).")
-    game.keep_rows = True
+    game.keep_rows = top * game.rows.size <= ROW_ERRORS_MAX  # the whole exact call's rule
     own = game.n_rows
     chosen = chosen.astype(np.int64)
     game.evaluate(chosen)
     keys = [int(m) for m in chosen]
     return ShapleyCoalitions(
         errors={m: game._errors[m] for m in keys},
-        rows={m: game._rows[m] for m in keys},
+        rows={m: game._rows[m] for m in keys if m in game._rows} if game.keep_rows else {},
         n_rows=game.n_rows - own,
     )
 
@@ -536,13 +536,14 @@ class _Game:
         n_perm, n = self.donors.shape
         for mask, errors in part.errors.items():
             rows = part.rows.get(mask)
-            if np.shape(errors) != (n_perm,) or rows is None or np.shape(rows) != (n,):
+            if np.shape(errors) != (n_perm,) or (rows is not None and np.shape(rows) != (n,)):
                 raise InputError(
                     "The 'coalitions' were computed on other rows or permutations; compute them with the "
                     "same data, players, n_obs, n_obs_permutations and random_state."
                 )
             self._errors[int(mask)] = np.asarray(errors)
-            self._rows[int(mask)] = np.asarray(rows)
+            if rows is not None:  # not kept when too many (ROW_ERRORS_MAX): no row_std_error then
+                self._rows[int(mask)] = np.asarray(rows)
         self.n_rows += int(part.n_rows)
 
     def row_errors(self, masks) -> np.ndarray | None:

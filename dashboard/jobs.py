@@ -256,7 +256,9 @@ def derive(store: Store, ws: Workspace, task: dict, data: pd.DataFrame) -> bool:
 def _restrict(whole: compute.PermutationImportance, data: pd.DataFrame, params: dict):
     mask = select_rows(data, params["condition"], params["excluded"]).to_numpy()
     _need_rows(mask, 2)
-    return whole.restrict(mask[data.index.get_indexer(whole.rows)], n_total=int(mask.sum()))
+    # by position (the rows the all-rows call used): labels may repeat in an uploaded parquet
+    positions = compute.permutation_rows(len(data), params.get("n_obs"), SEED)
+    return whole.restrict(mask[positions], n_total=int(mask.sum()))
 
 
 def _run_task(store, ws, task, data, y, models, policy, n_jobs, progress, done, steps) -> int:
@@ -340,7 +342,8 @@ def _run_task(store, ws, task, data, y, models, policy, n_jobs, progress, done, 
             n_jobs=n_jobs,
             **_sfimp(ws, task),
         )
-    if isinstance(result, compute.PermutationImportance) and task.kind == "pfi" and task.params.get("keep"):
+    keep = task.params.get("keep")
+    if isinstance(result, compute.PermutationImportance) and task.kind == "pfi" and keep and result.pairs is not None:
         store.put(task.params["keep"], result)  # the all-rows PFI keeps its pairs apart
         result = result.without_pairs()
     store.put(task.key, result)

@@ -300,7 +300,14 @@ def split(ws: Workspace, tasks: list[dict]) -> tuple[list[dict], list[dict]]:
             keys = []
             for start in range(0, len(features), PFI_BLOCK):
                 block = features[start : start + PFI_BLOCK]
-                key = result_key("pfi_part", ws, entry, of=task.key, block=start)
+                key = result_key(
+                    "pfi_part",
+                    ws,
+                    entry,
+                    of=task.key,
+                    features=[str(f) for f in block],
+                    keep=bool(task.params.get("keep")),
+                )
                 keys.append(key)
                 params = {**task.params, "features": block, "streams": list(range(start, start + len(block)))}
                 parts.append(Task("pfi_part", key, task.model, params).to_dict())

@@ -42,7 +42,7 @@ import numpy as np
 import pandas as pd
 
 log = logging.getLogger(__name__)
-RESULT_VERSION = "r5"  # bump when a result's meaning changes, to orphan old entries (r5: ICE impact, issue 10)
+RESULT_VERSION = "r6"  # bump when a result's meaning changes, to orphan old entries (r6: parts by feature, pairs)
 _TOKEN = re.compile(r"^[A-Za-z0-9_-]{16,64}$")
 _DEMO_ID = re.compile(r"^demo-[a-z0-9]+$")
 

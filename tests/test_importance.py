@@ -288,3 +288,29 @@ def test_pairs_join_and_fail_clearly(grouped):
     tiny[:3] = True
     with pytest.raises(compute.InputError, match="subgroup's own permutations"):
         whole.restrict(tiny)
+
+
+def test_restrict_reads_masks_by_label_and_refuses_a_zero_error_ratio(grouped):
+    """A boolean Series is aligned by its labels (a shuffled one gives the same subgroup), a
+    list of booleans is a mask; the ratio on a subgroup the model fits exactly is refused."""
+    X, y, model = grouped
+    res = permutation_importance(model, X, y, n_obs=300, n_repeats=2, random_state=5, keep_pairs=True)
+    mask = pd.Series(X.loc[res.rows, "g"].to_numpy() == 1, index=res.rows)
+    expected = res.restrict(mask.to_numpy())
+    shuffled = mask.sample(frac=1.0, random_state=0)
+    assert np.array_equal(res.restrict(shuffled).repeats.to_numpy(), expected.repeats.to_numpy())
+    assert np.array_equal(res.restrict(list(mask.to_numpy())).repeats.to_numpy(), expected.repeats.to_numpy())
+    exact = FormulaModel(lambda X: X.a * (1 + 3 * X.g) + X.b)
+    ratio = permutation_importance(
+        exact, X, exact.predict(X) + (X.g == 0) * 0.5, n_repeats=2, kind="ratio", keep_pairs=True
+    )
+    with pytest.raises(compute.InputError, match="ratio form of PFI is undefined on this subgroup"):
+        ratio.restrict((X.g == 1).to_numpy())
+
+
+class FormulaModel:
+    def __init__(self, fn):
+        self.fn = fn
+
+    def predict(self, X):
+        return np.asarray(self.fn(X), dtype=float)

@@ -346,3 +346,20 @@ def test_coalitions_computed_apart_join_into_the_one_call(data4):
         shapley_importance(model, X, y, coalitions=[other], **kw)
     with pytest.raises(InputError, match=r"whole numbers in \[0, 16\)"):
         shapley_coalitions(model, X, y, [16], **kw)
+
+
+def test_coalition_parts_keep_rows_only_within_the_cap(data4, monkeypatch):
+    """Parts follow the whole call's ROW_ERRORS_MAX rule: above it they keep no per-row errors,
+    and the join gives the same values without a row standard error."""
+    import compute.shapley as shapley
+    from compute import shapley_coalitions
+
+    model, X, y = data4
+    kw = dict(n_obs=30, n_obs_permutations=3, random_state=6)
+    monkeypatch.setattr(shapley, "ROW_ERRORS_MAX", 100)  # 16 coalitions x 30 rows is above it
+    parts = [shapley_coalitions(model, X, y, masks, **kw) for masks in (range(0, 8), range(8, 16))]
+    assert all(not part.rows for part in parts)
+    joined = shapley_importance(model, X, y, coalitions=parts, **kw)
+    whole = shapley_importance(model, X, y, **kw)
+    assert joined.row_std_error is None and whole.row_std_error is None
+    assert np.array_equal(joined.values.to_numpy(), whole.values.to_numpy())

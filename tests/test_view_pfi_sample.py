@@ -3,6 +3,7 @@ beside each bar, and "Use all rows" (a state field, in the URL)."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from numpy.testing import assert_allclose
 
@@ -238,3 +239,21 @@ def test_sfimp_runs_on_a_sample_within_its_budget_and_says_so(ctx, monkeypatch):
     assert pfi_out["all_style"] == {}  # SFIMP's sample: the button shows though PFI uses every row
     every = [t for t in plan_state(ctx, ws, {**state, "pfi_all": True})["tasks"] if t["kind"] == "sfimp"]
     assert all(t["params"]["n_obs"] is None for t in every)
+
+
+def test_reused_subgroup_pfi_on_data_with_repeated_row_labels(ctx, pairs_budget):
+    """An uploaded parquet may repeat row labels: the subgroup's share of the pairs is read by
+    position, as the library's restrict() on the same call."""
+    ws = ctx.store.workspace("demo-x3")
+    data = ctx.store.data(ws).copy()
+    data.index = np.arange(len(data)) // 2  # every label twice
+    entry = ws.model(ws.models[0].name)
+    model = load_model(ctx.store.path(entry.path), name=entry.name)
+    X, y = data[list(entry.features)], data[ws.target]
+    whole = compute.permutation_importance(
+        model, X, y, loss=ws.loss, n_obs=300, random_state=planning.SEED, keep_pairs=True
+    )
+    params = {"condition": "X3 == 0", "excluded": [], "n_obs": 300}
+    got = jobs._restrict(whole, data, params)
+    inside = (X.X3 == 0).to_numpy()[compute.permutation_rows(len(X), 300, planning.SEED)]
+    assert np.array_equal(got.repeats.to_numpy(), whole.restrict(inside).repeats.to_numpy())

@@ -98,7 +98,8 @@ def run(model, X, y, ws, params, n_jobs, inside=None):
         keep_pairs=inside is not None,
     )
     if inside is not None:
-        result = result.restrict(inside[X.index.get_indexer(result.rows)], n_total=int(inside.sum()))
+        positions = compute.permutation_rows(len(X), params.get("n_obs"), planning.SEED)  # labels may repeat
+        result = result.restrict(inside[positions], n_total=int(inside.sum()))
     return {"groups": groups, "pfi": result}
 
 
