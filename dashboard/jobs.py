@@ -37,6 +37,7 @@ from .planning import (
     Task,
     missing,
     profile_key,
+    sample_positions,
     select_rows,
 )
 from .store import Store, Workspace
@@ -257,7 +258,7 @@ def _restrict(whole: compute.PermutationImportance, data: pd.DataFrame, params: 
     mask = select_rows(data, params["condition"], params["excluded"]).to_numpy()
     _need_rows(mask, 2)
     # by position (the rows the all-rows call used): labels may repeat in an uploaded parquet
-    positions = compute.permutation_rows(len(data), params.get("n_obs"), SEED)
+    positions = sample_positions(len(data), params.get("n_obs"))
     return whole.restrict(mask[positions], n_total=int(mask.sum()))
 
 

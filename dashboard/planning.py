@@ -130,7 +130,8 @@ def keeps_pairs(n_rows: int, n_features: int, n_repeats: int, n_obs: int | None)
 
 
 @functools.lru_cache(maxsize=16)
-def _sample_positions(n_rows: int, n_obs: int) -> np.ndarray:
+def sample_positions(n_rows: int, n_obs: int | None) -> np.ndarray:
+    """Positions of the rows the all-rows PFI with ``n_obs`` uses (memoised per process)."""
     return compute.permutation_rows(n_rows, n_obs, SEED)
 
 
@@ -149,7 +150,7 @@ def pfi_via_pairs(data: pd.DataFrame, condition: str, excluded, n_obs: int | Non
         inside = select_rows(data, condition, excluded).to_numpy()
     except compute.SubgroupError:
         return False
-    m = int(inside[_sample_positions(n, n_obs)].sum())
+    m = int(inside[sample_positions(n, n_obs)].sum())
     return m * m / n_obs >= PFI_MIN_ROWS
 
 
