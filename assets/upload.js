@@ -32,7 +32,7 @@
   window.wipUpload = {
     pick: async function (n, kind, multiple, current) {
       if (!n) { return window.dash_clientside.no_update; }
-      var accept = kind === "model" ? ".skops,.onnx,.pkl,.pickle,.joblib" : ".csv,.parquet,.pq";
+      var accept = kind === "model" ? ".skops,.onnx,.json,.ubj,.txt,.cbm,.pkl,.pickle,.joblib" : ".csv,.parquet,.pq";
       var files = await choose(accept, multiple);
       if (!files.length) { return window.dash_clientside.no_update; }
       var answers = [];

@@ -153,7 +153,13 @@ def _load(store, ws, name: str, models: dict, policy):
         path = store.path(entry.path)
         # the file passed the upload limit when it arrived (demo models are ours)
         file_policy = replace(policy, max_bytes=max(policy.max_bytes, path.stat().st_size))
-        models[entry.name] = load_model(path, name=entry.name, policy=file_policy, accepted_types=entry.accepted_types)
+        models[entry.name] = load_model(
+            path,
+            name=entry.name,
+            policy=file_policy,
+            accepted_types=entry.accepted_types,
+            classes=list(entry.classes) or None,
+        )
     return models[entry.name]
 
 

@@ -6,6 +6,7 @@ from dash import dash_table, dcc, html
 
 from . import ids
 from .demos import DEMOS
+from .loading import FORMATS_TEXT
 
 OPERATORS = ["==", "!=", "<", "<=", ">", ">=", "between", "in", "not in", "is missing", "is not missing"]
 
@@ -59,6 +60,10 @@ def load_panel(config) -> html.Details:
         else "Pickle and joblib files are refused: loading them runs code from the file. "
         "Save with skops.io.dump(model, 'model.skops') or export to ONNX."
     )
+    formats_note = (
+        "Gradient boosting: XGBoost save_model('model.json' or '.ubj'), LightGBM booster.save_model('model.txt'), "
+        "CatBoost save_model('model.cbm'). These files are data: checked, then run in an isolated process."
+    )
     return html.Details(
         id=ids.LOAD_PANEL,
         children=[
@@ -67,7 +72,7 @@ def load_panel(config) -> html.Details:
                 [
                     html.Div(
                         [
-                            html.Label("Model files (.skops, .onnx)"),
+                            html.Label(f"Model files ({FORMATS_TEXT})"),
                             html.Button("Choose model files…", id=ids.MODEL_UPLOAD, className="button"),
                             html.Div(id=ids.MODEL_FILES_INFO, className="file-info"),
                             error_line(ids.MODEL_ERROR),
@@ -82,6 +87,7 @@ def load_panel(config) -> html.Details:
                                 id=ids.TYPES_BOX,
                                 style={"display": "none"},
                             ),
+                            html.P(formats_note, className="help"),
                             html.P(pickle_note, className="help"),
                         ],
                         className="load-field",
@@ -120,6 +126,17 @@ def load_panel(config) -> html.Details:
                             error_line(ids.TARGET_ERROR),
                             html.Label("Loss"),
                             dcc.Dropdown(id=ids.LOSS_SELECT, options=[], placeholder="default from the task"),
+                            html.Label(
+                                "Class labels, in the model's order (XGBoost/LightGBM classifiers)",
+                                htmlFor=ids.CLASS_LABELS,
+                            ),
+                            dcc.Input(
+                                id=ids.CLASS_LABELS,
+                                type="text",
+                                debounce=True,
+                                placeholder="default: 0, 1, … or the target's values sorted",
+                                className="text-input",
+                            ),
                             html.Label("Class to explain (classifiers)"),
                             dcc.Dropdown(id=ids.OUTPUT_SELECT, options=[], placeholder="default: the last class"),
                             html.Label("Did the models see these rows in training?"),

@@ -54,6 +54,7 @@ class ModelEntry:
     sha: str  # SHA-256 of the file
     accepted_types: tuple = ()
     features: tuple = ()  # the data columns the model reads, in its order
+    classes: tuple = ()  # class labels of an XGBoost/LightGBM classifier (its file does not store them)
 
     @property
     def key(self) -> str:
@@ -91,7 +92,14 @@ class Workspace:
     def from_json(cls, text: str) -> Workspace:
         record = json.loads(text)
         record["models"] = tuple(
-            ModelEntry(**{**m, "accepted_types": tuple(m["accepted_types"]), "features": tuple(m["features"])})
+            ModelEntry(
+                **{
+                    **m,
+                    "accepted_types": tuple(m["accepted_types"]),
+                    "features": tuple(m["features"]),
+                    "classes": tuple(m.get("classes", ())),
+                }
+            )
             for m in record["models"]
         )
         record["features"] = tuple(record["features"])

@@ -252,7 +252,7 @@ def test_allow_pickle_loads_joblib_model(tmp_path, frame, regressor):
 
 def test_unknown_model_suffix_and_non_model(tmp_path):
     """Unsupported suffixes list the supported ones; objects without predict are refused."""
-    with pytest.raises(LoadError, match=r"\.skops, \.onnx, \.pkl"):
+    with pytest.raises(LoadError, match=r"\.skops, \.onnx, \.json, \.ubj, \.txt, \.cbm, \.pkl"):
         load_model(write(tmp_path, "model.h5", b"xx"), name="model.h5")
     sio.dump({"not": "a model"}, tmp_path / "dict.skops")
     with pytest.raises(LoadError, match="dict.skops holds a dict, which has neither predict"):

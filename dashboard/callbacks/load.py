@@ -23,8 +23,10 @@ from .. import ids
 from ..isolation import isolated
 from ..loading import (
     DATA_SUFFIXES,
+    FORMATS_TEXT,
     MODEL_SUFFIXES,
     LoadError,
+    booster_classes,
     check_model_data,
     infer_task,
     load_model,
@@ -177,6 +179,15 @@ def _lines(messages):
 
 
 DATA_ROLES = ("held-out", "training", "unknown")
+MAX_LABELS = 100
+
+
+def typed_labels(text) -> list[str]:
+    """Class labels typed by the visitor (comma-separated, in the model's order); [] if none."""
+    if not isinstance(text, str):
+        return []
+    labels = [part.strip() for part in text[:5000].split(",")]
+    return [label[:200] for label in labels if label][:MAX_LABELS]
 
 
 def load_workspace(
@@ -191,6 +202,7 @@ def load_workspace(
     state,
     data_role="unknown",
     order_confirmed=False,
+    labels=None,
 ) -> dict:
     """Validate the uploads and create a workspace. Returns {"ws": id, "warnings": [...]} or
     {"errors": {field: message}}. Runs in the background job; the models are loaded and
@@ -204,6 +216,7 @@ def load_workspace(
     state = state if isinstance(state, dict) else None
     data_role = data_role if data_role in DATA_ROLES else "unknown"
     order_confirmed = order_confirmed is True
+    labels = typed_labels(labels)
     names = ", ".join(str(f.get("name", "?"))[:200] for f in model_files)
     try:
         return isolated(
@@ -219,6 +232,7 @@ def load_workspace(
             state,
             data_role,
             order_confirmed,
+            labels,
             what=f"Loading {names or 'the model'}",
             limits=ctx.load_limits,
         )
@@ -227,13 +241,24 @@ def load_workspace(
 
 
 def _load_workspace(
-    ctx, model_files, data_file, target, loss, output, accepted, add_to_current, state, data_role, order_confirmed
+    ctx,
+    model_files,
+    data_file,
+    target,
+    loss,
+    output,
+    accepted,
+    add_to_current,
+    state,
+    data_role,
+    order_confirmed,
+    labels=(),
 ) -> dict:
     errors: dict[str, str] = {}
     models = [f for f in (model_files or []) if not f.get("error")]
     current = ctx.store.workspace((state or {}).get("ws")) if add_to_current else None
     if not models:
-        errors["model"] = "Choose at least one model file (.skops or .onnx)."
+        errors["model"] = f"Choose at least one model file ({FORMATS_TEXT})."
     if not data_file and current is None:
         errors["data"] = "Choose a data file (.csv or .parquet), or tick “add the models to the data shown now”."
     if errors:
@@ -267,6 +292,13 @@ def _load_workspace(
                 raise LoadError(f"{f['name']}: the upload expired; choose the file again.", field="model")
             name = Path(f["name"]).stem
             model: Any = load_model(path, name=f["name"], policy=ctx.policy, accepted_types=tuple(accepted or ()))
+            classes: tuple = ()
+            if getattr(model, "needs_classes", False):  # an XGBoost/LightGBM classifier: labels not in its file
+                found, note = booster_classes(model, data[target], labels)
+                model.set_classes(found)
+                classes = tuple(found)
+                if note:
+                    warnings.append(note)
             task = infer_task(model)
             if tasks and task not in tasks:
                 raise LoadError(
@@ -290,13 +322,13 @@ def _load_workspace(
                 order_confirmed=order_confirmed,
             )
             warnings.extend(load_warnings(model))
-            loaded.append((f, name, path, model, X))
+            loaded.append((f, name, path, classes, X))
         output = None if output == "" else output
         data_rel, data_sha = ctx.store.keep_data(data)
         names: set[str] = set()
         base_models = list(current.models) if (current is not None and not data_file) else []
         names.update(m.name for m in base_models)
-        for _f, name, path, _model, X in loaded:
+        for _f, name, path, classes, X in loaded:
             unique = name
             k = 2
             while unique in names:
@@ -310,6 +342,7 @@ def _load_workspace(
                     sha=sha,
                     accepted_types=tuple(accepted or ()),
                     features=tuple(str(c) for c in X.columns),
+                    classes=classes,
                 )
             )
         all_models = tuple(base_models) + tuple(entries)
@@ -432,6 +465,7 @@ def register(app, ctx) -> None:
             "state": State(ids.STATE, "data"),
             "data_role": State(ids.DATA_ROLE, "value"),
             "order": State(ids.ORDER_CONFIRM, "value"),
+            "labels": State(ids.CLASS_LABELS, "value"),
         },
         background=True,
         running=[
@@ -441,7 +475,7 @@ def register(app, ctx) -> None:
         cancel=[Input(ids.LOAD_CANCEL, "n_clicks")],
         prevent_initial_call=True,
     )
-    def load(n, model_files, data_file, target, loss, output, accepted, add, state, data_role, order):
+    def load(n, model_files, data_file, target, loss, output, accepted, add, state, data_role, order, labels):
         if not n:
             return {name: no_update for name in ("loaded", "model_error", "data_error", "target_error", "status")}
         result = load_workspace(
@@ -456,6 +490,7 @@ def register(app, ctx) -> None:
             state,
             data_role,
             isinstance(order, list) and "yes" in order,
+            labels,
         )
         return load_outputs(result)
 

@@ -15,6 +15,10 @@ Uploads come from users of a shared server, so a file is data, never code:
   prediction (:func:`dashboard.model_trust.check_model`).
 - ``.onnx``: run by ONNX Runtime (CPU) from a private temporary copy, so tensors stored as
   "external data" cannot be read from other files next to the upload.
+- XGBoost ``.json`` / ``.ubj``, LightGBM ``.txt``, CatBoost ``.cbm`` / ``.json``: the
+  libraries' own data formats, checked in plain Python before their C++ loaders see them
+  (:mod:`dashboard.loading.booster_files`), then run behind the estimator interface
+  (:mod:`dashboard.loading.boosters`).
 - ``.pkl`` / ``.pickle`` / ``.joblib``: refused unopened unless ``Policy.allow_pickle``.
 - ``.csv`` / ``.parquet``: parsed by pandas / pyarrow after size, encoding and header checks.
 
@@ -27,10 +31,12 @@ Load warnings (a model saved with another scikit-learn version) are kept in a
 unhashable models) and read with :func:`load_warnings`; they disappear with the model.
 """
 
+from .boosters import BOOSTER_SUFFIXES, BoosterModel, booster_classes
 from .checks import check_model_data, infer_task
 from .data import DATA_SUFFIXES, read_data
 from .errors import FIELDS, LoadError, Policy
 from .models import (
+    FORMATS_TEXT,
     MODEL_SUFFIXES,
     PICKLE_SUFFIXES,
     load_model,
@@ -42,7 +48,11 @@ from .models import (
 from .onnx import OnnxModel
 
 __all__ = [
+    "BOOSTER_SUFFIXES",
     "DATA_SUFFIXES",
+    "FORMATS_TEXT",
+    "BoosterModel",
+    "booster_classes",
     "FIELDS",
     "MODEL_SUFFIXES",
     "PICKLE_SUFFIXES",

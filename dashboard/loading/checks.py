@@ -67,6 +67,8 @@ def check_model_data(
     inputs = data.drop(columns=[target])
     try:
         predictor, X = make_predictor(model, inputs, data_name=where, model_name=name)
+        if hasattr(model, "check_columns"):  # a booster: text where it was trained on numbers
+            model.check_columns(X)
     except ModelError as exc:
         raise LoadError(str(exc), field="model") from exc
     except InputError as exc:

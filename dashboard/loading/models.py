@@ -1,5 +1,6 @@
 """Model files: .skops through the allow-list of :mod:`dashboard.model_trust`, .onnx through
-:mod:`dashboard.loading.onnx`, pickles only when the operator opts in."""
+:mod:`dashboard.loading.onnx`, XGBoost / LightGBM / CatBoost files through
+:mod:`dashboard.loading.boosters`, pickles only when the operator opts in."""
 
 from __future__ import annotations
 
@@ -9,11 +10,14 @@ import warnings
 import weakref
 
 from ..model_trust import Inspection, ModelFileError, check_model, inspect_skops
+from .boosters import BOOSTER_SUFFIXES, booster_versions, load_booster
 from .errors import LoadError, Policy, check_size, file_suffix, short
 from .onnx import load_onnx, onnx_versions
 
-MODEL_SUFFIXES = (".skops", ".onnx", ".pkl", ".pickle", ".joblib")
+MODEL_SUFFIXES = (".skops", ".onnx", *BOOSTER_SUFFIXES, ".pkl", ".pickle", ".joblib")
 PICKLE_SUFFIXES = (".pkl", ".pickle", ".joblib")
+#: what the page says it accepts
+FORMATS_TEXT = ".skops, .onnx, XGBoost .json/.ubj, LightGBM .txt, CatBoost .cbm/.json"
 
 
 # --- models --------------------------------------------------------------------------------
@@ -32,13 +36,14 @@ def model_untrusted_types(path, *, policy: Policy = Policy(), name: str | None =
     return list(_inspect_skops(path, label, policy).refused)
 
 
-def load_model(path, *, name: str | None = None, policy: Policy = Policy(), accepted_types=()) -> object:
+def load_model(path, *, name: str | None = None, policy: Policy = Policy(), accepted_types=(), classes=None) -> object:
     """Load an uploaded model file; see the module docstring for what each format may do.
 
     ``name`` is the user's file name, shown in messages. The format comes from the suffix of
     ``path`` (or of ``name`` when ``path`` has none of :data:`MODEL_SUFFIXES`).
     ``accepted_types`` are skops type names the user accepted (honoured only with
-    ``policy.allow_user_types``).
+    ``policy.allow_user_types``). ``classes``: the class labels of an XGBoost or LightGBM
+    classifier (its file does not store them; see :func:`dashboard.loading.boosters.booster_classes`).
     """
     path = os.fspath(path)
     label = name or os.path.basename(path)
@@ -46,8 +51,9 @@ def load_model(path, *, name: str | None = None, policy: Policy = Policy(), acce
     if suffix not in MODEL_SUFFIXES:
         raise LoadError(
             f"{label}: a model file must end in {', '.join(MODEL_SUFFIXES)} (got "
-            f"{suffix or 'no suffix'}). Save it with skops.io.dump(model, 'model.skops') or export "
-            f"it to ONNX.",
+            f"{suffix or 'no suffix'}). Save it with skops.io.dump(model, 'model.skops'), export it to "
+            f"ONNX, or save a gradient-boosting model with its library's save_model (XGBoost .json/.ubj, "
+            f"LightGBM .txt, CatBoost .cbm).",
             field="model",
         )
     if suffix in PICKLE_SUFFIXES and not policy.allow_pickle:
@@ -67,9 +73,11 @@ def load_model(path, *, name: str | None = None, policy: Policy = Policy(), acce
             model, versions = _load_skops(path, label, policy, tuple(accepted_types))
         elif suffix == ".onnx":
             model = load_onnx(path, label)
+        elif suffix in BOOSTER_SUFFIXES:
+            model = load_booster(path, label, suffix, classes=classes)
         else:
             model = _load_pickle(path, label)
-        if suffix != ".onnx":
+        if suffix not in (".onnx", *BOOSTER_SUFFIXES):
             try:
                 check_model(model, label)  # before anything calls the model
             except ModelFileError as exc:
@@ -118,6 +126,8 @@ def model_versions(path) -> dict[str, str]:
             return {k: v for k, v in found.items() if v}
         if suffix == ".onnx":
             return onnx_versions(path)
+        if suffix in BOOSTER_SUFFIXES:
+            return booster_versions(path, suffix)
     except Exception:  # unreadable: load_model says why
         return {}
     return {}
