@@ -6,13 +6,17 @@
 * ``demo-diabetes``: scikit-learn's diabetes data (regression), random forest and ridge.
 * ``demo-cancer``: scikit-learn's breast-cancer data (classification), gradient boosting
   and logistic regression; explains the probability of "malignant".
+* ``demo-wine``: scikit-learn's wine data (three cultivars), XGBoost, LightGBM and CatBoost
+  side by side (listed when the three libraries are installed: the ``boosters`` extra).
 
-Models are saved as ``.skops`` and loaded through the same safe path as uploads.
+Models are saved as ``.skops`` (the boosters in their own formats: XGBoost ``.ubj``, LightGBM
+``.txt``, CatBoost ``.cbm``) and loaded through the same safe path as uploads.
 """
 
 from __future__ import annotations
 
 import fcntl
+import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -26,6 +30,9 @@ DEMOS = {
     "demo-cancer": "Breast cancer (classification: gradient boosting, logistic regression)",
 }
 DEFAULT_DEMO = "demo-x3"
+BOOSTER_LIBRARIES = ("xgboost", "lightgbm", "catboost")
+if all(importlib.util.find_spec(name) for name in BOOSTER_LIBRARIES):  # found, not imported (no OpenMP here)
+    DEMOS["demo-wine"] = "Wine cultivars (3 classes: XGBoost, LightGBM, CatBoost)"
 
 
 def _x3():
@@ -78,13 +85,65 @@ def _cancer():
     return test.reset_index(drop=True), "diagnosis", "classification", "log_loss", "malignant", models
 
 
-_BUILDERS = {"demo-x3": _x3, "demo-diabetes": _diabetes, "demo-cancer": _cancer}
+def _wine():
+    import catboost
+    import lightgbm
+    import xgboost
+    from sklearn.datasets import load_wine
+    from sklearn.model_selection import train_test_split
+
+    raw = load_wine(as_frame=True)
+    frame = raw.frame.copy()
+    names = [str(n).replace("class_", "cultivar ") for n in raw.target_names]
+    frame["cultivar"] = pd.Series(np.asarray(names)[raw.target], dtype=object).astype(str)
+    frame = frame.drop(columns="target")
+    train, test = train_test_split(frame, test_size=0.4, random_state=0, stratify=frame["cultivar"])
+    X_train, y_train = train.drop(columns="cultivar"), train["cultivar"]
+    codes = pd.Categorical(y_train, categories=names).codes  # XGBClassifier trains on 0..k-1
+    models = {
+        "XGBoost": xgboost.XGBClassifier(n_estimators=80, max_depth=3, learning_rate=0.1, random_state=0).fit(
+            X_train, codes
+        ),
+        "LightGBM": lightgbm.LGBMClassifier(
+            n_estimators=80, num_leaves=8, min_child_samples=5, random_state=0, verbose=-1
+        ).fit(X_train, y_train),
+        "CatBoost": catboost.CatBoostClassifier(
+            iterations=150, depth=4, random_seed=0, verbose=0, allow_writing_files=False
+        ).fit(X_train, y_train),
+    }
+    models["XGBoost"].wip_classes = tuple(names)  # what its outputs 0..k-1 mean (the file stores no labels)
+    return test.reset_index(drop=True), "cultivar", "classification", "log_loss", None, models
+
+
+_BUILDERS = {"demo-x3": _x3, "demo-diabetes": _diabetes, "demo-cancer": _cancer, "demo-wine": _wine}
+
+
+def _save(model, stem: Path) -> tuple[Path, tuple]:
+    """A demo model's file (its library's own format for a booster) and the class labels the
+    file does not store (XGBoost: trained on 0..k-1, so the demo names them)."""
+    module = type(model).__module__.split(".")[0]
+    if module == "xgboost":
+        path = stem.with_suffix(".ubj")
+        model.save_model(path)
+        return path, tuple(getattr(model, "wip_classes", ()))
+    if module == "lightgbm":
+        path = stem.with_suffix(".txt")
+        model.booster_.save_model(path)
+        return path, tuple(str(c) for c in model.classes_)
+    if module == "catboost":
+        path = stem.with_suffix(".cbm")
+        model.save_model(str(path))
+        return path, ()
+    import skops.io as sio
+
+    path = stem.with_suffix(".skops")
+    sio.dump(model, path)
+    return path, ()
 
 
 def _train(store, ws_id: str):
-    """Train a demo's models, save them as .skops with its data; returns the workspace."""
-    import skops.io as sio
-
+    """Train a demo's models, save them (.skops, or a booster's own format) with its data;
+    returns the workspace."""
     from .store import ModelEntry, Workspace
 
     data, target, task, loss, output, models = _BUILDERS[ws_id]()
@@ -92,10 +151,9 @@ def _train(store, ws_id: str):
     features = tuple(str(c) for c in data.columns if c != target)
     entries = []
     for name, model in models.items():
-        path = Path(store.root / "demos" / f"{ws_id}-{name.replace(' ', '_')}.skops")
-        sio.dump(model, path)
-        rel, sha = store.keep_model(path, ".skops")
-        entries.append(ModelEntry(name=name, path=rel, sha=sha, features=features))
+        path, classes = _save(model, Path(store.root / "demos" / f"{ws_id}-{name.replace(' ', '_')}"))
+        rel, sha = store.keep_model(path, path.suffix)
+        entries.append(ModelEntry(name=name, path=rel, sha=sha, features=features, classes=classes))
     ws = Workspace(
         id=ws_id,
         title=DEMOS[ws_id],
@@ -114,7 +172,7 @@ def _train(store, ws_id: str):
 
 
 def build_demo(store, ws_id: str):
-    """Train a demo's models, save them as .skops with its data, record the workspace."""
+    """Train a demo's models, save them with its data, record the workspace."""
     from .store import Workspace
 
     if ws_id not in _BUILDERS:

@@ -9,6 +9,7 @@ model processes): every load and prediction below runs in the dashboard's isolat
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
@@ -236,3 +237,72 @@ def test_unknown_suffix_message_names_the_booster_formats(tmp_path):
     path.write_bytes(b"x")
     with pytest.raises(LoadError, match="LightGBM .txt"):
         load_model(path, policy=Policy())
+
+
+# --- the whole dashboard on booster workspaces ------------------------------------------------
+def _run_all(ctx, ws_id: str, **changes):
+    """Plan the default state's tasks and run them, as the background job does (in the
+    isolated child: this process never starts the boosters' OpenMP pools)."""
+    from dashboard import jobs
+    from dashboard.callbacks.compute import plan_state
+    from dashboard.callbacks.drilldown import normalize
+    from dashboard.state import default_state
+
+    state, error = normalize(ctx, {**default_state(), "ws": ws_id, **changes})
+    assert error is None, error
+    ws = ctx.store.workspace(ws_id)
+    planned = plan_state(ctx, ws, state)
+    isolated(functools.partial(jobs.run, ctx.store, ws, planned["tasks"], policy=ctx.policy), limits=LIMITS)
+    return {"state": state, "keys": planned["keys"]}
+
+
+def _rendered_text(out) -> str:
+    return json.dumps(out, default=lambda v: v.to_plotly_json() if hasattr(v, "to_plotly_json") else str(v))
+
+
+@pytest.mark.parametrize("task", ["regression", "binary"])
+def test_every_view_renders_and_the_performance_numbers_are_scikit_learns(cases, ctx, task):
+    """An uploaded booster (XGBoost .ubj with a categorical column): every view renders with no
+    error, and the performance table's unrounded R² / AUC and log loss equal scikit-learn's on
+    the in-memory model's predictions."""
+    from sklearn import metrics
+
+    from dashboard import views
+    from dashboard.views import performance
+
+    case = next(c for c in cases if (c["library"], c["task"], c["kind"]) == ("xgboost", task, "categorical"))
+    result = load(ctx, [case["files"][1]], case["csv"], case["target"])
+    results = _run_all(ctx, result["ws"])
+    rendered = views.render_all(ctx, results)
+    text = _rendered_text(rendered)
+    assert "could not be drawn" not in text and "Waiting for" not in text.replace("Waiting for results", "")
+    table = performance.metrics_table(views.load_inputs(ctx, results))
+    row = table.xs("all rows", level="rows").iloc[0]
+    y = pd.read_csv(case["csv"])[case["target"]]
+    reference = np.load(case["reference"])
+    if task == "regression":
+        assert_allclose(row["R²"], metrics.r2_score(y, reference), rtol=1e-9)
+        assert_allclose(row["MAE"], metrics.mean_absolute_error(y, reference), rtol=1e-9)
+    else:
+        assert_allclose(row["AUC"], metrics.roc_auc_score(y, reference[:, 1]), rtol=1e-12)
+        assert_allclose(row["log loss (PFI's loss)"], metrics.log_loss(y, reference), rtol=1e-6)
+
+
+def test_the_wine_demo_compares_the_three_libraries(ctx):
+    """The built-in gradient-boosting demo: three formats side by side, every view drawn, the
+    three PFI results present, and each model's accuracy that of its own probabilities."""
+    from dashboard import views
+    from dashboard.demos import DEMOS
+    from dashboard.views import performance
+
+    assert "demo-wine" in DEMOS
+    ws = ctx.store.workspace("demo-wine")
+    assert [Path(m.path).suffix for m in ws.models] == [".ubj", ".txt", ".cbm"]
+    assert ws.models[0].classes == ("cultivar 0", "cultivar 1", "cultivar 2")
+    results = _run_all(ctx, "demo-wine")
+    text = _rendered_text(views.render_all(ctx, results))
+    assert "could not be drawn" not in text
+    assert all(ctx.store.get(key) is not None for key in results["keys"]["pfi"].values())
+    table = performance.metrics_table(views.load_inputs(ctx, results)).xs("all rows", level="rows")
+    assert list(table.index) == ["XGBoost", "LightGBM", "CatBoost"]
+    assert (table["accuracy"] > 0.85).all()  # the cultivars are easy to tell apart: labels matched right
