@@ -95,6 +95,7 @@ TYPES_CHECKLIST = "types-checklist"
 TYPES_BOX = "types-box"
 ADD_TO_CURRENT = "add-to-current"
 PFI_ALL = "pfi-all"  # button: PFI on every selected row, or back to a sample within the budget
+WS_NOTES = "ws-notes"  # what the load said about the data set shown (labels matched, column order, versions)
 CLASS_LABELS = "class-labels"  # text: class labels of an XGBoost/LightGBM classifier, in the model's order
 ORDER_CONFIRM = "order-confirm"  # checklist: the data's columns are in the order of a model that names none
 LOAD_BUTTON = "load-button"

@@ -339,6 +339,7 @@ def page(config) -> html.Div:
             dcc.Download(id=ids.DOWNLOAD),
             header(),
             load_panel(config),
+            html.Div(id=ids.WS_NOTES, className="ws-notes"),
             views(),
         ],
         className="page",

@@ -322,6 +322,7 @@ def _load_workspace(
                 order_confirmed=order_confirmed,
             )
             warnings.extend(load_warnings(model))
+            warnings.extend(n for n in X.attrs.get("notes", []) if n not in warnings)
             loaded.append((f, name, path, classes, X))
         output = None if output == "" else output
         data_rel, data_sha = ctx.store.keep_data(data)
@@ -375,6 +376,22 @@ def _load_workspace(
                 "and a table of the same features."
             }
         }
+
+
+def workspace_notes(ctx, state):
+    """What the load said about the data set the page shows (class labels matched, columns
+    taken in file order, another library version, ...), kept beside the page once the load
+    panel has closed; nothing for a demo or a data set without notes."""
+    ws = ctx.store.workspace(state.get("ws")) if isinstance(state, dict) else None
+    if ws is None or not ws.warnings:
+        return None
+    return html.Details(
+        [
+            html.Summary(f"Notes from loading this data set ({len(ws.warnings)})"),
+            html.Ul([html.Li(w) for w in ws.warnings]),
+        ],
+        open=True,
+    )
 
 
 def load_outputs(result: dict) -> dict:
@@ -493,6 +510,10 @@ def register(app, ctx) -> None:
             labels,
         )
         return load_outputs(result)
+
+    @app.callback(Output(ids.WS_NOTES, "children"), Input(ids.STATE, "data"))
+    def notes(state):
+        return workspace_notes(ctx, state)
 
     # A successful load closes the panel (the page now shows the new data set). <details>
     # keeps its open state in the DOM only, so the panel is closed there.
