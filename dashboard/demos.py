@@ -31,6 +31,7 @@ DEMOS = {
 }
 DEFAULT_DEMO = "demo-x3"
 BOOSTER_LIBRARIES = ("xgboost", "lightgbm", "catboost")
+BOOSTER_DEMOS = ("demo-wine",)  # trained with the booster libraries (their OpenMP: fresh interpreters only)
 if all(importlib.util.find_spec(name) for name in BOOSTER_LIBRARIES):  # found, not imported (no OpenMP here)
     DEMOS["demo-wine"] = "Wine cultivars (3 classes: XGBoost, LightGBM, CatBoost)"
 
