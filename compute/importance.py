@@ -142,11 +142,12 @@ def permutation_importance(
         positions = np.concatenate([perm_rng.permutation(n) for _ in range(n_repeats)])
         if pair_donors is not None:
             pair_donors[k] = positions.reshape(n_repeats, n)
-        donors = rows[positions]
+        # the rows and their donors, gathered from the sample's own design when it is a
+        # sample (cache-local copies; the same values as gathering from all of X)
         return Segment(
             n * n_repeats,
-            lambda a, b: design.block(
-                rows[np.arange(a, b) % n], {c: design.column_values(c, donors[a:b]) for c in columns}
+            lambda a, b: local.block(
+                at[np.arange(a, b) % n], {c: local.column_values(c, at[positions[a:b]]) for c in columns}
             ),
             lambda a, b: rows[np.arange(a, b) % n],
         )
@@ -154,6 +155,7 @@ def permutation_importance(
     # One stream: the unmodified rows, then every feature x repeat, cut into batches of
     # whole features (at most BATCH_ROWS rows, so the loss buffer stays bounded). Threads
     # (n_jobs) share the chunks: a few large model calls replace one or more per feature.
+    local, at = (design.subset(rows), np.arange(n)) if n < design.n_rows else (design, rows)
     per_feature = n * n_repeats
     batch = max(1, BATCH_ROWS // per_feature)
     segments = [unmodified_segment(predictor, rows)] + [

@@ -214,8 +214,19 @@ class BoosterModel:
 
     # predictions
     def _matrix(self, X) -> np.ndarray:
+        """The block as the float matrix the booster takes: categorical levels as their
+        training codes. An all-float block (compute's fast path wraps one float array) is
+        passed on without a copy."""
+        if isinstance(X, np.ndarray) and X.dtype.kind == "f" and not self._categories:
+            return X
         if not isinstance(X, pd.DataFrame):
             X = pd.DataFrame(np.asarray(X))
+        if (
+            not self._categories
+            and all(dt.kind == "f" for dt in X.dtypes if isinstance(dt, np.dtype))
+            and all(isinstance(dt, np.dtype) for dt in X.dtypes)
+        ):
+            return X.to_numpy(dtype=np.float64, copy=False)
         out = np.empty((len(X), self._width), dtype=np.float64)
         for j in range(self._width):
             column = X.iloc[:, j]
