@@ -145,6 +145,31 @@ def test_categorical_levels_follow_the_training_order_not_the_alphabet(cases, ct
         assert np.abs(got - np.load(case["reference"])).max() > 0.5
 
 
+def test_a_level_the_model_never_saw_is_handled_as_its_library_does(cases, ctx):
+    """Rows 2, 5, 7 hold 'purple', a level no model saw. LightGBM predicts it as a missing
+    value: the load notes the column, level and rows, and the predictions equal the in-memory
+    model's on that frame. CatBoost takes any text: equal to the in-memory model, no note.
+    XGBoost refuses unknown levels ("Found a category not in the training set"; 3.2's pandas
+    path silently reads one as the first level): the load is refused, naming the column,
+    level and rows."""
+    picked = {c["library"]: c for c in cases if c["task"] == "regression" and c["kind"] == "categorical"}
+    for library in ("lightgbm", "catboost"):
+        case = picked[library]
+        result = load(ctx, [case["files"][0]], case["unseen_csv"], "regression")
+        got, _, notes = dashboard_predictions(ctx, result["ws"])
+        assert_allclose(got, np.load(case["unseen_reference"]), atol=1e-6 if library == "lightgbm" else 1e-5)
+        noted = [n for n in notes if "never saw" in n]
+        if library == "lightgbm":
+            assert len(noted) == 1 and "'c': 3 rows" in noted[0] and "'purple'" in noted[0], noted
+            assert "'red', 'green', 'blue'" in noted[0] and "missing value" in noted[0]
+        else:
+            assert noted == []
+    for file in picked["xgboost"]["files"]:
+        refused = load(ctx, [file], picked["xgboost"]["unseen_csv"], "regression")
+        message = refused["errors"]["data"]
+        assert "'c'" in message and "'purple'" in message and "3 rows, first: 2, 5, 7" in message, message
+
+
 def test_models_of_all_formats_compare_side_by_side(cases, ctx):
     """One XGBoost .ubj, one LightGBM .txt and one CatBoost .cbm regressor on the same CSV."""
     picked = {c["library"]: c for c in cases if c["task"] == "regression" and c["kind"] == "categorical"}

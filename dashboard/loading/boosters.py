@@ -12,8 +12,9 @@ loader, inside the isolated process every model load runs in.
   ``feature_names``, CatBoost's feature names); a file without names (trained on an array)
   takes the data's columns in order once the user confirms it, as for an ONNX tensor;
 - **categorical columns** encoded as in training: the level's position in the training levels
-  the file stores (XGBoost >= 3.1 ``cats``; LightGBM ``pandas_categorical``), a level the model
-  never saw or a missing value as missing (what LightGBM's and XGBoost's pandas paths do);
+  the file stores (XGBoost >= 3.1 ``cats``; LightGBM ``pandas_categorical``), a missing value
+  as missing; a level the model never saw is handled as its library does (see
+  :meth:`BoosterModel.unseen_levels`: LightGBM reads it as missing, XGBoost refuses it);
   files trained on integer codes take the codes as they are; CatBoost gets the text of the
   level, its own input;
 - **task and output** from the objective: regression and counts give ``predict`` (the mean
@@ -211,6 +212,23 @@ class BoosterModel:
                 f"The column {X.columns[j]!r} holds text (e.g. {example!r}), but {self.name} was trained on "
                 f"{what} there."
             )
+
+    def unseen_levels(self, X: pd.DataFrame) -> list[tuple[str, list, int, list]]:
+        """(column, levels the file's training levels lack by count, rows holding them, the
+        training levels) for each categorical column whose levels the file stores (XGBoost,
+        LightGBM). LightGBM predicts such a level as a missing value (as :func:`_codes` codes
+        it); XGBoost refuses it ("Found a category not in the training set"), so the load
+        refuses those rows. CatBoost takes any text, so nothing is reported for it."""
+        found = []
+        for j, levels in sorted(self._categories.items()):
+            if not levels or j >= X.shape[1]:
+                continue
+            column = X.iloc[:, j]
+            outside = np.isnan(_codes(column, levels)) & column.notna().to_numpy()
+            if outside.any():
+                counts = column[outside].value_counts()
+                found.append((str(X.columns[j]), list(counts.index), int(outside.sum()), list(levels)))
+        return found
 
     # predictions
     def _matrix(self, X) -> np.ndarray:

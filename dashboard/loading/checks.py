@@ -191,6 +191,22 @@ def _unseen_levels(model, X: pd.DataFrame, name: str, where: str) -> list[str]:
     """Categorical levels the model's fitted encoders never saw: refused when the encoder
     fails on them (handle_unknown='error'), a note with their share otherwise."""
     notes = []
+    for column, levels, count, known in model.unseen_levels(X) if hasattr(model, "unseen_levels") else []:
+        shown = ", ".join(repr(v) for v in levels[:5]) + (" ..." if len(levels) > 5 else "")
+        trained = ", ".join(repr(v) for v in known[:8]) + (" ..." if len(known) > 8 else "")
+        if model.library == "xgboost":  # XGBoost refuses them ("Found a category not in the training set")
+            first = ", ".join(str(r) for r in X.index[X[column].isin(levels).to_numpy()][:5])
+            raise LoadError(
+                f"{column!r} in {where} has level(s) {name} never saw: {shown} ({count} row{'s' if count > 1 else ''}, "
+                f"first: {first}). XGBoost knows only the levels it was trained on ({trained}) and refuses others. "
+                "Recode or drop those rows, or leave the cells empty to predict them as missing values.",
+                field="data",
+            )
+        notes.append(
+            f"{column!r}: {count} row{'s' if count > 1 else ''} ({count / len(X):.0%}) of {where} hold level(s) "
+            f"{name} never saw ({shown}; it was trained on {trained}); it predicts them as a missing value, as "
+            "its library does."
+        )
     for found in unseen_levels(model, X):
         levels = ", ".join(repr(v) for v in found.levels[:5]) + (" ..." if len(found.levels) > 5 else "")
         known = ", ".join(repr(v) for v in found.known[:8]) + (" ..." if len(found.known) > 8 else "")

@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 LEVELS = ["red", "green", "blue"]  # training order, not alphabetical
+UNSEEN_ROWS = [2, 5, 7]  # rows given a level no model saw ('purple') in the *-unseen.csv files
 
 
 def frame(n: int = 400, seed: int = 0) -> pd.DataFrame:
@@ -113,6 +114,16 @@ def main(out: Path, libraries=("xgboost", "lightgbm", "catboost")) -> list[dict]
                 data = X[columns].assign(**{task: y})
                 data.to_csv(f"{stem}.csv", index=False)
                 np.save(f"{stem}.npy", reference)
+                extra = {}
+                if kind == "categorical" and task == "regression":  # a level the model never saw
+                    unseen = data.copy()
+                    unseen.loc[UNSEEN_ROWS, "c"] = "purple"
+                    unseen.to_csv(f"{stem}-unseen.csv", index=False)
+                    inputs = unseen[columns]
+                    if library != "catboost":
+                        inputs = inputs.assign(c=pd.Categorical(inputs.c, categories=[*LEVELS, "purple"]))
+                    np.save(f"{stem}-unseen.npy", np.asarray(model.predict(inputs), dtype=np.float64))
+                    extra = {"unseen_csv": f"{stem}-unseen.csv", "unseen_reference": f"{stem}-unseen.npy"}
                 cases.append(
                     {
                         "library": library,
@@ -123,6 +134,7 @@ def main(out: Path, libraries=("xgboost", "lightgbm", "catboost")) -> list[dict]
                         "reference": f"{stem}.npy",
                         "target": task,
                         "classes": [str(c) for c in getattr(model, "classes_", [])],
+                        **extra,
                     }
                 )
     return cases
