@@ -12,7 +12,10 @@ information), each model saved in its native format and loaded as the dashboard 
    (the dashboard's budgets: ``--max-curves`` 1000, ``--grid-budget`` 300,000) against the
    booster's raw predict of those rows plus the off-grid rows the pass also predicts.
 
-Target: both ratios <= 1.05 (the wrapper adds no predict pass and little conversion).
+Target: both ratios <= 1.05 (the wrapper adds no predict pass and little conversion). What
+remains above 1.0 is building the intervened rows themselves (one gather per chunk of 50
+float64 columns, ~0.04 us a row), which the raw call gets prebuilt: it shows most on XGBoost,
+whose 100 trees of depth 6 predict a row in ~0.35 us on 2 cores.
 Run: ``python benchmarks/speed_boosters.py [--rows N] [--repeats R]``. Runs in one process
 (nothing is forked after the boosters start their OpenMP pools).
 """

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import InputError
-from .prediction import Segment, predict_segments, unmodified_segment
+from .prediction import Segment, predict_segments
 from .results import PermutationImportance, PermutationPairs
 from .sampling import sample_rows
 from .validation import (
@@ -142,14 +142,17 @@ def permutation_importance(
         positions = np.concatenate([perm_rng.permutation(n) for _ in range(n_repeats)])
         if pair_donors is not None:
             pair_donors[k] = positions.reshape(n_repeats, n)
+
         # the rows and their donors, gathered from the sample's own design when it is a
         # sample (cache-local copies; the same values as gathering from all of X)
+        def rows_of(a, b):
+            return local, at[np.arange(a, b) % n], {c: local.column_values(c, at[positions[a:b]]) for c in columns}
+
         return Segment(
             n * n_repeats,
-            lambda a, b: local.block(
-                at[np.arange(a, b) % n], {c: local.column_values(c, at[positions[a:b]]) for c in columns}
-            ),
+            lambda a, b: local.block(*rows_of(a, b)[1:]),
             lambda a, b: rows[np.arange(a, b) % n],
+            rows_of,
         )
 
     # One stream: the unmodified rows, then every feature x repeat, cut into batches of
@@ -158,9 +161,10 @@ def permutation_importance(
     local, at = (design.subset(rows), np.arange(n)) if n < design.n_rows else (design, rows)
     per_feature = n * n_repeats
     batch = max(1, BATCH_ROWS // per_feature)
-    segments = [unmodified_segment(predictor, rows)] + [
-        permuted(k, cols, s) for k, ((_, cols), s) in enumerate(zip(items, seeds))
-    ]
+    unmodified = Segment(  # the sample's rows as they are (read from the same design as the permuted ones)
+        n, lambda a, b: local.block(at[a:b], {}), lambda a, b: rows[a:b], lambda a, b: (local, at[a:b], {})
+    )
+    segments = [unmodified] + [permuted(k, cols, s) for k, ((_, cols), s) in enumerate(zip(items, seeds))]
     errors = np.empty((len(items), n_repeats))  # permuted errors
     row_se = np.full(len(items), np.nan)  # standard error over rows of each row's mean loss change
     model_error: float | None = None

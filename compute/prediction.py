@@ -164,11 +164,16 @@ class Segment:
 
     ``make_block(lo, hi)`` builds its rows ``lo:hi`` (local numbering); ``obs_of(lo, hi)``
     gives the positions in the target of the observations behind them (for the loss).
+    ``rows_of(lo, hi)``, when given, describes the same rows without building them: the
+    design they come from, their positions in it and the replaced columns (as
+    :meth:`Design.block` takes them), so a chunk spanning several segments of one numeric
+    design is gathered once into one array instead of built per segment and stacked.
     """
 
     n_rows: int
     make_block: Callable[[int, int], object]
     obs_of: Callable[[int, int], np.ndarray] | None = None
+    rows_of: Callable[[int, int], tuple[Design, np.ndarray, dict]] | None = None
 
 
 def predict_segments(
@@ -200,7 +205,13 @@ def predict_segments(
             yield segments[k], int(lo - starts[k]), int(hi - starts[k])
 
     def make_block(a, b):
-        return predictor.design.concat([seg.make_block(lo, hi) for seg, lo, hi in pieces(a, b)])
+        parts = list(pieces(a, b))
+        if len(parts) > 1 and all(seg.rows_of is not None for seg, _, _ in parts):
+            specs = [seg.rows_of(lo, hi) for seg, lo, hi in parts]
+            design = specs[0][0]
+            if design.numeric and all(spec[0] is design for spec in specs):
+                return _gathered(design, specs)
+        return predictor.design.concat([seg.make_block(lo, hi) for seg, lo, hi in parts])
 
     def obs_of(a, b):
         return np.concatenate([seg.obs_of(lo, hi) for seg, lo, hi in pieces(a, b)])
@@ -217,9 +228,29 @@ def predict_segments(
     )
 
 
+def _gathered(design: Design, specs: list[tuple[Design, np.ndarray, dict]]):
+    """Several segments' rows of one numeric design as one block: one gather of all their
+    positions, then each segment's replaced columns written into its own slice (the values
+    :meth:`Design.block` gives per segment, without a second copy to stack them)."""
+    rows = np.take(design.numbers(), np.concatenate([positions for _, positions, _ in specs]), axis=0)
+    start = 0
+    for _, positions, replace in specs:
+        stop = start + positions.size
+        for column, values in replace.items():
+            rows[start:stop, design.position(column)] = values
+        start = stop
+    return design.wrap(rows)
+
+
 def unmodified_segment(predictor: Predictor, rows: np.ndarray) -> Segment:
     """The rows at positions ``rows`` as they are."""
-    return Segment(rows.size, lambda a, b: predictor.design.block(rows[a:b], {}), lambda a, b: rows[a:b])
+    design = predictor.design
+    return Segment(
+        rows.size,
+        lambda a, b: design.block(rows[a:b], {}),
+        lambda a, b: rows[a:b],
+        lambda a, b: (design, rows[a:b], {}),
+    )
 
 
 def predict_positions(

@@ -167,9 +167,12 @@ def _profile(
     n_obs, n_grid = rows.size, grid.values.size
     grid_values = design.cast(feature, grid.values)
 
-    def make_block(start, stop):
+    def rows_of(start, stop):
         flat = np.arange(start, stop)
-        return design.block(rows[flat // n_grid], {feature: grid_values[flat % n_grid]})
+        return design, rows[flat // n_grid], {feature: grid_values[flat % n_grid]}
+
+    def make_block(start, stop):
+        return design.block(*rows_of(start, stop)[1:])
 
     # The unmodified row of an observation whose own value is a grid point is already in
     # the tensor (bit for bit): read it off. Rows whose value is not a grid point ride
@@ -178,7 +181,7 @@ def _profile(
     own = _grid_position(x, grid)
     on_grid = own >= 0
     off = rows[~on_grid]
-    tensor = Segment(n_obs * n_grid, make_block, lambda a, b: rows[np.arange(a, b) // n_grid])
+    tensor = Segment(n_obs * n_grid, make_block, lambda a, b: rows[np.arange(a, b) // n_grid], rows_of)
     segments = [tensor, unmodified_segment(predictor, off)] if off.size else [tensor]
     values, losses = predict_segments(predictor, segments, y_enc=y_enc, loss=loss, chunk_rows=chunk_rows, n_jobs=n_jobs)
     pred = values[: n_obs * n_grid].reshape(n_obs, n_grid)

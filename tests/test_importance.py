@@ -72,6 +72,29 @@ def test_n_jobs_and_chunks_do_not_change_results(gbm, reg_data):
     assert a.model_error == b.model_error
 
 
+@pytest.mark.parametrize("chunk_rows", [None, 7, 299, 1000])
+def test_each_repeat_on_a_row_sample_equals_the_model_on_its_permuted_rows(reg_data, chunk_rows):
+    """On a sample of rows (n_obs) and chunks that cut across features and repeats (one
+    gather per chunk from the sample's own design), each repeat's PFI is the model's loss on
+    the sample with the feature's values taken from its stored donors, minus its loss on the
+    sample, written out row by row with the model (exact to rounding)."""
+    X, y = reg_data
+    model = LinearRegression().fit(X.assign(x1=X.x1**2), y)
+    res = permutation_importance(
+        model, X, y, n_obs=150, n_repeats=3, random_state=5, keep_pairs=True, chunk_rows=chunk_rows
+    )
+    at = X.index.get_indexer(res.rows)
+    sample, target = X.iloc[at], np.asarray(y)[at]
+    base = np.mean((model.predict(sample) - target) ** 2)
+    assert res.model_error == pytest.approx(base, rel=1e-12)
+    for k, feature in enumerate(res.repeats.index):
+        for r in range(3):
+            permuted = sample.copy()
+            permuted[feature] = sample[feature].to_numpy()[res.pairs.donors[k, r]]
+            expected = np.mean((model.predict(permuted) - target) ** 2) - base
+            assert res.repeats.loc[feature].iloc[r] == pytest.approx(expected, rel=1e-10, abs=1e-12)
+
+
 def test_ignored_feature_scores_zero_every_repeat(reg_data):
     """A feature the model ignores has zero importance in every repeat."""
     X, y = reg_data
