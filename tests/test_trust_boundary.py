@@ -202,6 +202,24 @@ def test_damaged_pfi_entry_is_recomputed_without_a_reload(ctx):
     assert ctx.store.get(pfi_key) is not None
 
 
+def test_a_forged_record_before_the_results_exist_does_not_blank_later_visitors(ctx):
+    """Issue 29: a visitor posts a views' input record without 'pending' for a state whose
+    results do not exist yet. The next visitor of that state, once the job has stored its
+    results, must see them: nothing memoised from the forged record decides what they see."""
+    from dashboard.views.base import load_inputs
+
+    state = _state(ctx, subgroup="X1 > 0.31", repeats=7)
+    forged = {"state": state, "keys": {}}  # no "pending": claims the results are ready
+    early = load_inputs(ctx, forged)
+    assert early is not None and early.pfi == {}  # this subgroup's PFI: no job has run for it
+    assert run_request(ctx, {"state": state}).get("ok")
+    later = load_inputs(ctx, forged)
+    assert later is not None and later.pfi and later.profile is not None and later.summary is not None
+    assert set(later.pfi) == {m.name for m in ctx.store.workspace(state["ws"]).models}
+    # and the honest record of the same state (pending while the job ran) reads the same
+    assert load_inputs(ctx, {"state": state, "keys": {}, "pending": True}).pfi.keys() == later.pfi.keys()
+
+
 # --- item 3: limits ----------------------------------------------------------------------------
 def _sleep_forever():
     while True:

@@ -76,11 +76,15 @@ class View:
 
 
 class Inputs:
-    """One drill-down's state and results, as every view reads them (cache reads are lazy
-    and memoised per process: results are immutable and keyed by content)."""
+    """One drill-down's state and results, as every view reads them. An Inputs is shared by
+    every request of its state in this process (memoised by the cleaned state), so a result
+    read is kept only once it is found: results are immutable and keyed by content, while a
+    result still missing (a job running, or a record posted before the job ended) is read
+    again by the next request instead of staying missing for every later visitor."""
 
     def __init__(self, ctx, state: dict, ws, data: pd.DataFrame, mask, keys: dict):
         self.ctx, self.state, self.ws, self.data, self.mask, self.keys = ctx, state, ws, data, mask, keys
+        self._found: dict[str, Any] = {}
 
     @property
     def feature(self):
@@ -89,38 +93,54 @@ class Inputs:
     def _get(self, key):
         return _RESULTS.get(key, lambda: self.ctx.store.get(key)) if key else None
 
-    @cached_property
+    def _once_found(self, name: str, read: Callable[[], Any], complete: Callable[[Any], bool]):
+        if name in self._found:
+            return self._found[name]
+        value = read()
+        if complete(value):
+            self._found[name] = value
+        return value
+
+    def _per_model(self, kind: str) -> dict:
+        found = {name: self._get(key) for name, key in self.keys.get(kind, {}).items()}
+        return {name: value for name, value in found.items() if value is not None}
+
+    @property
     def summary(self) -> compute.ProfileSummary | None:
-        return self._get(self.keys["summary"])
+        return self._once_found("summary", lambda: self._get(self.keys["summary"]), _present)
 
-    @cached_property
+    @property
     def profile(self) -> compute.FeatureProfile | None:
-        return self._get(self.keys["profiles"].get(self.feature))
+        return self._once_found("profile", lambda: self._get(self.keys["profiles"].get(self.feature)), _present)
 
-    @cached_property
+    @property
     def pfi(self) -> dict:
-        found = {name: self._get(key) for name, key in self.keys["pfi"].items()}
-        return {name: value for name, value in found.items() if value is not None}
+        return self._once_found(
+            "pfi", lambda: self._per_model("pfi"), lambda found: len(found) == len(self.keys["pfi"])
+        )
 
-    @cached_property
+    @property
     def sfimp(self) -> dict:
-        found = {name: self._get(key) for name, key in self.keys["sfimp"].items()}
-        return {name: value for name, value in found.items() if value is not None}
+        return self._once_found(
+            "sfimp", lambda: self._per_model("sfimp"), lambda found: len(found) == len(self.keys["sfimp"])
+        )
 
     def results(self, kind: str) -> dict:
         """A view-declared task's results (``View(tasks=...)``): model name -> result, for
         the models whose result is cached."""
-        found = {name: self._get(key) for name, key in self.keys.get(kind, {}).items()}
-        return {name: value for name, value in found.items() if value is not None}
+        return self._per_model(kind)
 
-    @cached_property
+    @property
     def profile_mask(self):
         """The subgroup as a boolean array over the profile's rows (None: no subgroup)."""
         if self.mask is None or self.profile is None:
             return None
-        return self.mask.reindex(self.profile.rows).fillna(False).to_numpy(bool)
+        profile = self.profile
+        return self._once_found(
+            "profile_mask", lambda: self.mask.reindex(profile.rows).fillna(False).to_numpy(bool), _present
+        )
 
-    @cached_property
+    @property
     def rows_line(self) -> str:
         """The selected rows and, when the curves explain a sample, its size (toolbar)."""
         text = self.selection
@@ -176,16 +196,16 @@ def load_inputs(ctx, results) -> Inputs | None:
     if not isinstance(results, dict) or "keys" not in results or not isinstance(results.get("state"), dict):
         return None
     try:  # one server process may hold several apps (tests): their store and settings differ
-        # a pending record (a job still running) reads its results again when complete
-        tag = (
-            str(ctx.store.root),
-            ctx.config,
-            json.dumps(results["state"], sort_keys=True, default=str),
-            bool(results.get("pending")),
-        )
+        # only the state is read from the record ('pending' and 'keys' are the browser's
+        # word): Inputs read a missing result again on every request until it is found
+        tag = (str(ctx.store.root), ctx.config, json.dumps(results["state"], sort_keys=True, default=str))
     except (TypeError, ValueError):
         return None
     return _INPUTS.get(tag, lambda: _make_inputs(ctx, results["state"]))
+
+
+def _present(value) -> bool:
+    return value is not None
 
 
 def _make_inputs(ctx, raw_state) -> Inputs | None:
