@@ -220,6 +220,23 @@ def test_a_forged_record_before_the_results_exist_does_not_blank_later_visitors(
     assert load_inputs(ctx, {"state": state, "keys": {}, "pending": True}).pfi.keys() == later.pfi.keys()
 
 
+def test_polling_a_job_that_ends_between_dashs_checks_is_not_an_error(app, monkeypatch):
+    """Issue 29: Dash checks that the job's pid exists, then opens the process; a job that
+    ended in between raised psutil.NoSuchProcess out of the poll (HTTP 500). Replayed here by
+    a pid that 'exists' at the check and is gone when opened."""
+    import psutil
+
+    manager = app._background_manager  # the app's own (JobManager)
+    ended = subprocess.Popen([sys.executable, "-c", "pass"])
+    ended.wait()
+    monkeypatch.setattr(psutil, "pid_exists", lambda pid: True)
+    assert manager.job_running(ended.pid) is False
+    manager.terminate_job(ended.pid)  # nothing to kill, nothing raised
+    key = "test-poll-race"
+    manager.handle.set(key, {"done": 1})
+    assert manager.get_result(key, ended.pid) == {"done": 1}
+
+
 # --- item 3: limits ----------------------------------------------------------------------------
 def _sleep_forever():
     while True:
