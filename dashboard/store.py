@@ -213,6 +213,15 @@ for _name in (
     setattr(ForkSafeCache, _name, _guarded(_name))
 
 
+REFUSED = ".refused"  # an upload folder's record of why its file was refused (hidden from upload_path)
+
+
+def _refused_message(name: str, reason: str) -> str:
+    reason = reason.strip()
+    said = reason if reason.startswith(name) else f"{name}: {reason}"
+    return f"{said} (this upload was refused; choose a corrected file)"
+
+
 class Store:
     """File layout and caches under one folder shared by all workers of a deployment."""
 
@@ -245,13 +254,27 @@ class Store:
         files = [p for p in folder.iterdir() if not p.name.startswith(".")] if folder.is_dir() else []
         return files[0] if len(files) == 1 else None
 
-    def discard_upload(self, token: str) -> bool:
-        """Delete an upload at once (a file found invalid); False for an unknown token."""
+    def discard_upload(self, token: str, reason: str = "") -> bool:
+        """Delete an upload's file at once (a file found invalid) and keep why, so a later
+        Load of the same upload says why it was refused, not that it expired (the reason
+        goes with the folder at the upload lifetime). False for an unknown token."""
         path = self.upload_path(token)
         if path is None:
             return False
-        shutil.rmtree(path.parent, ignore_errors=True)
+        path.unlink(missing_ok=True)
+        (path.parent / REFUSED).write_text(str(reason)[:2000] or "the file was refused", encoding="utf-8")
         return True
+
+    def upload_gone(self, token, name: str) -> str:
+        """What to say of an upload whose file is not there: why it was refused, or that it
+        expired."""
+        if isinstance(token, str) and _TOKEN.match(token):
+            record = self.root / "uploads" / token / REFUSED
+            try:
+                return _refused_message(name, record.read_text(encoding="utf-8")[:2000])
+            except (OSError, UnicodeDecodeError):
+                pass
+        return f"{name}: the upload expired; choose the file again."
 
     def purge_uploads(self, ttl_hours: float) -> int:
         """Delete uploads, and workspaces made from uploads, older than the configured

@@ -237,6 +237,32 @@ def test_polling_a_job_that_ends_between_dashs_checks_is_not_an_error(app, monke
     assert manager.get_result(key, ended.pid) == {"done": 1}
 
 
+def test_a_refused_upload_keeps_its_reason_for_the_load(ctx):
+    """Issue 29: the model and data feedback delete a file they refuse at once; a Load of the
+    same upload then said "the upload expired". It now says why the file was refused."""
+    pickled = _upload(ctx, "model.pkl", b"\x80\x04K\x01.")
+    _, errors, _, _ = describe_models(ctx, [pickled])
+    assert "Pickle and joblib files run code" in str(errors)
+    assert ctx.store.upload_path(pickled["id"]) is None  # the file itself is gone at once
+    garbled = _upload(ctx, "model.skops", b"PK\x03\x04 not a zip archive")
+    _, skops_errors, _, _ = describe_models(ctx, [garbled])
+    assert skops_errors and "model.skops" in str(skops_errors)
+    data = _upload(ctx, "data.csv", b"a,b\n1,2\n3,4\n")
+    for upload, reason in ((pickled, "Pickle and joblib files run code"), (garbled, "model.skops")):
+        result = load_workspace(ctx, [upload], data, "b", None, None, [], False, None, "training", False, None)
+        message = result["errors"]["model"]
+        assert reason in message and "refused" in message and "expired" not in message, message
+    broken = _upload(ctx, "broken.parquet", b"PAR1 this is not parquet PAR1")
+    _, data_error, _, _, _ = describe_data(ctx, broken)
+    assert data_error and ctx.store.upload_path(broken["id"]) is None
+    model_ok = _upload(ctx, "model.pkl", b"x")  # never read: the data fails first
+    result = load_workspace(ctx, [model_ok], broken, "b", None, None, [], False, None, "training", False, None)
+    assert "broken.parquet" in result["errors"]["data"] and "expired" not in result["errors"]["data"]
+    unknown = {"id": "B" * 22, "name": "gone.csv", "size": 3}
+    result = load_workspace(ctx, [model_ok], unknown, "b", None, None, [], False, None, "training", False, None)
+    assert "the upload expired" in result["errors"]["data"]
+
+
 # --- item 3: limits ----------------------------------------------------------------------------
 def _sleep_forever():
     while True:

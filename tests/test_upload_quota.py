@@ -79,7 +79,8 @@ def test_too_big_upload_leaves_no_file(tmp_path):
 
 @pytest.mark.parametrize("name, content", [("sheet.csv", b"PK\x03\x04" + b"\0" * 100), ("model.skops", b"not a zip")])
 def test_refused_files_are_deleted_at_once(tmp_path, name, content):
-    """A file the checks refuse does not wait for the 24 h TTL."""
+    """A file the checks refuse does not wait for the 24 h TTL (only why it was refused stays,
+    a few hundred bytes, so a later Load can say it)."""
     app = _app(tmp_path)
     ctx = app._wip_context
     token, path = ctx.store.new_upload(name)
@@ -89,7 +90,10 @@ def test_refused_files_are_deleted_at_once(tmp_path, name, content):
         assert describe_data(ctx, upload).error
     else:
         assert describe_models(ctx, [upload]).error
-    assert ctx.store.upload_path(token) is None and not path.parent.exists()
+    assert ctx.store.upload_path(token) is None and not path.exists()
+    left = list(path.parent.iterdir())
+    assert [f.name for f in left] == [".refused"] and left[0].stat().st_size < 2100
+    assert name in ctx.store.upload_gone(token, name) and "expired" not in ctx.store.upload_gone(token, name)
 
 
 def test_ipv6_clients_share_their_64_prefix(tmp_path):

@@ -77,11 +77,11 @@ def describe_models(ctx, files) -> ModelFeedback:
                 "server does not open them. Save the model with skops.io.dump(model, 'model.skops') "
                 "or export it to ONNX."
             )
-            ctx.store.discard_upload(f.get("id"))  # refused files do not wait for the TTL
+            ctx.store.discard_upload(f.get("id"), errors[-1])  # refused files do not wait for the TTL
         elif suffix == ".skops":
             path = ctx.store.upload_path(f.get("id"))
             if path is None:
-                errors.append(f"{name}: the upload expired; choose the file again.")
+                errors.append(ctx.store.upload_gone(f.get("id"), name))
                 continue
             try:
                 types.extend(
@@ -93,11 +93,11 @@ def describe_models(ctx, files) -> ModelFeedback:
                 )
             except (LoadError, compute.ExplainError) as exc:
                 errors.append(str(exc))
-                ctx.store.discard_upload(f.get("id"))
+                ctx.store.discard_upload(f.get("id"), errors[-1])
             except Exception as exc:  # never a 500 for a visitor's file
                 log.warning("type listing failed for an upload: %s", exc)
                 errors.append(f"{name} is not a valid .skops file ({type(exc).__name__}).")
-                ctx.store.discard_upload(f.get("id"))
+                ctx.store.discard_upload(f.get("id"), errors[-1])
     options = [{"label": f" {t}", "value": t, "disabled": not ctx.policy.allow_user_types} for t in sorted(set(types))]
     box = {"display": "block"} if options else {"display": "none"}
     return ModelFeedback("; ".join(info), _lines(errors), options, box)
@@ -150,16 +150,17 @@ def describe_data(ctx, upload) -> DataFeedback:
         return DataFeedback("", _prefixed(name, str(upload["error"])[:500]), [], None, {})
     path = ctx.store.upload_path(upload.get("id"))
     if path is None:
-        return DataFeedback("", f"{name}: the upload expired; choose the file again.", [], None, {})
+        return DataFeedback("", ctx.store.upload_gone(upload.get("id"), name), [], None, {})
     try:
         outline = isolated(_data_outline, path, name, ctx.policy, what=f"Reading {name}", limits=ctx.load_limits)
     except (LoadError, compute.ExplainError) as exc:
-        ctx.store.discard_upload(upload.get("id"))  # refused files do not wait for the TTL
+        ctx.store.discard_upload(upload.get("id"), str(exc))  # refused files do not wait for the TTL
         return DataFeedback("", str(exc), [], None, {})
     except Exception as exc:  # never a 500 for a visitor's file
         log.warning("data outline failed for an upload: %s", exc)
-        ctx.store.discard_upload(upload.get("id"))
-        return DataFeedback("", f"{name} could not be read ({type(exc).__name__}).", [], None, {})
+        message = f"{name} could not be read ({type(exc).__name__})."
+        ctx.store.discard_upload(upload.get("id"), message)
+        return DataFeedback("", message, [], None, {})
     columns = outline["columns"]
     info = f"{name}: {outline['rows']:,} rows × {len(columns)} columns"
     return DataFeedback(info, None, columns, columns[-1], outline["facts"])
@@ -278,7 +279,7 @@ def _load_workspace(
                 )
             path = ctx.store.upload_path(data_file["id"])
             if path is None:
-                raise LoadError(f"{data_file['name']}: the upload expired; choose the file again.", field="data")
+                raise LoadError(ctx.store.upload_gone(data_file["id"], str(data_file["name"])[:200]), field="data")
             data = read_data(path, name=data_file["name"], policy=ctx.policy)
             data_name = data_file["name"]
         if not target:
@@ -289,7 +290,7 @@ def _load_workspace(
         for f in models:
             path = ctx.store.upload_path(f["id"])
             if path is None:
-                raise LoadError(f"{f['name']}: the upload expired; choose the file again.", field="model")
+                raise LoadError(ctx.store.upload_gone(f["id"], str(f["name"])[:200]), field="model")
             name = Path(f["name"]).stem
             model: Any = load_model(path, name=f["name"], policy=ctx.policy, accepted_types=tuple(accepted or ()))
             classes: tuple = ()
