@@ -213,6 +213,7 @@ for _name in (
     setattr(ForkSafeCache, _name, _guarded(_name))
 
 
+DAMAGED = ".damaged"  # suffix of a workspace record found unreadable (kept for the operator)
 REFUSED = ".refused"  # an upload folder's record of why its file was refused (hidden from upload_path)
 
 
@@ -335,13 +336,30 @@ class Store:
         if not isinstance(ws_id, str) or not (_TOKEN.match(ws_id) or _DEMO_ID.match(ws_id)):
             return None
         file = self.root / "workspaces" / f"{ws_id}.json"
-        if not file.exists():
-            if _DEMO_ID.match(ws_id):
-                from .demos import build_demo  # trained at first use
+        if file.exists():
+            try:
+                return Workspace.from_json(file.read_text())
+            except FileNotFoundError:  # purged meanwhile
+                return None
+            except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+                # truncated or garbled (a full disk, a crash while writing): set aside, so a
+                # demo is built again and an upload's page says what happened
+                log.warning("workspace record %s is damaged (%s); set aside", ws_id, type(exc).__name__)
+                try:
+                    file.replace(file.with_name(file.name + DAMAGED))
+                except OSError:
+                    pass
+        if _DEMO_ID.match(ws_id):
+            from .demos import build_demo  # trained at first use (or again, after damage)
 
-                return build_demo(self, ws_id)
-            return None
-        return Workspace.from_json(file.read_text())
+            return build_demo(self, ws_id)
+        return None
+
+    def workspace_damaged(self, ws_id) -> bool:
+        """Whether the record of this workspace was found damaged and set aside."""
+        if not isinstance(ws_id, str) or not (_TOKEN.match(ws_id) or _DEMO_ID.match(ws_id)):
+            return False
+        return (self.root / "workspaces" / f"{ws_id}.json{DAMAGED}").exists()
 
     def data(self, ws: Workspace) -> pd.DataFrame:
         return read_parquet_cached(str(self.path(ws.data_path)), ws.data_sha)

@@ -263,6 +263,50 @@ def test_a_refused_upload_keeps_its_reason_for_the_load(ctx):
     assert "the upload expired" in result["errors"]["data"]
 
 
+def test_a_damaged_workspace_record_is_a_message_and_a_rebuild_not_an_error(ctx, tmp_path):
+    """Issue 29: a truncated workspace record (a full disk, a crash while writing) gave HTTP
+    500 on the controller. A demo's record is set aside and the demo built again; an
+    uploaded data set's page says its record is damaged and shows a demo."""
+    import skops.io as sio
+    from sklearn.linear_model import LinearRegression
+
+    record = ctx.store.root / "workspaces" / "demo-x3.json"
+    assert ctx.store.workspace("demo-x3") is not None
+    good = record.read_text()
+    record.write_text(good[: len(good) // 2])  # truncated
+    rebuilt = ctx.store.workspace("demo-x3")
+    assert rebuilt is not None and rebuilt.id == "demo-x3" and rebuilt.models
+    assert (record.parent / "demo-x3.json.damaged").exists() and record.exists()
+    state, error = normalize(ctx, {**default_state(), "ws": "demo-x3"})
+    assert error is None and state["ws"] == "demo-x3"
+
+    frame = pd.DataFrame({"a": np.arange(20.0), "b": np.arange(20.0) % 3, "y": np.arange(20.0) * 2})
+    model = LinearRegression().fit(frame[["a", "b"]], frame.y)
+    sio.dump(model, tmp_path / "m.skops")
+    result = load_workspace(
+        ctx,
+        [_upload(ctx, "m.skops", (tmp_path / "m.skops").read_bytes())],
+        _upload(ctx, "d.csv", frame.to_csv(index=False).encode()),
+        "y",
+        None,
+        None,
+        [],
+        False,
+        None,
+        "training",
+        False,
+        None,
+    )
+    ws_id = result["ws"]
+    (ctx.store.root / "workspaces" / f"{ws_id}.json").write_text('{"id": "' + ws_id + '", "tit')
+    state, error = normalize(ctx, {**default_state(), "ws": ws_id})
+    assert state["ws"] == "demo-x3" and error is not None and "damaged" in error and "load its files again" in error
+    new, message = update_state(ctx, {**default_state(), "ws": ws_id}, None, {})
+    assert new["ws"] == "demo-x3"
+    resolved = resolve_state(ctx, {**default_state(), "ws": ws_id}, None)
+    assert resolved is not None
+
+
 # --- item 3: limits ----------------------------------------------------------------------------
 def _sleep_forever():
     while True:

@@ -247,7 +247,11 @@ def normalize(ctx, state: dict, *, previous_subgroup: str = "", error=None) -> t
     ws = ctx.store.workspace(state.get("ws"))
     if ws is None:
         error = (
-            f"Data set {state.get('ws')!r} is not available on this server (uploads expire); showing a demo instead."
+            f"Data set {state.get('ws')!r} could not be read on this server (its record is damaged); load its "
+            "files again. Showing a demo instead."
+            if ctx.store.workspace_damaged(state.get("ws"))
+            else f"Data set {state.get('ws')!r} is not available on this server (uploads expire); showing a demo "
+            "instead."
         )
         state = {**default_state()}
         ws = ctx.store.workspace(state["ws"])
