@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import html as html_lib
 import json
+import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -22,6 +23,7 @@ from typing import Any
 
 import pandas as pd
 import plotly.io as pio
+from dash import dcc
 
 import compute
 
@@ -161,6 +163,48 @@ class Inputs:
         if self.state.get("exclude"):
             text += f", {len(self.state['exclude'])} excluded"
         return text
+
+
+#: First characters that make a spreadsheet read a cell as a formula (OWASP "CSV injection"),
+#: with their full-width forms, which some spreadsheets normalise.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "\n", "\uff1d", "\uff0b", "\uff0d", "\uff20")
+_FILENAME_UNSAFE = re.compile(r"[^A-Za-z0-9._ -]+")
+
+
+def csv_cell(value):
+    """A text cell a spreadsheet would run (``=cmd|...``, ``@SUM(...)``, a leading tab) made
+    inert with a leading apostrophe, as OWASP recommends; numbers, and text that reads as a
+    number ("-1.5"), stay as they are."""
+    if not isinstance(value, str) or not value.startswith(FORMULA_STARTS):
+        return value
+    try:
+        float(value)
+    except ValueError:
+        return "'" + value
+    return value
+
+
+def _inert(frame: pd.DataFrame) -> pd.DataFrame:
+    """The frame with every text cell, column name and row label passed through :func:`csv_cell`."""
+    out = frame.copy()
+    for i in range(out.shape[1]):
+        values = out.iloc[:, i]
+        if not (pd.api.types.is_numeric_dtype(values.dtype) or pd.api.types.is_bool_dtype(values.dtype)):
+            out.isetitem(i, values.astype(object).map(csv_cell))
+    out.columns = [csv_cell(str(c)) if not isinstance(c, (int, float)) else c for c in out.columns]
+    if isinstance(out.index, pd.MultiIndex):
+        out.index = pd.MultiIndex.from_tuples([tuple(csv_cell(v) for v in t) for t in out.index], names=out.index.names)
+    else:
+        out.index = pd.Index([csv_cell(v) for v in out.index], name=out.index.name)
+    return out
+
+
+def csv_download(frame: pd.DataFrame, filename: str, **to_csv) -> dict:
+    """A CSV download of ``frame`` (full precision, every column named) with no cell a
+    spreadsheet would run, under a file name made of safe characters. Every view's CSV
+    export goes through here (a registry-wide test checks the downloads)."""
+    stem = _FILENAME_UNSAFE.sub("_", filename.removesuffix(".csv"))[:120].strip("._ ") or "export"
+    return dcc.send_data_frame(_inert(frame).to_csv, f"{stem}.csv", **to_csv)
 
 
 class Lru:

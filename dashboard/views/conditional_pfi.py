@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from dash import dcc, html
+from dash import html
 
 from .. import figures, ids, layout
-from .base import PROFILES, View
+from .base import PROFILES, View, csv_download
 
 INFO = "conditional-pfi-info"
 
@@ -41,7 +41,7 @@ def export_csv(ctx, inp):
     for name, pfi in inp.pfi.items():
         frame[f"permutation PFI {name}"] = pfi.importance
         frame[f"permutation std {name}"] = pfi.std
-    return dcc.send_data_frame(frame.to_csv, "pfi.csv", index_label="feature")
+    return csv_download(frame, "pfi.csv", index_label="feature")
 
 
 VIEW = View(

@@ -17,7 +17,7 @@ import compute
 from .. import figures, layout, planning
 from ..state import search_from_state
 from . import whatif
-from .base import ALL_FIELDS, PROFILES, View, empty
+from .base import ALL_FIELDS, PROFILES, View, csv_download, empty
 from .selection import selected_row
 
 GRAPH = "contributions-graph"
@@ -121,9 +121,7 @@ def export_csv(ctx, inp):
     found = inp.results(KIND).get(inp.state["model"])
     if found is None:
         return None
-    return dcc.send_data_frame(
-        found.to_frame().to_csv, f"contributions-row-{inp.state['obs']}.csv", index_label="feature"
-    )
+    return csv_download(found.to_frame(), f"contributions-row-{inp.state['obs']}.csv", index_label="feature")
 
 
 VIEW = View(

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from dash import dcc, html
+from dash import html
 
 from .. import figures, ids, layout
-from .base import PROFILES, View, empty
+from .base import PROFILES, View, csv_download, empty
 from .selection import selected_row
 
 
@@ -22,7 +22,7 @@ def export_csv(ctx, inp):
     if summary is None:
         return None
     row, _ = selected_row(summary, inp.state, inp.mask)
-    return dcc.send_data_frame(summary.ciu(row).to_csv, f"ciu-row-{row}.csv")
+    return csv_download(summary.ciu(row), f"ciu-row-{row}.csv")
 
 
 VIEW = View(

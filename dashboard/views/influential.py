@@ -3,10 +3,10 @@ exclusions (Sec. 6.2, Table 2 row 3)."""
 
 from __future__ import annotations
 
-from dash import dcc, html
+from dash import html
 
 from .. import figures, ids, layout
-from .base import PROFILES, View
+from .base import PROFILES, View, csv_download
 from .selection import eligible_mask
 
 N_INFLUENTIAL = 10
@@ -39,7 +39,7 @@ def export_csv(ctx, inp):
     frame.insert(0, f"ici_integral_{inp.feature}", prof.local_importance)
     if inp.profile_mask is not None:
         frame.insert(1, "in_subgroup", inp.profile_mask)
-    return dcc.send_data_frame(frame.to_csv, f"ici-integrals-{inp.feature}.csv", index_label="row")
+    return csv_download(frame, f"ici-integrals-{inp.feature}.csv", index_label="row")
 
 
 VIEW = View(

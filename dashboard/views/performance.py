@@ -20,7 +20,7 @@ from compute.losses import LOSS_LABELS
 from compute.validation import is_real
 
 from .. import figures, layout, planning
-from .base import View, data_role_note, empty
+from .base import View, csv_download, data_role_note, empty
 
 TABLE = "performance-table"
 FIT_GRAPH = "performance-fit-graph"
@@ -201,7 +201,7 @@ def render(ctx, inp, controls) -> dict:
 def export_csv(ctx, inp):
     if not inp.results(KIND):
         return None
-    return dcc.send_data_frame(metrics_table(inp).to_csv, "performance.csv")
+    return csv_download(metrics_table(inp), "performance.csv")
 
 
 EXPORT = "performance-export"

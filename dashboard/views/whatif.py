@@ -18,7 +18,7 @@ from compute.sampling import is_categorical
 
 from .. import figures, ids, layout, planning
 from ..state import search_from_state
-from .base import ALL_FIELDS, PROFILES, View, empty
+from .base import ALL_FIELDS, PROFILES, View, csv_download, empty
 from .selection import selected_row
 
 GRAPH = "whatif-graph"
@@ -165,7 +165,7 @@ def export_csv(ctx, inp):
         return None
     frame = found.to_frame()
     frame.loc["(prediction)", ["original", "edited"]] = [found.original_prediction, found.prediction]
-    return dcc.send_data_frame(frame.to_csv, f"what-if-row-{inp.state['obs']}.csv")
+    return csv_download(frame, f"what-if-row-{inp.state['obs']}.csv")
 
 
 VIEW = View(

