@@ -51,7 +51,9 @@ def hostile(tmp_path_factory):
     )
     frame["y"] = (frame[FORMULA_COLUMN] - 2 * (frame[LEVEL_COLUMN] == LEVELS[0]) + 0.3 * frame.plain).round(3)
     model = make_pipeline(
-        ColumnTransformer([("levels", OneHotEncoder(handle_unknown="ignore"), [LEVEL_COLUMN])], remainder="passthrough"),
+        ColumnTransformer(
+            [("levels", OneHotEncoder(handle_unknown="ignore"), [LEVEL_COLUMN])], remainder="passthrough"
+        ),
         RandomForestRegressor(n_estimators=20, random_state=0),
     ).fit(frame.drop(columns="y"), frame.y)
     sio.dump(model, folder / "model.skops")
