@@ -28,9 +28,14 @@ class Design:
         Data with (at least) the model's input columns, in the model's order.
     as_frame : bool
         Whether the model is fed DataFrames (it was fitted with column names) or arrays.
+    block_dtype : numpy float dtype, optional
+        The dtype of the numeric blocks fed to the model: float64 (default), or float32 for a
+        model that computes in float32 whatever it is fed (it declares ``input_dtype =
+        numpy.float32``, as the XGBoost wrapper does). The model then sees exactly the values
+        it would compute with, and each block costs half the bytes to build.
     """
 
-    def __init__(self, X: pd.DataFrame, *, as_frame: bool) -> None:
+    def __init__(self, X: pd.DataFrame, *, as_frame: bool, block_dtype=np.float64) -> None:
         self.frame = X
         self.columns = list(X.columns)
         self._index = pd.Index(self.columns)  # built once: a list would be re-parsed per block
@@ -40,6 +45,8 @@ class Design:
         ) and not any(isinstance(dt, pd.CategoricalDtype) for dt in X.dtypes)
         self.array: np.ndarray | None = X.to_numpy(dtype=float, na_value=np.nan) if self.numeric else None
         self._position = {col: j for j, col in enumerate(self.columns)}
+        self.block_dtype = np.dtype(np.float32 if np.dtype(block_dtype) == np.float32 else np.float64)
+        self._rows: np.ndarray | None = None
 
     @property
     def n_rows(self) -> int:
@@ -56,12 +63,22 @@ class Design:
         sub.columns, sub._index, sub._position = self.columns, self._index, self._position
         sub.as_frame, sub.numeric = self.as_frame, self.numeric
         sub.array = None if self.array is None else np.take(self.array, positions, axis=0)
+        sub.block_dtype, sub._rows = self.block_dtype, None
         return sub
 
     def numbers(self) -> np.ndarray:
         """The float array of an all-numeric design (the fast path)."""
         assert self.array is not None  # only called when self.numeric, which set it
         return self.array
+
+    def rows_array(self) -> np.ndarray:
+        """The float array blocks are gathered from (the data in ``block_dtype``)."""
+        array = self.numbers()
+        if self.block_dtype == array.dtype:
+            return array
+        if self._rows is None:
+            self._rows = array.astype(self.block_dtype)
+        return self._rows
 
     def position(self, column) -> int:
         return self._position[column]
@@ -112,7 +129,7 @@ class Design:
         Returns what the model's ``predict`` takes: an ndarray or a DataFrame.
         """
         if self.numeric:
-            rows = np.take(self.numbers(), positions, axis=0)  # 3-4x faster than fancy indexing
+            rows = np.take(self.rows_array(), positions, axis=0)  # 3-4x faster than fancy indexing
             for column, values in replace.items():
                 rows[:, self._position[column]] = values
             return self.wrap(rows)

@@ -232,7 +232,7 @@ def _gathered(design: Design, specs: list[tuple[Design, np.ndarray, dict]]):
     """Several segments' rows of one numeric design as one block: one gather of all their
     positions, then each segment's replaced columns written into its own slice (the values
     :meth:`Design.block` gives per segment, without a second copy to stack them)."""
-    rows = np.take(design.numbers(), np.concatenate([positions for _, positions, _ in specs]), axis=0)
+    rows = np.take(design.rows_array(), np.concatenate([positions for _, positions, _ in specs]), axis=0)
     start = 0
     for _, positions, replace in specs:
         stop = start + positions.size

@@ -314,7 +314,9 @@ def make_predictor(
             output_index = int(matches[0])
     elif output is not None:
         raise InputError("The 'output' parameter is only for classifiers; this model is a regressor.")
-    return Predictor(model, Design(X, as_frame=as_frame), classes, has_proba, output_index), X
+    # a model computing in float32 whatever it is fed (XGBoost) gets float32 blocks: the same values it uses
+    block_dtype = np.float32 if getattr(model, "input_dtype", None) is np.float32 else np.float64
+    return Predictor(model, Design(X, as_frame=as_frame, block_dtype=block_dtype), classes, has_proba, output_index), X
 
 
 def resolve_loss(loss, predictor: Predictor) -> Loss:

@@ -337,3 +337,38 @@ class FormulaModel:
 
     def predict(self, X):
         return np.asarray(self.fn(X), dtype=float)
+
+
+class _Float32Model:
+    """A model that computes in float32 whatever it is fed (as XGBoost does) and records the
+    dtypes of the blocks it was given."""
+
+    def __init__(self, declared):
+        self.input_dtype = declared
+        self.seen: set = set()
+        self.feature_names_in_ = np.array(["x1", "x2", "x3"], dtype=object)
+        self.n_features_in_ = 3
+
+    def predict(self, X):
+        values = np.asarray(X)
+        self.seen.add(values.dtype)
+        v = values.astype(np.float32)
+        return (v[:, 0] * np.float32(1.7) + v[:, 1] * v[:, 2]).astype(np.float64)
+
+
+def test_a_model_computing_in_float32_gets_float32_blocks_and_the_same_results(reg_data):
+    """A model declaring input_dtype = numpy.float32 (the XGBoost wrapper) is fed float32
+    blocks: half the bytes, and PFI and the curves equal those of the same model fed float64
+    (it casts to float32 itself). Any other declaration keeps float64 blocks."""
+    X, y = reg_data
+    X = X[["x1", "x2", "x3"]]
+    f32, f64, odd = _Float32Model(np.float32), _Float32Model(None), _Float32Model("float32")
+    a = permutation_importance(f32, X, y, n_obs=120, n_repeats=3, random_state=2)
+    b = permutation_importance(f64, X, y, n_obs=120, n_repeats=3, random_state=2)
+    pd.testing.assert_frame_equal(a.to_frame(), b.to_frame())
+    assert f32.seen == {np.dtype(np.float32)} and f64.seen == {np.dtype(np.float64)}
+    pa = compute.feature_profile(f32, X, y, "x2", grid=9)
+    pb = compute.feature_profile(f64, X, y, "x2", grid=9)
+    assert np.array_equal(pa.pred, pb.pred) and np.array_equal(pa.base_pred, pb.base_pred)
+    permutation_importance(odd, X, y, n_obs=50, n_repeats=2, random_state=2)
+    assert odd.seen == {np.dtype(np.float64)}
