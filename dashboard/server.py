@@ -38,6 +38,7 @@ def create_app(config: Config) -> Dash:
     app.layout = layout.page(config)
     register_all(app, ctx)
     add_upload_route(app.server, ctx)
+    add_security_headers(app)
     ctx.store.purge_uploads(config.upload_ttl_hours)  # files past their lifetime go at start-up too
     preload()  # jobs fork from here: each then starts with the model-loading imports done
     # Dash registers its script bundles on the first request, after flagging setup as done:
@@ -46,6 +47,45 @@ def create_app(config: Config) -> Dash:
     app.server.test_client().get("/")
     app._wip_context = ctx  # type: ignore[attr-defined]  # for tests and benchmarks (read-only handle; no per-user data)
     return app
+
+
+def content_security_policy(app: Dash) -> str:
+    """No script but the app's own files and its inline scripts by hash (Dash's config and
+    clientside callbacks: ``Dash.csp_hashes``), so markup a visitor smuggles into the page
+    cannot run; no framing by other sites; no plugins. Styles may be inline (Plotly and Dash
+    set element styles); images may be data:/blob: URLs (Plotly's PNG export)."""
+    scripts = " ".join(["'self'", *app.csp_hashes()])
+    return "; ".join(
+        [
+            "default-src 'self'",
+            f"script-src {scripts}",
+            "style-src 'self' 'unsafe-inline'",
+            "img-src 'self' data: blob:",
+            "font-src 'self' data:",
+            "connect-src 'self'",
+            "object-src 'none'",
+            "base-uri 'self'",
+            "form-action 'self'",
+            "frame-ancestors 'none'",
+        ]
+    )
+
+
+def add_security_headers(app: Dash) -> None:
+    """Every response says what it is (``nosniff``: an upload echoed back is never run as a
+    script or page) and, for pages, where scripts may come from (see
+    :func:`content_security_policy`, computed once the layout and callbacks are registered)."""
+    policy: list[str] = []
+
+    @app.server.after_request
+    def headers(response):
+        if not policy:
+            policy.append(content_security_policy(app))
+        response.headers.setdefault("X-Content-Type-Options", "nosniff")
+        response.headers.setdefault("Referrer-Policy", "same-origin")
+        response.headers.setdefault("X-Frame-Options", "DENY")
+        response.headers.setdefault("Content-Security-Policy", policy[0])
+        return response
 
 
 CALLBACK_BODY_LIMIT = 2 * 2**20  # the largest honest callback body is a few hundred KiB
