@@ -193,6 +193,12 @@ class BoosterModel:
         return self._proba
 
     @property
+    def refuses_unseen_levels(self) -> bool:
+        """Whether the library itself refuses a categorical level outside the training levels
+        (XGBoost: "Found a category not in the training set"); LightGBM reads one as missing."""
+        return self.library == "xgboost"
+
+    @property
     def input_dtype(self):
         """numpy.float32 for XGBoost, which casts every input to float32 before its trees read
         it: compute then builds float32 blocks (the same predictions, half the bytes)."""

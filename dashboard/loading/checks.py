@@ -194,7 +194,7 @@ def _unseen_levels(model, X: pd.DataFrame, name: str, where: str) -> list[str]:
     for column, levels, count, known in model.unseen_levels(X) if hasattr(model, "unseen_levels") else []:
         shown = ", ".join(repr(v) for v in levels[:5]) + (" ..." if len(levels) > 5 else "")
         trained = ", ".join(repr(v) for v in known[:8]) + (" ..." if len(known) > 8 else "")
-        if model.library == "xgboost":  # XGBoost refuses them ("Found a category not in the training set")
+        if model.refuses_unseen_levels:
             first = ", ".join(str(r) for r in X.index[X[column].isin(levels).to_numpy()][:5])
             raise LoadError(
                 f"{column!r} in {where} has level(s) {name} never saw: {shown} ({count} row{'s' if count > 1 else ''}, "
