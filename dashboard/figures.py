@@ -8,6 +8,14 @@ plotly.js leaves that out of a WebGL click event, so a clientside callback reads
 graph by point number), so callbacks read the selection from ``clickData`` and never from the figure's
 data arrays.
 
+Text a visitor controls (column names, levels, class and model names, subgroup text) is never
+drawn as markup: Plotly draws a subset of HTML in every text it shows (links, styles). Callers
+pass plain text. :func:`_style` escapes what holds only data (titles, subtitles, axis titles,
+category values in x, y, ``categoryarray`` and ``tickvals``, trace names); builders escape
+with :func:`esc` each name they write into text that holds our own markup (hover templates,
+``hovertext``, ``text``, ``ticktext``), and hover shows the escaped axis value, never raw
+``customdata``.
+
 Papers: seed 000 = Casalicchio, Molnar & Bischl (2018), "Visualizing the Feature Importance
 for Black Box Models" (PFI, PI/ICI curves, SFIMP); seed 003 = Främling (2022), contextual
 importance and utility (CIU).
@@ -15,6 +23,7 @@ importance and utility (CIU).
 
 from __future__ import annotations
 
+import html
 from collections.abc import Mapping
 from typing import Any
 
@@ -68,6 +77,57 @@ DIAMOND = "diamond"
 LEGEND_BELOW = dict(orientation="h", yref="container", yanchor="bottom", y=0.0, xanchor="left", x=0.0)
 
 
+def esc(value) -> str:
+    """``value`` as text Plotly draws as it is: ``<``, ``>`` and ``&`` as entities (Plotly
+    turns entities back into the characters, and draws tags only from raw ``<``)."""
+    return html.escape(str(value), quote=False)
+
+
+def _plain(values):
+    """Strings among ``values`` (a scalar, list, tuple or array) escaped; numbers untouched."""
+    if isinstance(values, str):
+        return esc(values)
+    if isinstance(values, np.ndarray):
+        if values.dtype.kind != "O" and values.dtype.kind != "U":
+            return values
+        return np.array([esc(v) if isinstance(v, str) else v for v in values.ravel()], dtype=object).reshape(
+            values.shape
+        )
+    if isinstance(values, (list, tuple)):
+        return [esc(v) if isinstance(v, str) else v for v in values]
+    return values
+
+
+_DATA_TEXT = ("x", "y", "name")  # trace properties that hold only data (no markup of ours)
+_AXIS_DATA = ("categoryarray", "tickvals")
+
+
+def _escape_data_text(fig: go.Figure, spec: dict) -> None:
+    """Escape, in place, the texts that hold only data (see the module docstring)."""
+    title = spec.get("title")
+    if isinstance(title, dict):
+        if isinstance(title.get("text"), str):
+            title["text"] = esc(title["text"])
+        sub = title.get("subtitle")
+        if isinstance(sub, dict) and isinstance(sub.get("text"), str):
+            sub["text"] = esc(sub["text"])
+    for key, axis in spec.items():
+        if not (key.startswith(("xaxis", "yaxis")) and isinstance(axis, dict)):
+            continue
+        if isinstance(axis.get("title"), dict) and isinstance(axis["title"].get("text"), str):
+            axis["title"]["text"] = esc(axis["title"]["text"])
+        for name in _AXIS_DATA:
+            if axis.get(name) is not None:
+                axis[name] = _plain(axis[name])
+    for trace in fig.data:
+        for name in _DATA_TEXT:
+            value = trace[name] if name in trace else None
+            if value is not None:
+                escaped = _plain(value)
+                if escaped is not value:
+                    trace[name] = escaped
+
+
 def _figure(*traces) -> go.Figure:
     """A figure born with our template (setting one later first copies plotly's default)."""
     return go.Figure(data=list(traces) or None, layout=dict(template=TEMPLATE), _validate=False)
@@ -93,6 +153,7 @@ def _style(fig: go.Figure, title: str, uirevision: str, *, subtitle: str = "", *
     for key, axis in spec.items():  # Plotly.js drops a plain-string axis title: give it as text
         if key.startswith(("xaxis", "yaxis")) and isinstance(axis, dict) and isinstance(axis.get("title"), str):
             axis["title"] = dict(text=axis["title"])
+    _escape_data_text(fig, spec)
     return go.Figure(data=fig.data, layout=spec, _validate=False)
 
 
@@ -251,7 +312,7 @@ def _sort_features(values: pd.DataFrame) -> list:
 
 def _bar_axis(order: list, selected, n_traces: int = 1) -> tuple[dict, int]:
     """Category y axis with the largest at the top and the selected tick in bold; the height."""
-    text = [f"<b>{f}</b>" if selected is not None and f == selected else str(f) for f in order]
+    text = [f"<b>{esc(f)}</b>" if selected is not None and f == selected else esc(f) for f in order]
     axis = dict(
         title=dict(text="feature"),
         type="category",
@@ -306,7 +367,7 @@ def pfi_figure(
                 **_sample_labels(res, order),
                 offsetgroup=str(model),
                 legendgroup=str(model),
-                hovertemplate=f"{model}<br>%{{customdata}}: %{{x:.4g}} ± %{{error_x.array:.3g}}<extra></extra>",
+                hovertemplate=f"{esc(model)}<br>%{{y}}: %{{x:.4g}} ± %{{error_x.array:.3g}}<extra></extra>",
             )
         )
         repeats = res.repeats.reindex(order).to_numpy(float)
@@ -323,7 +384,7 @@ def pfi_figure(
                     offsetgroup=str(model),
                     legendgroup=str(model),
                     name=f"{model} repeats",
-                    hovertemplate=f"{model}<br>%{{customdata}}: one permutation %{{x:.4g}}<extra></extra>",
+                    hovertemplate=f"{esc(model)}<br>%{{y}}: one permutation %{{x:.4g}}<extra></extra>",
                 )
             )
     what = f"difference in {loss}" if kind == "difference" else f"ratio of {loss}"
@@ -393,7 +454,7 @@ def convergence_figure(
                 name=str(feature),
                 legendgroup=str(feature),
                 customdata=np.stack([lower, upper], axis=1),
-                hovertemplate=f"{feature}<br>after %{{x}} permutations: %{{y:.4g}}"
+                hovertemplate=f"{esc(feature)}<br>after %{{x}} permutations: %{{y:.4g}}"
                 "<br>band %{customdata[0]:.4g} to %{customdata[1]:.4g}<extra></extra>",
             )
         )
@@ -421,7 +482,8 @@ def group_pfi_figure(rows: pd.DataFrame, *, loss: str, title: str = "", subtitle
 
     order = list(rows.sort_values("together", ascending=False).index)
     # long groups ("mean radius + worst radius + ...") wrap onto lines of ~28 characters
-    labels = ["<br>".join(textwrap.wrap(str(g), 28)) for g in order]
+    labels = [str(g) for g in order]
+    wrapped = ["<br>".join(esc(line) for line in textwrap.wrap(label, 28)) for label in labels]
     fig = _figure(
         go.Bar(
             _validate=False,
@@ -439,8 +501,8 @@ def group_pfi_figure(rows: pd.DataFrame, *, loss: str, title: str = "", subtitle
             y=labels,
             orientation="h",
             marker=dict(color=CURVE_COLOR),
-            customdata=rows.loc[order, "alone_text"].tolist(),
-            hovertemplate="%{customdata}<br>sum: %{x:.4g}<extra></extra>",
+            hovertext=[esc(t) for t in rows.loc[order, "alone_text"]],
+            hovertemplate="%{hovertext}<br>sum: %{x:.4g}<extra></extra>",
         ),
     )
     yaxis = dict(
@@ -448,6 +510,9 @@ def group_pfi_figure(rows: pd.DataFrame, *, loss: str, title: str = "", subtitle
         type="category",
         categoryorder="array",
         categoryarray=labels[::-1],
+        tickmode="array",
+        tickvals=labels,
+        ticktext=wrapped,
         automargin=True,
     )
     return _style(
@@ -456,7 +521,7 @@ def group_pfi_figure(rows: pd.DataFrame, *, loss: str, title: str = "", subtitle
         "group-pfi",
         subtitle=subtitle,
         barmode="group",
-        height=max(260, 150 + sum(30 + 14 * label.count("<br>") for label in labels)),
+        height=max(260, 150 + sum(30 + 14 * label.count("<br>") for label in wrapped)),
         xaxis=dict(title=f"PFI: increase in {loss}", zeroline=True),
         yaxis=yaxis,
         legend=LEGEND_BELOW,
@@ -510,7 +575,7 @@ def sfimp_figure(sfimp: Mapping[str, Any], *, selected=None) -> go.Figure:
                 marker=dict(color=MODEL_COLORS[k % len(MODEL_COLORS)], line=_outline(order, selected)),
                 error_x=dict(type="data", array=_sfimp_error(res).reindex(order).to_numpy(float), thickness=1.2),
                 hovertemplate=(
-                    f"{model}<br>%{{customdata}}: SFIMP %{{x:.4g}} ± %{{error_x.array:.3g}}"
+                    f"{esc(model)}<br>%{{y}}: SFIMP %{{x:.4g}} ± %{{error_x.array:.3g}}"
                     "<br>share %{text}<extra></extra>"
                 ),
             )
@@ -626,7 +691,7 @@ def pi_figure(
                 ),
                 name=f"{label} (n={len(sub.rows)})",
                 line=dict(color=GROUP_COLORS[k % len(GROUP_COLORS)], width=2.5),
-                hovertemplate=f"{label}: PI(%{{x}}) = %{{y:.4g}}<extra></extra>",
+                hovertemplate=f"{esc(label)}: PI(%{{x}}) = %{{y:.4g}}<extra></extra>",
                 **bottom,
             )
         )
@@ -800,9 +865,9 @@ def _curves_figure(
     xs[:, :-1], ys[:, :-1] = position[line_cols], curves[np.ix_(drawn, line_cols)]
     if strip:  # seeded sideways jitter: the dots of one level spread into a strip
         xs[:, :-1] += rng.uniform(-0.28, 0.28, size=(drawn.size, cols.size))
-    level_text = np.array([str(v) for v in x], dtype=object) if strip else None
+    level_text = np.array([esc(v) for v in x], dtype=object) if strip else None
     where = "%{text}" if strip else "%{x}"
-    hover = "row %{customdata}<br>" + f"{prof.feature} = " + where + "<br>y = %{y:.4g}<extra></extra>"
+    hover = "row %{customdata}<br>" + f"{esc(prof.feature)} = " + where + "<br>y = %{y:.4g}<extra></extra>"
     background: dict = dict(mode="lines", line=dict(color=CURVE_COLOR, width=1), opacity=CURVE_OPACITY)
     if strip:
         assert level_text is not None
@@ -838,7 +903,7 @@ def _curves_figure(
                 opacity=0.45,
                 showlegend=False,
                 name=f"{kind} at missing",
-                hovertemplate=f"row %{{customdata}}<br>{prof.feature} missing<br>y = %{{y:.4g}}<extra></extra>",
+                hovertemplate=f"row %{{customdata}}<br>{esc(prof.feature)} missing<br>y = %{{y:.4g}}<extra></extra>",
             )
         )
     what = {"ICI": "PI", "ICE": "PD"}[kind]
@@ -902,7 +967,9 @@ def _curves_figure(
         ytitle += f" (centred at {prof.feature} = {x[0]})"
     xaxis: dict = dict(title=str(prof.feature))
     if strip:
-        xaxis.update(tickmode="array", tickvals=list(range(n_grid)), ticktext=list(x), range=[-0.6, n_grid - 0.4])
+        xaxis.update(
+            tickmode="array", tickvals=list(range(n_grid)), ticktext=[esc(v) for v in x], range=[-0.6, n_grid - 0.4]
+        )
     title = (
         f"{'centred ' if centered else ''}{kind} curves of {prof.feature}{label}: "
         f"{n_shown} of {eligible.size} observations drawn, {what} on top"
@@ -942,7 +1009,7 @@ def ciu_figure(
     y = [str(f) for f in order]
     names = [_json_label(f) for f in order]
     hover = [
-        f"{f}<br>CI = {r.CI:.3g}, CU = {r.CU:.3g}<br>ymin = {r.ymin:.4g}, ymax = {r.ymax:.4g},"
+        f"{esc(f)}<br>CI = {r.CI:.3g}, CU = {r.CU:.3g}<br>ymin = {r.ymin:.4g}, ymax = {r.ymax:.4g},"
         f" y = {r.y:.4g}" + (" <br>out of range: the model over/undershoots" if r.out_of_range else "")
         for f, r in zip(order, df.itertuples())
     ]
@@ -1044,7 +1111,7 @@ def influence_figure(ciu: pd.DataFrame) -> go.Figure:
             customdata=[_json_label(f) for f in order],
             marker_color=[POSITIVE_COLOR if v >= 0 else NEGATIVE_COLOR for v in infl],
             name="influence",
-            hovertemplate="%{customdata}: influence %{x:.4g}<extra></extra>",
+            hovertemplate="%{y}: influence %{x:.4g}<extra></extra>",
         )
     )
     yaxis, height = _bar_axis(order, None)
@@ -1067,7 +1134,7 @@ def global_ci_figure(global_ci: pd.DataFrame, *, selected=None) -> go.Figure:
     df = global_ci.reindex(order)
     share = df["out_of_range_share"].to_numpy(float) if "out_of_range_share" in df else np.full(len(df), np.nan)
     hover = [
-        f"{f}<br>mean CI = {ci:.3g} ± {sd:.3g}" + ("" if np.isnan(s) else f"<br>out of range: {100 * s:.0f}%")
+        f"{esc(f)}<br>mean CI = {ci:.3g} ± {sd:.3g}" + ("" if np.isnan(s) else f"<br>out of range: {100 * s:.0f}%")
         for f, ci, sd, s in zip(order, df["CI"], df["CI_std"], share)
     ]
     fig = _figure(
@@ -1118,7 +1185,7 @@ def ale_figure(ale: pd.DataFrame, *, feature, subtitle: str = "") -> go.Figure:
             mode="lines+markers",
             name="ALE",
             line=dict(color=ALL_COLOR, width=3),
-            hovertemplate=f"{feature} = %{{x:.4g}}<br>ALE %{{y:.4g}}<extra></extra>",
+            hovertemplate=f"{esc(feature)} = %{{x:.4g}}<br>ALE %{{y:.4g}}<extra></extra>",
             **top,
         )
     )
@@ -1174,7 +1241,7 @@ def calibration_figure(
                 name=name,
                 line=dict(color=color, dash=dash, width=2),
                 marker=dict(color=color, size=np.clip(4 + 12 * np.sqrt(n / max(n.max(), 1)), 4, 16)),
-                hovertemplate=f"{name}<br>predicted %{{x:.2f}}, observed %{{y:.2f}} (%{{customdata:,}} rows)"
+                hovertemplate=f"{esc(name)}<br>predicted %{{x:.2f}}, observed %{{y:.2f}} (%{{customdata:,}} rows)"
                 "<extra></extra>",
             )
         )
@@ -1231,7 +1298,7 @@ def scatter_figure(
                 mode="markers",
                 name=name,
                 marker=dict(color=color, size=5, opacity=0.55, line_width=0),
-                hovertemplate=f"{name}<br>{x_title}: %{{x}}<br>{y_title}: %{{y:.4g}}<extra></extra>",
+                hovertemplate=f"{esc(name)}<br>{esc(x_title)}: %{{x}}<br>{esc(y_title)}: %{{y:.4g}}<extra></extra>",
             )
         )
     shapes = []
@@ -1347,7 +1414,7 @@ def whatif_figure(
                 marker=dict(color=color, size=8),
                 name=f"{name}: curve",
                 showlegend=False,
-                hovertemplate=f"{feature} = %{{x}}<br>{y_title}: %{{y:.4g}}<extra>{name}</extra>",
+                hovertemplate=f"{esc(feature)} = %{{x}}<br>{esc(y_title)}: %{{y:.4g}}<extra>{name}</extra>",
             )
         )
     for k, (name, color, _) in enumerate(styles):
@@ -1361,7 +1428,7 @@ def whatif_figure(
                 mode="markers",
                 marker=dict(color=color, size=13, symbol="circle" if k else "circle-open", line=dict(width=2)),
                 name=f"{name}: {feature} = {shown if categorical else f'{px:.4g}'}, {py * scale:.4g}",
-                hovertemplate=f"{name}<br>{feature} = %{{x}}<br>{y_title}: %{{y:.4g}}<extra></extra>",
+                hovertemplate=f"{name}<br>{esc(feature)} = %{{x}}<br>{esc(y_title)}: %{{y:.4g}}<extra></extra>",
             )
         )
     xaxis: dict = dict(title=str(feature))
@@ -1383,11 +1450,10 @@ def whatif_figure(
 def empty_figure(message: str, *, height: int = MIN_HEIGHT) -> go.Figure:
     """A blank figure showing ``message`` in its centre (no data, missing target, errors);
     ``height``: smaller for a lasting note (a view that does not apply) than for a wait."""
-    import html
     import textwrap
 
     fig = _figure()
-    text = "<br>".join(html.escape(line) for line in textwrap.wrap(str(message), 60)) or " "
+    text = "<br>".join(esc(line) for line in textwrap.wrap(str(message), 60)) or " "
     fig.add_annotation(
         text=text, x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False, font=dict(size=15, color="#555555")
     )

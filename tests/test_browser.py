@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from urllib.parse import quote
 
 import numpy as np
 import pandas as pd
@@ -907,3 +908,74 @@ def test_a_booster_file_uploads_loads_and_every_view_renders(server, tab, booste
     features = tab.evaluate("() => Array.from(document.querySelector('#pfi-graph .js-plotly-plot')._fullData[0].y)")
     assert set(features) == {"a", "b", "c"}
     shot(tab, f"booster-{library}-{task}{suffix.replace('.', '-')}")
+
+
+LINK_NAME = '<a href="https://attacker.example/">click me</a>'
+STYLE_NAME = '<span style="font-size:60px;fill:red">big</span>'
+
+# what a chart drew: links, styled spans, and every text node's content
+CHART_MARKUP_JS = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).map(gd => ({
+    id: gd.parentElement.id,
+    links: gd.querySelectorAll('a').length,
+    styled: Array.from(gd.querySelectorAll('tspan[style]')).filter(t => /60px/.test(t.getAttribute('style'))).length,
+    texts: Array.from(gd.querySelectorAll('text')).map(t => t.textContent),
+}))"""
+
+
+def test_a_visitors_markup_is_shown_as_text_never_drawn(server, tab, tmp_path):
+    """Issue 29, markup injection: column names and levels that are HTML Plotly would draw
+    (a link, a styled span) appear in the charts as the literal text, with no link and no
+    style made from them, in every section of the page."""
+    import skops.io as sio
+    from sklearn.compose import ColumnTransformer
+    from sklearn.ensemble import RandomForestRegressor
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OneHotEncoder
+
+    rng = np.random.default_rng(3)
+    n = 200
+    data = pd.DataFrame(
+        {
+            LINK_NAME: rng.normal(size=n).round(3),
+            STYLE_NAME: rng.choice(["<i>tilted</i>", "&lt;b&gt;entity", "plain"], n),
+            "z": rng.normal(size=n).round(3),
+        }
+    )
+    data["y"] = data[LINK_NAME] + (data[STYLE_NAME] == "plain") + 0.2 * data.z
+    pre = ColumnTransformer([("cat", OneHotEncoder(handle_unknown="ignore"), [STYLE_NAME])], remainder="passthrough")
+    model = make_pipeline(pre, RandomForestRegressor(n_estimators=20, random_state=0)).fit(
+        data.drop(columns="y"), data.y
+    )
+    model_file = tmp_path / "<img src=x onerror=alert(1)>.skops"
+    sio.dump(model, model_file)
+    data.to_csv(tmp_path / "hostile.csv", index=False)
+
+    tab.goto(server["url"] + "/")
+    wait_views(tab)
+    tab.click("summary:has-text('Load your own')")
+    _choose_files(tab, "#model-upload", [model_file])
+    tab.wait_for_selector("#model-files-info:has-text('onerror')")
+    _choose_files(tab, "#data-upload", [tmp_path / "hostile.csv"])
+    tab.wait_for_selector("#data-file-info:has-text('200 rows')")
+    tab.check("#data-role input[value='held-out']")
+    tab.click("#load-button")
+    tab.wait_for_function("() => !location.search.includes('demo-x3') && location.search.includes('ws=')")
+    wait_views(tab)
+    drawn = []
+    for key in ("overview", "feature", "observation"):
+        open_section(tab, key)
+        tab.wait_for_function(DRAWN_JS, arg=1)
+        drawn += tab.evaluate(CHART_MARKUP_JS)
+        shot(tab, f"markup-{key}")
+    assert len(drawn) >= 8, [d["id"] for d in drawn]
+    assert [(d["id"], d["links"], d["styled"]) for d in drawn if d["links"] or d["styled"]] == []
+    texts = [t for d in drawn for t in d["texts"]]
+    # the names are shown as the visitor wrote them, tags and entities included
+    assert LINK_NAME in texts and STYLE_NAME in texts, sorted(set(texts))[:40]
+    # and the levels, on the category axes of the categorical feature's curves
+    tab.goto(server["url"] + "/" + tab.evaluate("location.search") + "&feature=" + quote(STYLE_NAME))
+    wait_views(tab)
+    tab.wait_for_function(DRAWN_JS, arg=1)
+    levels = [t for d in tab.evaluate(CHART_MARKUP_JS) for t in d["texts"]]
+    shot(tab, "markup-levels")
+    assert {"<i>tilted</i>", "&lt;b&gt;entity"} <= set(levels), sorted(set(levels))[:40]
