@@ -45,6 +45,7 @@ PROGRESS = "progress"
 PROGRESS_LABEL = "progress-label"
 PROGRESS_BOX = "progress-box"
 CANCEL = "cancel"
+RETRY = "retry"  # shown when a job was cancelled, died or failed
 
 # views
 PFI_GRAPH = "pfi-graph"

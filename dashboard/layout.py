@@ -216,6 +216,7 @@ def header():
                 [
                     html.Button("Download HTML report", id=ids.EXPORT_REPORT, className="button"),
                     html.Div(id=ids.STATUS, className="status", role="status"),
+                    html.Button("Retry", id=ids.RETRY, className="button", style={"display": "none"}),
                     progress_bar(),
                 ],
                 className="control status-bar",

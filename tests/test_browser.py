@@ -979,3 +979,48 @@ def test_a_visitors_markup_is_shown_as_text_never_drawn(server, tab, tmp_path):
     levels = [t for d in tab.evaluate(CHART_MARKUP_JS) for t in d["texts"]]
     shot(tab, "markup-levels")
     assert {"<i>tilted</i>", "&lt;b&gt;entity"} <= set(levels), sorted(set(levels))[:40]
+
+
+def test_a_job_whose_process_is_killed_says_so_and_retry_computes(server, tab, upload_files):
+    """Issue 29: a job process killed mid-job (the out-of-memory killer, an operator) leaves
+    the page with a message and a Retry button, not "Computing…" forever; Retry starts a new
+    job that draws the views."""
+    import psutil
+    from helpers.hostile import endless_onnx
+
+    (upload_files / "slow.onnx").write_bytes(endless_onnx(10**6))  # ~0.3 s a model call
+    rng = np.random.default_rng(5)
+    data = pd.DataFrame(rng.normal(size=(40, 4)).round(3), columns=["a", "b", "c", "Y"])
+    (upload_files / "forty.csv").write_text(data.to_csv(index=False))
+    tab.goto(server["url"] + "/?ws=demo-x3")
+    wait_views(tab)
+    tab.click("summary:has-text('Load your own')")
+    _choose_files(tab, "#model-upload", [upload_files / "slow.onnx"])
+    tab.wait_for_selector("#model-files-info:has-text('slow.onnx')")
+    _choose_files(tab, "#data-upload", [upload_files / "forty.csv"])
+    tab.wait_for_selector("#data-file-info:has-text('40 rows')")
+    tab.check("#order-confirm input[value='yes']")
+    tab.click("#load-button")
+    tab.wait_for_function("() => !location.search.includes('demo-x3') && location.search.includes('ws=')")
+    tab.wait_for_selector("#cancel:not([disabled])")  # the views' job runs
+    workers = psutil.Process(server["proc"].pid).children()
+    jobs = [job for w in workers for job in w.children()]
+    assert jobs, "no job process under the workers"
+    for job in jobs:
+        job.kill()
+    tab.wait_for_selector("#status:has-text('ended without its results')")
+    tab.wait_for_selector("#retry", state="visible")
+    assert tab.is_disabled("#cancel")
+    shot(tab, "job-killed")
+    tab.click("#retry")
+    tab.wait_for_selector("#retry", state="hidden")
+    tab.wait_for_selector("#cancel:not([disabled])")  # a new job
+    tab.wait_for_selector("#cancel[disabled]", state="attached")  # the job ended
+    assert "ended without" not in tab.inner_text("#status") and "Computing" not in tab.inner_text("#status")
+    open_section(tab, "overview")
+    tab.wait_for_function(DRAWN_JS, arg=1)
+    tab.wait_for_function(
+        "() => { const g = document.querySelector('#pfi-graph .js-plotly-plot');"
+        " return g && g._fullData && g._fullData.length > 0; }"
+    )
+    shot(tab, "job-retried")

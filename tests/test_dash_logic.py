@@ -310,8 +310,9 @@ def test_finish_job_reports_the_job_error(ctx, state, results):
     """A failed job for the current state shows its error as results and status."""
     pending = {**state, "subgroup": "X2 > 0.456"}
     _, request, _ = resolve_state(ctx, pending, None)
-    out, status = finish_job(ctx, pending, {"request": request["request"], "error": "model crashed"})
+    out, status, retry = finish_job(ctx, pending, {"request": request["request"], "error": "model crashed"})
     assert (out["error"], status) == ("model crashed", "model crashed")
+    assert retry == {}  # Retry shown: a time or memory limit may pass on a second try
 
 
 # --- aggregations of the summary -----------------------------------------------------------

@@ -492,17 +492,22 @@ def test_concurrent_loads_do_not_hang(ctx):
 
 def test_watchdog_reports_a_job_that_ended_without_results(ctx):
     """When the job stops running and the state's results are still missing (its process
-    was killed), the page gets a message instead of "Computing…" forever."""
+    was killed), the page gets a message and a Retry button instead of "Computing…" forever;
+    Retry resolves the state again into a new job request (a new nonce, a new result slot)."""
     from dash import no_update
 
-    from dashboard.callbacks.compute import STOPPED, watch_job
+    from dashboard.callbacks.compute import HIDDEN, SHOWN, STOPPED, finish_job, watch_job
 
     pending = _state(ctx, subgroup="X1 < -0.77")
-    results, status = watch_job(ctx, False, pending, None)
-    assert status == STOPPED and results["error"] == STOPPED
-    assert watch_job(ctx, True, pending, None) == (no_update, no_update)  # still running
-    run_request(ctx, {"state": pending})
-    assert watch_job(ctx, False, pending, None) == (no_update, no_update)  # finished normally
+    results, status, retry = watch_job(ctx, False, pending, None)
+    assert status == STOPPED and results["error"] == STOPPED and retry == SHOWN
+    assert watch_job(ctx, True, pending, None) == (no_update,) * 3  # still running
+    first, second = resolve_state(ctx, pending, None).request, resolve_state(ctx, pending, None).request
+    assert first["request"] == second["request"] and first["nonce"] != second["nonce"]
+    run_request(ctx, second)
+    assert watch_job(ctx, False, pending, None) == (no_update,) * 3  # finished normally
+    done, status, retry = finish_job(ctx, pending, {"request": second["request"], "ok": True})
+    assert "sigs" in done and status is None and retry == HIDDEN
 
 
 def test_callback_route_limits_body_size_and_nesting(app):

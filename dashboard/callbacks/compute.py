@@ -303,11 +303,13 @@ def register(app, ctx) -> None:
             "results": Output(ids.RESULTS, "data"),
             "request": Output(ids.JOB_REQUEST, "data"),
             "status": Output(ids.STATUS, "children"),
+            "retry": Output(ids.RETRY, "style"),
         },
-        inputs={"state": Input(ids.STATE, "data")},
+        inputs={"state": Input(ids.STATE, "data"), "retry": Input(ids.RETRY, "n_clicks")},
     )
-    def resolve(state):
-        return resolve_state(ctx, state, None)._asdict()
+    def resolve(state, retry):
+        # Retry resolves the same state again: what is still missing gets a new job (a new nonce)
+        return resolve_state(ctx, state, None)._asdict() | {"retry": HIDDEN}
 
     @app.callback(
         Output(ids.JOB_DONE, "data"),
@@ -331,6 +333,7 @@ def register(app, ctx) -> None:
     @app.callback(
         Output(ids.RESULTS, "data", allow_duplicate=True),
         Output(ids.STATUS, "children", allow_duplicate=True),
+        Output(ids.RETRY, "style", allow_duplicate=True),
         Input(ids.JOB_DONE, "data"),
         State(ids.STATE, "data"),
         prevent_initial_call=True,
@@ -340,6 +343,7 @@ def register(app, ctx) -> None:
 
     @app.callback(
         Output(ids.STATUS, "children", allow_duplicate=True),
+        Output(ids.RETRY, "style", allow_duplicate=True),
         Input(ids.CANCEL, "n_clicks"),
         State(ids.JOB_REQUEST, "data"),
         prevent_initial_call=True,
@@ -349,11 +353,12 @@ def register(app, ctx) -> None:
             cancel_parts(ctx, request)
         except Exception as exc:  # the broker unreachable: the parts still skip themselves
             log.warning("could not revoke the job's parts: %s", exc)
-        return "Cancelled. Change a setting (or reload the page) to compute again."
+        return CANCELLED, SHOWN
 
     @app.callback(
         Output(ids.RESULTS, "data", allow_duplicate=True),
         Output(ids.STATUS, "children", allow_duplicate=True),
+        Output(ids.RETRY, "style", allow_duplicate=True),
         Input(ids.JOB_ACTIVE, "data"),
         State(ids.STATE, "data"),
         State(ids.JOB_DONE, "data"),
@@ -365,27 +370,30 @@ def register(app, ctx) -> None:
 
 STOPPED = (
     "The computation ended without its results: it was cancelled, or its process stopped "
-    "(killed for memory or time, or the server restarted). Change a setting or reload the page "
-    "to compute again."
+    "(killed for memory or time, or the server restarted). Press Retry to compute again."
 )
+CANCELLED = "Cancelled. Press Retry (or change a setting) to compute again."
+HIDDEN, SHOWN = {"display": "none"}, {}
 
 
 def watch_job(ctx, active, state, done):
     """Watchdog: when a job stops running, the page must not stay on "Computing…". If the
     state's results are still missing and no job error explains it, the job died (Dash
-    reports nothing when a job process is killed); say so."""
+    reports nothing when a job process is killed); say so, and offer Retry."""
     if active is not False:
-        return no_update, no_update
+        return no_update, no_update, no_update
     _, request, _ = resolve_state(ctx, state, done)
     if not isinstance(request, dict):  # complete, or a job error: finish_job shows either
-        return no_update, no_update
-    return {"error": STOPPED, "state": clean_state(state)}, STOPPED
+        return no_update, no_update, no_update
+    return {"error": STOPPED, "state": clean_state(state)}, STOPPED, SHOWN
 
 
 def finish_job(ctx, state, done):
     """After a job: the results if the current state is now complete, its error if it
-    failed; nothing while a newer job (for a newer state) is still running."""
+    failed (with Retry: a time or memory limit may not be hit again on a quieter server);
+    nothing while a newer job (for a newer state) is still running."""
     results, request, status = resolve_state(ctx, state, done)
     if isinstance(request, dict):  # a newer job (for a newer state) is still running
-        return no_update, no_update
-    return results, status
+        return no_update, no_update, no_update
+    failed = isinstance(results, dict) and "error" in results
+    return results, status, SHOWN if failed else HIDDEN

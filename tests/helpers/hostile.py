@@ -19,8 +19,9 @@ class SuicidalRegressor:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
-def endless_onnx() -> bytes:
-    """A regressor whose graph loops 2^62 times (the audit's ONNX ``Loop`` model)."""
+def endless_onnx(iterations: int = 2**62) -> bytes:
+    """A regressor whose graph loops 2^62 times (the audit's ONNX ``Loop`` model); with fewer
+    ``iterations`` a slow model (10^6: about 0.3 s a call, whatever the batch)."""
     from onnx import TensorProto, helper
 
     body = helper.make_graph(
@@ -38,7 +39,7 @@ def endless_onnx() -> bytes:
     )
     graph = helper.make_graph(
         [
-            helper.make_node("Constant", [], ["M"], value=helper.make_tensor("m", TensorProto.INT64, [], [2**62])),
+            helper.make_node("Constant", [], ["M"], value=helper.make_tensor("m", TensorProto.INT64, [], [iterations])),
             helper.make_node("Constant", [], ["c"], value=helper.make_tensor("t", TensorProto.BOOL, [], [True])),
             helper.make_node("Loop", ["M", "c", "X"], ["looped"], body=body),
             helper.make_node("ReduceSum", ["looped", "axes"], ["variable"], keepdims=0),
