@@ -373,7 +373,8 @@ STOPPED = (
     "(killed for memory or time, or the server restarted). Press Retry to compute again."
 )
 CANCELLED = "Cancelled. Press Retry (or change a setting) to compute again."
-HIDDEN, SHOWN = {"display": "none"}, {}
+HIDDEN: dict[str, str] = {"display": "none"}
+SHOWN: dict[str, str] = {}
 
 
 def watch_job(ctx, active, state, done):
