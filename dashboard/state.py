@@ -11,12 +11,14 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
+from functools import cached_property
 from urllib.parse import parse_qs, urlencode
 
 from .config import Config
 from .demos import DEFAULT_DEMO
 from .isolation import Limits
 from .loading import Policy
+from .slots import JobSlots
 from .store import Store
 
 DEFAULT_REPEATS = 10
@@ -50,6 +52,16 @@ class Context:
         """Limits of a process that reads an uploaded file or loads a model."""
         return Limits(
             self.config.load_timeout, self.config.job_memory_mb * 2**20, option="--load-timeout / --job-memory-mb"
+        )
+
+    @cached_property
+    def slots(self) -> JobSlots:
+        """Each client's share of the computations and loads running at once."""
+        return JobSlots(
+            self.store.root,
+            per_client=self.config.jobs_per_client,
+            total=self.config.job_slots,
+            lease=self.config.job_timeout + self.config.load_timeout,
         )
 
     @property

@@ -10,6 +10,7 @@ and fills the cache; its completion triggers ``resolve`` again.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -17,12 +18,13 @@ import secrets
 import traceback
 from typing import NamedTuple
 
-from dash import Input, Output, State, no_update
+from dash import Input, Output, State, callback_context, no_update
 
 import compute
 
 from .. import ids, jobs, planning
 from ..isolation import isolated
+from ..quota import client_key
 from ..state import clean_state
 from ..store import Workspace
 from .drilldown import normalize
@@ -145,9 +147,11 @@ def resolve_state(ctx, state: dict | None, done: dict | None) -> Resolution:
     return Resolution(pending, request, f"Computing {what} for {ws.title}…")
 
 
-def run_request(ctx, request, set_progress=None) -> dict:
+def run_request(ctx, request, set_progress=None, client: str | None = None) -> dict:
     """Body of the background job: plan the state's tasks on the server and compute the
-    missing ones into the cache, in an isolated process with the job limits."""
+    missing ones into the cache, in an isolated process with the job limits. ``client``
+    (its address, as the page's request came from): the job runs in one of that client's
+    slots (``ctx.slots``), waiting its turn when the server's are all taken."""
 
     def progress(done, total, label):
         if set_progress is not None:
@@ -162,15 +166,8 @@ def run_request(ctx, request, set_progress=None) -> dict:
         rid = request_id(planned["tasks"])
         todo = planning.missing(ctx.store, planned["tasks"])
         if todo:
-            names = ", ".join(sorted({t["model"] for t in todo}))
-            parts, joins = planning.split(ws, todo) if ctx.config.celery_broker else ([], [])
-            if len(parts) > 1:  # Celery workers: one job over many processes and machines
-                token = job_token(request)
-                isolated(
-                    _run_split, ctx, ws, parts, joins, progress, token, what=f"Model {names}", limits=ctx.job_limits
-                )
-            else:
-                isolated(_run_tasks, ctx, ws, todo, progress, what=f"Model {names}", limits=ctx.job_limits)
+            with _slot(ctx, client, progress):
+                _compute(ctx, ws, todo, request, progress)
         return {"request": rid, "ok": True}
     except compute.ExplainError as exc:
         return {"request": rid, "error": str(exc)}
@@ -182,6 +179,27 @@ def run_request(ctx, request, set_progress=None) -> dict:
             "error": f"The computation failed ({type(exc).__name__}: {first_line}). "
             "Try another model or data set; the server keeps running.",
         }
+
+
+def _slot(ctx, client: str | None, progress):
+    """The client's computation slot (nothing to hold for a caller that names no client)."""
+    if client is None:
+        return contextlib.nullcontext()
+    return ctx.slots.hold(
+        client,
+        timeout=ctx.config.job_timeout,
+        waiting=lambda n: progress(0, 1, f"waiting for a free slot: {n} computations are running"),
+    )
+
+
+def _compute(ctx, ws, todo, request, progress) -> None:
+    names = ", ".join(sorted({t["model"] for t in todo}))
+    parts, joins = planning.split(ws, todo) if ctx.config.celery_broker else ([], [])
+    if len(parts) > 1:  # Celery workers: one job over many processes and machines
+        token = job_token(request)
+        isolated(_run_split, ctx, ws, parts, joins, progress, token, what=f"Model {names}", limits=ctx.job_limits)
+    else:
+        isolated(_run_tasks, ctx, ws, todo, progress, what=f"Model {names}", limits=ctx.job_limits)
 
 
 def _run_tasks(ctx, ws, tasks, progress) -> None:
@@ -328,7 +346,7 @@ def register(app, ctx) -> None:
     def run_job(set_progress, request):
         if not request:
             return no_update
-        return run_request(ctx, request, set_progress)
+        return run_request(ctx, request, set_progress, client=client_key(callback_context.remote))
 
     @app.callback(
         Output(ids.RESULTS, "data", allow_duplicate=True),

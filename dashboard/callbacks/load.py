@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import pandas as pd
-from dash import Input, Output, State, html, no_update
+from dash import Input, Output, State, callback_context, html, no_update
 
 import compute
 from compute.losses import CLASSIFICATION_LOSSES, DEFAULT_LOSS, LOSS_LABELS, REGRESSION_LOSSES
@@ -34,6 +34,7 @@ from ..loading import (
     model_untrusted_types,
     read_data,
 )
+from ..quota import client_key
 from ..store import ModelEntry, Workspace, new_workspace_id
 
 log = logging.getLogger(__name__)
@@ -496,20 +497,25 @@ def register(app, ctx) -> None:
     def load(n, model_files, data_file, target, loss, output, accepted, add, state, data_role, order, labels):
         if not n:
             return {name: no_update for name in ("loaded", "model_error", "data_error", "target_error", "status")}
-        result = load_workspace(
-            ctx,
-            model_files,
-            data_file,
-            target,
-            loss,
-            output,
-            accepted,
-            isinstance(add, list) and "add" in add,
-            state,
-            data_role,
-            isinstance(order, list) and "yes" in order,
-            labels,
-        )
+        try:
+            # a load is a process (and a model process under it): it takes one of the client's slots
+            with ctx.slots.hold(client_key(callback_context.remote), timeout=ctx.config.load_timeout):
+                result = load_workspace(
+                    ctx,
+                    model_files,
+                    data_file,
+                    target,
+                    loss,
+                    output,
+                    accepted,
+                    isinstance(add, list) and "add" in add,
+                    state,
+                    data_role,
+                    isinstance(order, list) and "yes" in order,
+                    labels,
+                )
+        except compute.ExplainError as exc:
+            result = {"errors": {"model": str(exc)}}
         return load_outputs(result)
 
     @app.callback(Output(ids.WS_NOTES, "children"), Input(ids.STATE, "data"))

@@ -1,0 +1,117 @@
+"""One client's share of the server's processes (issue 29, exhaustion by legitimate-looking
+requests): at most ``--jobs-per-client`` computations or loads of one client run or wait at
+once, at most ``--max-jobs`` run in all, and a killed process frees its slot."""
+
+from __future__ import annotations
+
+import contextlib
+import subprocess
+import sys
+import time
+
+import pytest
+
+import compute
+from dashboard.callbacks.compute import resolve_state, run_request
+from dashboard.callbacks.drilldown import normalize
+from dashboard.config import Config
+from dashboard.server import create_app
+from dashboard.slots import JobSlots
+from dashboard.state import default_state
+
+
+@pytest.fixture
+def sleepers():
+    """Live processes standing in for job processes (a slot belongs to a pid and its start)."""
+    procs: list[subprocess.Popen] = []
+
+    def make() -> int:
+        procs.append(subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"]))
+        return procs[-1].pid
+
+    yield make, procs
+    for p in procs:
+        p.kill()
+        p.wait()
+
+
+def test_a_client_gets_its_share_and_the_server_its_total(tmp_path, sleepers):
+    make, procs = sleepers
+    slots = JobSlots(tmp_path, per_client=2, total=3)
+    waited: list[int] = []
+    with contextlib.ExitStack() as held:
+        held.enter_context(slots.hold("1.2.3.4", timeout=1, pid=make()))
+        held.enter_context(slots.hold("1.2.3.4", timeout=1, pid=make()))
+        assert slots.running("1.2.3.4") == 2
+        with pytest.raises(compute.InputError, match="2 computations of yours.*--jobs-per-client"):
+            held.enter_context(slots.hold("1.2.3.4", timeout=1, pid=make()))
+        held.enter_context(slots.hold("5.6.7.8", timeout=1, pid=make()))
+        assert slots.running() == 3
+        # the total is taken: another client waits its turn, saying so, then gets a message
+        start = time.monotonic()
+        with pytest.raises(compute.InputError, match="busy: 3 computations.*--max-jobs"):
+            held.enter_context(slots.hold("9.9.9.9", timeout=0.6, waiting=waited.append, pid=make()))
+        assert time.monotonic() - start >= 0.6 and waited and set(waited) == {3}
+        # a job process killed (the out-of-memory killer, Cancel) frees its slot at once
+        procs[0].kill()
+        procs[0].wait()
+        assert slots.running("1.2.3.4") == 1
+        held.enter_context(slots.hold("9.9.9.9", timeout=0.1, pid=make()))
+        assert slots.running() == 3
+    assert slots.running() == 0  # every slot given back on leaving
+
+
+def test_waiting_jobs_count_towards_the_clients_share_and_go_first_come_first_served(tmp_path, sleepers):
+    """A client cannot park unbounded waiting processes either; the one that waited longest
+    runs first."""
+    make, procs = sleepers
+    slots = JobSlots(tmp_path, per_client=2, total=1)
+    first, second, third = make(), make(), make()
+    with slots.hold("a", timeout=1, pid=first):
+        assert slots._take(f"h:{second}:{_start(second)}", "b", second, _start(second)) == 1  # waits
+        assert slots._take(f"h:{third}:{_start(third)}", "b", third, _start(third)) == 1  # waits too
+        with pytest.raises(compute.InputError, match="2 computations of yours"):
+            slots._take("x", "b", make(), _start(procs[-1].pid))
+    assert slots._take(f"h:{third}:{_start(third)}", "b", third, _start(third)) == 0  # not its turn yet
+    assert slots._take(f"h:{second}:{_start(second)}", "b", second, _start(second)) is None  # the first waiter
+
+
+def test_a_slot_of_another_machine_is_trusted_for_its_lease(tmp_path, sleepers):
+    """Celery workers on other machines share the cache folder: their slots cannot be looked
+    up here, so they count until the lease (the job time limit) runs out."""
+    make, _ = sleepers
+    slots = JobSlots(tmp_path, per_client=1, total=4, lease=0.5)
+    with slots.hold("a", timeout=1, pid=make()):
+        with slots.cache.transact():
+            held = slots.cache.get("slots")
+            for entry in held.values():
+                entry[5] = "another-machine"  # as if another host had registered it
+            slots.cache.set("slots", held)
+        assert slots.running("a") == 1  # its pid is not looked up here
+        time.sleep(0.6)
+        assert slots.running("a") == 0  # the lease ran out
+
+
+def _start(pid: int) -> float:
+    import psutil
+
+    return psutil.Process(pid).create_time()
+
+
+def test_a_job_beyond_the_clients_share_gets_a_message_not_a_process(tmp_path, sleepers):
+    """Through the job body: a client holding its share gets the share's message as the job's
+    error (the page shows it with Retry); another client computes."""
+    make, _ = sleepers
+    ctx = create_app(Config(cache_dir=str(tmp_path / "cache"), max_curves=40, jobs_per_client=1))._wip_context
+    state, error = normalize(ctx, {**default_state(), "subgroup": "X1 > 0.1"})
+    assert error is None
+    request = resolve_state(ctx, state, None).request
+    assert isinstance(request, dict)
+    with ctx.slots.hold("1.2.3.4", timeout=1, pid=make()):
+        refused = run_request(ctx, request, client="1.2.3.4")
+        assert "1 computations of yours are already running" in refused["error"], refused
+        assert isinstance(resolve_state(ctx, state, None).request, dict)  # nothing was computed
+        done = run_request(ctx, request, client="5.6.7.8")
+        assert done.get("ok"), done
+    assert ctx.slots.running() == 0
+    assert not isinstance(resolve_state(ctx, state, None).request, dict)  # computed once
