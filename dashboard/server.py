@@ -122,6 +122,42 @@ class JobManager(DiskcacheManager):
             super().terminate_job(job)
         except psutil.NoSuchProcess:
             pass
+        _reap()
+
+    def call_job_fn(self, key, job_fn, args, context):
+        """Start the job's process, and a reaper that collects it once it ends."""
+        pid = super().call_job_fn(key, job_fn, args, context)
+        _start_reaper()
+        return pid
+
+
+_REAPER: list = []  # this worker's reaper thread, while it has job processes
+_LAST_START = [0.0]  # when this worker last started a job (the reaper outlives it by 2 s)
+
+
+def _reap() -> int:
+    """Collect this worker's job processes that have ended (``multiprocess`` reaps its
+    children only when the next one starts: an ended or cancelled job stayed a zombie, one
+    per job, until then). Returns how many still run."""
+    import multiprocess
+
+    return len(multiprocess.active_children())
+
+
+def _start_reaper() -> None:
+    """One thread per worker that reaps ended jobs every half second while any run."""
+    import threading
+
+    _LAST_START[0] = time.monotonic()
+    if _REAPER and _REAPER[0].is_alive():
+        return
+
+    def loop():
+        while _reap() or time.monotonic() - _LAST_START[0] < 2.0:
+            time.sleep(0.5)
+
+    _REAPER[:] = [threading.Thread(target=loop, name="job-reaper", daemon=True)]
+    _REAPER[0].start()
 
 
 def background_manager(config: Config):

@@ -15,7 +15,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from urllib.parse import quote
+from urllib.parse import quote, unquote_plus
 
 import numpy as np
 import pandas as pd
@@ -1024,3 +1024,50 @@ def test_a_job_whose_process_is_killed_says_so_and_retry_computes(server, tab, u
         " return g && g._fullData && g._fullData.length > 0; }"
     )
     shot(tab, "job-retried")
+
+
+def test_job_start_churn_leaks_no_process(server, tab):
+    """Issue 29, exhaustion: a visitor starting a new computation every 150 ms (each one
+    cancels the one before) leaves no job or model process behind, never has more than its
+    share running (a job and its model process per slot, --jobs-per-client 3), and the page
+    ends on the last state's results."""
+    import psutil
+
+    master = psutil.Process(server["proc"].pid)
+
+    def under_workers() -> list[int]:
+        found = []
+        for worker in master.children():
+            try:
+                found += [p.pid for p in worker.children(recursive=True)]
+            except psutil.NoSuchProcess:
+                pass
+        return found
+
+    tab.goto(server["url"] + "/?ws=demo-x3")
+    wait_views(tab)
+    deadline = time.time() + 30
+    while under_workers() and time.time() < deadline:  # the first visit's jobs
+        time.sleep(0.25)
+    assert under_workers() == []
+    peak, seen = 0, set()
+    for k in range(12):
+        tab.fill("#subgroup-text", f"X1 > {0.013 * k + 0.0017:.4f}")
+        tab.click("#subgroup-apply")
+        for _ in range(3):
+            time.sleep(0.05)
+            now = under_workers()
+            seen.update(now)
+            peak = max(peak, len(now))
+    open_section(tab, "subgroups")
+    tab.wait_for_selector("#pfi-table th:has-text('subgroup')")
+    tab.wait_for_selector("#cancel[disabled]", state="attached")
+    assert "subgroup=X1 > 0.1447" in unquote_plus(tab.url)
+    deadline = time.time() + 20
+    while under_workers() and time.time() < deadline:
+        time.sleep(0.25)
+    left = under_workers()  # zombies included: an ended job nobody reaped is one too
+    assert left == [], "job or model processes left after the churn"
+    assert len(seen) >= 4, seen  # jobs were started (and stopped) along the way
+    assert peak <= 2 * 3, peak
+    print(f"churn: {len(seen)} job/model processes started, at most {peak} at once, 0 left")
