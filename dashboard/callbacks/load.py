@@ -62,7 +62,7 @@ def describe_models(ctx, files) -> ModelFeedback:
 
     The type listing reads the visitor's file, so it runs in an isolated process with the
     load limits; nothing about a file can raise out of here (no HTTP 500)."""
-    files = [f for f in (files or []) if isinstance(f, dict)]
+    files = [f for f in files if isinstance(f, dict)] if isinstance(files, list) else []
     info, errors, types = [], [], []
     for f in files:
         name = str(f.get("name", "file"))[:200]
