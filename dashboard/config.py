@@ -38,6 +38,7 @@ class Config:
     load_timeout: float = 120.0  # seconds per file check or model load (isolated process)
     job_timeout: float = 1800.0  # seconds per background computation (isolated process)
     job_memory_mb: int = 4096  # address-space limit of each isolated process
+    results_mb_per_hour: int = 0  # result-cache MiB one client's computations may add per hour (0: a quarter)
     jobs_per_client: int = 3  # computations and loads one client runs (or has waiting) at once
     max_jobs: int = 0  # computations and loads running at once in all (0: twice the CPU cores)
     debug: bool = False
@@ -46,6 +47,12 @@ class Config:
     def job_slots(self) -> int:
         """Computations and loads that may run at once (``max_jobs``, or twice the cores)."""
         return self.max_jobs if self.max_jobs > 0 else 2 * (os.cpu_count() or 1)
+
+    @property
+    def client_results_bytes(self) -> int:
+        """Result bytes one client's computations may add per hour."""
+        mb = self.results_mb_per_hour if self.results_mb_per_hour > 0 else max(1, self.cache_size_mb // 4)
+        return mb * 2**20
 
     @property
     def cache_path(self) -> Path:
@@ -76,6 +83,8 @@ _HELP = {
     "load_timeout": "seconds a data-file check or model load may take before it is stopped",
     "job_timeout": "seconds one background computation may take before it is stopped",
     "job_memory_mb": "memory (address space, MiB) of each process that reads a file or runs a model",
+    "results_mb_per_hour": "MiB of new results one client's computations may add to the result cache per hour "
+    "(0: a quarter of --cache-size-mb)",
     "jobs_per_client": "computations and loads one client (address) may have running or waiting at once",
     "max_jobs": "computations and loads running at once on this server; more wait their turn (0: twice the CPU cores)",
     "debug": "Dash debug mode (never in production)",

@@ -29,6 +29,7 @@ from .store import ForkSafeCache
 
 KEY = "slots"
 POLL = 0.25  # seconds between looks for a free slot
+WINDOW = 3600.0  # seconds: the window of a client's result-bytes budget
 
 
 def _started(pid: int) -> float | None:
@@ -85,6 +86,38 @@ class JobSlots:
                 live[slot][3] = True
             self.cache.set(KEY, live)
             return None if live[slot][3] else running
+
+    # --- each client's share of the result cache ---------------------------------------------
+    def spent(self, client: str, now: float | None = None) -> int:
+        """Result bytes ``client``'s computations stored in the last hour."""
+        now = time.time() if now is None else now
+        with self.cache.transact(retry=True):
+            return sum(b for t, b in self.cache.get(f"bytes:{client}", default=[]) or [] if now - t < WINDOW)
+
+    def charge(self, client: str, nbytes: int, now: float | None = None) -> None:
+        """Count ``nbytes`` of results stored for ``client`` now."""
+        now = time.time() if now is None else now
+        key = f"bytes:{client}"
+        with self.cache.transact(retry=True):
+            events = [(t, b) for t, b in self.cache.get(key, default=[]) or [] if now - t < WINDOW]
+            self.cache.set(key, [*events, (now, int(nbytes))], expire=WINDOW)
+
+    def check_budget(self, client: str, budget: int, now: float | None = None) -> None:
+        """Raise ``InputError`` when ``client`` has stored its hour's share of results (so one
+        visitor cannot push everyone else's results out of the cache)."""
+        now = time.time() if now is None else now
+        key = f"bytes:{client}"
+        with self.cache.transact(retry=True):
+            events = [(t, b) for t, b in self.cache.get(key, default=[]) or [] if now - t < WINDOW]
+        if sum(b for _, b in events) < budget:
+            return
+        wait = int(WINDOW - (now - min(t for t, _ in events))) // 60 + 1
+        raise compute.InputError(
+            f"Your computations stored {sum(b for _, b in events) / 2**20:,.0f} MiB of new results in the last hour; "
+            f"this server allows {budget / 2**20:,.0f} MiB per visitor and hour (option --results-mb-per-hour), so "
+            f"that one visitor cannot push everyone else's results out of the cache. Results already computed still "
+            f"show; new ones can be computed again in about {wait} minutes."
+        )
 
     def _free(self, slot: str) -> None:
         with self.cache.transact(retry=True):

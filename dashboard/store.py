@@ -228,6 +228,7 @@ class Store:
 
     def __init__(self, root: str | Path, *, size_limit_mb: int = 2048):
         self.root = Path(root).resolve()
+        self.bytes_written = 0  # result bytes this process stored (a job's share of the cache)
         self.size_limit_mb = int(size_limit_mb)
         for sub in ("uploads", "data", "models", "workspaces", "demos"):
             (self.root / sub).mkdir(parents=True, exist_ok=True)
@@ -387,7 +388,9 @@ class Store:
         return key in self.results
 
     def put(self, key: str, value) -> None:
-        self.results.set(key, seal(value), retry=True)
+        blob = seal(value)
+        self.results.set(key, blob, retry=True)
+        self.bytes_written += len(blob)
 
     def _drop(self, key: str) -> None:
         try:

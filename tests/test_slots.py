@@ -115,3 +115,34 @@ def test_a_job_beyond_the_clients_share_gets_a_message_not_a_process(tmp_path, s
         assert done.get("ok"), done
     assert ctx.slots.running() == 0
     assert not isinstance(resolve_state(ctx, state, None).request, dict)  # computed once
+
+
+def test_a_clients_new_results_are_bounded_per_hour(tmp_path):
+    """Each client's share of the result cache: a job charges the bytes it stored to its
+    client; past --results-mb-per-hour in the last hour, the client's next new computation
+    gets a message (with when it can compute again) while other clients and cached results
+    are unaffected; an hour later the share is free again."""
+    ctx = create_app(Config(cache_dir=str(tmp_path / "cache"), max_curves=40, results_mb_per_hour=1))._wip_context
+    assert ctx.config.client_results_bytes == 2**20
+
+    def request_for(subgroup: str) -> dict:
+        state, error = normalize(ctx, {**default_state(), "subgroup": subgroup})
+        assert error is None
+        request = resolve_state(ctx, state, None).request
+        assert isinstance(request, dict)
+        return request
+
+    assert run_request(ctx, request_for("X1 > 0.1"), client="1.2.3.4").get("ok")
+    spent = ctx.slots.spent("1.2.3.4")
+    written = sum(len(b) for b in (ctx.store.results.get(k) for k in ctx.store.results.iterkeys()) if b)
+    assert 0 < spent <= written  # what the job stored, counted once
+    ctx.slots.charge("1.2.3.4", 2**20)  # as if it had filled its share
+    second = request_for("X1 > 0.2")
+    refused = run_request(ctx, second, client="1.2.3.4")
+    assert "MiB of new results in the last hour" in refused["error"] and "--results-mb-per-hour" in refused["error"]
+    assert "about 60 minutes" in refused["error"]
+    assert run_request(ctx, second, client="5.6.7.8").get("ok")  # another visitor computes
+    assert run_request(ctx, second, client="1.2.3.4").get("ok")  # now cached: nothing new to store
+    later = time.time() + 3601
+    ctx.slots.check_budget("1.2.3.4", ctx.config.client_results_bytes, now=later)  # the window has passed
+    assert ctx.slots.spent("1.2.3.4", now=later) == 0

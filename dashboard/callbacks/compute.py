@@ -166,8 +166,12 @@ def run_request(ctx, request, set_progress=None, client: str | None = None) -> d
         rid = request_id(planned["tasks"])
         todo = planning.missing(ctx.store, planned["tasks"])
         if todo:
+            if client is not None:
+                ctx.slots.check_budget(client, ctx.config.client_results_bytes)
             with _slot(ctx, client, progress):
-                _compute(ctx, ws, todo, request, progress)
+                stored = _compute(ctx, ws, todo, request, progress)
+            if client is not None:
+                ctx.slots.charge(client, stored)
         return {"request": rid, "ok": True}
     except compute.ExplainError as exc:
         return {"request": rid, "error": str(exc)}
@@ -192,18 +196,23 @@ def _slot(ctx, client: str | None, progress):
     )
 
 
-def _compute(ctx, ws, todo, request, progress) -> None:
+def _compute(ctx, ws, todo, request, progress) -> int:
+    """Compute the missing tasks in an isolated process; returns the result bytes it stored
+    (a split job's: its own share, parts done by Celery workers not counted)."""
     names = ", ".join(sorted({t["model"] for t in todo}))
     parts, joins = planning.split(ws, todo) if ctx.config.celery_broker else ([], [])
     if len(parts) > 1:  # Celery workers: one job over many processes and machines
         token = job_token(request)
-        isolated(_run_split, ctx, ws, parts, joins, progress, token, what=f"Model {names}", limits=ctx.job_limits)
-    else:
-        isolated(_run_tasks, ctx, ws, todo, progress, what=f"Model {names}", limits=ctx.job_limits)
+        return isolated(
+            _run_split, ctx, ws, parts, joins, progress, token, what=f"Model {names}", limits=ctx.job_limits
+        )
+    return isolated(_run_tasks, ctx, ws, todo, progress, what=f"Model {names}", limits=ctx.job_limits)
 
 
-def _run_tasks(ctx, ws, tasks, progress) -> None:
+def _run_tasks(ctx, ws, tasks, progress) -> int:
+    before = ctx.store.bytes_written
     jobs.run(ctx.store, ws, tasks, policy=ctx.policy, n_jobs=ctx.config.n_jobs, progress=progress)
+    return ctx.store.bytes_written - before
 
 
 PART_MESSAGES = 4  # messages a split job's parts are sent in (each a few parts, from the first)
@@ -290,13 +299,14 @@ def _run_part(ctx, ws, part: dict, models: dict) -> list[dict]:
     return jobs.run(ctx.store, ws, [part], policy=ctx.policy, n_jobs=ctx.config.n_jobs, models=models, wait=False)
 
 
-def _run_split(ctx, ws, parts, joins, progress, token, send: bool = True) -> None:
+def _run_split(ctx, ws, parts, joins, progress, token, send: bool = True) -> int:
     """The job's own share of a split job: hold the job's lock, queue the parts for the
     workers, then do the parts itself from the last (workers take them from the first; a
     part done is skipped, one being computed elsewhere is passed over and waited for, through
     its lock, once the others are done), then the joins. Progress counts finished parts.
     ``send=False``: no queueing (the job alone, as a benchmark's baseline)."""
     total = len(parts) + len(joins)
+    before = ctx.store.bytes_written
     models: dict = {}  # loaded once for all the parts this process does
     with jobs.job_alive(ctx.store, token):
         if send:
@@ -311,6 +321,7 @@ def _run_split(ctx, ws, parts, joins, progress, token, send: bool = True) -> Non
         progress(len(parts), total, "joining the parts")
         jobs.run(ctx.store, ws, joins, policy=ctx.policy, n_jobs=ctx.config.n_jobs, models=models)
     progress(total, total, "done")
+    return ctx.store.bytes_written - before
 
 
 def register(app, ctx) -> None:
