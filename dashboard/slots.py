@@ -87,6 +87,19 @@ class JobSlots:
             self.cache.set(KEY, live)
             return None if live[slot][3] else running
 
+    # --- requests that cost a worker seconds (the report) ------------------------------------
+    def admit(self, client: str, kind: str, per_minute: int, now: float | None = None) -> int:
+        """0 when ``client`` may make another ``kind`` request now (it is counted), else the
+        seconds until it may."""
+        now = time.time() if now is None else now
+        key = f"rate:{kind}:{client}"
+        with self.cache.transact(retry=True):
+            recent = [t for t in self.cache.get(key, default=[]) or [] if now - t < 60.0]
+            if len(recent) >= per_minute:
+                return int(60.0 - (now - min(recent))) + 1
+            self.cache.set(key, [*recent, now], expire=60.0)
+        return 0
+
     # --- each client's share of the result cache ---------------------------------------------
     def spent(self, client: str, now: float | None = None) -> int:
         """Result bytes ``client``'s computations stored in the last hour."""

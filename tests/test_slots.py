@@ -146,3 +146,55 @@ def test_a_clients_new_results_are_bounded_per_hour(tmp_path):
     later = time.time() + 3601
     ctx.slots.check_budget("1.2.3.4", ctx.config.client_results_bytes, now=later)  # the window has passed
     assert ctx.slots.spent("1.2.3.4", now=later) == 0
+
+
+def test_reports_are_limited_per_client_and_link_only_to_http_pages(tmp_path):
+    """A report renders every view and carries plotly.js: a client gets 6 a minute (the 7th
+    answers with a message in the status line, not a file); the link back to the page is
+    built only from an http(s) address (a forged ``javascript:`` href never becomes a link)."""
+    import json
+
+    from dashboard import ids
+    from dashboard.callbacks.export import REPORTS_PER_MINUTE, report_base
+
+    app = create_app(Config(cache_dir=str(tmp_path / "cache"), max_curves=40))
+    ctx = app._wip_context
+    state, _ = normalize(ctx, default_state())
+    assert run_request(ctx, resolve_state(ctx, state, None).request).get("ok")
+    results = resolve_state(ctx, state, None).results
+    client = app.server.test_client()
+    dep = next(d for d in client.get("/_dash-dependencies").get_json() if "download.data" in d["output"])
+    outputs = [
+        {"id": s.split("@")[0].rsplit(".", 1)[0], "property": s.split("@")[0].rsplit(".", 1)[1]}
+        for s in dep["output"].strip(".").split("...")
+    ]
+
+    def ask(href: str, address: str = "10.0.0.1") -> dict:
+        inputs = [{**i, "value": 1 if i["id"] == ids.EXPORT_REPORT else None} for i in dep["inputs"]]
+        states = [{**s, "value": results if s["id"] == ids.RESULTS else href} for s in dep["state"]]
+        body = {
+            "output": dep["output"],
+            "outputs": outputs,
+            "inputs": inputs,
+            "state": states,
+            "changedPropIds": [f"{ids.EXPORT_REPORT}.n_clicks"],
+        }
+        answer = client.post(
+            "/_dash-update-component",
+            data=json.dumps(body),
+            content_type="application/json",
+            environ_base={"REMOTE_ADDR": address},
+        )
+        assert answer.status_code == 200, answer.status_code
+        return answer.get_json()["response"]
+
+    first = ask("javascript:alert(1)//http://x/?ws=demo-x3")["download"]["data"]
+    assert 'href="javascript:' not in first["content"] and "alert(1)" not in first["content"]
+    assert '<a href="?ws=demo-x3' in first["content"] and first["filename"].endswith(".html")
+    for _ in range(REPORTS_PER_MINUTE - 1):
+        assert "data" in ask("http://127.0.0.1:8050/?ws=demo-x3")["download"]
+    refused = ask("http://127.0.0.1:8050/?ws=demo-x3")
+    assert "download" not in refused and "At most 6 reports a minute" in refused["status"]["children"]
+    assert "data" in ask("http://127.0.0.1:8050/", address="10.0.0.2")["download"]  # another visitor
+    assert report_base("https://user:pw@host/x?y") == "" and report_base("data:text/html,x") == ""
+    assert report_base("https://example.org/app/?ws=1#top") == "https://example.org/app/"
