@@ -142,7 +142,7 @@ def _style(fig: go.Figure, title: str, uirevision: str, *, subtitle: str = "", *
     _merge(
         spec,
         dict(
-            margin=MARGIN,
+            margin=dict(MARGIN),  # a copy: the figure's own margin is merged into it
             uirevision=uirevision,
             title=dict(text=title, x=0.01, xanchor="left", y=0.99, yref="container", yanchor="top", font=dict(size=14))
             | (dict(subtitle=dict(text=subtitle, font=dict(size=12, color="#6b7280"))) if subtitle else {}),

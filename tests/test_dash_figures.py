@@ -423,3 +423,16 @@ def test_table_data_round_trip():
     assert back.n.tolist() == [1, 2] and back.ok.tolist() == [True, False]
     assert records[1]["note"] is None
     assert F.table_data(df.reset_index(drop=True), index_name="row")[1][0]["id"] == "row"
+
+
+def test_a_figures_own_margin_never_changes_the_default_for_later_figures():
+    """``_style`` merged a figure's margin into the module's MARGIN itself: after one
+    convergence figure (bottom margin 100) every later figure had it, depending on which
+    requests came first."""
+    from dashboard import figures
+
+    before = dict(figures.MARGIN)
+    fig = figures._style(figures._figure(), "t", "u", margin=dict(b=123))
+    assert fig.layout.margin.b == 123
+    assert figures.MARGIN == before
+    assert figures.empty_figure("x").layout.margin.b == before["b"]
