@@ -6,32 +6,63 @@ No browser: each session is a small emulation of the Dash renderer (``dash-rende
 1. loads the page: ``GET /`` (reads ``_dash-config``: the ``end_id`` token the renderer echoes
    as ``?endId=`` on every callback request), ``GET /_dash-layout`` (the initial value of every
    component property) and ``GET /_dash-dependencies`` (the callback map), then fires the
-   initial callbacks (all server-side callbacks without ``prevent_initial_call``);
+   initial callbacks (all callbacks without ``prevent_initial_call``);
 2. then does ``--actions`` user actions, a seeded random mix of
-   - feature switches: ``feature-select.value`` set to another feature (X1/X2/X3), and
+   - feature switches: ``feature-select.value`` set to another feature (X1/X2/X3),
    - subgroup changes: ``subgroup-text.value`` typed (no callback listens to it) and
      ``subgroup-apply.n_clicks`` + 1 (``X3 == 0``, ``X3 == 1``, ``X1 > 0``), or
-     ``subgroup-clear.n_clicks`` + 1,
-   with a think time between actions.
+     ``subgroup-clear.n_clicks`` + 1, and
+   - section switches: ``section-tabs.value`` set to another section key (the tabs Overview,
+     Feature, Observation, Subgroups; the keys are read from the page),
+   with a think time between actions (``--mix`` sets the shares of the three kinds).
 
 Every event is propagated like the renderer does it: the callbacks with a changed property
-as Input are fired (``POST /_dash-update-component`` with ``output``, ``outputs``, ``inputs``
-and ``state`` filled from the session's current property values, ``changedPropIds``); a
-callback waits while another pending callback can still change one of its inputs
-(transitively); callbacks that are ready together are sent in parallel (up to ``--lanes``
-connections, as a browser does); a callback is never re-fired by its own outputs; the values
-returned (``{"multi": true, "response": {id: {prop: value}}}``) become the session's property
-values and trigger the next callbacks. For the demo this is: controller -> ``resolve`` -> the
-three views (``render_global``, ``render_feature``, ``render_observation``) in parallel.
+as Input are requested; a requested callback waits while a pending or running callback can
+still change one of its inputs (transitively, as ``getReadyCallbacks`` does); ready
+server-side callbacks are POSTed (``/_dash-update-component`` with ``output``, ``outputs``,
+``inputs`` and ``state`` filled from the session's property values when it is sent,
+``changedPropIds``) over up to ``--lanes`` connections, as a browser does; each answer is
+applied when it arrives and triggers the callbacks listening to what it changed (a callback
+is never re-fired by its own outputs); the values returned (``{"multi": true, "response":
+{id: {prop: value}}}``) become the session's property values.
+
+Clientside callbacks run instantly in the session, in Python. The page's views are fed by
+one clientside callback, the fan-out (``FAN_OUT_JS`` in ``dashboard/views/__init__.py``):
+inputs ``results.data`` and ``section-tabs.value``, outputs the ``view-input-<name>`` store
+of every view. Its JavaScript is read from the page (the inline script Dash serves under
+the callback's ``clientside_function`` name), matched against the copy this script emulates
+(``FAN_OUT_TEMPLATE``: a page whose JavaScript differs stops the run: update the emulation),
+and its two arguments, the view names and their sections, are parsed from it (and checked
+against ``dashboard.views.REGISTRY`` when importable). Per view, as the JavaScript does: no
+signature in the record -> the record (an error goes to every view); the store already
+holds that signature -> no update; a view of a section that is not open -> a "hidden"
+marker once per signature (its callback answers a cheap placeholder); else the record and
+its signature (the view is drawn). The other clientside callbacks of the page are not in
+the measured flow (clicks and hovers on curves, the what-if form, suggested-subgroup
+buttons, uploads and loads: ``CLIENTSIDE_NOT_NEEDED`` says why for each); one that is
+triggered all the same is reported as a check failure, never skipped silently.
+
+For the demo a feature or subgroup switch is: controller -> ``resolve`` (+ ``notes``) ->
+``subgroup_size`` and the fan-out -> the callbacks ``view:<name>`` of the open section's
+views whose signature changed (and a ``view:<name> (hidden)`` placeholder for each view of
+the other sections whose signature changed); a section switch is the fan-out -> the views
+of the opened section not drawn for the current signatures yet (none when they are).
+
 Background callbacks (``run_job``) follow Dash's protocol: the first answer carries the signed
 ``cacheKey``/``job`` handles, then the session polls every ``interval`` ms (inputs nulled, as
-the renderer does) until the answer has a ``response``.
+the renderer does) until the answer has a ``response``; its ``running`` outputs are applied
+when it is sent and when it ends, and its progress as it comes, triggering the callbacks
+that listen to them (``job-active.data``: the watchdog ``watch``), as the renderer does.
 
 One action = the whole chain of requests an event causes. Recorded: per-request latency
-(by callback), per-action latency (by kind), HTTP errors (status not 200/204, no answer),
-Dash errors (a callback answer without ``response``) and check failures (the state or the
-results do not show what the user asked for, a view came back empty, a results record with
-an error). Actions that needed a background computation in the measured phase are counted.
+(by callback; a view's placeholder requests apart from its drawings), per-action latency
+(by kind: ``load``, ``feature``, ``subgroup``, ``section``), HTTP errors (status not
+200/204, no answer), Dash errors (a callback answer without ``response``) and check
+failures: the state or the results do not show what the user asked for, a results record
+with an error, a view of the open section not drawn for the current signature (or drawn
+empty: ``EXPECT_TRACES``), a view of another section showing anything but its placeholder
+or its drawing for the current signature (never another state's numbers). Actions that
+needed a background computation in the measured phase are counted.
 
 The script starts its own ``gunicorn -c gunicorn.conf.py app:server -w 2`` on a free loopback
 port with a fresh cache folder (``WIP_CACHE_DIR``; ``WIP_SECRET_KEY=load``) or targets
@@ -76,7 +107,7 @@ import tempfile
 import threading
 import time
 import traceback
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -109,21 +140,88 @@ OUT = ROOT / "benchmarks" / "out" / "load_test.json"
 LOOPBACK_NAMES = {"127.0.0.1", "localhost", "::1"}
 SUBGROUPS = ("X3 == 0", "X3 == 1", "X1 > 0")
 QUICK = {"sessions": 5, "actions": 5, "max_seconds": 25.0}  # with the warm-up, < 60 s on 2 idle cores
-MAX_CALLS_PER_ACTION = 40  # a runaway chain (callbacks firing each other) is an error
+MAX_CALLS_PER_ACTION = 120  # a runaway chain (callbacks firing each other) is an error
+ACTION_KINDS = ("feature", "subgroup", "section")
+MIX = "0.4,0.3,0.3"  # default shares of feature switches, subgroup changes and section switches
 
-# Readable names of the dashboard's callbacks, by their first output (generic fallback: "id.prop").
+# Readable names of the dashboard's callbacks, by their first output (generic fallback: "id.prop");
+# the views' callbacks are named "view:<name>" after the store they listen to, the fan-out "fan_out".
 CALLBACK_NAMES = {
     "state.data": "controller",
     "results.data": "resolve",
     "job-done.data": "run_job",
-    "pfi-graph.figure": "render_global",
-    "pi-graph.figure": "render_feature",
-    "ciu-graph.figure": "render_observation",
     "hover-info.children": "hovered",
-    "loss-select.options": "loss_options",
+    "subgroup-size.children": "subgroup_size",
+    "ws-notes.children": "notes",
+    "output-select.options": "target_options",
+    "model-files-info.children": "model_feedback",
+    "data-file-info.children": "data_feedback",
+    "loaded-ws.data": "load",
+    "download.data": "download",
 }
-DUPLICATE_NAMES = {"results.data": "finish", "status.children": "cancelled"}  # allow_duplicate outputs
-VIEWS = ("render_global", "render_feature", "render_observation")
+# callbacks whose first output is an allow_duplicate one, by their first input
+DUPLICATE_NAMES = {
+    "job-done.data": "finish",
+    "job-active.data": "watch",
+    "cancel.n_clicks": "cancelled",
+    "load-cancel.n_clicks": "load_cancelled",
+}
+
+# The fan-out clientside callback this script emulates (``FanOut.run``): a copy of FAN_OUT_JS
+# in dashboard/views/__init__.py, whose two %s register() fills with the views' names and
+# sections (JSON). The page's JavaScript must match it (whitespace aside), else the run stops.
+FAN_OUT_TEMPLATE = """
+function(results, open) {
+    const previous = Array.prototype.slice.call(arguments, 2);
+    const names = %s, sections = %s;
+    const sigs = (results && results.sigs) || null;
+    return names.map(function(name, i) {
+        const sig = sigs ? (sigs[name] || null) : null;
+        const prev = previous[i];
+        if (!sig) { return {results: results, sig: null}; }
+        if (prev && prev.sig === sig) { return dash_clientside.no_update; }
+        if (sections[i] !== open) {
+            if (prev && prev.hidden === sig) { return dash_clientside.no_update; }
+            return {results: null, sig: null, hidden: sig};
+        }
+        return {results: results, sig: sig};
+    });
+}
+"""
+# The page's other clientside callbacks, by their output: none is in the measured flow (page
+# load, feature, subgroup and section switches), so none is emulated. One triggered anyway is
+# reported as a check failure (see Client._launch).
+CLIENTSIDE_NOT_NEEDED = {
+    "clicked-row.data": "a click on an ICI/ICE curve (selecting an observation): not in the action mix",
+    "hovered-row.data": "a hover on an ICI/ICE curve: not in the action mix",
+    "whatif-edit.data": "the what-if form's fields (pattern-matching ids, prevent_initial_call): not in the mix",
+    "suggested-pick.data": "a suggested-subgroup button (prevent_initial_call): subgroups are typed here",
+    "my-workspaces.data": "after loading one's own data set (Load): not in the action mix",
+    "load-closed.data": "after loading one's own data set (Load): not in the action mix",
+    "model-files.data": "the upload buttons (a file chooser): not in the action mix",
+    "data-file.data": "the upload buttons (a file chooser): not in the action mix",
+}
+# Figures that must have traces when their view is drawn for the demo: those that have them in
+# every feature x subgroup state of the demo (checked in-process; SFIMP, what-if, contributions
+# and the caveats' group figure depend on a button or an observation). Any other drawn view only
+# has to be drawn for the current signature, without a wait or "hidden" message.
+EXPECT_TRACES = {
+    "performance": ("performance-fit-graph", "performance-feature-graph"),
+    "pfi": ("pfi-graph",),
+    "pfi_convergence": ("convergence-graph",),
+    "global_ci": ("global-ci-graph",),
+    "pi": ("pi-graph",),
+    "ici": ("ici-graph",),
+    "ice": ("ice-graph",),
+    "ale": ("ale-graph",),
+    "ciu": ("ciu-graph",),
+    "influence": ("influence-graph",),
+}
+HIDDEN_TEXT = "Drawing this view…"  # dashboard.views.HIDDEN (checked at start when importable)
+WAITING_TEXT = "Waiting for results…"  # dashboard.views.base.waiting(None): a record the view could not read
+PLACEHOLDERS: dict[str, dict] = {}  # view name -> {"id.prop": value} of placeholder(view, HIDDEN) (registry_check)
+NO_UPDATE = object()  # dash_clientside.no_update
+UNDEFINED = object()  # a property never set (JSON.stringify leaves it out)
 
 
 # --- errors ---------------------------------------------------------------------------------
@@ -141,7 +239,8 @@ class CheckFailed(Exception):
 
 def _chain(exc: BaseException):
     """An exception and its causes and contexts, and the exceptions in its args (urllib3 wraps)."""
-    seen, todo = [], [exc]
+    seen: list[BaseException] = []
+    todo: list[BaseException | None] = [exc]
     while todo:
         e = todo.pop()
         if e is None or any(e is s for s in seen):
@@ -165,6 +264,95 @@ def _split_output(output: str) -> list[tuple[str, str]]:
     return out
 
 
+def _norm_js(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def clientside_sources(html: str) -> dict[str, str]:
+    """The inline clientside functions of a Dash page: function name (a hash) -> JavaScript."""
+    found = {}
+    for m in re.finditer(
+        r'ns\["([^"]+)"\]\s*=\s*(.*?);\s*\}\)\(\);\s*</script>', html, re.DOTALL
+    ):  # Dash: (function() { ... ns["<name>"] = <function>; })();
+        found[m.group(1)] = m.group(2)
+    return found
+
+
+def _js_truthy(value) -> bool:
+    if value is UNDEFINED or value is None or value is False:
+        return False
+    if isinstance(value, (int, float)):
+        return value != 0 and value == value  # 0 and NaN are falsy
+    if isinstance(value, str):
+        return value != ""
+    return True  # objects and arrays, empty or not
+
+
+def _js_get(obj, key):
+    """``obj[key]`` (undefined for a missing key or a value that is not an object)."""
+    return obj.get(key, UNDEFINED) if isinstance(obj, dict) else UNDEFINED
+
+
+def _js_strict_equal(a, b) -> bool:
+    """``a === b``: primitives by value and type, objects by identity."""
+    if a is UNDEFINED or b is UNDEFINED or a is None or b is None:
+        return a is b
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return a == b
+    if isinstance(a, str) and isinstance(b, str):
+        return a == b
+    if isinstance(a, (str, int, float)) or isinstance(b, (str, int, float)):
+        return False
+    return a is b
+
+
+class FanOut:
+    """``FAN_OUT_JS`` (dashboard/views/__init__.py), in Python: results record and open section
+    -> each view's input store. Built from the JavaScript the page serves, which must be
+    ``FAN_OUT_TEMPLATE`` with the views' names and sections filled in."""
+
+    def __init__(self, names: list[str], sections: list[str], stores: list[str]):
+        if not (len(names) == len(sections) == len(stores)):
+            raise ValueError(f"fan-out: {len(names)} names, {len(sections)} sections, {len(stores)} outputs")
+        self.names, self.sections, self.stores = names, sections, stores
+        self.section_keys = list(dict.fromkeys(sections))
+        self.view_of_store = dict(zip(stores, names))
+        self.section_of = dict(zip(names, sections))
+
+    @classmethod
+    def parse(cls, source: str, stores: list[str]) -> FanOut | None:
+        """From the page's JavaScript; None if it is not the template's (the logic changed)."""
+        head, middle, tail = _norm_js(FAN_OUT_TEMPLATE).split("%s")
+        m = re.fullmatch(re.escape(head) + "(.*?)" + re.escape(middle) + "(.*?)" + re.escape(tail), _norm_js(source))
+        if not m:
+            return None
+        return cls(json.loads(m.group(1)), json.loads(m.group(2)), stores)
+
+    def run(self, results, open_section, previous: list) -> list:
+        """The JavaScript, line by line (``previous``: each store's current data, or UNDEFINED)."""
+        sigs = _js_get(results, "sigs") if _js_truthy(results) else UNDEFINED
+        sigs = sigs if _js_truthy(sigs) else None
+        out: list = []
+        for i, name in enumerate(self.names):
+            sig = _js_get(sigs, name) if _js_truthy(sigs) else None
+            sig = sig if _js_truthy(sig) else None
+            prev = previous[i]
+            if not _js_truthy(sig):
+                out.append({"sig": None} if results is UNDEFINED else {"results": results, "sig": None})
+            elif _js_truthy(prev) and _js_strict_equal(_js_get(prev, "sig"), sig):
+                out.append(NO_UPDATE)
+            elif not _js_strict_equal(self.sections[i], open_section):
+                if _js_truthy(prev) and _js_strict_equal(_js_get(prev, "hidden"), sig):
+                    out.append(NO_UPDATE)
+                else:
+                    out.append({"results": None, "sig": None, "hidden": sig})
+            else:
+                out.append({"results": results, "sig": sig})
+        return out
+
+
 class Callback:
     def __init__(self, dep: dict):
         self.output = dep["output"]
@@ -173,13 +361,24 @@ class Callback:
         self.inputs = [(i["id"], i["property"]) for i in dep.get("inputs", [])]
         self.state = [(s["id"], s["property"]) for s in dep.get("state", [])]
         self.prevent_initial_call = bool(dep.get("prevent_initial_call"))
-        self.clientside = bool(dep.get("clientside_function"))
+        self.clientside = dep.get("clientside_function") or None  # {"namespace", "function_name"}
         self.background = dep.get("background") or dep.get("long") or None
+        self.running = dep.get("running") or None  # {"running": {"id.prop": value}, "runningOff": {...}}
         self.input_keys = {f"{c}.{p}" for c, p in self.inputs}
         self.output_keys = {f"{c}.{p.split('@')[0]}" for c, p in self.outputs}
+        self.own_inputs = self.input_keys - self.output_keys  # the renderer ignores inputs it also outputs
         first_id, first_prop = self.outputs[0]
         key = f"{first_id}.{first_prop.split('@')[0]}"
-        self.name = DUPLICATE_NAMES.get(key, key + "@dup") if "@" in first_prop else CALLBACK_NAMES.get(key, key)
+        first_input = f"{self.inputs[0][0]}.{self.inputs[0][1]}" if self.inputs else ""
+        if "@" in first_prop:
+            self.name = DUPLICATE_NAMES.get(first_input, key + "@dup")
+        else:
+            self.name = CALLBACK_NAMES.get(key, key)
+        if self.clientside:
+            self.name = "clientside:" + key
+        self.first_output = key
+        self.emulation: FanOut | None = None  # the fan-out (the only clientside callback emulated)
+        self.view: str | None = None  # a view's callback: the view's name
         self.downstream: set[str] = set()  # every property this callback can change, transitively
 
     def __repr__(self):
@@ -187,7 +386,7 @@ class Callback:
 
 
 class CallbackMap:
-    def __init__(self, deps: list[dict]):
+    def __init__(self, deps: list[dict], sources: dict[str, str]):
         self.callbacks = [Callback(d) for d in deps]
         self.by_input: dict[str, list[Callback]] = {}
         for cb in self.callbacks:
@@ -204,21 +403,70 @@ class CallbackMap:
                         seen.add(out)
                         frontier.append(out)
             cb.downstream = seen
+        # the fan-out: the clientside callback from results.data and section-tabs.value to the views' stores
+        self.fan_out: FanOut | None = None
+        self.views: dict[str, Callback] = {}  # view name -> its callback
+        self.problems: list[str] = []
+        self.not_emulated: dict[str, str] = {}
+        for cb in self.callbacks:
+            if not cb.clientside:
+                continue
+            if cb.input_keys == {"results.data", "section-tabs.value"}:
+                source = sources.get(cb.clientside.get("function_name", ""))
+                stores = [f"{c}.{p}" for c, p in cb.outputs]
+                fan = FanOut.parse(source, stores) if source is not None else None
+                if fan is None:
+                    self.problems.append(
+                        "the page's fan-out (clientside: results.data, section-tabs.value -> view stores) is "
+                        + ("not served inline" if source is None else "not FAN_OUT_TEMPLATE: update the emulation")
+                    )
+                    continue
+                cb.emulation, cb.name, self.fan_out = fan, "fan_out", fan
+            else:
+                self.not_emulated[cb.name] = CLIENTSIDE_NOT_NEEDED.get(cb.first_output, "unknown to this script")
+        if self.fan_out is None and not self.problems:
+            self.problems.append("the page has no fan-out clientside callback (results.data -> view stores)")
+        if self.fan_out is not None:
+            for cb in self.callbacks:
+                if cb.clientside:
+                    continue
+                views = [self.fan_out.view_of_store[k] for k in cb.input_keys if k in self.fan_out.view_of_store]
+                if len(views) == 1:
+                    cb.view, cb.name = views[0], f"view:{views[0]}"
+                    self.views[views[0]] = cb
+            unbound = set(self.fan_out.names) - set(self.views)
+            if unbound:
+                self.problems.append(f"views without a callback on their store: {sorted(unbound)}")
 
     def initial(self) -> list[Callback]:
-        return [cb for cb in self.callbacks if not cb.prevent_initial_call and not cb.clientside]
+        return [cb for cb in self.callbacks if not cb.prevent_initial_call]
 
 
-_MAP_CACHE: dict[bytes, CallbackMap] = {}
+_MAP_CACHE: dict[tuple, CallbackMap] = {}
 _MAP_LOCK = threading.Lock()
 
 
-def callback_map(raw: bytes) -> CallbackMap:
-    """Parsed once per distinct ``/_dash-dependencies`` body (every session still fetches it)."""
+def callback_map(raw: bytes, sources: dict[str, str]) -> CallbackMap:
+    """Parsed once per distinct ``/_dash-dependencies`` body and clientside functions (every
+    session still fetches them)."""
+    key = (raw, tuple(sorted(sources.items())))
     with _MAP_LOCK:
-        if raw not in _MAP_CACHE:
-            _MAP_CACHE[raw] = CallbackMap(loads(raw))
-        return _MAP_CACHE[raw]
+        if key not in _MAP_CACHE:
+            _MAP_CACHE[key] = CallbackMap(loads(raw), sources)
+        return _MAP_CACHE[key]
+
+
+def side_updates(mapping) -> dict:
+    """Running, progress or side updates (``{"id.prop": value}`` or ``{id: {prop: value}}``) as
+    ``{id: {prop: value}}``."""
+    out: dict = {}
+    for key, value in (mapping or {}).items() if isinstance(mapping, dict) else ():
+        if isinstance(value, dict) and "." not in key:
+            out.setdefault(key, {}).update(value)
+        else:
+            cid, _, prop = key.rpartition(".")
+            out.setdefault(cid, {})[prop] = value
+    return out
 
 
 def layout_props(node, out: dict, types: dict) -> dict:
@@ -385,6 +633,7 @@ class Client:
         self.end_id = None
         self.map: CallbackMap | None = None
         self.props: dict = {}
+        self.drawn: dict[str, tuple] = {}  # view name -> what its callback last drew (_note_view)
         self.props_lock = threading.Lock()
         self._action: dict | None = None
 
@@ -484,17 +733,21 @@ class Client:
                     self._http("asset", "GET", url)
         _, raw_layout = self._http("GET /_dash-layout", "GET", self._url("_dash-layout"))
         _, raw_deps = self._http("GET /_dash-dependencies", "GET", self._url("_dash-dependencies"))
+        cmap = callback_map(raw_deps, clientside_sources(text))
+        if cmap.problems:
+            self.stats.error("check", "page: " + "; ".join(cmap.problems))
+            raise CheckFailed("page")
         types: dict = {}
         props = layout_props(loads(raw_layout), {}, types)
         mounted = mount_changes(props, types, self.base + "/" + search, search)
         with self.props_lock:
             self.props = props
-        self.map = callback_map(raw_deps)
-        pending = {cb: cb.input_keys & mounted for cb in self.map.initial()}
+            self.drawn = {}
+        self.map = cmap
+        pending = {cb: cb.input_keys & mounted for cb in cmap.initial()}
         for key in mounted:
-            for cb in self.map.by_input.get(key, ()):
-                if not cb.clientside:
-                    pending.setdefault(cb, set()).add(key)
+            for cb in cmap.by_input.get(key, ()):
+                pending.setdefault(cb, set()).add(key)
         return self.run(pending)
 
     # events
@@ -508,11 +761,11 @@ class Client:
 
     def event(self, *changed: str) -> list[str]:
         """The user changed these properties: fire their callbacks and everything that follows."""
-        pending = {}
+        assert self.map is not None
+        pending: dict[Callback, set] = {}
         for key in changed:
             for cb in self.map.by_input.get(key, ()):
-                if not cb.clientside:
-                    pending.setdefault(cb, set()).add(key)
+                pending.setdefault(cb, set()).add(key)
         return self.run(pending)
 
     def click(self, button: str) -> list[str]:
@@ -521,43 +774,111 @@ class Client:
         return self.event(key)
 
     def run(self, pending: dict) -> list[str]:
-        """The renderer's loop: fire the ready callbacks (in parallel), apply their answers,
-        queue the callbacks they trigger; until nothing is pending. Returns the callbacks fired."""
+        """The renderer's loop: run the ready clientside callbacks at once, send the ready
+        server-side ones (up to ``lanes`` at a time), apply each answer as it arrives and
+        request the callbacks it triggers; until nothing is pending or running. A callback
+        is ready when no other pending or running callback can change one of its inputs
+        (transitively). Returns the callbacks fired, in the order they finished."""
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=self.lanes)
         fired: list[str] = []
-        while pending:
-            ready = [
-                cb
-                for cb in pending
-                if not any(cb.input_keys & other.downstream for other in pending if other is not cb)
-            ]
-            if not ready:  # a cycle: fire all (the renderer would too, eventually)
-                ready = list(pending)
-            batch = [(cb, pending.pop(cb)) for cb in ready]
-            if len(fired) + len(batch) > MAX_CALLS_PER_ACTION:
-                self.stats.error("check", f"runaway chain: {fired + [cb.name for cb, _ in batch]}")
-                raise CheckFailed("runaway chain")
-            if len(batch) == 1 or self.lanes == 1:
-                answers = [self.fire(cb, changed) for cb, changed in batch]
-            else:
-                if self._pool is None:
-                    self._pool = ThreadPoolExecutor(max_workers=self.lanes)
-                futures = [self._pool.submit(self.fire, cb, changed) for cb, changed in batch]
-                answers, failure = [], None
-                for fut in futures:  # wait for all (as the browser does) before raising
-                    try:
-                        answers.append(fut.result())
-                    except (RequestFailed, Stop, CheckFailed) as exc:
-                        failure = failure or exc
-                        answers.append(None)
-                if failure is not None:
-                    raise failure
-            for (cb, _), updates in zip(batch, answers):
+        inflight: dict[Future, tuple[Callback, dict]] = {}
+        failure: BaseException | None = None
+        while pending or inflight:
+            if failure is None:
+                try:
+                    self._launch_ready(pending, inflight, fired)
+                except (RequestFailed, Stop, CheckFailed) as exc:
+                    failure = exc
+            if not inflight:
+                if failure is not None or not pending:
+                    break
+                continue
+            done, _ = wait(list(inflight), return_when=FIRST_COMPLETED)
+            for fut in done:
+                cb, payload = inflight.pop(fut)
+                try:
+                    steps = fut.result()
+                except (RequestFailed, Stop, CheckFailed) as exc:
+                    failure = failure or exc  # the others still finish (the browser waits for them too)
+                    continue
                 fired.append(cb.name)
-                for key in self._apply(updates):
-                    for nxt in self.map.by_input.get(key, ()):
-                        if nxt is not cb and not nxt.clientside:
-                            pending.setdefault(nxt, set()).add(key)
+                self._note_view(cb, payload)
+                for updates in steps:  # side updates (progress, running off), then the answer
+                    self._trigger(cb, self._apply(updates), pending)
+        if failure is not None:
+            raise failure
         return fired
+
+    def _launch_ready(self, pending: dict, inflight: dict, fired: list[str]) -> None:
+        while pending:
+            active = list(pending) + [cb for cb, _ in inflight.values()]
+            ready = [
+                cb for cb in pending if not any(cb.own_inputs & other.downstream for other in active if other is not cb)
+            ]
+            if not ready:
+                if inflight:
+                    return  # an answer will unblock them
+                ready = [next(iter(pending))]  # a cycle: the renderer takes the first as ready
+            again = False  # the session's values changed here: what is ready is computed anew
+            for cb in ready:
+                changed = pending.pop(cb)
+                if len(fired) + len(inflight) + 1 > MAX_CALLS_PER_ACTION:
+                    self.stats.error("check", f"runaway chain: {fired + [c.name for c, _ in inflight.values()]}")
+                    raise CheckFailed("runaway chain")
+                if cb.clientside:  # instant, in the session; its outputs may trigger or unblock others
+                    updates = self._clientside(cb, changed)
+                    fired.append(cb.name)
+                    self._trigger(cb, self._apply(updates), pending)
+                    again = True
+                    break
+                payload = self._payload(cb, changed)  # the values when it is sent
+                inflight[self._pool.submit(self.fire, cb, payload)] = (cb, payload)  # type: ignore[union-attr]
+                if cb.running:  # the renderer applies the running values as it sends the request
+                    self._trigger(cb, self._apply(side_updates(cb.running.get("running"))), pending)
+                    again = True
+                    break
+            if not again:
+                return
+
+    def _trigger(self, cb: Callback, changed: list[str], pending: dict) -> None:
+        assert self.map is not None
+        for key in changed:
+            for nxt in self.map.by_input.get(key, ()):
+                if nxt is not cb:
+                    pending.setdefault(nxt, set()).add(key)
+
+    def _clientside(self, cb: Callback, changed: set) -> dict:
+        """A clientside callback, in Python: only the fan-out is emulated (CLIENTSIDE_NOT_NEEDED)."""
+        fan = cb.emulation
+        if fan is None:
+            why = self.map.not_emulated.get(cb.name, "") if self.map else ""
+            self.stats.error(
+                "check", f"{cb.name} was triggered by {sorted(changed)} but is not emulated ({why}): extend the script"
+            )
+            raise CheckFailed(cb.name)
+        with self.props_lock:
+            results = self.props.get("results.data", UNDEFINED)
+            section = self.props.get("section-tabs.value", UNDEFINED)
+            previous = [self.props.get(k, UNDEFINED) for k in fan.stores]
+        updates: dict = {}
+        for key, value in zip(fan.stores, fan.run(results, section, previous)):
+            if value is not NO_UPDATE:
+                cid, _, prop = key.rpartition(".")
+                updates.setdefault(cid, {})[prop] = value
+        return updates
+
+    def _note_view(self, cb: Callback, payload: dict) -> None:
+        """What a view's callback drew: ("sig", s) for signature s, ("hidden", s) a placeholder."""
+        if cb.view is None:
+            return
+        given = payload["inputs"][0].get("value") if payload["inputs"] else None
+        given = given if isinstance(given, dict) else {}
+        mode = ("hidden", given["hidden"]) if given.get("hidden") else ("sig", given.get("sig"))
+        with self.props_lock:
+            self.drawn[cb.view] = mode
+            if self._action is not None:
+                self._action["hidden" if mode[0] == "hidden" else "drawn"] += 1
 
     def _apply(self, updates: dict) -> list[str]:
         changed = []
@@ -592,32 +913,47 @@ class Client:
             }
             if cb.state:
                 payload["state"] = vals(cb.state)
+            body = dumps(payload)  # serialised now: later changes to the session do not leak in
+        payload["_body"] = body
         return payload
 
-    def fire(self, cb: Callback, changed: set) -> dict:
-        """POST one callback (and poll it if it runs in the background); returns its updates."""
-        payload = self._payload(cb, changed)
-        body = dumps(payload)
+    @staticmethod
+    def _kind(cb: Callback, payload: dict) -> str:
+        if cb.view is not None and payload["inputs"]:
+            given = payload["inputs"][0].get("value")
+            if isinstance(given, dict) and given.get("hidden"):
+                return f"{cb.name} (hidden)"
+        return cb.name
+
+    def fire(self, cb: Callback, payload: dict) -> list[dict]:
+        """POST one callback (and poll it if it runs in the background). Returns the updates to
+        apply in order: side updates (progress, the running values off), then the answer."""
+        body = payload["_body"]
+        kind = self._kind(cb, payload)
         params = {"endId": self.end_id} if self.end_id else None
         path = self._url("_dash-update-component")
-        status, content = self._http(cb.name, "POST", path, params=params, body=body)
+        off = side_updates((cb.running or {}).get("runningOff"))
+        status, content = self._http(kind, "POST", path, params=params, body=body)
         if status == 204:  # PreventUpdate
-            return {}
-        data = self._json(cb.name, content)
+            return [off] if off else []
+        data = self._json(kind, content)
         if "response" in data:
-            return self._updates(cb, data)
+            return ([off] if off else []) + [self._updates(cb, data)]
         if not cb.background:
-            self.stats.error("dash", f"{cb.name}: answer without 'response': {content[:200]!r}")
-            raise RequestFailed(cb.name)
+            self.stats.error("dash", f"{kind}: answer without 'response': {content[:200]!r}")
+            raise RequestFailed(kind)
         cache_key, job = data.get("cacheKey"), data.get("job")
         if not cache_key or not job:
-            self.stats.error("dash", f"{cb.name}: background answer without cacheKey/job: {content[:200]!r}")
-            raise RequestFailed(cb.name)
+            self.stats.error("dash", f"{kind}: background answer without cacheKey/job: {content[:200]!r}")
+            raise RequestFailed(kind)
         if self._action is not None:
             with self.props_lock:
                 self._action["jobs"] += 1
+        steps: list[dict] = []
+        default = side_updates(data.get("progressDefault"))
         # the renderer polls with the handles and the inputs' values nulled
-        polled = dict(payload, inputs=[{**i, "value": None} for i in payload["inputs"]])
+        polled = {k: v for k, v in payload.items() if k != "_body"}
+        polled["inputs"] = [{**i, "value": None} for i in payload["inputs"]]
         if "state" in payload:
             polled["state"] = [{**s, "value": None} for s in payload["state"]]
         body = dumps(polled)
@@ -628,24 +964,20 @@ class Client:
             if self.stats.stop.wait(interval):
                 raise Stop()
             if time.monotonic() > deadline:
-                self.stats.error("check", f"{cb.name}: the background job did not finish in {self.job_timeout:.0f} s")
-                raise CheckFailed(cb.name)
-            status, content = self._http(cb.name + " (poll)", "POST", path, params=params, body=body)
+                self.stats.error("check", f"{kind}: the background job did not finish in {self.job_timeout:.0f} s")
+                raise CheckFailed(kind)
+            status, content = self._http(kind + " (poll)", "POST", path, params=params, body=body)
+            ending = [u for u in (off, default) if u]
             if status == 204:
-                return {}
-            data = self._json(cb.name, content)
-            side = {}
-            for extra in ("sideUpdate", "progress"):  # applied, as the renderer does (no callback listens)
-                for key, value in (data.get(extra) or {}).items():
-                    if isinstance(value, dict) and "." not in key:  # {id: {prop: value}}
-                        side.setdefault(key, {}).update(value)
-                    else:  # {"id.prop": value}
-                        cid, _, prop = key.rpartition(".")
-                        side.setdefault(cid, {})[prop] = value
-            if side:
-                self._apply(side)
+                return steps + ending
+            data = self._json(kind, content)
+            for extra in ("sideUpdate", "progress"):  # applied in order, as the renderer does
+                side = side_updates(data.get(extra))
+                if side:
+                    steps.append(side)
+            default = default or side_updates(data.get("progressDefault"))
             if "response" in data:
-                return self._updates(cb, data)
+                return steps + [u for u in (off, default) if u] + [self._updates(cb, data)]
 
     def _json(self, kind: str, content: bytes) -> dict:
         try:
@@ -668,7 +1000,7 @@ class Client:
 
     # the user's actions
     def start_action(self, kind: str, detail: str) -> dict:
-        self._action = {"kind": kind, "detail": detail, "requests": 0, "jobs": 0}
+        self._action = {"kind": kind, "detail": detail, "requests": 0, "jobs": 0, "drawn": 0, "hidden": 0}
         return self._action
 
     def end_action(self) -> None:
@@ -676,8 +1008,40 @@ class Client:
 
 
 # --- checks ---------------------------------------------------------------------------------
-def check_views(client: Client, fired: list[str], what: str, *, feature=None, subgroup=None) -> None:
-    """The state and the results show what the user asked for, and the views were rendered."""
+def _has_traces(fig) -> bool:
+    return isinstance(fig, dict) and bool(fig.get("data"))
+
+
+def _comparable(key: str, value):
+    """A figure without ``layout.margin``: dashboard/figures.py ``_style`` merges a figure's own
+    margin into the module's MARGIN dict (it shares it), so a placeholder's margins depend on
+    which figure the worker drew before; that is no state's numbers."""
+    if key.endswith(".figure") and isinstance(value, dict) and isinstance(value.get("layout"), dict):
+        return {**value, "layout": {k: v for k, v in value["layout"].items() if k != "margin"}}
+    return value
+
+
+def _not_placeholder(name: str, outs: dict) -> list[str]:
+    """The outputs of a hidden view that are not its placeholder: compared with the registry's
+    own placeholder when known (registry_check), else no figure with traces, no table rows."""
+    expected = PLACEHOLDERS.get(name)
+    if expected is not None:
+        return [
+            f"{k} = {json.dumps(v, default=str)[:100]}"
+            for k, v in outs.items()
+            if _comparable(k, v) != _comparable(k, expected.get(k))
+        ]
+    return [
+        k
+        for k, v in outs.items()
+        if (k.endswith(".figure") and _has_traces(v)) or (k.endswith(".data") and isinstance(v, list) and v)
+    ]
+
+
+def check_views(client: Client, what: str, *, feature=None, subgroup=None, section=None) -> None:
+    """The state and the results show what the user asked for; every view of the open section
+    was drawn for the current signature (not a placeholder, with traces where EXPECT_TRACES
+    says); every other view shows its placeholder or its drawing for the current signature."""
     problems = []
     state = client.get("state.data") or {}
     results = client.get("results.data") or {}
@@ -687,6 +1051,8 @@ def check_views(client: Client, fired: list[str], what: str, *, feature=None, su
         problems.append(f"no results ({results!r:.200})")
     elif results.get("error"):
         problems.append(f"results error: {results['error']}")
+    elif results.get("pending"):
+        problems.append("results still pending (a job did not finish)")
     rstate = results.get("state") if isinstance(results, dict) else None
     rstate = rstate if isinstance(rstate, dict) else {}
     if feature is not None and (state.get("feature") != feature or rstate.get("feature") != feature):
@@ -699,19 +1065,46 @@ def check_views(client: Client, fired: list[str], what: str, *, feature=None, su
         problems.append(
             f"asked subgroup {subgroup!r}, state has {state.get('subgroup')!r}, results {rstate.get('subgroup')!r}"
         )
+    open_section = client.get("section-tabs.value")
+    if section is not None and open_section != section:
+        problems.append(f"asked section {section!r}, the tabs show {open_section!r}")
     error_box = client.get("subgroup-error.children")
     if error_box:
         problems.append(f"subgroup error shown: {error_box!r:.200}")
-    missing = [v for v in VIEWS if v not in fired]
-    if missing:
-        problems.append(f"views not rendered: {missing} (fired {fired})")
-    for graph in ("pfi-graph", "ici-graph", "pi-graph"):
-        fig = client.get(f"{graph}.figure") or {}
-        if not (isinstance(fig, dict) and fig.get("data")):
-            title = ((fig or {}).get("layout") or {}).get("title") if isinstance(fig, dict) else None
-            problems.append(f"{graph} has no traces (title {title!r:.120})")
+    cmap = client.map
+    sigs = results.get("sigs") if isinstance(results, dict) else None
+    if cmap is None or cmap.fan_out is None:
+        problems.append("no callback map")
+    elif not isinstance(sigs, dict) or set(cmap.fan_out.names) - set(sigs):
+        problems.append(f"results without a signature per view ({sigs!r:.200})")
+    else:
+        fan = cmap.fan_out
+        with client.props_lock:
+            drawn = dict(client.drawn)
+        for name, view_section, store in zip(fan.names, fan.sections, fan.stores):
+            sig, mode = sigs[name], drawn.get(name)
+            outs = {f"{c}.{p.split('@')[0]}": client.get(f"{c}.{p.split('@')[0]}") for c, p in cmap.views[name].outputs}
+            text = json.dumps(outs, default=str, ensure_ascii=False)
+            given = client.get(store)
+            if view_section == open_section:
+                if mode != ("sig", sig) or not isinstance(given, dict) or given.get("sig") != sig:
+                    problems.append(f"{name} (open section): drew {mode}, store {given!r:.80}, signature {sig}")
+                elif HIDDEN_TEXT in text or WAITING_TEXT in text:
+                    problems.append(f"{name} (open section): drawn as a placeholder ({text[:160]})")
+                else:
+                    empty = [g for g in EXPECT_TRACES.get(name, ()) if not _has_traces(client.get(f"{g}.figure"))]
+                    if empty:
+                        problems.append(f"{name}: {empty} without traces")
+            elif mode == ("sig", sig):
+                pass  # drawn earlier for exactly the current signature: what it shows is current
+            elif mode == ("hidden", sig):
+                wrong = _not_placeholder(name, outs)
+                if wrong:
+                    problems.append(f"{name} (hidden): not its placeholder: {wrong}")
+            else:
+                problems.append(f"{name} (section {view_section} not open): shows {mode}, signature is {sig}")
     if problems:
-        client.stats.error("check", f"{what}: " + "; ".join(problems))
+        client.stats.error("check", f"{what}: " + "; ".join(problems[:6]) + (" …" if len(problems) > 6 else ""))
         raise CheckFailed(what)
 
 
@@ -742,8 +1135,8 @@ def do_action(client: Client, stats: Stats, kind: str, detail: str, fn) -> bool:
 
 def load_page(client: Client, stats: Stats, search: str = "") -> bool:
     def go():
-        fired = client.load(search)
-        check_views(client, fired, "page load")
+        client.load(search)
+        check_views(client, "page load")
 
     return do_action(client, stats, "load", search or "/", go)
 
@@ -751,8 +1144,8 @@ def load_page(client: Client, stats: Stats, search: str = "") -> bool:
 def switch_feature(client: Client, stats: Stats, feature: str) -> bool:
     def go():
         client.set_prop("feature-select.value", feature)
-        fired = client.event("feature-select.value")
-        check_views(client, fired, f"feature {feature}", feature=feature)
+        client.event("feature-select.value")
+        check_views(client, f"feature {feature}", feature=feature)
 
     return do_action(client, stats, "feature", feature, go)
 
@@ -761,17 +1154,33 @@ def apply_subgroup(client: Client, stats: Stats, text: str) -> bool:
     def go():
         if text:
             client.set_prop("subgroup-text.value", text)  # typing: no callback listens to it
-            fired = client.click("subgroup-apply")
+            client.click("subgroup-apply")
         else:
-            fired = client.click("subgroup-clear")
-        check_views(client, fired, f"subgroup {text or '(clear)'}", subgroup=text)
+            client.click("subgroup-clear")
+        check_views(client, f"subgroup {text or '(clear)'}", subgroup=text)
 
     return do_action(client, stats, "subgroup", text or "(clear)", go)
+
+
+def open_section(client: Client, stats: Stats, key: str) -> bool:
+    """A click on a section's tab: dcc.Tabs sets its value (only the fan-out listens)."""
+
+    def go():
+        client.set_prop("section-tabs.value", key)
+        client.event("section-tabs.value")
+        check_views(client, f"section {key}", section=key)
+
+    return do_action(client, stats, "section", key, go)
 
 
 def features_of(client: Client) -> list[str]:
     options = client.get("feature-select.options") or []
     return [o["value"] if isinstance(o, dict) else o for o in options]
+
+
+def sections_of(client: Client) -> list[str]:
+    fan = client.map.fan_out if client.map is not None else None
+    return list(fan.section_keys) if fan is not None else []
 
 
 # --- the server -----------------------------------------------------------------------------
@@ -788,7 +1197,7 @@ def check_loopback(url: str) -> str:
     if parts.scheme not in ("http", "https") or host not in LOOPBACK_NAMES:
         raise SystemExit(f"refusing {url!r}: only http(s)://127.0.0.1, localhost or [::1] (loopback) may be targeted")
     try:
-        addresses = {a[4][0] for a in socket.getaddrinfo(host, parts.port or 80, proto=socket.IPPROTO_TCP)}
+        addresses = {str(a[4][0]) for a in socket.getaddrinfo(host, parts.port or 80, proto=socket.IPPROTO_TCP)}
     except OSError as exc:
         raise SystemExit(f"cannot resolve {host!r}: {exc}") from None
     if not addresses or not all(ipaddress.ip_address(a.split("%")[0]).is_loopback for a in addresses):
@@ -991,6 +1400,39 @@ class Monitor(threading.Thread):
 
 
 # --- phases ---------------------------------------------------------------------------------
+def registry_check(fan: FanOut) -> list[str]:
+    """The fan-out's arguments parsed from the page against what ``dashboard.views.register``
+    formats in (the registry's names and sections), and the texts the checks look for."""
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    try:
+        from dashboard import views
+    except Exception as exc:  # noqa: BLE001 - another environment: the page's own word is used
+        return [f"dashboard.views not importable here ({type(exc).__name__}: {exc}); not cross-checked"]
+    problems = []
+    names, sections = [v.name for v in views.REGISTRY], [v.section for v in views.REGISTRY]
+    if names != fan.names or sections != fan.sections:
+        page = list(zip(fan.names, fan.sections))
+        problems.append(f"the page's views {page} != REGISTRY {list(zip(names, sections))}")
+    if [f"{views.input_id(v)}.data" for v in views.REGISTRY] != fan.stores:
+        problems.append(f"the fan-out's outputs {fan.stores} are not the registry's input stores")
+    if _norm_js(views.FAN_OUT_JS) != _norm_js(FAN_OUT_TEMPLATE):
+        problems.append("dashboard.views.FAN_OUT_JS is not FAN_OUT_TEMPLATE: update FanOut.run and the template")
+    if views.HIDDEN != HIDDEN_TEXT or views.base.waiting(None) != WAITING_TEXT:
+        problems.append("the placeholder texts changed: update HIDDEN_TEXT and WAITING_TEXT")
+    try:  # each view's placeholder for a section not open, as its callback answers it (JSON)
+        from plotly.io.json import to_json_plotly
+
+        for view in views.REGISTRY:
+            out = views.placeholder(view, views.HIDDEN)
+            PLACEHOLDERS[view.name] = {
+                "{}.{}".format(*view.outputs[k]): v for k, v in loads(to_json_plotly(out).encode()).items()
+            }
+    except Exception as exc:  # noqa: BLE001 - the checks then fall back to "no traces, no rows"
+        problems.append(f"placeholders not computed here ({type(exc).__name__}: {exc})")
+    return problems
+
+
 def warm_up(base: str, args, subgroups) -> dict:
     """One session computes what the measured phase visits; then checks it is all cached."""
     stats = Stats(max_requests=100_000, max_seconds=args.warm_timeout)
@@ -999,9 +1441,18 @@ def warm_up(base: str, args, subgroups) -> dict:
     try:
         if not load_page(client, stats):
             raise SystemExit("warm-up: the page did not load:\n  " + "\n  ".join(stats.errors[:10]))
+        assert client.map is not None and client.map.fan_out is not None
+        mismatch = registry_check(client.map.fan_out)
+        if mismatch and not args.url:
+            raise SystemExit("warm-up: the page and dashboard.views disagree:\n  " + "\n  ".join(mismatch))
+        for line in mismatch:
+            print(f"warm-up: NOTE {line}", flush=True)
         features = features_of(client)
+        sections = sections_of(client)
         for text in list(subgroups) + [""]:
             apply_subgroup(client, stats, text)
+        for key in sections[1:] + sections[:1]:  # every view drawn once (and checked) before measuring
+            open_section(client, stats, key)
         jobs_first = sum(a["jobs"] for a in stats.actions)
         jobs_second = None
         if not args.quick:  # second pass: all cached now? (the measured phase counts it too)
@@ -1024,8 +1475,13 @@ def warm_up(base: str, args, subgroups) -> dict:
         "jobs_on_second_pass": jobs_second,
         "features": features,
         "subgroups": list(subgroups),
+        "sections": sections,
+        "not_emulated": dict(client.map.not_emulated) if client.map is not None else {},
         "requests": len(stats.requests),
-        "actions": [{k: a[k] for k in ("kind", "detail", "seconds", "jobs", "requests")} for a in stats.actions],
+        "actions": [
+            {k: a[k] for k in ("kind", "detail", "seconds", "jobs", "requests", "drawn", "hidden")}
+            for a in stats.actions
+        ],
     }
 
 
@@ -1062,15 +1518,20 @@ def session_main(i: int, base: str, args, stats: Stats, subgroups, barrier: thre
                 raise Stop()
             features = features_of(client) or ["X1", "X2", "X3"]
             state = client.get("state.data") or {}
+            kind = rng.choices(ACTION_KINDS, weights=args.mix_weights)[0]
             if client.map is None:  # the page load failed: the user reloads
                 ok = load_page(client, stats)
-            elif rng.random() < 0.5:
+            elif kind == "feature":
                 choices = [f for f in features if f != state.get("feature")] or features
                 ok = switch_feature(client, stats, rng.choice(choices))
-            else:
+            elif kind == "subgroup":
                 current = state.get("subgroup") or ""
                 choices = [s for s in list(subgroups) + [""] if s != current]
                 ok = apply_subgroup(client, stats, rng.choice(choices))
+            else:
+                sections = sections_of(client)
+                choices = [k for k in sections if k != client.get("section-tabs.value")] or sections
+                ok = open_section(client, stats, rng.choice(choices))
             failures_in_a_row = 0 if ok else failures_in_a_row + 1
     except Stop:
         outcome = "stopped_by_budget"
@@ -1113,6 +1574,12 @@ def report(stats: Stats, wall: float, args) -> dict:
     by_action: dict[str, list[float]] = {}
     for a in acts:
         by_action.setdefault(a["kind"], []).append(a["seconds"])
+    per_kind = {}
+    for k in sorted(by_action):
+        mine = [a for a in acts if a["kind"] == k]
+        per_kind[k] = {
+            f: sum(a[f] for a in mine) / len(mine) for f in ("requests", "drawn", "hidden")
+        }  # means per action of the kind
     served = sum(1 for r in reqs if r[5])
     return {
         "wall_seconds": wall,
@@ -1146,6 +1613,7 @@ def report(stats: Stats, wall: float, args) -> dict:
             "action_by_kind": {k: summary_ms(v) for k, v in sorted(by_action.items())},
         },
         "requests_per_action": (sum(a["requests"] for a in acts) / len(acts)) if acts else None,
+        "per_action_kind": per_kind,
     }
 
 
@@ -1192,7 +1660,11 @@ def print_report(res: dict, resources: dict, warm: dict | None, args, target: st
         print(f"      {kind:<24} {fmt(v)}")
     print(f"  latency ms per action  : {fmt(lat['action'])}")
     for kind, v in lat["action_by_kind"].items():
-        print(f"      {kind:<24} {fmt(v)}")
+        means = res["per_action_kind"].get(kind, {})
+        print(
+            f"      {kind:<24} {fmt(v)}   {means.get('requests', 0):4.1f} req/action "
+            f"({means.get('drawn', 0):.1f} views drawn, {means.get('hidden', 0):.1f} placeholders)"
+        )
     cpus = resources.get("cpus")
     line = f"  CPU        : {cpus} cores; this script {resources['client_cpu_seconds']:.1f} s"
     if "server_cpu_seconds" in resources:
@@ -1244,6 +1716,11 @@ def main(argv=None) -> int:
     p.add_argument("--threads", type=int, default=None, help="gunicorn threads per worker (default: gunicorn.conf.py)")
     p.add_argument("--cold", action="store_true", help="no warm-up: the measured phase includes the first computations")
     p.add_argument("--subgroups", default=";".join(SUBGROUPS), help="subgroups to apply, separated by ';'")
+    p.add_argument(
+        "--mix",
+        default=MIX,
+        help="shares of feature switches, subgroup changes and section switches among the actions",
+    )
     p.add_argument("--lanes", type=int, default=6, help="parallel connections per session (a browser uses 6)")
     p.add_argument("--ramp", type=float, default=0.0, help="spread the session starts over this many seconds")
     p.add_argument("--assets", action="store_true", help="page loads also fetch the page's scripts and stylesheets")
@@ -1268,6 +1745,12 @@ def main(argv=None) -> int:
     if args.sessions < 1 or args.actions < 0 or args.max_requests < 1 or args.max_seconds <= 0:
         p.error("--sessions >= 1, --actions >= 0, --max-requests >= 1, --max-seconds > 0")
     subgroups = tuple(s.strip() for s in args.subgroups.split(";") if s.strip())
+    try:
+        args.mix_weights = [float(x) for x in args.mix.split(",")]
+    except ValueError:
+        args.mix_weights = []
+    if len(args.mix_weights) != len(ACTION_KINDS) or min(args.mix_weights) < 0 or sum(args.mix_weights) <= 0:
+        p.error(f"--mix: {len(ACTION_KINDS)} non-negative shares ({', '.join(ACTION_KINDS)}), e.g. {MIX}")
 
     server = None
     tmp = None
@@ -1306,7 +1789,9 @@ def main(argv=None) -> int:
                     ""
                     if warm["jobs_on_second_pass"] is None
                     else f"; second pass: {warm['jobs_on_second_pass']} job(s)"
-                ),
+                )
+                + f"; sections {', '.join(warm['sections'])} opened; fan-out emulated, other clientside "
+                f"callbacks not in the flow: {', '.join(sorted(warm['not_emulated']))}",
                 flush=True,
             )
         log_mark = server.log_path.stat().st_size if server else 0
