@@ -120,8 +120,9 @@ def signatures(store, state: dict, keys: dict) -> dict[str, str]:
 
 # The results record and the open section -> each view's input store. A view of the open
 # section is drawn when its signature differs from the one it last drew; a view of another
-# section is only blanked (a cheap placeholder, once per signature: it never shows another
-# state's numbers) and drawn when its section is opened. A record without signatures (an
+# section is only blanked (a placeholder that holds no state, so once until it is drawn
+# again: it never shows another state's numbers, and a click sends no request for it) and
+# drawn when its section is opened. A record without signatures (an
 # error) goes to every view.
 FAN_OUT_JS = """
 function(results, open) {
@@ -134,7 +135,7 @@ function(results, open) {
         if (!sig) { return {results: results, sig: null}; }
         if (prev && prev.sig === sig) { return dash_clientside.no_update; }
         if (sections[i] !== open) {
-            if (prev && prev.hidden === sig) { return dash_clientside.no_update; }
+            if (prev && prev.hidden) { return dash_clientside.no_update; }
             return {results: null, sig: null, hidden: sig};
         }
         return {results: results, sig: sig};
