@@ -133,15 +133,32 @@ def check_model_data(
         y = y.astype(float)
     notes += _unseen_levels(model, X, name, where)
     notes += _missing_values(predictor, X, name, where)  # before the probe below: it would meet them
-    k = min(5, len(X))
+    # a model that is cheap to call (an ONNX graph: load_probe_rows) predicts many rows, so an output
+    # that depends on the batch size, or is NaN for some rows only, is refused here, not in a computation
+    probe = getattr(model, "load_probe_rows", None)
+    k = min(probe(X.shape[1]) if callable(probe) else 5, len(X))
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             predictor.raw(predictor.design.block(np.arange(k), {}))
     except ModelError as exc:
-        raise LoadError(f"{name} on {where}: {exc}", field="model") from exc
+        raise LoadError(_probe_failure(exc, name, where, X), field="model") from exc
     X.attrs["notes"] = notes  # X is a new frame (copy-on-write): data.attrs is untouched
     return X, y
+
+
+def _probe_failure(exc: ModelError, name: str, where: str, X: pd.DataFrame) -> str:
+    """The load's message for a model that failed on the first rows: the model's own message
+    when it names the file (an ONNX model's), with the labels of the rows concerned."""
+    own = exc.__cause__
+    if not isinstance(own, ModelError) or not str(own).startswith(name):
+        return f"{name} on {where}: {exc}"
+    rows = getattr(own, "rows", None)
+    if rows is None or not len(rows):
+        return f"{own} Seen when predicting {where}."
+    labels = ", ".join(str(label) for label in X.index[rows[:5]]) + (", ..." if len(rows) > 5 else "")
+    counted = " (data rows counted from 0)" if isinstance(X.index, pd.RangeIndex) else ""
+    return f"{own} Rows of {where}{counted}: {labels}."
 
 
 _NUMBER = re.compile(r"\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?(\.\d+)?\s*")

@@ -1,17 +1,36 @@
-"""ONNX models: run by ONNX Runtime (CPU) from a private copy, behind the estimator interface."""
+"""ONNX models: run by ONNX Runtime (CPU) from a private copy, behind the estimator interface.
+
+An uploaded ``.onnx`` file is hostile until proven otherwise; it is only ever opened inside the
+isolated load or job process (:func:`dashboard.isolation.isolated`). Before ONNX Runtime sees it,
+:func:`_outline` reads the file's top level straight from the protobuf wire format (no protobuf
+library, no recursion, no ``onnx`` package: the server does not depend on it) and
+:func:`_check_outline` refuses what cannot be a usable model: an initializer whose declared
+shape does not match the values the file holds (``dims`` [10^6, 10^6] with 4 bytes of data), a
+sparse initializer whose dense form would not fit in the process's memory, tensors kept in
+external files. ONNX Runtime's own refusals (future IR version or opset, unknown operators,
+nesting deeper than its parser reads, ``std::bad_alloc``) become messages naming the file,
+the problem and what to do (:func:`_explain`). At prediction time :class:`OnnxModel` checks that
+the graph returns one finite number (or probability row) per input row: a graph can compute
+anything, including outputs whose length depends on the batch, text, NaN or infinity.
+"""
 
 from __future__ import annotations
 
+import math
+import mmap
 import os
+import re
+import resource
 import shutil
 import tempfile
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
 from compute.errors import ModelError
 
-from .errors import LoadError, short
+from .errors import LoadError, Policy, short
 
 ONNX_DTYPES = {
     "tensor(float)": np.float32,
@@ -22,28 +41,449 @@ ONNX_DTYPES = {
     "tensor(string)": object,
 }
 
+#: output types a regressor's output or a classifier's probabilities may not have
+NOT_NUMBERS = ("tensor(string)", "tensor(complex64)", "tensor(complex128)")
+
+#: bits per value of each TensorProto.DataType (onnx.proto); others are not checked
+_BITS = {1: 32, 2: 8, 3: 8, 4: 16, 5: 16, 6: 32, 7: 64, 9: 8, 10: 16, 11: 64, 12: 32, 13: 64, 14: 64, 15: 128}
+_BITS |= {16: 16, 17: 8, 18: 8, 19: 8, 20: 8, 21: 4, 22: 4, 23: 4}
+_TYPE_NAMES = {1: "float", 2: "uint8", 3: "int8", 4: "uint16", 5: "int16", 6: "int32", 7: "int64", 8: "string"}
+_TYPE_NAMES |= {9: "bool", 10: "float16", 11: "double", 12: "uint32", 13: "uint64", 16: "bfloat16"}
+#: TensorProto field that holds the values of a data type, with its bytes per packed value
+#: (0: varints); only these pairs are counted exactly
+_TYPED_FIELD = {1: (4, 4), 11: (10, 8), 7: (7, 0), 6: (5, 0)}
+#: protobuf's default nesting limit, which ONNX Runtime's parser keeps: a ModelProto and its
+#: GraphProto, then three messages per subgraph level (node, attribute, graph)
+MAX_SUBGRAPH_LEVELS = (100 - 2) // 3
+#: largest protobuf message (and so the largest tensor one ONNX file can hold)
+EMBEDDED_LIMIT = 2**31
+
+
+class _Malformed(Exception):
+    """The bytes are not a protobuf message of the expected shape."""
+
+
+def _varint(buf, pos: int, end: int) -> tuple[int, int]:
+    result = shift = 0
+    while True:
+        if pos >= end or shift > 63:
+            raise _Malformed
+        byte = buf[pos]
+        pos += 1
+        result |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return result, pos
+        shift += 7
+
+
+def _fields(buf, pos: int, end: int):
+    """(number, wire type, value) of each field of the message in ``buf[pos:end]``: the
+    integer of a varint, the (start, end) span of a length-delimited field, None otherwise."""
+    while pos < end:
+        key, pos = _varint(buf, pos, end)
+        number, wire = key >> 3, key & 7
+        if wire == 0:
+            value, pos = _varint(buf, pos, end)
+            yield number, wire, value
+        elif wire == 2:
+            size, pos = _varint(buf, pos, end)
+            if pos + size > end:
+                raise _Malformed
+            yield number, wire, (pos, pos + size)
+            pos += size
+        elif wire in (1, 5):
+            pos += 8 if wire == 1 else 4
+            if pos > end:
+                raise _Malformed
+            yield number, wire, None
+        else:  # groups (3, 4) are not used by ONNX; 6, 7 do not exist
+            raise _Malformed
+
+
+def _signed(value: int) -> int:
+    return value - 2**64 if value >= 2**63 else value
+
+
+def _varint_count(buf, span: tuple[int, int]) -> int:
+    """Values in a packed field of varints (bytes below 0x80 end one each)."""
+    return span[1] - span[0] - len(bytes(buf[span[0] : span[1]]).translate(None, _HIGH_BYTES))
+
+
+_HIGH_BYTES = bytes(range(0x80))  # deleted by translate: what is left are the continuation bytes
+
+
+@dataclass
+class _Tensor:
+    name: str = ""
+    data_type: int = 0
+    dims: list[int] = field(default_factory=list)
+    raw: int | None = None  # bytes of raw_data, if present
+    counts: dict[int, int] = field(default_factory=dict)  # values in each typed data field
+    external: bool = False
+
+    @property
+    def values(self) -> int:
+        return math.prod(self.dims)
+
+    @property
+    def shape(self) -> str:
+        return " x ".join(f"{d:,}" for d in self.dims) or "a scalar"
+
+    @property
+    def type_name(self) -> str:
+        return _TYPE_NAMES.get(self.data_type, f"data type {self.data_type}")
+
+    def nbytes(self) -> int | None:
+        bits = _BITS.get(self.data_type)
+        return None if bits is None else (self.values * bits + 7) // 8
+
+
+@dataclass
+class _Outline:
+    """What the top level of an ONNX file declares, read from its bytes."""
+
+    ir_version: int | None = None
+    opsets: dict[str, int] = field(default_factory=dict)
+    initializers: list[_Tensor] = field(default_factory=list)
+    sparse: list[_Tensor] = field(default_factory=list)  # dims: the dense shape; data_type of the values
+    graph: tuple[int, int] | None = None
+
+
+def _tensor(buf, span: tuple[int, int]) -> _Tensor:
+    found = _Tensor()
+    for number, wire, value in _fields(buf, *span):
+        if number == 1:  # dims (packed, or one varint per field)
+            if wire == 2:
+                pos, end = value
+                while pos < end:
+                    dim, pos = _varint(buf, pos, end)
+                    found.dims.append(_signed(dim))
+            elif wire == 0:
+                found.dims.append(_signed(value))
+        elif number == 2 and wire == 0:
+            found.data_type = value
+        elif number == 8 and wire == 2:
+            found.name = bytes(buf[value[0] : value[1]]).decode("utf-8", "replace")[:100]
+        elif number == 9 and wire == 2:
+            found.raw = value[1] - value[0]
+        elif number == 13:
+            found.external = True
+        elif number == 14 and wire == 0:
+            found.external = found.external or value == 1  # DataLocation.EXTERNAL
+        elif number in (4, 5, 6, 7, 10, 11):
+            if wire == 2 and number != 6:  # packed
+                width = {4: 4, 10: 8}.get(number, 0)
+                n = (value[1] - value[0]) // width if width else _varint_count(buf, value)
+            else:  # one value per field (string_data is always one string per field)
+                n = 1
+            found.counts[number] = found.counts.get(number, 0) + n
+    return found
+
+
+def _outline(buf) -> _Outline:
+    """The IR version, opsets and (dense and sparse) initializers of a serialized ModelProto."""
+    found = _Outline()
+    for number, wire, value in _fields(buf, 0, len(buf)):
+        if number == 1 and wire == 0:
+            found.ir_version = _signed(value)
+        elif number == 7 and wire == 2:
+            found.graph = value
+        elif number == 8 and wire == 2:
+            domain, version = "", 0
+            for n, w, v in _fields(buf, *value):
+                if n == 1 and w == 2:
+                    domain = bytes(buf[v[0] : v[1]]).decode("utf-8", "replace")[:100]
+                elif n == 2 and w == 0:
+                    version = _signed(v)
+            found.opsets[domain or "ai.onnx"] = version
+    if found.graph is not None:
+        for number, wire, value in _fields(buf, *found.graph):
+            if number == 5 and wire == 2:
+                found.initializers.append(_tensor(buf, value))
+            elif number == 15 and wire == 2:
+                sparse = _Tensor()
+                for n, w, v in _fields(buf, *value):
+                    if n == 1 and w == 2:  # values
+                        inner = _tensor(buf, v)
+                        sparse.name, sparse.data_type = inner.name, inner.data_type
+                    elif n == 3:  # dims of the dense tensor
+                        if w == 2:
+                            pos, end = v
+                            while pos < end:
+                                dim, pos = _varint(buf, pos, end)
+                                sparse.dims.append(_signed(dim))
+                        elif w == 0:
+                            sparse.dims.append(_signed(v))
+                found.sparse.append(sparse)
+    return found
+
+
+def _subgraph_levels(buf, graph: tuple[int, int]) -> int:
+    """How deep subgraphs (If branches, Loop and Scan bodies) nest below ``graph``; iterative,
+    so a file nested 100,000 levels deep costs a loop, not a stack."""
+    deepest = 0
+    stack = [(graph, 0)]
+    while stack:
+        span, level = stack.pop()
+        deepest = max(deepest, level)
+        for number, wire, node in _fields(buf, *span):
+            if number != 1 or wire != 2:  # GraphProto.node
+                continue
+            for n, w, attribute in _fields(buf, *node):
+                if n != 5 or w != 2:  # NodeProto.attribute
+                    continue
+                for a, aw, value in _fields(buf, *attribute):
+                    if a in (6, 11) and aw == 2:  # AttributeProto.g, .graphs
+                        stack.append((value, level + 1))
+    return deepest
+
+
+def _memory_left() -> int | None:
+    """Bytes this process may still map (its address-space limit minus what it maps now)."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    if soft == resource.RLIM_INFINITY:
+        return None
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmSize:"):
+                    return max(0, soft - int(line.split()[1]) * 1024)
+    except OSError:
+        pass
+    return soft
+
+
+def _size(n: float) -> str:
+    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"):
+        if n < 1024 or unit == "EiB":
+            return f"{n:,.0f} {unit}" if unit == "bytes" else f"{n:,.1f} {unit}"
+        n /= 1024
+    return f"{n:,.1f}"  # not reached
+
+
+def _check_outline(outline: _Outline, label: str) -> None:
+    """Refuse tensors that cannot be what the file says, before ONNX Runtime allocates them."""
+    crafted = "A file like this is damaged or crafted; export the model again."
+    for tensor in outline.initializers + outline.sparse:
+        if any(d < 0 for d in tensor.dims):
+            raise LoadError(
+                f"{label}: the tensor {tensor.name!r} declares a negative dimension ({tensor.shape}). {crafted}",
+                field="model",
+            )
+    for tensor in outline.initializers:
+        if tensor.external:
+            raise LoadError(
+                f"{label} keeps tensors in separate external-data files (e.g. {tensor.name!r}), which this "
+                f"server does not read; save the model as one file "
+                f"(onnx.save_model(model, path, save_as_external_data=False)).",
+                field="model",
+            )
+        expected = tensor.nbytes()
+        stored = _stored(tensor)
+        if expected is not None and expected > EMBEDDED_LIMIT:
+            raise LoadError(
+                f"{label}: the tensor {tensor.name!r} declares {tensor.shape} {tensor.type_name} values "
+                f"({_size(expected)}), more than one ONNX file can hold (2 GiB), while the file stores "
+                f"{stored}. {crafted}",
+                field="model",
+            )
+        if not _stored_matches(tensor):
+            raise LoadError(
+                f"{label}: the tensor {tensor.name!r} declares {tensor.shape} {tensor.type_name} values "
+                f"({tensor.values:,}) but the file stores {stored}. {crafted}",
+                field="model",
+            )
+    dense = [(t, t.nbytes() or 0) for t in outline.sparse]
+    total = sum(n for _, n in dense)
+    left = _memory_left()
+    if dense and (total > EMBEDDED_LIMIT or (left is not None and total > left)):
+        tensor, nbytes = max(dense, key=lambda pair: pair[1])
+        room = "" if left is None else f" (this process has about {_size(left)} left)"
+        raise LoadError(
+            f"{label}: the sparse tensor {tensor.name!r} declares a dense shape of {tensor.shape} "
+            f"{tensor.type_name} values; ONNX Runtime expands sparse initializers when it loads a model, "
+            f"which would take {_size(total)} in all, more than this server allows a model{room}. "
+            f"A file like this is crafted, or needs a server with more memory (option --job-memory-mb).",
+            field="model",
+        )
+
+
+def _stored(tensor: _Tensor) -> str:
+    if tensor.raw is not None:
+        return f"{tensor.raw:,} bytes"
+    n = sum(tensor.counts.values())
+    return f"{n:,} value{'s' if n != 1 else ''}"
+
+
+def _stored_matches(tensor: _Tensor) -> bool:
+    """Whether the values stored match the declared shape, where that can be told exactly."""
+    expected = tensor.nbytes()
+    if tensor.raw is not None:
+        return expected is None or tensor.raw == expected or tensor.data_type == 8
+    if not tensor.counts:
+        return tensor.values == 0
+    typed = _TYPED_FIELD.get(tensor.data_type)
+    if typed is not None and set(tensor.counts) == {typed[0]}:
+        return tensor.counts[typed[0]] == tensor.values
+    if tensor.data_type == 8:  # strings: one per value
+        return tensor.counts.get(6, 0) == tensor.values
+    return True  # another storage (float16 in int32_data, ...): ONNX Runtime checks it
+
+
+# --- ONNX Runtime's messages -----------------------------------------------------------------
+_SOURCE = re.compile(r"(?:/onnxruntime_src/)?[\w./-]*\.(?:cc|h|cpp|hpp):\d+ ")
+_SIGNATURE = re.compile(r"[^()'\".]*?::[^()'\".]*?\(")
+
+
+def _reason(text: str) -> str:
+    """ONNX Runtime's message without its error code, source locations and C++ signatures."""
+    text = re.sub(r"\x1b\[[0-9;]*m", "", text)
+    if "status.IsOK() was false." in text:
+        text = text.rsplit("status.IsOK() was false.", 1)[1]
+    codes = re.findall(r"\[ONNXRuntimeError\] : \d+ : (\w+) : ", text)
+    text = re.sub(r"\[ONNXRuntimeError\] : \d+ : \w+ : ", "", text)
+    text = re.sub(r"Load model from .*? failed:", "", text)
+    parts, pos = [], 0
+    for match in _SOURCE.finditer(text):
+        if match.start() < pos:
+            continue
+        parts.append(text[pos : match.start()])
+        pos = match.end()
+        signature = _SIGNATURE.match(text, pos)
+        if signature:  # skip the function's parameters, balanced
+            depth, i = 1, signature.end()
+            while i < len(text) and depth:
+                depth += {"(": 1, ")": -1}.get(text[i], 0)
+                i += 1
+            pos = i + len(re.match(r"(?: const)?\s*", text[i:]).group())  # type: ignore[union-attr]
+        else:
+            word = re.match(r"[A-Za-z_]\w*\s+", text[pos:])
+            pos += len(word.group()) if word else 0
+    parts.append(text[pos:])
+    return " ".join(" ".join(parts).split()) or (codes[-1] if codes else "")
+
+
+def _explain(exc: Exception, buf, outline: _Outline | None, label: str, names: tuple[str, ...]) -> LoadError:
+    """A LoadError naming the file, what is wrong and what to do, for ONNX Runtime's refusal."""
+    import onnxruntime as ort
+
+    text = str(exc)
+    reason = _reason(text)
+    for name in names:
+        reason = reason.replace(name, label)
+    runtime = f"ONNX Runtime {ort.__version__}"
+    if isinstance(exc, UnicodeDecodeError):
+        return LoadError(
+            f"{label} is not a valid ONNX model: it holds names or text that are not valid UTF-8 ({reason}). "
+            f"The file is damaged or crafted; export the model again.",
+            field="model",
+        )
+    if "bad_alloc" in text:
+        left = _memory_left()
+        room = "" if left is None else f" (about {_size(left)} were left)"
+        return LoadError(
+            f"{label} needs more memory than this server allows a model process{room}: ONNX Runtime ran out "
+            f"while preparing it. A file this demanding may be crafted; if it is a genuine large model, ask the "
+            f"operator to raise --job-memory-mb.",
+            field="model",
+        )
+    if "INVALID_PROTOBUF" in text or "protobuf parsing failed" in text.lower():
+        levels = None
+        if outline is not None and outline.graph is not None:
+            try:
+                levels = _subgraph_levels(buf, outline.graph)
+            except _Malformed:
+                levels = None
+        if levels is not None and levels > MAX_SUBGRAPH_LEVELS:
+            return LoadError(
+                f"{label} nests subgraphs (the branches of If nodes, the bodies of Loop and Scan nodes) "
+                f"{levels:,} levels deep; {runtime} reads at most about {MAX_SUBGRAPH_LEVELS} levels (its "
+                f"protobuf parser stops at 100 nested messages). Exporters write a few levels: the file is "
+                f"crafted or damaged. Flatten the model's control flow, or export it again.",
+                field="model",
+            )
+        return LoadError(
+            f"{label} is not a valid ONNX model: {runtime} cannot read it (the protobuf message is damaged, or "
+            f"is not an ONNX ModelProto). Export the model again (e.g. skl2onnx.to_onnx) and upload the .onnx file.",
+            field="model",
+        )
+    match = re.search(r"IR version: (\d+), max supported IR version: (\d+)", reason)
+    if match:
+        return LoadError(
+            f"{label} is stamped with ONNX IR version {match.group(1)}; {runtime} on this server reads IR "
+            f"versions up to {match.group(2)}. Export the model with an older onnx package or set "
+            f"model.ir_version to {match.group(2)} or lower, or ask the operator to upgrade ONNX Runtime.",
+            field="model",
+        )
+    match = re.search(r"[Oo]pset (\d+) is under development|opset.*?(\d+).*?not supported", reason)
+    if match:
+        version = int(match.group(1) or match.group(2))
+        domains = [d for d, v in (outline.opsets.items() if outline else ()) if v == version] or ["ai.onnx"]
+        return LoadError(
+            f"{label} uses opset {version} of the {', '.join(domains)} operators, which {runtime} on this "
+            f"server does not know (a future or unreleased version). Export the model with an older opset "
+            f"(skl2onnx: target_opset=...; torch.onnx.export: opset_version=...).",
+            field="model",
+        )
+    registered = re.search(r"([\w.]+):(\S+?)\(-?\d+\) is not a registered function/op", reason)
+    standard = re.search(r"No Op registered for (\S+) with domain_version of (\d+)", reason)
+    unimported = re.search(r"No opset import for domain '([^']*)'", reason)
+    what = None
+    if registered:
+        operator, domain = registered.group(2), registered.group(1)
+        what = f"the operator {operator!r} of the domain {domain!r}, which {runtime} does not have"
+    elif standard:
+        operator, opset = standard.group(1), standard.group(2)
+        what = f"the operator {operator!r}, which opset {opset} of the standard ONNX operators does not define"
+    elif unimported:
+        what = f"operators of the domain {unimported.group(1)!r} without importing an opset for it"
+    if what:
+        return LoadError(
+            f"{label} uses {what}. This server runs standard ONNX (and ONNX-ML) operators only and loads no "
+            f"custom-operator libraries; export the model with standard operators.",
+            field="model",
+        )
+    if len(reason) > 300:
+        reason = reason[:299] + "…"
+    return LoadError(f"{label} is not a valid ONNX model that ONNX Runtime can run ({reason}).", field="model")
+
 
 def _onnx_session(path: str, label: str):
-    """An ONNX Runtime session on a private copy of the file (no neighbouring files)."""
-    import onnxruntime as ort
+    """An ONNX Runtime session on a private copy of the file (no neighbouring files), after the
+    checks of :func:`_check_outline`. Runs in the isolated load or job process only."""
+    try:
+        import onnxruntime as ort
+    except (ImportError, OSError) as exc:  # e.g. too little address space to map its library
+        raise LoadError(
+            f"{label} could not be loaded: ONNX Runtime did not start in the model process ({short(exc)}). "
+            f"If this repeats, the operator may have set --job-memory-mb too low for it.",
+            field="model",
+        ) from exc
 
     with tempfile.TemporaryDirectory(prefix="onnx-load-") as folder:
         local = os.path.join(folder, "model.onnx")
         shutil.copyfile(path, local)
+        with open(local, "rb") as handle:
+            try:
+                buf = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+            except ValueError:  # an empty file
+                buf = b""  # type: ignore[assignment]
         try:
-            session = ort.InferenceSession(local, providers=["CPUExecutionProvider"])
-        except Exception as exc:
-            message = short(exc).replace(local, label).replace(folder, ".").replace(path, label)
-            if "external data" in message.lower():
-                raise LoadError(
-                    f"{label} keeps tensors in separate external-data files, which this "
-                    f"server does not read; save the model as one file "
-                    f"(onnx.save_model(model, path, save_as_external_data=False)).",
-                    field="model",
-                ) from exc
-            raise LoadError(
-                f"{label} is not a valid ONNX model that ONNX Runtime can run ({message}).", field="model"
-            ) from exc
+            try:
+                outline: _Outline | None = _outline(buf)
+            except _Malformed:
+                outline = None  # not protobuf: ONNX Runtime says so below
+            if outline is not None:
+                _check_outline(outline, label)
+            options = ort.SessionOptions()
+            options.log_severity_level = 3  # a crafted file's warnings would flood the server log
+            try:
+                session = ort.InferenceSession(local, sess_options=options, providers=["CPUExecutionProvider"])
+            except Exception as exc:
+                raise _explain(exc, buf, outline, label, (local, folder, path)) from exc
+        finally:
+            if isinstance(buf, mmap.mmap):
+                buf.close()
         proto = _onnx_proto(local)
     return session, proto
 
@@ -146,8 +586,15 @@ class OnnxModel:
     exporter stored the names in the metadata, :data:`COLUMN_KEYS`). A classifier is recognised by an
     output named like ``probabilities`` / ``output_probability`` (a tensor or ZipMap's list
     of dicts); ``classes_`` comes from the graph, else from ZipMap's keys on a dummy row.
-    Runtime errors become :class:`compute.ModelError` naming the file.
+    Runtime errors become :class:`compute.ModelError` naming the file, and so does an output
+    that is not one value (or probability row) per input row, or not finite: the error then
+    has ``rows``, the positions of the rows concerned in the batch.
     """
+
+    #: rows predicted at load (:func:`dashboard.loading.checks.check_model_data`): a graph is cheap
+    #: to call, and may fail only for some batch sizes or rows
+    LOAD_PROBE_ROWS = 10_000
+    LOAD_PROBE_CELLS = 2_000_000
 
     def __init__(self, session, *, name: str = "model.onnx", classes=None, columns=None) -> None:
         self._session = session
@@ -162,6 +609,16 @@ class OnnxModel:
                     field="model",
                 )
             self._inputs.append((inp.name, ONNX_DTYPES[inp.type], list(inp.shape)))
+        if not self._inputs:
+            raise LoadError(f"{name} has no inputs, so it cannot depend on the data.", field="model")
+        most = Policy().max_columns
+        if len(self._inputs) > most:
+            raise LoadError(
+                f"{name} takes {len(self._inputs):,} separate inputs, one per column; this server reads data "
+                f"files of at most {most:,} columns, so it could never be fed. Export it with one tensor input "
+                f"(all columns in one [None, p] input) and upload a data file of at most {most:,} columns.",
+                field="model",
+            )
         self._per_column = len(self._inputs) > 1
         if self._per_column:
             wide = [
@@ -177,6 +634,8 @@ class OnnxModel:
                     field="model",
                 )
         outputs = session.get_outputs()
+        if not outputs:
+            raise LoadError(f"{name} has no outputs.", field="model")
         proba = [o for o in outputs if "probabilit" in o.name.lower()]
         if proba:
             self._estimator_type = "classifier"
@@ -187,6 +646,16 @@ class OnnxModel:
         else:
             self._estimator_type = "regressor"
             self._output_name = outputs[0].name
+        numbers = proba[0] if proba else outputs[0]
+        if numbers.type in NOT_NUMBERS or not (numbers.type.startswith(("tensor(", "seq(map("))):
+            role = "its class probabilities" if proba else "its prediction (the first output)"
+            raise LoadError(
+                f"{name}: {role}, output {numbers.name!r}, is of type {numbers.type}, not numbers. A regressor's "
+                f"first output must be a numeric tensor of one value per row; a classifier needs an output of "
+                f"class probabilities named like 'probabilities' or 'output_probability' (as skl2onnx exports "
+                f"it). A model that outputs class labels only cannot be explained here: export its probabilities.",
+                field="model",
+            )
         self._classes = None if classes is None else np.asarray(classes)
 
     def __repr__(self) -> str:
@@ -225,10 +694,25 @@ class OnnxModel:
             raise AttributeError("regressor: no predict_proba")
         return self._predict_proba
 
+    def load_probe_rows(self, n_columns: int) -> int:
+        """Rows to predict when the model is loaded: up to :attr:`LOAD_PROBE_ROWS`, at most
+        :attr:`LOAD_PROBE_CELLS` values."""
+        return max(5, min(self.LOAD_PROBE_ROWS, self.LOAD_PROBE_CELLS // max(1, n_columns)))
+
     def predict(self, X) -> np.ndarray:
         if self._estimator_type == "regressor":
-            out = np.asarray(self._run(self._output_name, X), dtype=np.float64)
-            return out.ravel() if out.ndim == 2 and out.shape[1] == 1 else out
+            out = self._run(self._output_name, X)
+            try:
+                out = np.asarray(out, dtype=np.float64)
+            except (TypeError, ValueError) as exc:  # its declared output type said numbers
+                raise ModelError(f"{self.name} returned values that are not numbers ({short(exc)}).") from exc
+            out = out.ravel() if out.ndim == 2 and out.shape[1] == 1 else out
+            if out.ndim != 1:
+                raise ModelError(
+                    f"{self.name} returned an array of shape {out.shape} from its output {self._output_name!r} "
+                    f"for {len(out)} rows; a regressor must return one number per row."
+                )
+            return self._finite(out, X)
         if self._label_name is None:
             return self.classes_[np.argmax(self._predict_proba(X), axis=1)]
         return np.asarray(self._run(self._label_name, X)).ravel()
@@ -236,13 +720,54 @@ class OnnxModel:
     def _predict_proba(self, X) -> np.ndarray:
         out = self._run(self._proba_name, X)
         if not self._proba_is_map:
-            return np.asarray(out, dtype=np.float64)
+            return self._finite(np.asarray(out, dtype=np.float64), X)
         classes = self.classes_
         if not out:
             return np.empty((0, len(classes)))
         if list(out[0]) == list(classes):
-            return np.array([list(row.values()) for row in out], dtype=np.float64)
-        return np.array([[row[c] for c in classes] for row in out], dtype=np.float64)
+            table = np.array([list(row.values()) for row in out], dtype=np.float64)
+        else:
+            table = np.array([[row[c] for c in classes] for row in out], dtype=np.float64)
+        return self._finite(table, X)
+
+    def _finite(self, out: np.ndarray, X) -> np.ndarray:
+        """``out``, or a ModelError naming the rows whose output is NaN or infinite."""
+        bad = ~np.isfinite(out)
+        if not bad.any():
+            return out
+        rows = np.flatnonzero(bad.any(axis=1) if bad.ndim == 2 else bad)
+        error = ModelError(
+            f"{self.name} returned NaN or infinite values for {len(rows):,} of {len(out):,} rows (e.g. for "
+            f"{_row_text(X, rows[0], self._columns)}): its graph cannot handle such inputs (a log of a negative "
+            f"number, a division by zero, ...). Check the data for values the model was not trained on, or fix "
+            f"the model."
+        )
+        error.rows = rows  # type: ignore[attr-defined]
+        raise error
+
+    def _run(self, output: str, X):
+        n_rows = len(X)
+        try:
+            out = self._session.run([output], self._feeds(X))[0]
+        except Exception as exc:
+            reason = _reason(str(exc)) or type(exc).__name__
+            reason = reason if len(reason) <= 200 else reason[:199] + "…"
+            if "Failed to allocate memory" in reason or "bad_alloc" in reason:
+                raise ModelError(
+                    f"{self.name} ran out of memory predicting {n_rows:,} rows ({reason}). This server limits the "
+                    f"memory of each model process (option --job-memory-mb); a graph that needs this much for a "
+                    f"few rows may be crafted."
+                ) from exc
+            raise ModelError(f"{self.name} could not predict: {type(exc).__name__}: {reason}") from exc
+        shape = tuple(getattr(out, "shape", ())) if not isinstance(out, list) else (len(out),)
+        if not shape or shape[0] != n_rows:
+            got = "a single value" if not shape else f"{shape[0]:,} row{'s' if shape[0] != 1 else ''} of output"
+            raise ModelError(
+                f"{self.name} returned {got} (shape {shape}) from {output!r} for {n_rows:,} input rows: its output "
+                f"does not follow the batch, so this server cannot use it. A model must return one prediction per "
+                f"input row (the first dimension of each output is the batch)."
+            )
+        return out
 
     def _discover_classes(self) -> np.ndarray:
         error = ModelError(
@@ -279,8 +804,20 @@ class OnnxModel:
             feeds[name] = arr.reshape(-1, 1) if len(shape) == 2 else arr
         return feeds
 
-    def _run(self, output: str, X):
-        try:
-            return self._session.run([output], self._feeds(X))[0]
-        except Exception as exc:
-            raise ModelError(f"{self.name} could not predict: {type(exc).__name__}: {short(exc)}") from exc
+
+def _row_text(X, position: int, names: list[str] | None) -> str:
+    """The first columns of one row of a batch, as ``name=value`` pairs (an array's columns by
+    the names the model's metadata gives, else by their number, counted from 1)."""
+    if isinstance(X, pd.DataFrame):
+        pairs = list(X.iloc[position].items())
+    else:
+        values = np.ravel(np.asarray(X)[position])
+        labels = names if names and len(names) == len(values) else [f"column {j + 1}" for j in range(len(values))]
+        pairs = list(zip(labels, values))
+    shown = [f"{c}={_value(v)}" for c, v in pairs[:4]]
+    return ", ".join(shown) + (", ..." if len(pairs) > 4 else "")
+
+
+def _value(v) -> str:
+    v = v.item() if isinstance(v, np.generic) else v
+    return f"{v:.4g}" if isinstance(v, float) else repr(v)[:30]
