@@ -31,6 +31,20 @@ LEVEL_COLUMN = "@SUM(1+1)*cmd|' /C calc'!A0"
 LEVELS = ["-2+3+cmd|' /C calc'!A0", "+1+1", "\t=1+2", "plain"]
 
 
+def _load(ctx, model_name: str, model: bytes, frame: pd.DataFrame, role: str) -> str:
+    """Upload a model file and the frame (target ``y``) and load them; the workspace id."""
+
+    def upload(name: str, content: bytes) -> dict:
+        token, path = ctx.store.new_upload(name)
+        path.write_bytes(content)
+        return {"id": token, "name": name, "size": len(content)}
+
+    data = upload("data.csv", frame.to_csv(index=False).encode())
+    result = load_workspace(ctx, [upload(model_name, model)], data, "y", None, None, [], False, None, role, False, None)
+    assert "ws" in result, result
+    return result["ws"]
+
+
 @pytest.fixture(scope="module")
 def hostile(tmp_path_factory):
     import skops.io as sio
@@ -58,28 +72,7 @@ def hostile(tmp_path_factory):
         RandomForestRegressor(n_estimators=20, random_state=0),
     ).fit(frame.drop(columns="y"), frame.y)
     sio.dump(model, folder / "model.skops")
-
-    def upload(name: str, content: bytes) -> dict:
-        token, path = ctx.store.new_upload(name)
-        path.write_bytes(content)
-        return {"id": token, "name": name, "size": len(content)}
-
-    result = load_workspace(
-        ctx,
-        [upload("=cmd|' calc'!A0.skops", (folder / "model.skops").read_bytes())],
-        upload("data.csv", frame.to_csv(index=False).encode()),
-        "y",
-        None,
-        None,
-        [],
-        False,
-        None,
-        "training",
-        False,
-        None,
-    )
-    assert "ws" in result, result
-    return ctx, result["ws"]
+    return ctx, _load(ctx, "=cmd|' calc'!A0.skops", (folder / "model.skops").read_bytes(), frame, "training")
 
 
 def _record(ctx, ws_id: str, feature: str) -> dict:
@@ -184,28 +177,7 @@ def markup(tmp_path_factory):
         RandomForestClassifier(n_estimators=20, random_state=0),
     ).fit(frame.drop(columns="y"), frame.y)
     sio.dump(model, folder / "model.skops")
-
-    def upload(name: str, content: bytes) -> dict:
-        token, path = ctx.store.new_upload(name)
-        path.write_bytes(content)
-        return {"id": token, "name": name, "size": len(content)}
-
-    result = load_workspace(
-        ctx,
-        [upload(MODEL_FILE, (folder / "model.skops").read_bytes())],
-        upload("data.csv", frame.to_csv(index=False).encode()),
-        "y",
-        None,
-        None,
-        [],
-        False,
-        None,
-        "held-out",
-        False,
-        None,
-    )
-    assert "ws" in result, result
-    return ctx, result["ws"]
+    return ctx, _load(ctx, MODEL_FILE, (folder / "model.skops").read_bytes(), frame, "held-out")
 
 
 def _markup_record(ctx, ws_id: str, feature: str) -> dict:
