@@ -10,6 +10,10 @@ bind = os.environ.get("WIP_BIND", f"{os.environ.get('WIP_HOST', '127.0.0.1')}:{o
 workers = int(os.environ.get("WIP_WORKERS", "2"))
 threads = int(os.environ.get("WIP_THREADS", "4"))  # gthread: polls of background jobs are cheap
 worker_class = "gthread"
+# Slow clients: gthread waits for a connection's first bytes without using a thread, but then
+# reads its headers in a thread with no deadline; request bodies have one in the app (server.
+# BodyGuard: 408 once a body falls behind 10 s + 8 KiB/s). Facing the internet, put a buffering
+# reverse proxy (nginx's default) in front: it takes slow headers off the workers as well.
 # Heavy work runs in background jobs (forked children), so request handlers stay short;
 # the timeout covers the slowest plain callback (a large CSV upload being parsed).
 timeout = int(os.environ.get("WIP_TIMEOUT", "120"))
