@@ -37,7 +37,7 @@ class Config:
     trusted_proxies: int = 0  # reverse proxies whose X-Forwarded-For names the client
     load_timeout: float = 120.0  # seconds per file check or model load (isolated process)
     job_timeout: float = 1800.0  # seconds per background computation (isolated process)
-    job_memory_mb: int = 4096  # address-space limit of each isolated process
+    job_memory_mb: int = 4096  # address space each isolated process may map beyond the worker it forks from
     results_mb_per_hour: int = 0  # result-cache MiB one client's computations may add per hour (0: a quarter)
     jobs_per_client: int = 3  # computations and loads one client runs (or has waiting) at once
     max_jobs: int = 0  # computations and loads running at once in all (0: twice the CPU cores)
@@ -82,7 +82,8 @@ _HELP = {
     "trusted_proxies": "number of reverse proxies in front of the server whose X-Forwarded-For names the client",
     "load_timeout": "seconds a data-file check or model load may take before it is stopped",
     "job_timeout": "seconds one background computation may take before it is stopped",
-    "job_memory_mb": "memory (address space, MiB) of each process that reads a file or runs a model",
+    "job_memory_mb": "memory (address space, MiB) each process that reads a file or runs a model may add to "
+    "what it starts with",
     "results_mb_per_hour": "MiB of new results one client's computations may add to the result cache per hour "
     "(0: a quarter of --cache-size-mb)",
     "jobs_per_client": "computations and loads one client (address) may have running or waiting at once",

@@ -5,9 +5,10 @@ Everything that reads a visitor's file or calls a visitor's model goes through
 
 - dies with its parent (``PR_SET_PDEATHSIG``), so a cancelled or killed job takes its
   model process with it;
-- has an address-space limit (``RLIMIT_AS``; works in a container without cgroups), so a
-  file that decompresses or allocates without bound gets a ``MemoryError`` in the child,
-  never gigabytes in the web worker;
+- has an address-space limit (``RLIMIT_AS``; works in a container without cgroups) of
+  what it maps when it starts (the forked web worker, with its imports and its threads'
+  malloc arenas) plus the job's budget, so a file that decompresses or allocates without
+  bound gets a ``MemoryError`` in the child, never gigabytes in the web worker;
 - has a wall-clock limit enforced by the parent, which kills the child with ``SIGKILL``
   (an ONNX ``Loop`` of 2^62 iterations, a crafted tree that never reaches a leaf).
 
@@ -30,7 +31,8 @@ import compute
 
 @dataclass(frozen=True)
 class Limits:
-    """Wall-clock seconds and address-space bytes for one isolated call (None: no limit)."""
+    """Wall-clock seconds, and address-space bytes one isolated call may map beyond what it
+    starts with, for one isolated call (None: no limit)."""
 
     seconds: float | None = None
     memory_bytes: int | None = None
@@ -50,11 +52,30 @@ def _die_with_parent(parent: int) -> None:
         os._exit(1)
 
 
+def _mapped() -> int:
+    """Bytes of address space this process maps now (``VmSize``), 0 where unknown."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmSize:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
 def _limit_memory(limit: int | None) -> None:
+    """Allow ``limit`` bytes of address space beyond what the process maps when it starts.
+
+    An absolute limit would leave a model a budget that depends on the web worker it was
+    forked from: the imports done before forking (ONNX Runtime alone maps over a GiB it
+    never touches) and a malloc arena per thread the worker ever ran (64 MiB each) count
+    against it, so the same file loaded in one worker and failed in another."""
     if not limit:
         return
     soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-    cap = limit if hard == resource.RLIM_INFINITY else min(limit, hard)
+    cap = _mapped() + limit
+    cap = cap if hard == resource.RLIM_INFINITY else min(cap, hard)
     resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
 
 
