@@ -52,13 +52,15 @@ sys.path.insert(0, str(ROOT))
 
 import compute  # noqa: E402
 from dashboard import jobs, planning, views  # noqa: E402
-from dashboard.callbacks.compute import plan_state  # noqa: E402
-from dashboard.callbacks.drilldown import normalize  # noqa: E402
 from dashboard.config import Config  # noqa: E402
 from dashboard.loading import check_model_data, read_data  # noqa: E402
 from dashboard.server import create_app  # noqa: E402
-from dashboard.state import default_state  # noqa: E402
+from dashboard.state import (
+    default_state,  # noqa: E402
+    normalize,  # noqa: E402
+)
 from dashboard.store import ModelEntry, Workspace, new_workspace_id  # noqa: E402
+from dashboard.views import plan_state  # noqa: E402
 
 
 def passengers(n: int, seed: int) -> pd.DataFrame:

@@ -68,12 +68,13 @@ from dash import no_update
 from dash._utils import to_json
 
 from dashboard import ids, jobs, planning, views
-from dashboard.callbacks.compute import plan_state, resolve_state
+from dashboard.callbacks.compute import resolve_state
 from dashboard.callbacks.drilldown import CONTROLLER_OUTPUTS, controller_outputs, normalize
 from dashboard.config import Config
 from dashboard.server import create_app
 from dashboard.state import default_state
 from dashboard.store import ModelEntry, Workspace, new_workspace_id
+from dashboard.views import plan_state
 
 N_ROWS = 1000  # test rows = explained rows = ICI curves
 MAX_CURVES = 1000

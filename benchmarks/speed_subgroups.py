@@ -40,10 +40,12 @@ from speed_dashboard import MAX_CURVES, N_ROWS, build_workspace, warm_cache  # n
 import compute  # noqa: E402
 from dashboard import views  # noqa: E402
 from dashboard.callbacks.compute import resolve_state  # noqa: E402
-from dashboard.callbacks.drilldown import normalize  # noqa: E402
 from dashboard.config import Config  # noqa: E402
 from dashboard.server import create_app  # noqa: E402
-from dashboard.state import default_state  # noqa: E402
+from dashboard.state import (
+    default_state,  # noqa: E402
+    normalize,  # noqa: E402
+)
 from dashboard.views import base  # noqa: E402
 
 TARGET_MS = 200.0

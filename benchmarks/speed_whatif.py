@@ -30,11 +30,13 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.speed_dashboard import CHROMIUM, CHROMIUM_ARGS, start_gunicorn, stop_gunicorn  # noqa: E402
 from dashboard.callbacks.compute import run_request  # noqa: E402
-from dashboard.callbacks.drilldown import normalize  # noqa: E402
 from dashboard.config import Config  # noqa: E402
 from dashboard.loading import load_model  # noqa: E402
 from dashboard.server import create_app  # noqa: E402
-from dashboard.state import default_state  # noqa: E402
+from dashboard.state import (
+    default_state,  # noqa: E402
+    normalize,  # noqa: E402
+)
 from dashboard.views import contributions, whatif  # noqa: E402
 
 TARGET = 1.0

@@ -4,6 +4,7 @@ Sampling (:mod:`.sampling`), intervention (:mod:`.intervention`), prediction
 (:mod:`.prediction`) and aggregation (:mod:`.aggregation`); public entry points below.
 """
 
+from .aggregation import rank_extremes
 from .caveats import (
     Dependence,
     LeakageCheck,
@@ -46,7 +47,7 @@ from .shapley import (
     shapley_importance,
 )
 from .subgroup import format_condition, parse_subgroup
-from .summary import ProfileSummary, rank_extremes
+from .summary import ProfileSummary
 from .whatif import WhatIf, apply_edits, what_if
 
 __all__ = [

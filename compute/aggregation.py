@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from .checks import check_int
+from .errors import InputError
+
 
 def pd_curve(pred: np.ndarray) -> np.ndarray:
     """Partial dependence, Eq. (2): the mean of the ICE curves at each grid point."""
@@ -47,3 +50,23 @@ def global_importance(local: np.ndarray) -> float:
     """Global PFI, Eq. (9): the mean of the local importances (equal to Eq. 7 on the
     observed grid, and to the PI curve integrated with the grid weights)."""
     return float(local.mean())
+
+
+def rank_extremes(values, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Positions of the ``k`` largest values (decreasing) and the ``k`` smallest (increasing).
+
+    Ties go to the earlier position in both lists, NaN is never ranked, and a position in
+    the largest list is not repeated in the smallest one (fewer than 2k finite values).
+    """
+    k = check_int(k, "k", low=1)
+    try:
+        values = np.asarray(values, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"The 'values' parameter must be numbers (got {type(values).__name__}).") from exc
+    if values.ndim != 1:
+        raise InputError(f"The 'values' parameter must be one-dimensional (got shape {values.shape}).")
+    positions = np.flatnonzero(~np.isnan(values))
+    finite = values[positions]
+    largest = positions[np.lexsort((positions, -finite))][:k]
+    smallest = positions[np.lexsort((positions, finite))][:k]
+    return largest, smallest[~np.isin(smallest, largest)]

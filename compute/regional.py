@@ -39,7 +39,7 @@ import pandas as pd
 from .errors import InputError, SubgroupError
 from .results import FeatureProfile
 from .sampling import is_categorical
-from .subgroup import format_condition
+from .subgroup import format_condition, parse_subgroup
 from .validation import is_label
 
 __all__ = ["RegionalSplit", "SubgroupSuggestions", "suggest_subgroups"]
@@ -367,8 +367,6 @@ def _number(value, integer: bool):
 
 def _parses(best: _Best, frame: pd.DataFrame) -> bool:
     """The split's two conditions select, over the node's own rows, exactly its two sides."""
-    from .subgroup import parse_subgroup
-
     rows = frame.iloc[np.concatenate([best.left, best.right])]
     try:
         left = parse_subgroup(best.left_rule, rows).to_numpy()

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from . import aggregation as agg
+from .checks import check_int
 from .errors import InputError
 
 
@@ -184,14 +185,11 @@ class FeatureProfile:
 
     def extremes(self, k: int = 1) -> Extremes:
         """Row labels of the ``k`` largest and ``k`` smallest ICI integrals (Fig. 6)."""
-        from .summary import rank_extremes
-        from .validation import check_int  # validation imports this module
-
         k = check_int(k, "k", low=1)
         local = self.local_importance
         k = min(k, local.size)
         order = np.argsort(local, kind="stable")
-        largest, _ = rank_extremes(local, k)  # ties to the earlier row, as every view
+        largest, _ = agg.rank_extremes(local, k)  # ties to the earlier row, as every view
         return Extremes(largest=self.rows[largest], smallest=self.rows[order[:k]])
 
 

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .ciu import with_instances
 from .errors import InputError, ModelError
 from .losses import Loss
 from .prediction import Predictor, predict_pass, predict_positions
@@ -400,7 +401,6 @@ def shapley_contributions(
     -------
     ShapleyContributions
     """
-    from .ciu import with_instances
 
     X = check_frame(X)
     predictor, Xm = make_predictor(model, X, output)

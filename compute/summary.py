@@ -23,32 +23,11 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from .aggregation import rank_extremes
 from .ciu import COLUMNS as CIU_COLUMNS
 from .ciu import check_out_range, check_utility, ciu_table
 from .errors import InputError
 from .results import FeatureProfile
-
-
-def rank_extremes(values, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Positions of the ``k`` largest values (decreasing) and the ``k`` smallest (increasing).
-
-    Ties go to the earlier position in both lists, NaN is never ranked, and a position in
-    the largest list is not repeated in the smallest one (fewer than 2k finite values).
-    """
-    from .validation import check_int
-
-    k = check_int(k, "k", low=1)
-    try:
-        values = np.asarray(values, dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise InputError(f"The 'values' parameter must be numbers (got {type(values).__name__}).") from exc
-    if values.ndim != 1:
-        raise InputError(f"The 'values' parameter must be one-dimensional (got shape {values.shape}).")
-    positions = np.flatnonzero(~np.isnan(values))
-    finite = values[positions]
-    largest = positions[np.lexsort((positions, -finite))][:k]
-    smallest = positions[np.lexsort((positions, finite))][:k]
-    return largest, smallest[~np.isin(smallest, largest)]
 
 
 @dataclass(frozen=True, eq=False)

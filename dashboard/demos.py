@@ -24,6 +24,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from compute.datasets import x3_interaction
+
+from .store import ModelEntry, Store, Workspace
+
 DEMOS = {
     "demo-x3": "X3 interaction simulation (random forest)",
     "demo-diabetes": "Diabetes progression (regression: random forest, ridge)",
@@ -38,8 +42,6 @@ if all(importlib.util.find_spec(name) for name in BOOSTER_LIBRARIES):  # found, 
 
 def _x3():
     from sklearn.ensemble import RandomForestRegressor
-
-    from compute.datasets import x3_interaction
 
     X_train, y_train = x3_interaction(5000, random_state=1)
     X_test, y_test = x3_interaction(500, random_state=2)
@@ -145,8 +147,6 @@ def _save(model, stem: Path) -> tuple[Path, tuple]:
 def _train(store, ws_id: str):
     """Train a demo's models, save them (.skops, or a booster's own format) with its data;
     returns the workspace."""
-    from .store import ModelEntry, Workspace
-
     data, target, task, loss, output, models = _BUILDERS[ws_id]()
     data_rel, data_sha = store.keep_data(data)
     features = tuple(str(c) for c in data.columns if c != target)
@@ -173,9 +173,8 @@ def _train(store, ws_id: str):
 
 
 def build_demo(store, ws_id: str):
-    """Train a demo's models, save them with its data, record the workspace."""
-    from .store import Workspace
-
+    """Train a demo's models, save them with its data, record the workspace (the store's
+    ``build_demo``, given to it by :func:`dashboard.state.make_context`)."""
     if ws_id not in _BUILDERS:
         return None
     record = store.root / "workspaces" / f"{ws_id}.json"
@@ -206,6 +205,4 @@ def build_demo(store, ws_id: str):
 
 
 if __name__ == "__main__":  # python -m dashboard.demos ROOT SIZE_LIMIT_MB DEMO_ID: train, print the workspace
-    from .store import Store
-
     print(_train(Store(sys.argv[1], size_limit_mb=int(sys.argv[2])), sys.argv[3]).to_json())

@@ -28,6 +28,7 @@ import pandas as pd
 
 import compute
 
+from .loading import load_model
 from .planning import (
     QUANTILE_GRID,
     SEED,
@@ -41,10 +42,12 @@ from .planning import (
     select_rows,
 )
 from .store import Store, Workspace
+from .views import task_spec
 
 Progress = Callable[[int, int, str], None]
 BUILT_IN = ("profiles", "pfi", "sfimp")
 PARTS = ("pfi_part", "sfimp_part")  # parts of a split job (``planning.split``)
+PART_TASK = "wip.compute_part"  # the Celery task a split job sends its parts as
 
 
 def run(
@@ -146,8 +149,6 @@ def job_ended(store: Store, token: str) -> bool:
 
 def _load(store, ws, name: str, models: dict, policy):
     """The model of that name, loaded once per job."""
-    from .loading import load_model
-
     entry = ws.model(name)
     if entry.name not in models:
         path = store.path(entry.path)
@@ -294,8 +295,6 @@ def _run_task(store, ws, task, data, y, models, policy, n_jobs, progress, done, 
         "pfi_part",
         "sfimp_part",
     ):  # a task a view declares (View(tasks=...))
-        from .views import task_spec  # the views import this module
-
         spec = task_spec(task.kind)
         progress(done, steps, f"{entry.name}: {spec.label or spec.kind}")
         if spec.rows:  # the rows PFI uses

@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 import compute
+from compute.sampling import is_categorical
 
 from .store import ModelEntry, Store, Workspace, result_key
 
@@ -349,8 +350,6 @@ def clean_edits(data: pd.DataFrame, features, row, edit: dict) -> dict:
     """What-if edits valid for this row: columns the model uses, a level found in the data
     (as its text) for a categorical column, a number clamped to the observed range (whole
     for an integer column) otherwise; values equal to the row's own are dropped."""
-    from compute.sampling import is_categorical
-
     by_name = {str(f): f for f in features}
     kept: dict = {}
     for key, value in (edit or {}).items():
@@ -390,3 +389,28 @@ def row_label(value, index: pd.Index):
         except (TypeError, ValueError):
             return value
     return value
+
+
+def plan_state(ctx, ws, state: dict, *, needs: frozenset, specs: tuple[TaskSpec, ...]) -> dict:
+    """Cache keys and tasks of a (cleaned, normalised) state. Everything in the plan, keys
+    and parameters alike, derives from the state and the server's configuration: a client
+    can only reach, or cause, results of a state it can name. ``needs`` and ``specs``: the
+    built-in task kinds the views read and the tasks they declare (``views.plan_state``
+    passes the registry's)."""
+    n_rows = len(ctx.store.data(ws))  # read once per process and data set (the store keeps it)
+    return plan(
+        ws,
+        focus=str(state.get("model") or ""),
+        n_rows=n_rows,
+        condition=state.get("subgroup", ""),
+        excluded=state.get("exclude") or [],
+        n_repeats=state.get("repeats", 10),
+        sfimp=bool(state.get("sfimp")),
+        pfi_all=bool(state.get("pfi_all")),
+        max_curves=ctx.config.max_curves,
+        grid_budget=ctx.config.grid_budget,
+        needs=needs,
+        specs=specs,
+        state=state,
+        data=ctx.store.data(ws),
+    )

@@ -21,8 +21,9 @@ from dash.exceptions import DependencyException, InvalidResourceError, PreventUp
 from flask import abort, jsonify, request
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge, RequestTimeout
 
-from . import layout
+from . import jobs, layout, planning
 from .callbacks import register_all
+from .callbacks.compute import run_parts
 from .config import Config
 from .loading import DATA_SUFFIXES, MODEL_SUFFIXES, preload
 from .quota import WRITING, UploadQuota, client_key
@@ -560,9 +561,6 @@ def background_manager(config: Config):
     return JobManager(jobs_cache, expire=3600), None
 
 
-PART_TASK = "wip.compute_part"
-
-
 def register_part_task(celery_app, config: Config) -> None:
     """The Celery task a split job sends its parts as (``callbacks.compute.run_request``):
     run planned tasks of a workspace into the shared cache, in an isolated process with the
@@ -570,11 +568,8 @@ def register_part_task(celery_app, config: Config) -> None:
     computing: the per-task lock) is skipped, so parts may be sent to every worker and run
     in any order; parts of a job that has ended (``jobs.job_ended``) are not run."""
 
-    @celery_app.task(name=PART_TASK, acks_late=True)
+    @celery_app.task(name=jobs.PART_TASK, acks_late=True)
     def compute_part(ws_id: str, tasks: list, token: str | None = None) -> int:
-        from . import jobs, planning
-        from .callbacks.compute import run_parts
-
         ctx = make_context(config)
         ws = ctx.store.workspace(ws_id)
         if ws is None or not planning.missing(ctx.store, tasks):

@@ -14,10 +14,13 @@ from dataclasses import dataclass
 from functools import cached_property
 from urllib.parse import parse_qs, urlencode
 
+import compute
+
 from .config import Config
-from .demos import DEFAULT_DEMO
+from .demos import DEFAULT_DEMO, build_demo
 from .isolation import Limits
 from .loading import Policy
+from .planning import clean_edits, row_label, select_rows
 from .slots import JobSlots
 from .store import Store
 
@@ -73,7 +76,7 @@ class Context:
 
 
 def make_context(config: Config) -> Context:
-    store = Store(config.cache_path, size_limit_mb=config.cache_size_mb)
+    store = Store(config.cache_path, size_limit_mb=config.cache_size_mb, build_demo=build_demo)
     policy = Policy(
         allow_pickle=config.allow_pickle,
         allow_user_types=config.allow_user_types,
@@ -223,3 +226,42 @@ def search_from_state(state: dict) -> str:
     if state.get("edit") and state.get("obs") is not None:
         query["edit"] = json.dumps(state["edit"], sort_keys=True, separators=(",", ":"))
     return "?" + urlencode(query)
+
+
+def normalize(ctx, state: dict, *, previous_subgroup: str = "", error=None) -> tuple[dict, str | None]:
+    """Make a state valid for its workspace: known ids, a model, a feature, a parseable subgroup."""
+    state = clean_state(state)
+    ws = ctx.store.workspace(state.get("ws"))
+    if ws is None:
+        error = (
+            f"Data set {state.get('ws')!r} could not be read on this server (its record is damaged); load its "
+            "files again. Showing a demo instead."
+            if ctx.store.workspace_damaged(state.get("ws"))
+            else f"Data set {state.get('ws')!r} is not available on this server (uploads expire); showing a demo "
+            "instead."
+        )
+        state = {**default_state()}
+        ws = ctx.store.workspace(state["ws"])
+    model = ws.model(state.get("model"))
+    state["model"] = model.name
+    if state.get("feature") not in model.features:
+        state["feature"] = model.features[0]
+    rows = ctx.store.data(ws).index
+    if state.get("obs") is not None and row_label(state["obs"], rows) not in rows:
+        state["obs"] = None  # a row this data set does not have (another data set's, or typed in a URL)
+    if state.get("obs") is None or not state.get("edit"):
+        state["edit"] = {}
+    else:
+        data = ctx.store.data(ws)
+        state["edit"] = clean_edits(data, model.features, row_label(state["obs"], rows), state["edit"])
+    if state.get("subgroup"):
+        try:
+            mask = select_rows(ctx.store.data(ws), state["subgroup"])
+            if not mask.any():
+                raise compute.SubgroupError(
+                    f"Subgroup {state['subgroup']!r} selects 0 of {len(mask)} rows; choose another condition."
+                )
+        except compute.SubgroupError as exc:
+            error = f"{exc}"
+            state["subgroup"] = previous_subgroup if previous_subgroup != state["subgroup"] else ""
+    return state, error

@@ -32,6 +32,7 @@ import secrets
 import shutil
 import threading
 import time
+from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -223,11 +224,15 @@ def _refused_message(name: str, reason: str) -> str:
     return f"{said} (this upload was refused; choose a corrected file)"
 
 
+DemoBuilder = Callable[["Store", str], "Workspace | None"]
+
+
 class Store:
     """File layout and caches under one folder shared by all workers of a deployment."""
 
-    def __init__(self, root: str | Path, *, size_limit_mb: int = 2048):
+    def __init__(self, root: str | Path, *, size_limit_mb: int = 2048, build_demo: DemoBuilder | None = None):
         self.root = Path(root).resolve()
+        self.build_demo = build_demo  # (store, demo id) -> its Workspace: trains a demo at first use
         self.bytes_written = 0  # result bytes this process stored (a job's share of the cache)
         self.size_limit_mb = int(size_limit_mb)
         for sub in ("uploads", "data", "models", "workspaces", "demos"):
@@ -350,10 +355,8 @@ class Store:
                     file.replace(file.with_name(file.name + DAMAGED))
                 except OSError:
                     pass
-        if _DEMO_ID.match(ws_id):
-            from .demos import build_demo  # trained at first use (or again, after damage)
-
-            return build_demo(self, ws_id)
+        if _DEMO_ID.match(ws_id) and self.build_demo is not None:
+            return self.build_demo(self, ws_id)  # trained at first use (or again, after damage)
         return None
 
     def workspace_damaged(self, ws_id) -> bool:

@@ -274,9 +274,8 @@ def _run_all(ctx, ws_id: str, **changes):
     """Plan the default state's tasks and run them, as the background job does (in the
     isolated child: this process never starts the boosters' OpenMP pools)."""
     from dashboard import jobs
-    from dashboard.callbacks.compute import plan_state
-    from dashboard.callbacks.drilldown import normalize
-    from dashboard.state import default_state
+    from dashboard.state import default_state, normalize
+    from dashboard.views import plan_state
 
     state, error = normalize(ctx, {**default_state(), "ws": ws_id, **changes})
     assert error is None, error

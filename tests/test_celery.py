@@ -336,10 +336,9 @@ def test_cancel_revokes_a_split_jobs_parts_on_the_workers(wip_env, wip_worker):
     already ended are skipped by the worker without a model load."""
     from dashboard import jobs, planning
     from dashboard.callbacks.compute import cancel_parts, job_token, send_parts, sent_key
-    from dashboard.callbacks.drilldown import normalize
     from dashboard.config import Config
     from dashboard.server import create_app
-    from dashboard.state import default_state
+    from dashboard.state import default_state, normalize
 
     wip_worker.wait_ready()
     config = Config(
@@ -353,7 +352,7 @@ def test_cancel_revokes_a_split_jobs_parts_on_the_workers(wip_env, wip_worker):
 
     def pfi_parts(subgroup):
         state = normalize(ctx, {**default_state(), "ws": ws.id, "subgroup": subgroup})[0]
-        from dashboard.callbacks.compute import plan_state
+        from dashboard.views import plan_state
 
         todo = [t for t in plan_state(ctx, ws, state)["tasks"] if t["kind"] == "pfi"]
         return planning.split(ws, planning.missing(ctx.store, todo))[0]

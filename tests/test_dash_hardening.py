@@ -18,14 +18,15 @@ from hypothesis import strategies as st
 
 from compute.datasets import x3_interaction
 from dashboard import views
-from dashboard.callbacks.compute import plan_state, resolve_state, run_request
-from dashboard.callbacks.drilldown import normalize, update_state
+from dashboard.callbacks.compute import resolve_state, run_request
+from dashboard.callbacks.drilldown import update_state
 from dashboard.callbacks.load import describe_data, load_workspace
 from dashboard.config import Config
 from dashboard.loading import LoadError, Policy, read_data
 from dashboard.server import create_app
-from dashboard.state import default_state
+from dashboard.state import default_state, normalize
 from dashboard.store import ModelEntry, Workspace, new_workspace_id
+from dashboard.views import plan_state
 
 
 @pytest.fixture(scope="module")

@@ -26,7 +26,7 @@ from sklearn.preprocessing import StandardScaler
 
 import compute
 from dashboard import figures, ids, planning, views
-from dashboard.callbacks.compute import finish_job, plan_state, resolve_state, run_request
+from dashboard.callbacks.compute import finish_job, resolve_state, run_request
 from dashboard.callbacks.drilldown import build_condition, control_options, normalize, parse_values, update_state
 from dashboard.callbacks.load import describe_data, describe_models, load_outputs, load_workspace
 from dashboard.config import Config, from_env, parse_args
@@ -40,7 +40,7 @@ from dashboard.state import (
 )
 from dashboard.store import Store, result_key, safe_name
 from dashboard.views import export as export_table
-from dashboard.views import report_html
+from dashboard.views import plan_state, report_html
 
 FEATURES = ["X1", "X2", "X3"]
 

@@ -14,11 +14,11 @@ import random
 import pytest
 
 from dashboard import ids
-from dashboard.callbacks.compute import plan_state, run_request
-from dashboard.callbacks.drilldown import normalize
+from dashboard.callbacks.compute import run_request
 from dashboard.config import Config
 from dashboard.server import create_app
-from dashboard.state import MAX_EDITS, STATE_FIELDS, clean_state, state_from_search
+from dashboard.state import MAX_EDITS, STATE_FIELDS, clean_state, normalize, state_from_search
+from dashboard.views import plan_state
 
 HUGE = "x" * 300_000  # with the envelope, well under the 2 MiB body limit
 EDITS = {f"col{k}": k for k in range(3 * MAX_EDITS)} | {"X1": 1e308, "X2": "level?", "X3": 1}

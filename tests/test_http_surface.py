@@ -96,8 +96,7 @@ def test_the_reports_link_is_the_pages_address_not_the_host(tmp_path):
     """The report's link back comes from the browser's own address (``location.href``), not
     from the Host header the request carried."""
     from dashboard.callbacks.compute import resolve_state, run_request
-    from dashboard.callbacks.drilldown import normalize
-    from dashboard.state import default_state
+    from dashboard.state import default_state, normalize
 
     app = _app(tmp_path, max_curves=40)
     ctx = app._wip_context

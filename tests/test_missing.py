@@ -133,12 +133,11 @@ def test_a_column_of_one_value_and_missing_values_does_not_stop_the_pass(tmp_pat
     import skops.io as sio
 
     from dashboard import jobs, planning
-    from dashboard.callbacks.compute import plan_state
-    from dashboard.callbacks.drilldown import normalize
     from dashboard.config import Config
     from dashboard.server import create_app
-    from dashboard.state import default_state
+    from dashboard.state import default_state, normalize
     from dashboard.store import ModelEntry, Workspace, new_workspace_id
+    from dashboard.views import plan_state
 
     ctx = create_app(Config(cache_dir=str(tmp_path / "cache"), max_curves=100, warm=False))._wip_context
     rng = np.random.default_rng(0)

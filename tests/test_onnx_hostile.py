@@ -22,14 +22,13 @@ from helpers import hostile
 
 import compute
 from dashboard.callbacks.compute import resolve_state, run_request
-from dashboard.callbacks.drilldown import normalize
 from dashboard.callbacks.load import load_workspace
 from dashboard.config import Config
 from dashboard.isolation import Limits, isolated
 from dashboard.loading import LoadError, load_model
 from dashboard.loading import onnx as onnx_loading
 from dashboard.server import create_app
-from dashboard.state import default_state
+from dashboard.state import default_state, normalize
 
 pytest.importorskip("onnx")
 pytest.importorskip("onnxruntime")

@@ -13,11 +13,10 @@ import pytest
 
 import compute
 from dashboard.callbacks.compute import resolve_state, run_request
-from dashboard.callbacks.drilldown import normalize
 from dashboard.config import Config
 from dashboard.server import create_app
 from dashboard.slots import JobSlots
-from dashboard.state import default_state
+from dashboard.state import default_state, normalize
 
 
 @pytest.fixture

@@ -8,11 +8,10 @@ import numpy as np
 import pytest
 
 from dashboard import jobs, planning
-from dashboard.callbacks.compute import plan_state
-from dashboard.callbacks.drilldown import normalize
 from dashboard.config import Config
 from dashboard.server import create_app
-from dashboard.state import default_state
+from dashboard.state import default_state, normalize
+from dashboard.views import plan_state
 
 
 def _ctx(tmp_path, name):

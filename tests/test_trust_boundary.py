@@ -24,14 +24,15 @@ from helpers.hostile import endless_onnx
 import compute
 from compute.datasets import x3_interaction
 from dashboard import ids, views
-from dashboard.callbacks.compute import plan_state, resolve_state, run_request
-from dashboard.callbacks.drilldown import normalize, update_state
+from dashboard.callbacks.compute import resolve_state, run_request
+from dashboard.callbacks.drilldown import update_state
 from dashboard.callbacks.load import describe_data, describe_models, load_workspace
 from dashboard.callbacks.views import hover_text
 from dashboard.config import Config
 from dashboard.isolation import Limits, isolated
 from dashboard.server import create_app
-from dashboard.state import MAX_REPEATS, clean_state, default_state
+from dashboard.state import MAX_REPEATS, clean_state, default_state, normalize
+from dashboard.views import plan_state
 
 HERE = Path(__file__).parent
 
@@ -206,7 +207,7 @@ def test_a_forged_record_before_the_results_exist_does_not_blank_later_visitors(
     """Issue 29: a visitor posts a views' input record without 'pending' for a state whose
     results do not exist yet. The next visitor of that state, once the job has stored its
     results, must see them: nothing memoised from the forged record decides what they see."""
-    from dashboard.views.base import load_inputs
+    from dashboard.views import load_inputs
 
     state = _state(ctx, subgroup="X1 > 0.31", repeats=7)
     forged = {"state": state, "keys": {}}  # no "pending": claims the results are ready

@@ -10,14 +10,12 @@ from numpy.testing import assert_allclose
 
 import compute
 from dashboard import ids, jobs, planning, views
-from dashboard.callbacks.compute import plan_state
-from dashboard.callbacks.drilldown import normalize, update_state
+from dashboard.callbacks.drilldown import update_state
 from dashboard.config import Config
 from dashboard.loading import load_model
 from dashboard.server import create_app
-from dashboard.state import default_state
-from dashboard.views import caveats
-from dashboard.views.base import load_inputs
+from dashboard.state import default_state, normalize
+from dashboard.views import caveats, load_inputs, plan_state
 
 
 @pytest.fixture(scope="module")

@@ -9,13 +9,11 @@ from numpy.testing import assert_allclose
 
 import compute
 from dashboard import jobs, planning, views
-from dashboard.callbacks.compute import plan_state
-from dashboard.callbacks.drilldown import normalize
 from dashboard.config import Config
 from dashboard.loading import load_model
 from dashboard.server import create_app
-from dashboard.state import default_state
-from dashboard.views import contributions
+from dashboard.state import default_state, normalize
+from dashboard.views import contributions, plan_state
 
 
 @pytest.fixture(scope="module")

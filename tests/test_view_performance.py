@@ -10,13 +10,11 @@ from sklearn import metrics
 
 import compute
 from dashboard import jobs, planning, views
-from dashboard.callbacks.compute import plan_state
-from dashboard.callbacks.drilldown import normalize
 from dashboard.config import Config
 from dashboard.loading import load_model
 from dashboard.server import create_app
-from dashboard.state import default_state
-from dashboard.views import performance
+from dashboard.state import default_state, normalize
+from dashboard.views import performance, plan_state
 
 
 @pytest.fixture(scope="module")

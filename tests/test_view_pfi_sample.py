@@ -9,14 +9,12 @@ from numpy.testing import assert_allclose
 
 import compute
 from dashboard import ids, jobs, planning, views
-from dashboard.callbacks.compute import plan_state
-from dashboard.callbacks.drilldown import normalize, update_state
+from dashboard.callbacks.drilldown import update_state
 from dashboard.config import Config
 from dashboard.loading import load_model
 from dashboard.server import create_app
-from dashboard.state import default_state, search_from_state, state_from_search
-from dashboard.views import base
-from dashboard.views.base import load_inputs
+from dashboard.state import default_state, normalize, search_from_state, state_from_search
+from dashboard.views import base, load_inputs, plan_state
 
 
 @pytest.fixture(scope="module")
@@ -30,7 +28,7 @@ def small_budget(monkeypatch):
     monkeypatch.setattr(planning, "PFI_BUDGET", 3_000)
     monkeypatch.setattr(planning, "PFI_MIN_ROWS", 50)
     yield
-    base._INPUTS.items.clear()  # records planned under this budget are memoised per process
+    views._INPUTS.items.clear()  # records planned under this budget are memoised per process
     base._RESULTS.items.clear()
 
 
@@ -109,7 +107,7 @@ def pairs_budget(monkeypatch):
     monkeypatch.setattr(planning, "PFI_BUDGET", 9_000)
     monkeypatch.setattr(planning, "PFI_MIN_ROWS", 50)
     yield
-    base._INPUTS.items.clear()
+    views._INPUTS.items.clear()
     base._RESULTS.items.clear()
 
 

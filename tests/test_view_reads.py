@@ -13,11 +13,11 @@ import plotly.utils
 import pytest
 
 from dashboard import jobs, views
-from dashboard.callbacks.compute import plan_state, resolve_state
-from dashboard.callbacks.drilldown import normalize
+from dashboard.callbacks.compute import resolve_state
 from dashboard.config import Config
 from dashboard.server import create_app
-from dashboard.state import STATE_FIELDS, default_state
+from dashboard.state import STATE_FIELDS, default_state, normalize
+from dashboard.views import plan_state
 
 WS = "demo-diabetes"
 BASE = {"ws": WS, "model": "random forest", "feature": "bmi", "obs": "7"}

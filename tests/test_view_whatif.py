@@ -11,13 +11,12 @@ from numpy.testing import assert_allclose
 
 import compute
 from dashboard import ids, jobs, planning, views
-from dashboard.callbacks.compute import plan_state
 from dashboard.callbacks.drilldown import controller_outputs, normalize, update_state
 from dashboard.config import Config
 from dashboard.loading import load_model
 from dashboard.server import create_app
 from dashboard.state import clean_state, default_state, search_from_state, state_from_search
-from dashboard.views import contributions, whatif
+from dashboard.views import contributions, plan_state, whatif
 
 
 @pytest.fixture(scope="module")

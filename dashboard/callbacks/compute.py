@@ -25,40 +25,15 @@ import compute
 from .. import ids, jobs, planning
 from ..isolation import isolated
 from ..quota import client_key
-from ..state import clean_state
+from ..state import clean_state, normalize
 from ..store import Workspace
-from .drilldown import normalize
+from ..views import plan_state, signatures
 
 log = logging.getLogger(__name__)
 
 
 def request_id(tasks: list[dict]) -> str:
     return hashlib.sha256(json.dumps(sorted(t["key"] for t in tasks)).encode()).hexdigest()[:20]
-
-
-def plan_state(ctx, ws, state: dict) -> dict:
-    """Cache keys and tasks of a (cleaned, normalised) state. Everything in the plan, keys
-    and parameters alike, derives from the state and the server's configuration: a client
-    can only reach, or cause, results of a state it can name."""
-    from ..views import needed_tasks, task_specs  # the views import this module
-
-    n_rows = len(ctx.store.data(ws))  # read once per process and data set (the store keeps it)
-    return planning.plan(
-        ws,
-        focus=str(state.get("model") or ""),
-        n_rows=n_rows,
-        condition=state.get("subgroup", ""),
-        excluded=state.get("exclude") or [],
-        n_repeats=state.get("repeats", 10),
-        sfimp=bool(state.get("sfimp")),
-        pfi_all=bool(state.get("pfi_all")),
-        max_curves=ctx.config.max_curves,
-        grid_budget=ctx.config.grid_budget,
-        needs=needed_tasks(),
-        specs=task_specs(),
-        state=state,
-        data=ctx.store.data(ws),
-    )
 
 
 BUILT_IN = ("summary", "profiles", "pfi", "sfimp")
@@ -119,8 +94,6 @@ def resolve_state(ctx, state: dict | None, done: dict | None) -> Resolution:
     if not todo and not _readable(ctx, planned["keys"], state):
         todo = _derive(ctx, ws, planning.missing(ctx.store, planned["tasks"]))  # damaged entries were dropped
     rid = request_id(planned["tasks"])
-    from ..views import signatures
-
     sigs = signatures(ctx.store, state, planned["keys"])
     if not todo:
         return Resolution({"state": state, "keys": planned["keys"], "sigs": sigs}, no_update, None)
@@ -237,18 +210,16 @@ def _celery(broker: str):
 
 
 def send_parts(ctx, ws, parts: list[dict], token: str) -> list[str]:
-    """Queue each part of a split job as a Celery task (``server.PART_TASK``) for any worker;
+    """Queue each part of a split job as a Celery task (``jobs.PART_TASK``) for any worker;
     returns their task ids. The job works through the same parts itself, from the last:
     with one worker it does them all (the queued ones then find them done), with N workers
     they share them. Each part runs only while the job holds its ``jobs.job_alive`` lock."""
-    from ..server import PART_TASK
-
     sender = _celery(ctx.config.celery_broker)  # a connection of this job process's own
     # a message per few parts: each message costs a worker a process and a model load
     size = max(1, -(-len(parts) // PART_MESSAGES))
     chunks = [parts[k : k + size] for k in range(0, len(parts), size)]
     try:
-        return [sender.send_task(PART_TASK, args=[ws.id, chunk, token]).id for chunk in chunks]
+        return [sender.send_task(jobs.PART_TASK, args=[ws.id, chunk, token]).id for chunk in chunks]
     finally:
         sender.close()
 

@@ -8,7 +8,7 @@ from dash import Input, Output, State, no_update
 from dash import ctx as dash_ctx
 from flask import request
 
-from .. import ids
+from .. import ids, views
 from ..quota import client_key
 
 REPORTS_PER_MINUTE = 6  # a report renders every view and carries plotly.js (~5 MB): a few a minute
@@ -30,8 +30,6 @@ def report_base(href) -> str:
 
 
 def register(app, ctx) -> None:
-    from .. import views  # the view modules import the callbacks' planning functions
-
     buttons = list(views.exports())
 
     @app.callback(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from dash import Input, Output, State
 
-from .. import ids, planning
+from .. import ids, planning, views
 from ..state import clean_state
 
 
@@ -39,15 +39,11 @@ def _short(value) -> str:
 def rows_line(ctx, results) -> str:
     """The toolbar's line under the subgroup: which rows the views use (and the curves'
     sample), whatever section is open."""
-    from ..views import load_inputs
-
-    inp = load_inputs(ctx, results)
+    inp = views.load_inputs(ctx, results)
     return "" if inp is None else inp.rows_line
 
 
 def register(app, ctx) -> None:
-    from .. import views  # the view modules import the callbacks' planning functions
-
     views.register(app, ctx)
 
     @app.callback(Output(ids.SUBGROUP_SIZE, "children"), Input(ids.RESULTS, "data"), prevent_initial_call=True)

@@ -9,7 +9,7 @@ import os
 import warnings
 import weakref
 
-from ..model_trust import Inspection, ModelFileError, check_model, inspect_skops
+from ..model_trust import Inspection, ModelFileError, allow_list, check_model, inspect_skops
 from .boosters import BOOSTER_SUFFIXES, booster_versions, load_booster
 from .errors import LoadError, Policy, check_size, file_suffix, short
 from .onnx import load_onnx, onnx_versions
@@ -175,8 +175,6 @@ def preload() -> None:
     about 1.5 s on imports (``all_estimators()`` imports all of scikit-learn) before its
     first prediction. Importing runs no code from any file."""
     import skops.io  # noqa: F401
-
-    from ..model_trust import allow_list
 
     allow_list()
 

@@ -20,19 +20,20 @@ from dash import Input, Output
 
 import compute
 
-from .. import ids
+from .. import ids, planning
 from ..planning import TaskSpec
+from ..state import clean_state, normalize, search_from_state
 from .base import (
     PFI,
     PROFILES,
     SECTIONS,
     SFIMP,
     Inputs,
+    Lru,
     View,
     empty,
     figure_html,
     is_figure_ready,
-    load_inputs,
     table_html,
     text_html,
     waiting,
@@ -75,6 +76,40 @@ def task_specs() -> tuple[TaskSpec, ...]:
 def task_spec(kind: str) -> TaskSpec:
     """The declared task of that kind (the job process runs it)."""
     return next(spec for spec in task_specs() if spec.kind == kind)
+
+
+def plan_state(ctx, ws, state: dict) -> dict:
+    """Cache keys and tasks of a (cleaned, normalised) state, for the registered views
+    (:func:`dashboard.planning.plan_state`)."""
+    return planning.plan_state(ctx, ws, state, needs=needed_tasks(), specs=task_specs())
+
+
+_INPUTS = Lru(8)  # Inputs per results record: every view of one update reads the same
+
+
+def load_inputs(ctx, results) -> Inputs | None:
+    """:class:`Inputs` of a results record, or None when it is not ready. The state is
+    cleaned and normalised and the keys planned again here: nothing the browser sends
+    back is trusted. Memoised per process for the views rendering the same record."""
+    if not isinstance(results, dict) or "keys" not in results or not isinstance(results.get("state"), dict):
+        return None
+    try:  # one server process may hold several apps (tests): their store and settings differ
+        # only the state is read from the record ('pending' and 'keys' are the browser's
+        # word): Inputs read a missing result again on every request until it is found
+        tag = (str(ctx.store.root), ctx.config, json.dumps(results["state"], sort_keys=True, default=str))
+    except (TypeError, ValueError):
+        return None
+    return _INPUTS.get(tag, lambda: _make_inputs(ctx, results["state"]))
+
+
+def _make_inputs(ctx, raw_state) -> Inputs | None:
+    state, _ = normalize(ctx, clean_state(raw_state))
+    ws = ctx.store.workspace(state["ws"])
+    if ws is None:
+        return None
+    data = ctx.store.data(ws)
+    mask = planning.select_rows(data, state["subgroup"]) if state.get("subgroup") else None
+    return Inputs(ctx, state, ws, data, mask, plan_state(ctx, ws, state)["keys"])
 
 
 def input_id(view: View) -> str:
@@ -190,7 +225,7 @@ def render_all(ctx, results) -> dict[str, dict]:
 
 
 def panels(panel, section: str | None = None) -> list:
-    """One panel per view (of one section), in page order (``panel`` is ``dashboard.layout.panel``)."""
+    """One panel per view (of one section), in page order (``panel`` is ``dashboard.components.panel``)."""
     from dash import dcc
 
     return [
@@ -231,8 +266,6 @@ def report_html(ctx, results, base_url: str = "") -> str | None:
     each section with its question and each view that has results (its one-line method, its
     figures with their axis titles, its tables and notes). Views not computed are left out:
     no "press Compute" placeholders."""
-    from ..state import search_from_state
-
     inp = load_inputs(ctx, results)
     if inp is None:
         return None

@@ -7,7 +7,7 @@ from dash import dcc, html
 
 import compute
 
-from .. import figures, ids, layout
+from .. import components, figures, ids
 from ..state import DEFAULT_ALE_K, MAX_ALE_K
 from .base import PROFILES, View, empty
 
@@ -49,7 +49,7 @@ VIEW = View(
     ),
     outputs={"figure": (ids.ALE_GRAPH, "figure")},
     render=render,
-    body=lambda: [layout.graph(ids.ALE_GRAPH, filename="ale")],
+    body=lambda: [components.graph(ids.ALE_GRAPH, filename="ale")],
     extra=lambda: html.Label(
         [
             "intervals K ",

@@ -12,7 +12,6 @@ already cleaned and planned by the server, and returns a dict with one entry per
 from __future__ import annotations
 
 import html as html_lib
-import json
 import re
 import threading
 from collections import OrderedDict
@@ -28,9 +27,7 @@ from dash import dcc
 import compute
 
 from .. import figures, planning
-from ..callbacks.compute import plan_state
-from ..callbacks.drilldown import normalize
-from ..state import STATE_FIELDS, clean_state
+from ..state import STATE_FIELDS
 
 # what a view can need from the job planner (planning.plan task kinds)
 PROFILES, PFI, SFIMP = "profiles", "pfi", "sfimp"
@@ -230,36 +227,10 @@ class Lru:
 
 
 _RESULTS = Lru(12)  # unsealed results: a profile is read by several views
-_INPUTS = Lru(8)  # Inputs per results record: every view of one update reads the same
-
-
-def load_inputs(ctx, results) -> Inputs | None:
-    """:class:`Inputs` of a results record, or None when it is not ready. The state is
-    cleaned and normalised and the keys planned again here: nothing the browser sends
-    back is trusted. Memoised per process for the views rendering the same record."""
-    if not isinstance(results, dict) or "keys" not in results or not isinstance(results.get("state"), dict):
-        return None
-    try:  # one server process may hold several apps (tests): their store and settings differ
-        # only the state is read from the record ('pending' and 'keys' are the browser's
-        # word): Inputs read a missing result again on every request until it is found
-        tag = (str(ctx.store.root), ctx.config, json.dumps(results["state"], sort_keys=True, default=str))
-    except (TypeError, ValueError):
-        return None
-    return _INPUTS.get(tag, lambda: _make_inputs(ctx, results["state"]))
 
 
 def _present(value) -> bool:
     return value is not None
-
-
-def _make_inputs(ctx, raw_state) -> Inputs | None:
-    state, _ = normalize(ctx, clean_state(raw_state))
-    ws = ctx.store.workspace(state["ws"])
-    if ws is None:
-        return None
-    data = ctx.store.data(ws)
-    mask = planning.select_rows(data, state["subgroup"]) if state.get("subgroup") else None
-    return Inputs(ctx, state, ws, data, mask, plan_state(ctx, ws, state)["keys"])
 
 
 # --- helpers shared by view modules ------------------------------------------------------------

@@ -17,7 +17,7 @@ from dash import html
 import compute
 from compute.losses import LOSS_LABELS
 
-from .. import figures, layout, planning
+from .. import components, figures, planning
 from .base import PFI, Lru, View, empty
 
 KIND = "pfi_groups"
@@ -251,8 +251,8 @@ VIEW = View(
     render=render,
     body=lambda: [
         html.P(id=LEAK, className="help leak"),
-        layout.table(TABLE, page_size=8),
-        layout.graph(GRAPH, height=None, filename="grouped-pfi"),
+        components.table(TABLE, page_size=8),
+        components.graph(GRAPH, height=None, filename="grouped-pfi"),
         html.Div(id=INFO, className="help"),
     ],
     needs=frozenset({PFI}),

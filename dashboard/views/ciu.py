@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dash import html
 
-from .. import figures, ids, layout
+from .. import components, figures, ids
 from .base import PROFILES, View, empty
 from .selection import selected_row
 
@@ -33,7 +33,7 @@ VIEW = View(
     outputs={"figure": (ids.CIU_GRAPH, "figure"), "info": (ids.OBS_INFO, "children")},
     render=render,
     body=lambda: [
-        layout.graph(ids.CIU_GRAPH, height=None, filename="ciu"),
+        components.graph(ids.CIU_GRAPH, height=None, filename="ciu"),
         html.Div(id=ids.OBS_INFO, className="help"),
     ],
     needs=frozenset({PROFILES}),

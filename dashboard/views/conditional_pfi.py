@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dash import html
 
-from .. import figures, ids, layout
+from .. import components, figures, ids
 from .base import PROFILES, View, csv_download
 
 INFO = "conditional-pfi-info"
@@ -61,7 +61,7 @@ VIEW = View(
     },
     render=render,
     body=lambda: [
-        layout.table(ids.PFI_TABLE),
+        components.table(ids.PFI_TABLE),
         html.Div(id=INFO, className="help"),
         html.Div([html.Button("Export CSV", id=ids.EXPORT_PFI, className="button small")], className="panel-foot"),
     ],

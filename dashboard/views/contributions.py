@@ -14,7 +14,7 @@ from dash import dcc, html
 
 import compute
 
-from .. import figures, layout, planning
+from .. import components, figures, planning
 from ..state import search_from_state
 from . import whatif
 from .base import ALL_FIELDS, PROFILES, View, csv_download, empty
@@ -143,9 +143,9 @@ VIEW = View(
     },
     render=render,
     body=lambda: [
-        layout.graph(GRAPH, height=None, filename="contributions"),
+        components.graph(GRAPH, height=None, filename="contributions"),
         html.Div(id=INFO, className="help"),
-        layout.table(TABLE),
+        components.table(TABLE),
         html.Div([html.Button("Export CSV", id=EXPORT, className="button small")], className="panel-foot"),
     ],
     tasks=(TASK,),

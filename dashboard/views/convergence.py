@@ -7,7 +7,7 @@ from dash import html
 import compute
 from compute.losses import LOSS_LABELS
 
-from .. import figures, layout
+from .. import components, figures
 from .base import PFI, View, empty
 
 GRAPH = "convergence-graph"
@@ -64,7 +64,7 @@ VIEW = View(
     outputs={"figure": (GRAPH, "figure"), "info": (INFO, "children")},
     render=render,
     body=lambda: [
-        layout.graph(GRAPH, height=None, filename="pfi-convergence"),
+        components.graph(GRAPH, height=None, filename="pfi-convergence"),
         html.Div(id=INFO, className="help"),
     ],
     needs=frozenset({PFI}),

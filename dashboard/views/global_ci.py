@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .. import figures, ids, layout
+from .. import components, figures, ids
 from .base import PROFILES, View, empty
 
 
@@ -24,7 +24,7 @@ VIEW = View(
     ),
     outputs={"figure": (ids.GLOBAL_CI_GRAPH, "figure")},
     render=render,
-    body=lambda: [layout.graph(ids.GLOBAL_CI_GRAPH, height=None, filename="global-ci")],
+    body=lambda: [components.graph(ids.GLOBAL_CI_GRAPH, height=None, filename="global-ci")],
     needs=frozenset({PROFILES}),
     reads=frozenset({"ws", "model", "feature", "subgroup"}),
 )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dash import dcc
 
-from .. import figures, ids, layout
+from .. import components, figures, ids
 from .base import PROFILES, View, empty
 from .selection import eligible_mask, selected_label
 
@@ -31,7 +31,7 @@ VIEW = View(
     ),
     outputs={"figure": (ids.ICE_GRAPH, "figure")},
     render=render,
-    body=lambda: [layout.graph(ids.ICE_GRAPH, filename="ice")],
+    body=lambda: [components.graph(ids.ICE_GRAPH, filename="ice")],
     extra=lambda: dcc.Checklist(id=ids.CENTERED, options=[{"label": " centred ICE", "value": "c"}], value=[]),
     needs=frozenset({PROFILES}),
     reads=frozenset({"ws", "model", "feature", "subgroup", "exclude", "obs", "centered"}),

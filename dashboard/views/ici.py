@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dash import html
 
-from .. import figures, ids, layout
+from .. import components, figures, ids
 from .base import PROFILES, View, empty
 from .selection import eligible_mask, selected_label
 
@@ -34,7 +34,7 @@ VIEW = View(
     outputs={"figure": (ids.ICI_GRAPH, "figure"), "info": (ids.ICI_INFO, "children")},
     render=render,
     body=lambda: [
-        layout.graph(ids.ICI_GRAPH, filename="ici"),
+        components.graph(ids.ICI_GRAPH, filename="ici"),
         html.Div(id=ids.HOVER_INFO, className="hover-info"),
         html.Div(id=ids.ICI_INFO, className="help"),
     ],

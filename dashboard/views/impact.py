@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .. import figures, ids, layout
+from .. import components, figures, ids
 from .base import PROFILES, View
 
 
@@ -29,7 +29,7 @@ VIEW = View(
     ),
     outputs={"data": (ids.IMPACT_TABLE, "data"), "columns": (ids.IMPACT_TABLE, "columns")},
     render=render,
-    body=lambda: [layout.table(ids.IMPACT_TABLE)],
+    body=lambda: [components.table(ids.IMPACT_TABLE)],
     needs=frozenset({PROFILES}),
     wide=True,  # six measures per feature: a half-width panel cut them off
     reads=frozenset({"ws", "model"}),

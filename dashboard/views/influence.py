@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dash import html
 
-from .. import figures, ids, layout
+from .. import components, figures, ids
 from .base import PROFILES, View, csv_download, empty
 from .selection import selected_row
 
@@ -35,7 +35,7 @@ VIEW = View(
     outputs={"figure": (ids.INFLUENCE_GRAPH, "figure")},
     render=render,
     body=lambda: [
-        layout.graph(ids.INFLUENCE_GRAPH, height=None, filename="influence"),
+        components.graph(ids.INFLUENCE_GRAPH, height=None, filename="influence"),
         html.Div(html.Button("Export CSV", id=ids.EXPORT_CIU, className="button small"), className="panel-foot"),
     ],
     needs=frozenset({PROFILES}),

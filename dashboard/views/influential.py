@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dash import html
 
-from .. import figures, ids, layout
+from .. import components, figures, ids
 from .base import PROFILES, View, csv_download
 from .selection import eligible_mask
 
@@ -60,7 +60,7 @@ VIEW = View(
     },
     render=render,
     body=lambda: [
-        layout.table(ids.ICI_TABLE, page_size=10),
+        components.table(ids.ICI_TABLE, page_size=10),
         html.Div(
             [
                 html.Button("Exclude negative integrals", id=ids.EXCLUDE_NEGATIVE, className="button small"),

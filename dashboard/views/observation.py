@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import figures, ids, layout, planning
+from .. import components, figures, ids, planning
 from .base import PROFILES, View
 from .selection import selected_row
 
@@ -38,7 +38,7 @@ VIEW = View(
     method="",
     outputs={"data": (ids.OBS_TABLE, "data"), "columns": (ids.OBS_TABLE, "columns")},
     render=render,
-    body=lambda: [layout.table(ids.OBS_TABLE, page_size=15)],
+    body=lambda: [components.table(ids.OBS_TABLE, page_size=15)],
     needs=frozenset({PROFILES}),
     reads=frozenset({"ws", "model", "feature", "subgroup", "obs"}),
 )

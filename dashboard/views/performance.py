@@ -19,7 +19,7 @@ import compute
 from compute.losses import LOSS_LABELS
 from compute.validation import is_real
 
-from .. import figures, layout, planning
+from .. import components, figures, planning
 from .base import View, csv_download, data_role_note, empty
 
 TABLE = "performance-table"
@@ -229,11 +229,11 @@ VIEW = View(
     },
     render=render,
     body=lambda: [
-        layout.table(TABLE),
+        components.table(TABLE),
         html.Div(
             [
-                layout.graph(FIT_GRAPH, height=None, filename="calibration"),
-                layout.graph(FEATURE_GRAPH, height=None, filename="by-feature"),
+                components.graph(FIT_GRAPH, height=None, filename="calibration"),
+                components.graph(FEATURE_GRAPH, height=None, filename="by-feature"),
             ],
             className="pair",
         ),
@@ -247,7 +247,7 @@ VIEW = View(
             id=THRESHOLD_ROW,
             className="threshold",
         ),
-        layout.table(CONFUSION),
+        components.table(CONFUSION),
         html.Div(id=INFO, className="help"),
         html.Div([html.Button("Export CSV", id=EXPORT, className="button small")], className="panel-foot"),
     ],

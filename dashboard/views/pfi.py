@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dash import html
 
-from .. import figures, ids, layout, planning
+from .. import components, figures, ids, planning
 from ..state import DEFAULT_REPEATS
 from .base import PFI, View, data_role_note, empty
 from .caveats import partners_line
@@ -105,7 +105,7 @@ VIEW = View(
     },
     render=render,
     body=lambda: [
-        layout.graph(ids.PFI_GRAPH, height=None, filename="pfi"),
+        components.graph(ids.PFI_GRAPH, height=None, filename="pfi"),
         html.Div(id=ids.PFI_INFO, className="help"),
     ],
     extra=lambda: [

@@ -3,7 +3,7 @@ distribution (Fig. 6) and the global PFI."""
 
 from __future__ import annotations
 
-from .. import figures, ids, layout
+from .. import components, figures, ids
 from .base import PROFILES, View, empty
 
 
@@ -33,7 +33,7 @@ VIEW = View(
     ),
     outputs={"figure": (ids.PI_GRAPH, "figure")},
     render=render,
-    body=lambda: [layout.graph(ids.PI_GRAPH, filename="pi")],
+    body=lambda: [components.graph(ids.PI_GRAPH, filename="pi")],
     needs=frozenset({PROFILES}),
     reads=frozenset({"ws", "model", "feature", "subgroup"}),
 )

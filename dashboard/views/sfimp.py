@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dash import html
 
-from .. import figures, ids, layout, planning
+from .. import components, figures, ids, planning
 from .base import SFIMP, View, empty
 
 
@@ -53,7 +53,7 @@ VIEW = View(
     placeholder=lambda message: {"figure": empty(message), "info": "", "button": "Compute SFIMP"},
     render=render,
     body=lambda: [
-        layout.graph(ids.SFIMP_GRAPH, height=None, filename="sfimp"),
+        components.graph(ids.SFIMP_GRAPH, height=None, filename="sfimp"),
         html.Div(id=ids.SFIMP_INFO, className="help"),
     ],
     extra=lambda: html.Button("Compute SFIMP", id=ids.SFIMP_RUN, className="button small"),

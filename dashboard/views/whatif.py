@@ -16,7 +16,7 @@ from dash import dcc, html
 import compute
 from compute.sampling import is_categorical
 
-from .. import figures, ids, layout, planning
+from .. import components, figures, ids, planning
 from ..state import search_from_state
 from .base import ALL_FIELDS, PROFILES, View, csv_download, empty
 from .selection import selected_row
@@ -200,8 +200,8 @@ VIEW = View(
         dcc.Store(id=ids.WHATIF_EDIT),
         html.Div(
             [
-                layout.graph(GRAPH, height=None, filename="what-if"),
-                layout.graph(CIU_GRAPH, height=None, filename="what-if-ciu"),
+                components.graph(GRAPH, height=None, filename="what-if"),
+                components.graph(CIU_GRAPH, height=None, filename="what-if-ciu"),
             ],
             className="pair",
         ),

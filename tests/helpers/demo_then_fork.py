@@ -4,6 +4,7 @@ child (what a web worker then a job does). Exit 0 when the child answers in time
 import sys
 import tempfile
 
+from dashboard.demos import build_demo
 from dashboard.isolation import Limits, isolated
 from dashboard.loading import load_model
 from dashboard.store import Store
@@ -16,6 +17,6 @@ def predict(store, ws):
     return model.predict_proba(data[list(entry.features)]).shape
 
 
-store = Store(tempfile.mkdtemp())
+store = Store(tempfile.mkdtemp(), build_demo=build_demo)
 ws = store.workspace("demo-cancer")
 print(isolated(predict, store, ws, what="The demo", limits=Limits(seconds=float(sys.argv[1]))))
