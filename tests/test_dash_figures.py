@@ -285,7 +285,8 @@ def test_ici_categorical_levels_are_a_strip_not_lines(city):
             assert (np.abs(x - np.round(x)) <= 0.28).all() and np.ptp(x - np.round(x)) > 0  # jittered
             assert_allclose(y, curves[city.rows.get_loc(cd[0])])
         summary = fig.data[1]
-        assert_allclose(np.asarray(summary.x, float), np.arange(4)) and list(summary.text) == levels
+        assert_allclose(np.asarray(summary.x, float), np.arange(4))
+        assert list(summary.text) == levels, summary.text
     assert_allclose(np.asarray(F.ici_figure(city).data[1].y, float), city.pi)
 
 
