@@ -112,18 +112,18 @@ def contextual_importance(
     DataFrame with columns CI, CU, influence, ymin, ymax, y, out_of_range.
     """
     return _ciu(
-        model,
-        X,
-        [instance],
-        features,
-        output,
-        n_samples,
-        phi0,
-        out_range,
-        random_state,
-        utility,
-        n_jobs,
-        chunk_rows,
+        model=model,
+        X=X,
+        instances=[instance],
+        features=features,
+        output=output,
+        n_samples=n_samples,
+        phi0=phi0,
+        out_range=out_range,
+        random_state=random_state,
+        utility=utility,
+        n_jobs=n_jobs,
+        chunk_rows=chunk_rows,
         single=True,
     )
 
@@ -171,18 +171,18 @@ def global_contextual_importance(
     if not instances:
         raise InputError("The 'instances' parameter names no rows; give at least one row label of X.")
     table = _ciu(
-        model,
-        X,
-        instances,
-        features,
-        output,
-        n_samples,
-        0.5,
-        out_range,
-        rng,
-        "increasing",
-        n_jobs,
-        chunk_rows,
+        model=model,
+        X=X,
+        instances=instances,
+        features=features,
+        output=output,
+        n_samples=n_samples,
+        phi0=0.5,
+        out_range=out_range,
+        random_state=rng,
+        utility="increasing",
+        n_jobs=n_jobs,
+        chunk_rows=chunk_rows,
         single=False,
     )
     grouped = table.groupby(level="feature", sort=False)
@@ -250,6 +250,7 @@ def ciu_from_profiles(profiles, row, *, out_range, phi0=0.5, utility="increasing
 
 # --- implementation --------------------------------------------------------------------
 def _ciu(
+    *,
     model,
     X,
     instances,
@@ -262,7 +263,6 @@ def _ciu(
     utility,
     n_jobs,
     chunk_rows,
-    *,
     single: bool,
 ) -> pd.DataFrame:
     X = check_frame(X)

@@ -122,7 +122,7 @@ def ice_impact(prof: FeatureProfile, *, alpha: float = 0.0, sd: float | None = N
         sd = _weighted_sd(prof.grid, prof.grid_weights) if sd is None else sd
         sd = check_real(sd, "sd", low=0.0, strict=True)  # 0 when the grid weights sit on one point
         values = _numeric_impact(prof.pred, prof.grid, prof.x, sd, alpha)
-    return pd.Series(values, index=list(IMPACT_COLUMNS), name=prof.feature, dtype=float)
+    return pd.Series([values[c] for c in IMPACT_COLUMNS], index=list(IMPACT_COLUMNS), name=prof.feature, dtype=float)
 
 
 def ice_feature_impact(
@@ -175,7 +175,7 @@ def ice_feature_impact(
     return pd.DataFrame(rows).set_axis(pd.Index(list(profiles), name="feature"))
 
 
-def _numeric_impact(pred, grid, x, sd, alpha) -> tuple[float, ...]:
+def _numeric_impact(pred, grid, x, sd, alpha) -> dict[str, float]:
     """Run-weighted means of the slopes (see :func:`ice_impact`); no division by a run."""
     run = np.diff(grid)  # (n_grid - 1,)
     span = grid[-1] - grid[0]
@@ -186,16 +186,16 @@ def _numeric_impact(pred, grid, x, sd, alpha) -> tuple[float, ...]:
     # the weighted mean is a ratio: shifting by the smallest distance only avoids underflow
     phantom = np.exp(-alpha * (distance - distance.min()))
     like = (phantom[:, :-1] + phantom[:, 1:]) / 2.0
-    return (
-        sd * np.abs(rise).sum(axis=1).mean() / span,
-        sd * chord.mean(),
-        sd * (like * np.abs(rise)).sum() / (like * run).sum(),
-        sd * rise.std(axis=0).sum() / span,
-        sd * np.abs(rise - chord[:, None] * run).sum(axis=1).mean() / span,
-    )
+    return {
+        "impact": sd * np.abs(rise).sum(axis=1).mean() / span,
+        "signed_impact": sd * chord.mean(),
+        "in_distribution_impact": sd * (like * np.abs(rise)).sum() / (like * run).sum(),
+        "heterogeneity": sd * rise.std(axis=0).sum() / span,
+        "non_linearity": sd * np.abs(rise - chord[:, None] * run).sum(axis=1).mean() / span,
+    }
 
 
-def _level_impact(pred, own, alpha) -> tuple[float, ...]:
+def _level_impact(pred, own, alpha) -> dict[str, float]:
     """The pairwise analogue without building the (n_obs, n_pairs) tensor.
 
     For values v_0..v_{L-1}, sum_{a<b} (v_b - v_a) = sum_k (2k - L + 1) v_k: in grid order
@@ -217,13 +217,13 @@ def _level_impact(pred, own, alpha) -> tuple[float, ...]:
     cov = np.atleast_2d(np.cov(pred, rowvar=False, bias=True))
     var = np.diag(cov)[:, None] + np.diag(cov)[None, :] - 2.0 * cov
     upper = np.triu_indices(n_levels, k=1)
-    return (
-        total_abs.mean() / n_pairs,
-        total_signed.mean() / n_pairs,
-        weighted.sum() / weight.sum(),
-        np.sqrt(np.clip(var[upper], 0.0, None)).mean(),
-        np.nan,
-    )
+    return {
+        "impact": total_abs.mean() / n_pairs,
+        "signed_impact": total_signed.mean() / n_pairs,
+        "in_distribution_impact": weighted.sum() / weight.sum(),
+        "heterogeneity": np.sqrt(np.clip(var[upper], 0.0, None)).mean(),
+        "non_linearity": np.nan,
+    }
 
 
 # --- PD-variance importance (FIRM), Scholbeck et al. (2019), Sec. 5 ----------------------

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import InputError
-from .prediction import Segment, predict_segments
+from .prediction import RowSpec, Segment, predict_segments
 from .results import PermutationImportance, PermutationPairs
 from .sampling import sample_rows
 from .validation import (
@@ -146,11 +146,13 @@ def permutation_importance(
         # the rows and their donors, gathered from the sample's own design when it is a
         # sample (cache-local copies; the same values as gathering from all of X)
         def rows_of(a, b):
-            return local, at[np.arange(a, b) % n], {c: local.column_values(c, at[positions[a:b]]) for c in columns}
+            return RowSpec(
+                local, at[np.arange(a, b) % n], {c: local.column_values(c, at[positions[a:b]]) for c in columns}
+            )
 
         return Segment(
             n * n_repeats,
-            lambda a, b: local.block(*rows_of(a, b)[1:]),
+            lambda a, b: rows_of(a, b).block(),
             lambda a, b: rows[np.arange(a, b) % n],
             rows_of,
         )
@@ -162,7 +164,7 @@ def permutation_importance(
     per_feature = n * n_repeats
     batch = max(1, BATCH_ROWS // per_feature)
     unmodified = Segment(  # the sample's rows as they are (read from the same design as the permuted ones)
-        n, lambda a, b: local.block(at[a:b], {}), lambda a, b: rows[a:b], lambda a, b: (local, at[a:b], {})
+        n, lambda a, b: local.block(at[a:b], {}), lambda a, b: rows[a:b], lambda a, b: RowSpec(local, at[a:b], {})
     )
     segments = [unmodified] + [permuted(k, cols, s) for k, ((_, cols), s) in enumerate(zip(items, seeds))]
     errors = np.empty((len(items), n_repeats))  # permuted errors

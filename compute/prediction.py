@@ -159,6 +159,19 @@ def predict_pass(
 
 
 @dataclass(frozen=True)
+class RowSpec:
+    """Rows described without building them: positions in ``design`` and the columns
+    replaced (column -> values, one per row), as :meth:`Design.block` takes them."""
+
+    design: Design
+    positions: np.ndarray
+    replace: dict
+
+    def block(self):
+        return self.design.block(self.positions, self.replace)
+
+
+@dataclass(frozen=True)
 class Segment:
     """A run of intervened rows inside one prediction stream.
 
@@ -173,7 +186,7 @@ class Segment:
     n_rows: int
     make_block: Callable[[int, int], object]
     obs_of: Callable[[int, int], np.ndarray] | None = None
-    rows_of: Callable[[int, int], tuple[Design, np.ndarray, dict]] | None = None
+    rows_of: Callable[[int, int], RowSpec] | None = None
 
 
 def predict_segments(
@@ -208,8 +221,8 @@ def predict_segments(
         parts = list(pieces(a, b))
         if len(parts) > 1 and all(seg.rows_of is not None for seg, _, _ in parts):
             specs = [seg.rows_of(lo, hi) for seg, lo, hi in parts]
-            design = specs[0][0]
-            if design.numeric and all(spec[0] is design for spec in specs):
+            design = specs[0].design
+            if design.numeric and all(spec.design is design for spec in specs):
                 return _gathered(design, specs)
         return predictor.design.concat([seg.make_block(lo, hi) for seg, lo, hi in parts])
 
@@ -228,15 +241,15 @@ def predict_segments(
     )
 
 
-def _gathered(design: Design, specs: list[tuple[Design, np.ndarray, dict]]):
+def _gathered(design: Design, specs: list[RowSpec]):
     """Several segments' rows of one numeric design as one block: one gather of all their
     positions, then each segment's replaced columns written into its own slice (the values
     :meth:`Design.block` gives per segment, without a second copy to stack them)."""
-    rows = np.take(design.rows_array(), np.concatenate([positions for _, positions, _ in specs]), axis=0)
+    rows = np.take(design.rows_array(), np.concatenate([spec.positions for spec in specs]), axis=0)
     start = 0
-    for _, positions, replace in specs:
-        stop = start + positions.size
-        for column, values in replace.items():
+    for spec in specs:
+        stop = start + spec.positions.size
+        for column, values in spec.replace.items():
             rows[start:stop, design.position(column)] = values
         start = stop
     return design.wrap(rows)
@@ -249,7 +262,7 @@ def unmodified_segment(predictor: Predictor, rows: np.ndarray) -> Segment:
         rows.size,
         lambda a, b: design.block(rows[a:b], {}),
         lambda a, b: rows[a:b],
-        lambda a, b: (design, rows[a:b], {}),
+        lambda a, b: RowSpec(design, rows[a:b], {}),
     )
 
 

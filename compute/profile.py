@@ -8,7 +8,7 @@ from joblib import Parallel, delayed
 
 from .errors import InputError
 from .losses import Loss
-from .prediction import Predictor, Segment, predict_segments, unmodified_segment
+from .prediction import Predictor, RowSpec, Segment, predict_segments, unmodified_segment
 from .results import FeatureProfile
 from .sampling import Grid, make_grid, sample_rows
 from .validation import (
@@ -169,10 +169,10 @@ def _profile(
 
     def rows_of(start, stop):
         flat = np.arange(start, stop)
-        return design, rows[flat // n_grid], {feature: grid_values[flat % n_grid]}
+        return RowSpec(design, rows[flat // n_grid], {feature: grid_values[flat % n_grid]})
 
     def make_block(start, stop):
-        return design.block(*rows_of(start, stop)[1:])
+        return rows_of(start, stop).block()
 
     # The unmodified row of an observation whose own value is a grid point is already in
     # the tensor (bit for bit): read it off. Rows whose value is not a grid point ride

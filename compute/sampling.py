@@ -181,10 +181,11 @@ def _is_missing(level) -> bool:
     return level is None or (not isinstance(level, str) and bool(pd.isna(level)))
 
 
-def _level_sort_key(level, column: pd.Series):
-    """Category order for categoricals, natural order otherwise, missing last."""
+def _level_sort_key(level, column: pd.Series) -> tuple[int, tuple[int, str]]:
+    """Category order for categoricals, natural order otherwise, missing last: (missing,
+    (position, text))."""
     if level is None:
-        return (1, 0, "")
+        return (1, (0, ""))
     if isinstance(column.dtype, pd.CategoricalDtype):
-        return (0, list(column.cat.categories).index(level), "")
-    return (0, 0, str(level)) if not isinstance(level, (bool, np.bool_)) else (0, int(level), "")
+        return (0, (list(column.cat.categories).index(level), ""))
+    return (0, (0, str(level))) if not isinstance(level, (bool, np.bool_)) else (0, (int(level), ""))

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -171,9 +171,20 @@ def shapley_importance(
     -------
     ShapleyImportance
     """
-    game, players, rng, X, exact_args = _setup_game(
-        model, X, y, features, loss, n_obs_permutations, random_state, n_jobs, output, n_obs, chunk_rows
+    setup = _setup_game(
+        model=model,
+        X=X,
+        y=y,
+        features=features,
+        loss=loss,
+        n_obs_permutations=n_obs_permutations,
+        random_state=random_state,
+        n_jobs=n_jobs,
+        output=output,
+        n_obs=n_obs,
+        chunk_rows=chunk_rows,
     )
+    game, players, rng, X = setup.game, setup.players, setup.rng, setup.X
     n_permutations = check_int(n_permutations, "n_permutations", low=1, high=MAX_ORDERINGS, none_ok=True)
     exact_max_players = check_int(exact_max_players, "exact_max_players", low=1, high=20)
     max_rows = check_int(max_rows, "max_rows", low=1)
@@ -189,12 +200,12 @@ def shapley_importance(
     sampled_cells = max_rows // n_perm if n_permutations is None else (n_permutations + 1) * (p + 1) * n
     game.keep_rows = ((1 << p) * n if exact else sampled_cells) <= ROW_ERRORS_MAX
     if exact:
-        values, std_error, phi_rows = _exact_shapley(game, p)
-        n_orderings, converged = 0, bool(np.all(std_error <= tol * abs(game.value(game.full))))
+        estimate = _exact_shapley(game, p)
+        estimate = replace(estimate, converged=bool(np.all(estimate.std_error <= tol * abs(game.value(game.full)))))
     else:
-        values, std_error, n_orderings, converged, phi_rows = _sampled_shapley(
-            game, p, rng, n_permutations=n_permutations, tol=tol, max_rows=max_rows
-        )
+        estimate = _sampled_shapley(game, p, rng, n_permutations=n_permutations, tol=tol, max_rows=max_rows)
+    values, std_error, phi_rows = estimate.values, estimate.std_error, estimate.phi_rows
+    n_orderings, converged = estimate.n_orderings, estimate.converged
     names = list(players)
     row_se = None
     if phi_rows is not None:
@@ -211,7 +222,7 @@ def shapley_importance(
         n_rows=game.n_rows,
         converged=converged,
         players=players,
-        params={**exact_args, "random_state": random_state if isinstance(random_state, int) else None},
+        params={**setup.params, "random_state": random_state if isinstance(random_state, int) else None},
         row_std_error=row_se,
         rows=X.index[game.rows],
         n_total=len(X),
@@ -248,9 +259,20 @@ def shapley_coalitions(
     order of ``features``) of the game ``shapley_importance`` plays with the same arguments:
     a batch of the exact game computed on its own, for ``shapley_importance(coalitions=...)``
     to join (one job spread over several machines)."""
-    game, players, _, _, _ = _setup_game(
-        model, X, y, features, loss, n_obs_permutations, random_state, n_jobs, output, n_obs, chunk_rows
+    setup = _setup_game(
+        model=model,
+        X=X,
+        y=y,
+        features=features,
+        loss=loss,
+        n_obs_permutations=n_obs_permutations,
+        random_state=random_state,
+        n_jobs=n_jobs,
+        output=output,
+        n_obs=n_obs,
+        chunk_rows=chunk_rows,
     )
+    game, players = setup.game, setup.players
     top = 1 << len(players)
     try:
         chosen = np.unique(np.asarray(masks).ravel())
@@ -271,7 +293,35 @@ def shapley_coalitions(
     )
 
 
-def _setup_game(model, X, y, features, loss, n_obs_permutations, random_state, n_jobs, output, n_obs, chunk_rows):
+@dataclass(frozen=True, eq=False)
+class _Setup:
+    """The game ``shapley_importance`` and ``shapley_coalitions`` share, its players, the
+    generator after the rows and observation permutations were drawn, and the checked
+    parameters the result reports."""
+
+    game: _Game
+    players: dict
+    rng: np.random.Generator
+    X: pd.DataFrame  # the checked data (an array becomes a frame)
+    params: dict
+
+
+@dataclass(frozen=True, eq=False)
+class _Estimate:
+    """Shapley values of the players with their standard errors; the per-row values when kept
+    (``phi_rows``: players x rows); the orderings sampled (0: exact) and whether the
+    sampling met its tolerance."""
+
+    values: np.ndarray
+    std_error: np.ndarray
+    phi_rows: np.ndarray | None = None
+    n_orderings: int = 0
+    converged: bool = False
+
+
+def _setup_game(
+    *, model, X, y, features, loss, n_obs_permutations, random_state, n_jobs, output, n_obs, chunk_rows
+) -> _Setup:
     """The checked inputs and the game (rows sampled, observation permutations drawn) that
     ``shapley_importance`` and ``shapley_coalitions`` share."""
     X = check_frame(X)
@@ -287,8 +337,8 @@ def _setup_game(model, X, y, features, loss, n_obs_permutations, random_state, n
     rows = sample_rows(len(X), n_obs, rng)
     donors = np.stack([rows[rng.permutation(rows.size)] for _ in range(n_obs_permutations)])
     game = _Game(predictor, y_enc, loss_obj, rows, players, donors, chunk_rows=chunk_rows, n_jobs=n_jobs)
-    args = {"loss": loss_obj.name, "n_obs_permutations": n_obs_permutations, "n_obs": n_obs}
-    return game, players, rng, X, args
+    params = {"loss": loss_obj.name, "n_obs_permutations": n_obs_permutations, "n_obs": n_obs}
+    return _Setup(game=game, players=players, rng=rng, X=X, params=params)
 
 
 def compare_shapley_importance(models: Mapping[str, object], X, y, **kwargs) -> pd.DataFrame:
@@ -419,12 +469,10 @@ def shapley_contributions(
     p = len(players)
     exact = n_permutations is None and p <= exact_max_players
     if exact:
-        values, std_error, _ = _exact_shapley(game, p)
-        n_orderings = 0
+        estimate = _exact_shapley(game, p)
     else:
-        values, std_error, n_orderings, _, _ = _sampled_shapley(
-            game, p, rng, n_permutations=n_permutations, tol=tol, max_rows=max_rows
-        )
+        estimate = _sampled_shapley(game, p, rng, n_permutations=n_permutations, tol=tol, max_rows=max_rows)
+    values, std_error, n_orderings = estimate.values, estimate.std_error, estimate.n_orderings
     game.evaluate([0])
     names = list(players)
     return ShapleyContributions(
@@ -596,7 +644,7 @@ def _permutation_se(phi_l: np.ndarray) -> np.ndarray:
     return phi_l.std(axis=1, ddof=1) / np.sqrt(n_perm)
 
 
-def _exact_shapley(game: _Game, p: int) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+def _exact_shapley(game: _Game, p: int) -> _Estimate:
     """Eq. (11) by enumeration: phi_j = sum_{S not containing j} |S|!(p-|S|-1)!/p! (v(S+j) - v(S)).
 
     Computed per observation permutation (the Shapley value is linear in v), so the values
@@ -620,10 +668,10 @@ def _exact_shapley(game: _Game, p: int) -> tuple[np.ndarray, np.ndarray, np.ndar
         for j in range(p):
             without = masks[(masks >> j) & 1 == 0]
             phi_rows[j] = sign * (weight[size[without]] @ (errors[without | (1 << j)] - errors[without]))
-    return phi_l.mean(axis=1), _permutation_se(phi_l), phi_rows
+    return _Estimate(values=phi_l.mean(axis=1), std_error=_permutation_se(phi_l), phi_rows=phi_rows)
 
 
-def _sampled_shapley(game: _Game, p: int, rng, *, n_permutations, tol, max_rows):
+def _sampled_shapley(game: _Game, p: int, rng, *, n_permutations, tol, max_rows) -> _Estimate:
     """Algorithm 2 of Casalicchio et al. (2018) over antithetic pairs of feature orderings.
 
     Standard error: sqrt(se_orderings^2 + se_permutations^2), the first from the spread
@@ -679,4 +727,6 @@ def _sampled_shapley(game: _Game, p: int, rng, *, n_permutations, tol, max_rows)
     converged = bool(np.all(se <= tol * total))
     if phi_rows is not None:
         phi_rows = phi_rows / (2 * n_pairs)
-    return pairs.mean(axis=0), se, 2 * n_pairs, converged, phi_rows
+    return _Estimate(
+        values=pairs.mean(axis=0), std_error=se, phi_rows=phi_rows, n_orderings=2 * n_pairs, converged=converged
+    )

@@ -17,29 +17,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .checks import (  # re-exported: the public checks live in one place
-    check_choice as check_choice,
-)
-from .checks import (
-    check_int as check_int,
-)
-from .checks import (
-    check_n_jobs as check_n_jobs,
-)
-from .checks import (
-    check_real as check_real,
-)
-from .checks import (
-    check_rng as check_rng,
-)
-from .checks import (
-    close_matches as close_matches,
-)
-from .checks import (
-    is_label as is_label,
-)
-from .checks import (
-    is_real as is_real,
+from .checks import (  # noqa: F401 (re-exported: modules import every check from here)
+    check_choice,
+    check_int,
+    check_n_jobs,
+    check_real,
+    check_rng,
+    close_matches,
+    is_label,
+    is_real,
 )
 from .errors import InputError
 from .intervention import Design

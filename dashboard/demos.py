@@ -19,6 +19,7 @@ import fcntl
 import importlib.util
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -40,7 +41,21 @@ if all(importlib.util.find_spec(name) for name in BOOSTER_LIBRARIES):  # found, 
     DEMOS["demo-wine"] = "Wine cultivars (3 classes: XGBoost, LightGBM, CatBoost)"
 
 
-def _x3():
+@dataclass(frozen=True)
+class DemoData:
+    """What a demo's builder returns: its held-out rows (features and target), the task, the
+    loss PFI uses, the class whose probability is explained (None: the model's own), and the
+    trained models by name."""
+
+    data: pd.DataFrame
+    target: str
+    task: str  # "regression" or "classification"
+    loss: str
+    output: str | None
+    models: dict
+
+
+def _x3() -> DemoData:
     from sklearn.ensemble import RandomForestRegressor
 
     X_train, y_train = x3_interaction(5000, random_state=1)
@@ -48,10 +63,10 @@ def _x3():
     forest = RandomForestRegressor(n_estimators=60, min_samples_leaf=5, random_state=0, n_jobs=-1)
     forest.fit(X_train, y_train)
     data = X_test.assign(Y=y_test)
-    return data, "Y", "regression", "squared_error", None, {"random forest": forest}
+    return DemoData(data, "Y", "regression", "squared_error", None, {"random forest": forest})
 
 
-def _diabetes():
+def _diabetes() -> DemoData:
     from sklearn.datasets import load_diabetes
     from sklearn.ensemble import RandomForestRegressor
     from sklearn.linear_model import RidgeCV
@@ -65,10 +80,10 @@ def _diabetes():
     forest = RandomForestRegressor(n_estimators=100, min_samples_leaf=3, random_state=0, n_jobs=-1)
     ridge = make_pipeline(StandardScaler(), RidgeCV(alphas=np.logspace(-3, 3, 13)))
     models = {"random forest": forest.fit(X_train, y_train), "ridge": ridge.fit(X_train, y_train)}
-    return test.reset_index(drop=True), "progression", "regression", "squared_error", None, models
+    return DemoData(test.reset_index(drop=True), "progression", "regression", "squared_error", None, models)
 
 
-def _cancer():
+def _cancer() -> DemoData:
     from sklearn.datasets import load_breast_cancer
     from sklearn.ensemble import HistGradientBoostingClassifier
     from sklearn.linear_model import LogisticRegression
@@ -85,10 +100,10 @@ def _cancer():
     boost = HistGradientBoostingClassifier(max_iter=150, learning_rate=0.1, random_state=0)
     logit = make_pipeline(StandardScaler(), LogisticRegression(C=0.5, max_iter=2000))
     models = {"gradient boosting": boost.fit(X_train, y_train), "logistic regression": logit.fit(X_train, y_train)}
-    return test.reset_index(drop=True), "diagnosis", "classification", "log_loss", "malignant", models
+    return DemoData(test.reset_index(drop=True), "diagnosis", "classification", "log_loss", "malignant", models)
 
 
-def _wine():
+def _wine() -> DemoData:
     import catboost
     import lightgbm
     import xgboost
@@ -115,7 +130,7 @@ def _wine():
         ).fit(X_train, y_train),
     }
     models["XGBoost"].wip_classes = tuple(names)  # what its outputs 0..k-1 mean (the file stores no labels)
-    return test.reset_index(drop=True), "cultivar", "classification", "log_loss", None, models
+    return DemoData(test.reset_index(drop=True), "cultivar", "classification", "log_loss", None, models)
 
 
 _BUILDERS = {"demo-x3": _x3, "demo-diabetes": _diabetes, "demo-cancer": _cancer, "demo-wine": _wine}
@@ -147,11 +162,11 @@ def _save(model, stem: Path) -> tuple[Path, tuple]:
 def _train(store, ws_id: str):
     """Train a demo's models, save them (.skops, or a booster's own format) with its data;
     returns the workspace."""
-    data, target, task, loss, output, models = _BUILDERS[ws_id]()
-    data_rel, data_sha = store.keep_data(data)
-    features = tuple(str(c) for c in data.columns if c != target)
+    demo = _BUILDERS[ws_id]()
+    data_rel, data_sha = store.keep_data(demo.data)
+    features = tuple(str(c) for c in demo.data.columns if c != demo.target)
     entries = []
-    for name, model in models.items():
+    for name, model in demo.models.items():
         path, classes = _save(model, Path(store.root / "demos" / f"{ws_id}-{name.replace(' ', '_')}"))
         rel, sha = store.keep_model(path, path.suffix)
         entries.append(ModelEntry(name=name, path=rel, sha=sha, features=features, classes=classes))
@@ -160,10 +175,10 @@ def _train(store, ws_id: str):
         title=DEMOS[ws_id],
         data_path=data_rel,
         data_sha=data_sha,
-        target=target,
-        task=task,
-        loss=loss,
-        output=output,
+        target=demo.target,
+        task=demo.task,
+        loss=demo.loss,
+        output=demo.output,
         models=tuple(entries),
         demo=True,
         features=features,

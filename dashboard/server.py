@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 
 from dash import Dash, DiskcacheManager
 from dash.exceptions import DependencyException, InvalidResourceError, PreventUpdate
-from flask import abort, jsonify, request
+from flask import Response, abort, jsonify, request
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge, RequestTimeout
 
 from . import jobs, layout, planning
@@ -355,11 +355,10 @@ def guard_routes(app: Dash, config: Config) -> None:
     @server.before_request
     def guard():
         if check_host and rebound_host(request.remote_addr, request.host):
-            return (
+            return _text(
                 "This server answers a local connection only at localhost or an IP address "
                 "(behind a reverse proxy, start it with --trusted-proxies).",
                 403,
-                {"Content-Type": "text/plain; charset=utf-8"},
             )
         if request.path in post_only and request.method != "POST":
             abort(405, valid_methods=["POST"])
@@ -369,9 +368,13 @@ def guard_routes(app: Dash, config: Config) -> None:
 
     @server.errorhandler(DependencyException)
     def not_a_resource(_exc):
-        return "Not found.", 404, {"Content-Type": "text/plain; charset=utf-8"}
+        return _text("Not found.", 404)
 
     guard_callbacks(app)
+
+
+def _text(message: str, status: int) -> Response:
+    return Response(message, status=status, content_type="text/plain; charset=utf-8")
 
 
 def cross_site(headers, host: str) -> bool:

@@ -130,3 +130,33 @@ def test_no_function_imports_our_modules(name):
         if isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
             inside += [f"line {node.lineno} in {func.name}(): {target}" for node, target in _imports(name, func)]
     assert inside == []
+
+
+def _wide_returns(tree: ast.AST) -> list[str]:
+    """``return a, b, c`` (a tuple literal of more than two values) in a function, or a
+    lambda whose value is one."""
+    found = []
+    for func in ast.walk(tree):
+        if isinstance(func, ast.Lambda):
+            values = [(func.lineno, func.body)]
+        elif isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            values = [(node.lineno, node.value) for node in ast.walk(func) if isinstance(node, ast.Return)]
+        else:
+            continue
+        for lineno, value in values:
+            if isinstance(value, ast.Tuple) and len(value.elts) > 2:
+                found.append(f"line {lineno} in {getattr(func, 'name', 'lambda')}()")
+    return sorted(set(found))
+
+
+def test_the_wide_return_check_sees_one():
+    assert _wide_returns(ast.parse("def f():\n    return 1, 2, 3\n")) == ["line 2 in f()"]
+    assert _wide_returns(ast.parse("g = lambda a: (a, 1, {})\n")) == ["line 1 in lambda()"]
+    assert _wide_returns(ast.parse("def f():\n    return 1, (2, 3)\n")) == []
+
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_results_of_more_than_two_values_are_named(name):
+    """A function returns at most a pair; more values come as a dataclass (or a dict of
+    named outputs), so no caller unpacks a result by position."""
+    assert _wide_returns(ast.parse(MODULES[name].read_text())) == []

@@ -27,7 +27,7 @@ from sklearn.preprocessing import StandardScaler
 import compute
 from dashboard import figures, ids, planning, views
 from dashboard.callbacks.compute import finish_job, resolve_state, run_request
-from dashboard.callbacks.drilldown import build_condition, control_options, normalize, parse_values, update_state
+from dashboard.callbacks.drilldown import build_condition, control_options, parse_values, update_state
 from dashboard.callbacks.load import describe_data, describe_models, load_outputs, load_workspace
 from dashboard.config import Config, from_env, parse_args
 from dashboard.server import create_app
@@ -35,6 +35,7 @@ from dashboard.state import (
     DEFAULT_REPEATS,
     MAX_REPEATS,
     default_state,
+    normalize,
     search_from_state,
     state_from_search,
 )
@@ -231,7 +232,10 @@ def test_exclude_negative_selected_and_clear(ctx, state):
 
 def test_control_options_list_models_features_and_columns(ctx, state):
     """The dropdowns of demo-x3: its model, its features and all columns for the builder."""
-    demos, models, features, columns = control_options(ctx, state)
+    options = control_options(ctx, state)
+    assert set(options) == {"ws_options", "model_options", "feature_options", "column_options"}
+    demos, models = options["ws_options"], options["model_options"]
+    features, columns = options["feature_options"], options["column_options"]
     assert "demo-x3" in [d["value"] for d in demos]
     assert (models, features) == (["random forest"], FEATURES)
     assert [c["value"] for c in columns] == FEATURES + ["Y"]
@@ -243,12 +247,12 @@ def test_uploads_of_this_tab_stay_listed_after_switching_to_a_demo(ctx, model_up
     loaded = load_workspace(ctx, [model_upload], data_upload, "y", None, None, [], False, None)["ws"]
     demo = normalize(ctx, {**default_state(), "ws": "demo-x3"})[0]
     forged = ["no-such-workspace", 42, "x" * 5000, None]
-    listed = [o["value"] for o in control_options(ctx, demo, [loaded, *forged])[0]]
+    listed = [o["value"] for o in control_options(ctx, demo, [loaded, *forged])["ws_options"]]
     assert loaded in listed and listed.count(loaded) == 1
     from dashboard.demos import DEMOS
 
     assert not set(listed) - {loaded, *DEMOS}
-    assert loaded not in [o["value"] for o in control_options(ctx, demo)[0]]  # another tab: not listed
+    assert loaded not in [o["value"] for o in control_options(ctx, demo)["ws_options"]]  # another tab: not listed
 
 
 def test_ici_table_click_on_second_page_selects_that_row(app, ctx, state, results):
@@ -310,7 +314,8 @@ def test_finish_job_reports_the_job_error(ctx, state, results):
     """A failed job for the current state shows its error as results and status."""
     pending = {**state, "subgroup": "X2 > 0.456"}
     _, request, _ = resolve_state(ctx, pending, None)
-    out, status, retry = finish_job(ctx, pending, {"request": request["request"], "error": "model crashed"})
+    finished = finish_job(ctx, pending, {"request": request["request"], "error": "model crashed"})
+    out, status, retry = finished["results"], finished["status"], finished["retry"]
     assert (out["error"], status) == ("model crashed", "model crashed")
     assert retry == {}  # Retry shown: a time or memory limit may pass on a second try
 

@@ -317,9 +317,9 @@ def test_demos_and_typical_pipelines_load_and_predict_without_acceptance(tmp_pat
         for ws_id, build in demos._BUILDERS.items():
             if ws_id in demos.BOOSTER_DEMOS:  # saved in their own formats: tests/test_boosters.py (isolated)
                 continue
-            frame, target, *_, models = build()
-            for name, model in models.items():
-                cases[f"{ws_id} {name}"] = (model, frame.drop(columns=target))
+            demo = build()
+            for name, model in demo.models.items():
+                cases[f"{ws_id} {name}"] = (model, demo.data.drop(columns=demo.target))
     problems = []
     for name, (model, X) in cases.items():
         path = dump(model, tmp_path / f"{len(problems)}-{abs(hash(name))}.skops")

@@ -495,19 +495,18 @@ def test_watchdog_reports_a_job_that_ended_without_results(ctx):
     """When the job stops running and the state's results are still missing (its process
     was killed), the page gets a message and a Retry button instead of "Computing…" forever;
     Retry resolves the state again into a new job request (a new nonce, a new result slot)."""
-    from dash import no_update
-
-    from dashboard.callbacks.compute import HIDDEN, SHOWN, STOPPED, finish_job, watch_job
+    from dashboard.callbacks.compute import HIDDEN, SHOWN, STOPPED, UNCHANGED, finish_job, watch_job
 
     pending = _state(ctx, subgroup="X1 < -0.77")
-    results, status, retry = watch_job(ctx, False, pending, None)
-    assert status == STOPPED and results["error"] == STOPPED and retry == SHOWN
-    assert watch_job(ctx, True, pending, None) == (no_update,) * 3  # still running
+    stopped = watch_job(ctx, False, pending, None)
+    assert stopped["status"] == STOPPED and stopped["results"]["error"] == STOPPED and stopped["retry"] == SHOWN
+    assert watch_job(ctx, True, pending, None) == UNCHANGED  # still running
     first, second = resolve_state(ctx, pending, None).request, resolve_state(ctx, pending, None).request
     assert first["request"] == second["request"] and first["nonce"] != second["nonce"]
     run_request(ctx, second)
-    assert watch_job(ctx, False, pending, None) == (no_update,) * 3  # finished normally
-    done, status, retry = finish_job(ctx, pending, {"request": second["request"], "ok": True})
+    assert watch_job(ctx, False, pending, None) == UNCHANGED  # finished normally
+    finished = finish_job(ctx, pending, {"request": second["request"], "ok": True})
+    done, status, retry = finished["results"], finished["status"], finished["retry"]
     assert "sigs" in done and status is None and retry == HIDDEN
 
 

@@ -330,12 +330,15 @@ def register(app, ctx) -> None:
             return no_update
         return run_request(ctx, request, set_progress, client=client_key(callback_context.remote))
 
+    outcome = {
+        "results": Output(ids.RESULTS, "data", allow_duplicate=True),
+        "status": Output(ids.STATUS, "children", allow_duplicate=True),
+        "retry": Output(ids.RETRY, "style", allow_duplicate=True),
+    }
+
     @app.callback(
-        Output(ids.RESULTS, "data", allow_duplicate=True),
-        Output(ids.STATUS, "children", allow_duplicate=True),
-        Output(ids.RETRY, "style", allow_duplicate=True),
-        Input(ids.JOB_DONE, "data"),
-        State(ids.STATE, "data"),
+        output=outcome,
+        inputs={"done": Input(ids.JOB_DONE, "data"), "state": State(ids.STATE, "data")},
         prevent_initial_call=True,
     )
     def finish(done, state):
@@ -356,12 +359,12 @@ def register(app, ctx) -> None:
         return CANCELLED, SHOWN
 
     @app.callback(
-        Output(ids.RESULTS, "data", allow_duplicate=True),
-        Output(ids.STATUS, "children", allow_duplicate=True),
-        Output(ids.RETRY, "style", allow_duplicate=True),
-        Input(ids.JOB_ACTIVE, "data"),
-        State(ids.STATE, "data"),
-        State(ids.JOB_DONE, "data"),
+        output=outcome,
+        inputs={
+            "active": Input(ids.JOB_ACTIVE, "data"),
+            "state": State(ids.STATE, "data"),
+            "done": State(ids.JOB_DONE, "data"),
+        },
         prevent_initial_call=True,
     )
     def watch(active, state, done):
@@ -377,24 +380,28 @@ HIDDEN: dict[str, str] = {"display": "none"}
 SHOWN: dict[str, str] = {}
 
 
-def watch_job(ctx, active, state, done):
+UNCHANGED = {"results": no_update, "status": no_update, "retry": no_update}
+
+
+def watch_job(ctx, active, state, done) -> dict:
     """Watchdog: when a job stops running, the page must not stay on "Computing…". If the
     state's results are still missing and no job error explains it, the job died (Dash
-    reports nothing when a job process is killed); say so, and offer Retry."""
+    reports nothing when a job process is killed); say so, and offer Retry. Returns the
+    page's results record, status line and Retry button style (``UNCHANGED``: none)."""
     if active is not False:
-        return no_update, no_update, no_update
-    _, request, _ = resolve_state(ctx, state, done)
-    if not isinstance(request, dict):  # complete, or a job error: finish_job shows either
-        return no_update, no_update, no_update
-    return {"error": STOPPED, "state": clean_state(state)}, STOPPED, SHOWN
+        return dict(UNCHANGED)
+    if not isinstance(resolve_state(ctx, state, done).request, dict):  # complete, or a job error: finish_job
+        return dict(UNCHANGED)
+    return {"results": {"error": STOPPED, "state": clean_state(state)}, "status": STOPPED, "retry": SHOWN}
 
 
-def finish_job(ctx, state, done):
+def finish_job(ctx, state, done) -> dict:
     """After a job: the results if the current state is now complete, its error if it
     failed (with Retry: a time or memory limit may not be hit again on a quieter server);
-    nothing while a newer job (for a newer state) is still running."""
-    results, request, status = resolve_state(ctx, state, done)
-    if isinstance(request, dict):  # a newer job (for a newer state) is still running
-        return no_update, no_update, no_update
-    failed = isinstance(results, dict) and "error" in results
-    return results, status, SHOWN if failed else HIDDEN
+    nothing while a newer job (for a newer state) is still running. Returns the page's
+    results record, status line and Retry button style (as :func:`watch_job`)."""
+    resolved = resolve_state(ctx, state, done)
+    if isinstance(resolved.request, dict):  # a newer job (for a newer state) is still running
+        return dict(UNCHANGED)
+    failed = isinstance(resolved.results, dict) and "error" in resolved.results
+    return {"results": resolved.results, "status": resolved.status, "retry": SHOWN if failed else HIDDEN}

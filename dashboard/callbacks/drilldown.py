@@ -432,7 +432,6 @@ def controller_outputs(ctx, state, trigger, inputs) -> dict:
     if new == state and trigger != ids.URL and error is None:
         return {**{name: no_update for name in CONTROLLER_OUTPUTS}, "subgroup_error": None}
     subgroup_box = no_update if (error and trigger in (ids.SUBGROUP_APPLY, ids.SUBGROUP_TEXT)) else new["subgroup"]
-    ws_options, model_options, feature_options, column_options = control_options(ctx, new, inputs.get("mine"))
     return {
         "state": new,
         "search": search_from_state(new),
@@ -443,10 +442,7 @@ def controller_outputs(ctx, state, trigger, inputs) -> dict:
         "subgroup_error": error,
         "centered": ["c"] if new["centered"] else [],
         "ale_k": new["ale_k"],
-        "ws_options": ws_options,
-        "model_options": model_options,
-        "feature_options": feature_options,
-        "column_options": column_options,
+        **control_options(ctx, new, inputs.get("mine")),
         "subgroup_placeholder": subgroup_example(ctx, new),
     }
 
@@ -490,12 +486,12 @@ def control_options(ctx, state, mine=None):
             demos.append({"label": found.title, "value": found.id})
             listed.add(ws_id)
     if ws is None:
-        return demos, [], [], []
+        return {"ws_options": demos, "model_options": [], "feature_options": [], "column_options": []}
     model = ws.model(state.get("model"))
     columns = [c for c in ctx.store.data(ws).columns]
-    return (
-        demos,
-        [m.name for m in ws.models],
-        list(model.features),
-        [{"label": str(c), "value": json.dumps(c) if not isinstance(c, str) else c} for c in columns],
-    )
+    return {
+        "ws_options": demos,
+        "model_options": [m.name for m in ws.models],
+        "feature_options": list(model.features),
+        "column_options": [{"label": str(c), "value": json.dumps(c) if not isinstance(c, str) else c} for c in columns],
+    }

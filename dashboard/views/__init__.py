@@ -56,7 +56,7 @@ def _discover() -> tuple[View, ...]:
     unknown = [v.name for v in found if v.section not in keys]
     if unknown:
         raise RuntimeError(f"views in no known section ({keys}): {unknown}")
-    return tuple(sorted(found, key=lambda v: (keys.index(v.section), v.order, v.name)))
+    return tuple(sorted(found, key=lambda v: (keys.index(v.section), (v.order, v.name))))
 
 
 REGISTRY: tuple[View, ...] = _discover()

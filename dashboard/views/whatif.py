@@ -10,6 +10,8 @@ edited row as well (its task takes the same edits).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pandas as pd
 from dash import dcc, html
 
@@ -88,11 +90,19 @@ def _field(data: pd.DataFrame, feature, row, edit: dict) -> html.Div:
     return html.Div(parts, className="whatif-field edited" if edited else "whatif-field")
 
 
-def _units(ws) -> tuple[float, str, str]:
-    """(scale, unit, what the prediction is) for titles and numbers."""
+@dataclass(frozen=True)
+class Units:
+    """How predictions are shown: multiplied by ``scale``, changes in ``unit``, titled ``what``."""
+
+    scale: float
+    unit: str
+    what: str
+
+
+def _units(ws) -> Units:
     if ws.output is not None:
-        return 100.0, "pp", f"probability of {figures.level_label(ws.output)} (%)"
-    return 1.0, "", f"predicted {ws.target}"
+        return Units(100.0, "pp", f"probability of {figures.level_label(ws.output)} (%)")
+    return Units(1.0, "", f"predicted {ws.target}")
 
 
 def render(ctx, inp) -> dict:
@@ -115,7 +125,8 @@ def render(ctx, inp) -> dict:
         waiting = empty("Computing the what-if…")
         return {"form": form, "figure": waiting, "ciu": waiting, "info": "", "reset_style": reset_style}
     res: compute.WhatIf = found
-    scale, unit, what = _units(inp.ws)
+    units = _units(inp.ws)
+    scale, unit, what = units.scale, units.unit, units.what
     feature = state["feature"]
     changes = ", ".join(
         f"{c} {figures.value_text(res.values.loc[c, 'original'])} → {figures.value_text(v)}"
