@@ -168,7 +168,8 @@ def warm_cache(ctx, ws: Workspace) -> dict:
         if todo:
             assert all(t["kind"] in ("pfi", "pfi_groups") for t in todo), todo
             cold[f"pfi[{condition}]"] = _run(ctx, ws, todo)
-    results, request, _ = resolve_state(ctx, state, None)
+    resolved = resolve_state(ctx, state, None)
+    results, request = resolved.results, resolved.request
     assert request is no_update and "keys" in results, "the cache is not warm"
     cold["n_features"] = len(ws.features)
     return cold

@@ -46,7 +46,6 @@ from dashboard.state import (
     default_state,  # noqa: E402
     normalize,  # noqa: E402
 )
-from dashboard.views import base  # noqa: E402
 
 TARGET_MS = 200.0
 
@@ -81,14 +80,14 @@ def main(argv=None) -> int:
             assert error is None
 
             def view():
-                base._INPUTS.items.clear()  # read the profile from the disk cache each time
-                base._RESULTS.items.clear()
-                results, _, _ = resolve_state(ctx, state, None)
+                views._INPUTS.items.clear()  # read the profile from the disk cache each time
+                views.base._RESULTS.items.clear()
+                results = resolve_state(ctx, state, None).results
                 return views.render(ctx, "subgroup_finder", results)
 
             out = view()
             assert out["list"], out["info"]
-            inp = base.load_inputs(ctx, resolve_state(ctx, state, None)[0])
+            inp = views.load_inputs(ctx, resolve_state(ctx, state, None).results)
             prof = inp.profile
             others = [f for f in ws.features if f != feature]
             found = compute.suggest_subgroups(prof, data, features=others)

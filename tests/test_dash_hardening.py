@@ -90,18 +90,20 @@ def test_model_killing_its_process_fails_the_job_with_a_message(ctx):
     )
     ctx.store.save_workspace(ws)
     state = _demo_state(ctx, ws=ws.id)
-    _, request, _ = resolve_state(ctx, state, None)
+    request = resolve_state(ctx, state, None).request
     done = run_request(ctx, request)
     assert "killed by signal 9" in done["error"]
-    results, _, status = resolve_state(ctx, state, done)
+    resolved = resolve_state(ctx, state, done)
+    results, status = resolved.results, resolved.status
     assert "killed" in results["error"] and "killed" in status
 
 
 def _compute(ctx, state):
-    _, request, _ = resolve_state(ctx, state, None)
+    request = resolve_state(ctx, state, None).request
     if isinstance(request, dict):
         assert run_request(ctx, request).get("ok"), "job failed"
-    results, request, _ = resolve_state(ctx, state, None)
+    resolved = resolve_state(ctx, state, None)
+    results, request = resolved.results, resolved.request
     assert "keys" in results
     return results
 
@@ -114,7 +116,7 @@ def test_corrupt_cache_entry_is_recomputed_not_served(ctx):
     before = ctx.store.get(key).local_importance.copy()
     for file in (ctx.store.root / "results").rglob("*.val"):  # as if writes had been cut short
         file.write_bytes(file.read_bytes()[: file.stat().st_size // 3])
-    _, request, _ = resolve_state(ctx, state, None)
+    request = resolve_state(ctx, state, None).request
     assert isinstance(request, dict), "resolve must notice the damaged entry and ask for a job"
     results = _compute(ctx, state)
     np.testing.assert_allclose(ctx.store.get(results["keys"]["profiles"]["X1"]).local_importance, before)
@@ -131,7 +133,7 @@ def test_worker_killed_mid_computation_then_next_request_recomputes(tmp_path):
     app = create_app(Config(cache_dir=str(tmp_path / "killed"), max_curves=500))
     ctx = app._wip_context
     state = _demo_state(ctx, subgroup="X1 > 0")
-    _, request, _ = resolve_state(ctx, state, None)
+    request = resolve_state(ctx, state, None).request
     assert isinstance(request, dict)
     proc = multiprocessing.get_context("fork").Process(target=_run_and_die, args=(str(ctx.store.root), request))
     proc.start()

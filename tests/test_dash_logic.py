@@ -59,10 +59,12 @@ def ctx(app):
 
 def _resolved(ctx, state):
     """The results record of a state, computing what is missing first."""
-    results, request, _ = resolve_state(ctx, state, None)
+    resolved = resolve_state(ctx, state, None)
+    results, request = resolved.results, resolved.request
     if isinstance(request, dict):
         assert run_request(ctx, request).get("ok"), "background job failed"
-        results, request, _ = resolve_state(ctx, state, None)
+        resolved = resolve_state(ctx, state, None)
+        results, request = resolved.results, resolved.request
     assert isinstance(results, dict) and "keys" in results
     return results
 
@@ -272,7 +274,8 @@ def test_ici_table_click_on_second_page_selects_that_row(app, ctx, state, result
 # --- resolving a state ---------------------------------------------------------------------
 def test_cached_state_resolves_without_request(ctx, state, results):
     """Once computed, a state resolves to its result keys with no job request."""
-    again, request, status = resolve_state(ctx, state, None)
+    resolved = resolve_state(ctx, state, None)
+    again, request, status = resolved.results, resolved.request, resolved.status
     assert again == results
     assert not isinstance(request, dict) and status is None
 
@@ -281,7 +284,7 @@ def test_new_subgroup_needs_only_pfi_tasks(ctx, state, results):
     """A new subgroup reuses the cached profiles: every missing task permutes on the new rows
     (PFI, and the dependent features shuffled together)."""
     sub = {**state, "subgroup": "X1 > 0.123"}
-    _, request, _ = resolve_state(ctx, sub, None)
+    request = resolve_state(ctx, sub, None).request
     assert request["state"]["subgroup"] == "X1 > 0.123"
     todo = planning.missing(ctx.store, plan_state(ctx, ctx.store.workspace(sub["ws"]), sub)["tasks"])
     assert sorted(t["kind"] for t in todo) == ["pfi", "pfi_groups"]
@@ -293,7 +296,8 @@ def test_a_state_being_computed_never_shows_another_states_charts(ctx, state, re
     its cached parts show, the rest waits."""
     other, error = normalize(ctx, {**state, "ws": "demo-diabetes", "subgroup": "age > 0.0123"})
     assert error is None
-    pending, request, status = resolve_state(ctx, other, None)
+    resolved = resolve_state(ctx, other, None)
+    pending, request, status = resolved.results, resolved.request, resolved.status
     assert isinstance(request, dict) and status.startswith("Computing")
     assert pending["state"]["ws"] == "demo-diabetes" and pending["pending"]
     pfi = views.render(ctx, "pfi", pending)["figure"]
@@ -302,18 +306,20 @@ def test_a_state_being_computed_never_shows_another_states_charts(ctx, state, re
     assert not any("X1" in str(t.name) for t in ici.data)  # nothing of demo-x3
     # once the job is done, the same state draws its charts (nothing cached from the wait)
     assert run_request(ctx, request).get("ok")
-    done, request, _ = resolve_state(ctx, other, None)
+    resolved = resolve_state(ctx, other, None)
+    done, request = resolved.results, resolved.request
     assert not isinstance(request, dict) and not done.get("pending")
     assert views.render(ctx, "pfi", done)["figure"].data and views.render(ctx, "ici", done)["figure"].data
     # a cached feature switch of the first data set still draws everything from the cache
-    switched, request, _ = resolve_state(ctx, {**state, "feature": "X2"}, None)
+    resolved = resolve_state(ctx, {**state, "feature": "X2"}, None)
+    switched, request = resolved.results, resolved.request
     assert not isinstance(request, dict) and views.render(ctx, "pfi", switched)["figure"].data
 
 
 def test_finish_job_reports_the_job_error(ctx, state, results):
     """A failed job for the current state shows its error as results and status."""
     pending = {**state, "subgroup": "X2 > 0.456"}
-    _, request, _ = resolve_state(ctx, pending, None)
+    request = resolve_state(ctx, pending, None).request
     finished = finish_job(ctx, pending, {"request": request["request"], "error": "model crashed"})
     out, status, retry = finished["results"], finished["status"], finished["retry"]
     assert (out["error"], status) == ("model crashed", "model crashed")
@@ -773,7 +779,7 @@ def test_long_model_file_name_still_computes(ctx, pipeline, data_upload):
     upload = _upload(ctx, "m" * 130 + ".skops", lambda p: sio.dump(pipeline, p))
     out = load_workspace(ctx, [upload], data_upload, "y", None, None, [], False, None)
     state, _ = normalize(ctx, {**default_state(), "ws": out["ws"]})
-    _, request, _ = resolve_state(ctx, state, None)
+    request = resolve_state(ctx, state, None).request
     assert run_request(ctx, request) == {"request": request["request"], "ok": True}
 
 

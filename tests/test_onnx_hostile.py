@@ -242,7 +242,7 @@ def test_nan_outputs_for_permuted_rows_stop_the_computation_naming_the_model(ctx
     assert "ws" in result, result
     state, error = normalize(ctx, {**default_state(), "ws": result["ws"]})
     assert error is None
-    _, request, _ = resolve_state(ctx, state, None)
+    request = resolve_state(ctx, state, None).request
     done = run_request(ctx, request)
     assert "logdiff returned NaN or infinite values for" in done["error"]
     assert "its graph cannot handle such inputs" in done["error"]

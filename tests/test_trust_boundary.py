@@ -129,7 +129,7 @@ def test_forged_job_request_cannot_store_another_states_results(ctx):
 def test_job_request_is_only_a_state(ctx):
     """What resolve sends the browser: the state, its id and a nonce. No keys, no tasks."""
     state = _state(ctx, subgroup="X1 > 0.3")
-    _, request, _ = resolve_state(ctx, state, None)
+    request = resolve_state(ctx, state, None).request
     assert set(request) == {"state", "request", "nonce"}
     assert request["state"] == state
 
@@ -193,11 +193,12 @@ def test_damaged_pfi_entry_is_recomputed_without_a_reload(ctx):
     """Every entry the views read is checked when resolving, the PFI tables included."""
     state = _state(ctx, subgroup="X2 > 0.2")
     run_request(ctx, {"state": state})
-    results, request, _ = resolve_state(ctx, state, None)
+    resolved = resolve_state(ctx, state, None)
+    results, request = resolved.results, resolved.request
     assert "keys" in results
     pfi_key = next(iter(results["keys"]["pfi"].values()))
     ctx.store.results.set(pfi_key, b"WIP1" + b"\0" * 40)  # damaged in place
-    _, request, _ = resolve_state(ctx, state, None)
+    request = resolve_state(ctx, state, None).request
     assert isinstance(request, dict), "a damaged PFI entry must trigger a job at once"
     assert run_request(ctx, request).get("ok")
     assert ctx.store.get(pfi_key) is not None

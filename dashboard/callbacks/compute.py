@@ -16,7 +16,7 @@ import json
 import logging
 import secrets
 import traceback
-from typing import NamedTuple
+from dataclasses import dataclass
 
 from dash import Input, Output, State, callback_context, no_update
 
@@ -61,13 +61,18 @@ def _trusted_state(ctx, raw) -> tuple[dict | None, Workspace | None]:
     return state, ctx.store.workspace(state["ws"])
 
 
-class Resolution(NamedTuple):
+@dataclass(frozen=True)
+class Resolution:
     """What resolving a state gives the page: the views' results record, a job request
     (when something is missing) and a status line; each may be ``no_update``."""
 
     results: object
     request: object
     status: object
+
+    def outputs(self) -> dict:
+        """The named outputs of the resolve callback."""
+        return {"results": self.results, "request": self.request, "status": self.status}
 
 
 def _derive(ctx, ws, todo: list[dict]) -> list[dict]:
@@ -309,7 +314,7 @@ def register(app, ctx) -> None:
     )
     def resolve(state, retry):
         # Retry resolves the same state again: what is still missing gets a new job (a new nonce)
-        return resolve_state(ctx, state, None)._asdict() | {"retry": HIDDEN}
+        return resolve_state(ctx, state, None).outputs() | {"retry": HIDDEN}
 
     @app.callback(
         Output(ids.JOB_DONE, "data"),

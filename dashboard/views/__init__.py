@@ -204,7 +204,7 @@ def render(ctx, view: View | str, results, inp: Inputs | None = None, controls: 
     try:
         if view.controls:
             given = controls or {}
-            values = {name: given.get(name, default) for name, (_, _, default) in view.controls.items()}
+            values = {name: given.get(name, control.default) for name, control in view.controls.items()}
             out = view.render(ctx, inp, values)
         else:
             out = view.render(ctx, inp)
@@ -365,7 +365,7 @@ def register(app, ctx) -> None:
             output={name: Output(cid, prop) for name, (cid, prop) in view.outputs.items()},
             inputs={
                 "given": Input(input_id(view), "data"),
-                **{name: Input(cid, prop) for name, (cid, prop, _) in view.controls.items()},
+                **{name: Input(control.id, control.prop) for name, control in view.controls.items()},
             },
         )(callback)
 

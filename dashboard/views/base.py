@@ -46,6 +46,17 @@ SECTIONS = (
 
 
 @dataclass(frozen=True)
+class Control:
+    """An input of a view that only changes how cached results are drawn (a threshold): the
+    component property it reads and the value used while it has none. The view checks
+    the value; it never decides what is computed."""
+
+    id: str
+    prop: str
+    default: Any = None
+
+
+@dataclass(frozen=True)
 class View:
     name: str
     section: str  # the page section (tab) it belongs to: a key of SECTIONS
@@ -61,7 +72,7 @@ class View:
     report: Callable[[dict], list[str]] | None = None  # HTML parts from the rendered outputs
     exports: dict[str, Callable] = field(default_factory=dict)  # button id -> (ctx, Inputs) -> download
     tasks: tuple[planning.TaskSpec, ...] = ()  # results this view computes itself (planned and cached)
-    controls: dict[str, tuple[str, str, Any]] = field(default_factory=dict)  # name -> (id, prop, default)
+    controls: dict[str, Control] = field(default_factory=dict)  # name -> the control
     wide: bool = False  # the panel spans the page's full width (tables with many columns)
     method: str = ""  # the method, its paper and equation: a "method" note, not the headline
     # the state fields render reads (None: DEFAULT_READS). A view is drawn again only when

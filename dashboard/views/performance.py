@@ -20,7 +20,7 @@ from compute.losses import LOSS_LABELS
 from compute.validation import is_real
 
 from .. import components, figures, planning
-from .base import View, csv_download, data_role_note, empty
+from .base import Control, View, csv_download, data_role_note, empty
 
 TABLE = "performance-table"
 FIT_GRAPH = "performance-fit-graph"
@@ -253,7 +253,7 @@ VIEW = View(
     ],
     tasks=(TASK,),
     wide=True,
-    controls={"threshold": (THRESHOLD, "value", 0.5)},
+    controls={"threshold": Control(THRESHOLD, "value", 0.5)},
     exports={EXPORT: export_csv},
     reads=frozenset({"ws", "model", "feature", "subgroup", "exclude", "obs"}),
 )
