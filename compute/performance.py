@@ -191,6 +191,16 @@ def confusion_matrix(pred: Predictions, y, *, mask=None, threshold: float = 0.5)
     )
 
 
+def confusion_accuracy(matrix: pd.DataFrame) -> float:
+    """The share of rows a confusion matrix (:func:`confusion_matrix`) counts on its diagonal:
+    the accuracy of the thresholded prediction (NaN for a matrix of no rows)."""
+    counts = np.asarray(matrix, dtype=float)
+    if counts.ndim != 2 or counts.shape[0] != counts.shape[1]:
+        raise InputError(f"A confusion matrix is square (got shape {counts.shape}).")
+    total = counts.sum()
+    return float(np.trace(counts) / total) if total > 0 else float("nan")
+
+
 def calibration_curve(pred: Predictions, y, *, mask=None, n_bins: int = 10) -> pd.DataFrame:
     """The predicted probability of the output class against how often it occurs, in
     ``n_bins`` equal-width bins of the prediction (empty bins left out), as

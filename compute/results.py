@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from . import aggregation as agg
-from .checks import check_int
+from .checks import check_choice, check_int
 from .errors import InputError
 
 
@@ -137,6 +137,23 @@ class FeatureProfile:
         )
 
     # --- subgroups and extremes --------------------------------------------------------
+    # --- the curve views draw ---------------------------------------------------------
+    def curves(self, kind: str = "ICE", *, centered: bool = False) -> np.ndarray:
+        """The ICE or ICI curves, shape (n_obs, n_grid); ``centered``: each minus its value at
+        the first grid point (centred ICE, Goldstein et al. 2015; the same shift for ICI)."""
+        check_choice(kind, "kind", ("ICE", "ICI"))
+        values = self.ici if kind == "ICI" else self.ice
+        return agg.centered_ice(values) if centered else values
+
+    def mean_curve(self, kind: str = "ICE", *, mask=None, centered: bool = False) -> np.ndarray:
+        """The mean of :meth:`curves` over the rows of ``mask`` (all explained rows by default;
+        a mask as :meth:`subset` takes): the PD (Eq. 2) or PI curve of those rows, centred
+        when asked; the line the ICE and ICI views draw over their curves."""
+        keep = np.arange(len(self.rows)) if mask is None else self._mask_positions(mask)
+        if keep.size == 0:
+            raise InputError(f"The 'mask' selects 0 of the {len(self.rows)} explained rows; choose another condition.")
+        return self.curves(kind, centered=centered)[keep].mean(axis=0)
+
     def subset(self, mask) -> FeatureProfile:
         """The profile of a subgroup of the explained rows, without predicting again.
 

@@ -9,7 +9,9 @@ curve per feature and its unmodified prediction. From those alone, with no model
 - CIU of any explained row (Främling 2022, Eq. 6, 8, 10) and global CI (Sec. 4.1) with the
   same out-of-range rule as :func:`compute.global_contextual_importance`;
 - the most and least influential rows of a feature, with one tie rule everywhere
-  (:func:`rank_extremes`).
+  (:func:`rank_extremes`);
+- per feature, ICE feature impact (:func:`compute.ice_impact`) and PD importance
+  (:func:`compute.pd_importance`), computed from each profile as it passes.
 
 Every number the dashboard shows about rows comes from here, so the page and the library
 cannot disagree.
@@ -26,6 +28,7 @@ import pandas as pd
 from .aggregation import rank_extremes
 from .ciu import COLUMNS as CIU_COLUMNS
 from .ciu import check_out_range, check_utility, ciu_table
+from .effects import ice_impact, pd_importance
 from .errors import InputError
 from .results import FeatureProfile
 
@@ -64,18 +67,17 @@ class ProfileSummary:
         *,
         out_range,
         n_rows: int | None = None,
-        impact: pd.DataFrame | None = None,
-        pd_importance: pd.Series | None = None,
     ) -> ProfileSummary:
         """Summarise profiles of the same explained rows (one per feature, with a target).
 
         ``profiles``: a dict {feature: FeatureProfile} or any iterable of (feature,
         FeatureProfile) pairs, consumed one at a time (a generator keeps one ICE tensor in
-        memory at once)."""
+        memory at once). Each profile's ICE feature impact and PD importance are computed
+        as it passes (no impact for a feature with fewer than two numeric values: no slope)."""
         out_range = check_out_range(out_range)
         items = profiles.items() if isinstance(profiles, Mapping) else profiles
         first = None
-        local, ice_min, ice_max, grids = {}, {}, {}, {}
+        local, ice_min, ice_max, grids, impact, firm = {}, {}, {}, {}, {}, {}
         for name, prof in items:
             if not isinstance(prof, FeatureProfile):
                 raise InputError(f"The 'profiles' value {name!r} must be a FeatureProfile.")
@@ -90,6 +92,9 @@ class ProfileSummary:
                 "grid": prof.params.get("grid"),
                 "categorical": bool(prof.categorical),
             }
+            numeric_points = len(prof.without_missing_point().grid)  # one value and "missing": no slope
+            impact[name] = ice_impact(prof) if numeric_points > 1 else pd.Series(dtype=float)
+            firm[name] = pd_importance(prof)
         if first is None:
             raise InputError("The 'profiles' are empty; pass at least one FeatureProfile.")
         rows = first.rows
@@ -101,8 +106,8 @@ class ProfileSummary:
             base_pred=pd.Series(first.base_pred, index=rows),
             base_loss=pd.Series(first.base_loss, index=rows),
             out_range=out_range,
-            impact=pd.DataFrame() if impact is None else impact,
-            pd_importance=pd.Series(dtype=float) if pd_importance is None else pd_importance,
+            impact=pd.DataFrame(impact).T,
+            pd_importance=pd.Series(firm),
             grids=grids,
             n_rows=len(rows) if n_rows is None else int(n_rows),
         )

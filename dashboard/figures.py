@@ -833,10 +833,8 @@ def _curves_figure(
     eligible = np.arange(n_obs) if mask is None else np.flatnonzero(_mask_array(prof, mask))
     if eligible.size == 0:
         return empty_figure(f"The subgroup selects none of the {n_obs} explained rows.")
-    curves = prof.ici if kind == "ICI" else prof.ice
-    if centered:
-        curves = curves - curves[:, :1]
-    summary = curves[eligible].mean(axis=0)
+    curves = prof.curves(kind, centered=centered)
+    summary = prof.mean_curve(kind, mask=_mask_array(prof, mask) if mask is not None else None, centered=centered)
     x, labels = _x_values(prof), _labels_array(prof.rows)
 
     rng = np.random.default_rng(random_state)

@@ -414,7 +414,6 @@ def _profile(ws, model, X, y, feature, settings, n_jobs) -> compute.FeatureProfi
 
 def _profiles(store, ws, entry, model, X, y, settings, n_jobs, step) -> compute.ProfileSummary:
     """All feature profiles of one model (cached one by one) and their summary."""
-    impact, pd_imp = {}, {}
 
     def passes():
         for i, feature in enumerate(entry.features):
@@ -424,9 +423,6 @@ def _profiles(store, ws, entry, model, X, y, settings, n_jobs, step) -> compute.
             if prof is None:
                 prof = _profile(ws, model, X, y, feature, settings, n_jobs)
                 store.put(key, prof)
-            numeric_points = len(prof.without_missing_point().grid)  # one value and "missing": no slope
-            impact[feature] = compute.ice_impact(prof) if numeric_points > 1 else pd.Series(dtype=float)
-            pd_imp[feature] = compute.pd_importance(prof)
             yield feature, prof
 
     # CIU's output range over all rows, as the library's default (one pass over X); a model
@@ -436,5 +432,4 @@ def _profiles(store, ws, entry, model, X, y, settings, n_jobs, step) -> compute.
     except compute.InputError:  # a regressor constant on X
         value = float(np.ravel(model.predict(X.iloc[:1]))[0])
         out_range = (value - 0.5, value + 0.5)
-    summary = compute.ProfileSummary.from_profiles(passes(), out_range=out_range, n_rows=len(X))
-    return replace(summary, impact=pd.DataFrame(impact).T, pd_importance=pd.Series(pd_imp))
+    return compute.ProfileSummary.from_profiles(passes(), out_range=out_range, n_rows=len(X))

@@ -191,6 +191,18 @@ CALLS = {
         compute.leakage_check,
         lambda: dict(pfi=compute.permutation_importance(OLS, X, Y, n_repeats=2), y=Y),
     ),
+    "grouped_against_alone": (
+        compute.grouped_against_alone,
+        lambda: dict(
+            grouped=compute.permutation_importance(OLS, X, Y, n_repeats=2, groups={"g": list(X.columns[:2])}),
+            alone=compute.permutation_importance(OLS, X, Y, n_repeats=2),
+            groups={"g": list(X.columns[:2])},
+        ),
+    ),
+    "confusion_accuracy": (
+        compute.confusion_accuracy,
+        lambda: dict(matrix=compute.confusion_matrix(compute.predict_rows(CLF, XC), YC)),
+    ),
 }
 
 #: Functions taking a model and X, and the shared knobs each of them accepts.
@@ -990,6 +1002,9 @@ def _cases():
     add("constant_model_error", {"y": np.array([1.0, np.nan])}, InputError, "'y' has missing values", "nan")
     add("constant_model_error", {"y": np.array([])}, InputError, "'y' is empty", "empty")
     add("leakage_check", {"pfi": None}, InputError, "'pfi' must be a PermutationImportance", "pfi")
+    add("grouped_against_alone", {"alone": None}, InputError, "must be PermutationImportance results", "alone")
+    add("grouped_against_alone", {"groups": {"h": ["a"]}}, InputError, "Group 'h' is not in the grouped", "group")
+    add("confusion_accuracy", {"matrix": np.ones(3)}, InputError, "A confusion matrix is square", "1-d")
     add(
         "leakage_check",
         {"pfi": compute.permutation_importance(OLS, X, Y, n_repeats=2, kind="ratio")},

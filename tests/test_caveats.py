@@ -211,6 +211,15 @@ def test_a_group_is_permuted_jointly():
     model = LinearRegression().fit(Z, yz)
     res = compute.permutation_importance(model, Z, yz, features=["a", "b"], groups={"a+b": ["a", "b"]}, n_repeats=20)
     assert res.importance["a+b"] > 1.5 * (res.importance["a"] + res.importance["b"])
+    # the comparison the caveats view shows: together, the members' bars summed, the gap
+    compared = compute.grouped_against_alone(res, res, {"a+b": ["a", "b"]})
+    alone = res.importance["a"] + res.importance["b"]
+    assert list(compared.columns) == ["together", "alone_sum", "gap"] and list(compared.index) == ["a+b"]
+    assert compared.loc["a+b"].tolist() == [res.importance["a+b"], alone, res.importance["a+b"] - alone]
+    with pytest.raises(compute.InputError, match="Group 'a\\+c' is not in the grouped result"):
+        compute.grouped_against_alone(res, res, {"a+c": ["a", "c"]})
+    with pytest.raises(compute.InputError, match="members \\['c'\\] of group 'a\\+b'"):
+        compute.grouped_against_alone(res, both, {"a+b": ["a", "c"]})
 
 
 def test_bad_groups_are_named(x3_pfi):

@@ -98,6 +98,8 @@ def test_confusion_matrix_at_a_threshold(multiclass):
         expected = metrics.confusion_matrix(y == "hi", p >= threshold)
         assert table.to_numpy().tolist() == expected.tolist()
         assert list(table.index) == ["not hi", "hi"] and list(table.columns) == ["not hi", "hi"]
+        accuracy = metrics.accuracy_score(y == "hi", p >= threshold)
+        assert_allclose(compute.confusion_accuracy(table), accuracy, rtol=1e-15)
     mask = (X["b"] > 0).to_numpy()
     assert compute.confusion_matrix(pred, y, mask=mask).to_numpy().sum() == mask.sum()
     with pytest.raises(compute.InputError, match="threshold"):

@@ -99,6 +99,26 @@ def test_subset_equals_profile_on_subgroup_data(gbm, reg_data):
     assert_allclose(sub.importance, prof.local_importance[mask.to_numpy()].mean())
 
 
+def test_mean_curves_are_the_subgroups_pd_and_pi(gbm, reg_data):
+    """The line drawn over the ICE/ICI curves: on a subgroup it is the subgroup's own PD / PI
+    (the profile of the subgroup's rows); centred, the PD minus its first point (centring is
+    linear); on all rows the profile's PD and PI."""
+    X, y = reg_data
+    prof = feature_profile(gbm, X, y, "x2")
+    mask = pd.Series(X.x3 > 0, index=X.index)
+    sub = prof.subset(mask)
+    assert_allclose(prof.mean_curve("ICE", mask=mask), sub.pd, rtol=1e-15)
+    assert_allclose(prof.mean_curve("ICI", mask=mask), sub.pi, rtol=1e-15)
+    assert_allclose(prof.mean_curve("ICE", mask=mask, centered=True), sub.pd - sub.pd[0], atol=1e-12)
+    assert_allclose(prof.curves("ICI", centered=True), prof.ici - prof.ici[:, :1], rtol=0, atol=0)
+    assert_allclose(prof.mean_curve("ICE"), prof.pd, rtol=1e-15)
+    assert_allclose(prof.mean_curve("ICI"), prof.pi, rtol=1e-15)
+    with pytest.raises(InputError, match="'kind' parameter must be one of"):
+        prof.curves("PD")
+    with pytest.raises(InputError, match="selects 0 of the 60"):
+        prof.mean_curve("ICE", mask=np.zeros(60, bool))
+
+
 def test_empty_subset_is_an_error(gbm, reg_data):
     """A subgroup with no rows raises InputError saying so."""
     X, y = reg_data

@@ -33,6 +33,41 @@ def linear():
     return model, X, y, profiles, summary
 
 
+def test_impact_and_pd_importance_are_the_librarys_per_profile(linear):
+    """The summary carries each feature's ICE feature impact and PD importance, computed from
+    its profile by the library's own functions (the dashboard's impact and FIRM views read
+    them there); a linear model's impact is |b| x sd(x) on the observed grid."""
+    model, X, _, profiles, summary = linear
+    assert list(summary.impact.index) == list(profiles) == list(summary.pd_importance.index)
+    for name, prof in profiles.items():
+        pd.testing.assert_series_equal(summary.impact.loc[name], compute.ice_impact(prof), check_names=False)
+        assert summary.pd_importance[name] == compute.pd_importance(prof)
+    coef = dict(zip(X.columns, model.coef_))
+    assert_allclose(summary.impact["impact"], [abs(coef[c]) * X[c].std(ddof=0) for c in X.columns], rtol=1e-9)
+
+
+def test_a_feature_with_one_value_has_no_impact():
+    """One numeric value (and missing): no slope, so no impact; PD importance is still given."""
+    X = pd.DataFrame({"a": np.linspace(-1, 1, 30), "k": [1.0] * 29 + [np.nan]})
+    y = 2.0 * X["a"]
+    model = LinearRegression().fit(X.fillna(0.0), y)
+    profiles = {"a": compute.feature_profile(model, X.fillna(0.0), y, "a")}
+    profiles["k"] = compute.feature_profile(_Fills(model), X, y, "k")
+    summary = ProfileSummary.from_profiles(profiles, out_range=(-3.0, 3.0))
+    assert summary.impact.loc["k"].isna().all() and summary.impact.loc["a"].notna().all()
+    assert summary.pd_importance["k"] == compute.pd_importance(profiles["k"])
+
+
+class _Fills:
+    """A model that reads a missing value as 0 (so a column with NaN can be profiled)."""
+
+    def __init__(self, model):
+        self.model = model
+
+    def predict(self, X):
+        return self.model.predict(X.fillna(0.0))
+
+
 def test_output_range_is_the_librarys_default(linear):
     model, X, _, _, summary = linear
     pred = model.predict(X)

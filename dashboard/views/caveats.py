@@ -187,26 +187,19 @@ def render(ctx, inp) -> dict:
 
 
 def group_rows(found: dict, pfi: compute.PermutationImportance) -> pd.DataFrame:
-    """Per group: PFI shuffled together, the sum of the members' bars, and the parts as text."""
-    together = found["pfi"].importance
-    out = []
-    for name, members in found["groups"].items():
-        parts = pfi.importance.reindex(members)
-        out.append(
-            {
-                "group": name,
-                "together": float(together[name]),
-                "alone_sum": float(parts.sum()),
-                "alone_text": ", ".join(f"{m} alone {v:.4g}" for m, v in parts.items()),
-            }
-        )
-    return pd.DataFrame(out).set_index("group")
+    """Per group: PFI shuffled together, the sum of the members' bars and their gap
+    (``compute.grouped_against_alone``), and the parts as text."""
+    frame = compute.grouped_against_alone(found["pfi"], pfi, found["groups"])
+    frame["alone_text"] = [
+        ", ".join(f"{m} alone {v:.4g}" for m, v in pfi.importance.reindex(members).items())
+        for members in found["groups"].values()
+    ]
+    return frame
 
 
 def takeaway(frame: pd.DataFrame) -> str:
     """One line on the group whose joint PFI differs most from its parts."""
-    gap = (frame["together"] - frame["alone_sum"]).abs()
-    name = gap.idxmax()
+    name = frame["gap"].abs().idxmax()
     row = frame.loc[name]
     if row["together"] >= row["alone_sum"]:
         return (

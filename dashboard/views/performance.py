@@ -154,7 +154,7 @@ def render(ctx, inp, controls) -> dict:
             if pred.has_proba
             else f"{model} predicts labels"
         )
-        accuracy = (matrix.to_numpy()[0, 0] + matrix.to_numpy()[1, 1]) / total
+        accuracy = compute.confusion_accuracy(matrix)
         info = (
             f"Confusion matrix of {model} on the {selected_label} ({total:,} rows): {rule}; "
             f"{accuracy:.1%} of these rows are then classified right."
