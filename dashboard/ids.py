@@ -48,20 +48,16 @@ CANCEL = "cancel"
 RETRY = "retry"  # shown when a job was cancelled, died or failed
 
 # views
-PFI_GRAPH = "pfi-graph"
 PFI_INFO = "pfi-info"
-SFIMP_GRAPH = "sfimp-graph"
 SFIMP_INFO = "sfimp-info"
 PFI_TABLE = "pfi-table"
 PI_GRAPH = "pi-graph"
 ICI_GRAPH = "ici-graph"
-ICI_TABLE = "ici-table"
 ICI_INFO = "ici-info"
 HOVER_INFO = "hover-info"  # the hovered curve's observation values
 ICE_GRAPH = "ice-graph"
 CIU_GRAPH = "ciu-graph"
 INFLUENCE_GRAPH = "influence-graph"
-GLOBAL_CI_GRAPH = "global-ci-graph"
 OBS_TABLE = "obs-table"
 IMPACT_TABLE = "impact-table"
 ALE_GRAPH = "ale-graph"

@@ -41,6 +41,8 @@ from dashboard.state import (
 )
 from dashboard.store import Store, result_key, safe_name
 from dashboard.views import export as export_table
+from dashboard.views import influential as influential_view
+from dashboard.views import pfi as pfi_view
 from dashboard.views import plan_state, report_html
 
 FEATURES = ["X1", "X2", "X3"]
@@ -157,7 +159,8 @@ def test_unknown_query_keys_are_ignored():
 # --- controller ----------------------------------------------------------------------------
 def test_pfi_bar_click_selects_feature(ctx, state):
     """A click on a PFI bar (customdata = feature name) selects that feature."""
-    new, error = update_state(ctx, state, ids.PFI_GRAPH, _inputs(state, click={"points": [{"customdata": "X2"}]}))
+    click = {"select_pfi_graph": {"points": [{"customdata": "X2"}]}}
+    new, error = update_state(ctx, state, pfi_view.PFI_GRAPH, _inputs(state, **click))
     assert (new["feature"], error) == ("X2", None)
 
 
@@ -260,14 +263,14 @@ def test_uploads_of_this_tab_stay_listed_after_switching_to_a_demo(ctx, model_up
 def test_ici_table_click_on_second_page_selects_that_row(app, ctx, state, results):
     """A click on the first row of the ICI table's second page selects that row."""
     rows = views.render(ctx, "influential", results)["data"]
-    page_size = app.layout[ids.ICI_TABLE].page_size
+    page_size = app.layout[influential_view.ICI_TABLE].page_size
     assert len(rows) > page_size
     clicked = rows[page_size]
     # what dash-table sends: the viewport (page) row index, and row_id only when rows have an "id"
     cell = {"row": 0, "column": 0, "column_id": "row"}
     if "id" in clicked:
         cell["row_id"] = clicked["id"]
-    new, _ = update_state(ctx, state, ids.ICI_TABLE, _inputs(state, active_cell=cell, table_rows=rows))
+    new, _ = update_state(ctx, state, influential_view.ICI_TABLE, _inputs(state, select_ici_table=cell))
     assert new["obs"] == str(clicked["row"])
 
 
@@ -833,9 +836,14 @@ def test_sfimp_and_repetitions_can_be_switched_back(ctx):
     [
         (ids.MODEL_SELECT, "choose_model", {"model": "m2"}, {"model": "m2"}),
         (ids.FEATURE_SELECT, "choose_feature", {"feature": "X2"}, {"feature": "X2"}),
-        (ids.PFI_GRAPH, "click_feature", {"click": {"points": [{"customdata": "X3"}]}}, {"feature": "X3"}),
+        (
+            pfi_view.PFI_GRAPH,
+            "select_feature",
+            {"select_pfi_graph": {"points": [{"customdata": "X3"}]}},
+            {"feature": "X3"},
+        ),
         (ids.CLICKED_ROW, "click_curve_row", {"clicked": {"row": 12, "t": 1}}, {"obs": "12"}),
-        (ids.ICI_TABLE, "click_table_row", {"active_cell": {"row_id": "40", "row": 0}}, {"obs": "40"}),
+        (influential_view.ICI_TABLE, "select_obs", {"select_ici_table": {"row_id": "40", "row": 0}}, {"obs": "40"}),
         (ids.SUBGROUP_APPLY, "apply_subgroup", {"subgroup_text": "  X3 == 0 "}, {"subgroup": "X3 == 0"}),
         (ids.SUBGROUP_CLEAR, "clear_subgroup", {}, {"subgroup": ""}),
         (
@@ -876,13 +884,12 @@ def test_each_reducer_changes_only_its_fields(trigger, reducer, inputs, changed)
 def test_every_controller_input_has_a_reducer():
     from dashboard.callbacks import drilldown
 
-    triggers = {
-        dep.component_id
-        for name, dep in drilldown.CONTROLLER_INPUTS.items()
-        if type(dep).__name__ == "Input" and name not in ("pfi_click", "sfimp_click", "ci_click")
-    }
-    clicks = {ids.PFI_GRAPH, ids.SFIMP_GRAPH, ids.GLOBAL_CI_GRAPH}
-    assert triggers | clicks == set(drilldown.REDUCERS)
+    triggers = {dep.component_id for dep in drilldown.CONTROLLER_INPUTS.values() if type(dep).__name__ == "Input"}
+    assert triggers == set(drilldown.REDUCERS)
+    # every view's selection is an input of the controller, with its reducer
+    selections = {s.id for s in views.selects()}
+    assert selections == {pfi_view.PFI_GRAPH, "sfimp-graph", "global-ci-graph", influential_view.ICI_TABLE}
+    assert selections <= triggers
 
 
 # --- every view family shows the library's numbers --------------------------------------------

@@ -173,10 +173,10 @@ def test_forged_state_values_never_raise(ctx, raw):
     "trigger, inputs",
     [
         (ids.CLICKED_ROW, {"clicked": "not a dict"}),
-        (ids.ICI_TABLE, {"active_cell": [1, 2]}),
+        ("ici-table", {"select_ici_table": [1, 2]}),
         (ids.CENTERED, {"centered": 5}),
         (ids.EXCLUDE_NEGATIVE, {"negative": 7}),
-        (ids.PFI_GRAPH, {"click": {"points": "x"}}),
+        ("pfi-graph", {"select_pfi_graph": {"points": "x"}}),
         (ids.COND_ADD, {"cond_column": ["X1"], "cond_op": {}, "cond_value": 3}),
         (ids.SUBGROUP_APPLY, {"subgroup_text": {"a": 1}}),
         (ids.WS_SELECT, {"ws": ["demo-x3"]}),

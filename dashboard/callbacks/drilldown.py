@@ -8,6 +8,7 @@ callbacks would form a cycle).
 from __future__ import annotations
 
 import json
+import re
 
 import pandas as pd
 from dash import ALL, Input, Output, State, no_update
@@ -15,7 +16,7 @@ from dash import ctx as dash_ctx
 
 import compute
 
-from .. import ids
+from .. import ids, views
 from ..demos import DEMOS
 from ..state import (
     DEFAULT_REPEATS,
@@ -26,6 +27,7 @@ from ..state import (
     search_from_state,
     state_from_search,
 )
+from ..views import Select
 
 
 def _click_value(click):
@@ -121,9 +123,25 @@ def choose_feature(state, inputs):
     return {**state, "feature": inputs.get("feature")}
 
 
-def click_feature(state, inputs):
-    value = _click_value(inputs.get("click"))
-    return state if value is None else {**state, "feature": str(value)}
+def select_input(select: Select) -> str:
+    """The controller's input name of a view's selection (``View(selects=...)``)."""
+    return "select_" + re.sub(r"\W", "_", select.id)
+
+
+def selection_reducer(select: Select):
+    """The reducer of a view's selection: the clicked point's customdata (a graph) or the
+    clicked row's id (a table) becomes the state's feature or observation."""
+    name = select_input(select)
+
+    def reducer(state, inputs):
+        raw = inputs.get(name)
+        value = (raw or {}).get("row_id") if select.prop == "active_cell" else _click_value(raw)
+        if value is None:
+            return state
+        return {**state, "feature": str(value)} if select.field == "feature" else _select(state, value)
+
+    reducer.__name__ = f"select_{select.field}"
+    return reducer
 
 
 def _select(state, row):
@@ -135,12 +153,6 @@ def _select(state, row):
 def click_curve_row(state, inputs):
     clicked = inputs.get("clicked") or {}
     return state if clicked.get("row") is None else _select(state, clicked["row"])
-
-
-def click_table_row(state, inputs):
-    cell = inputs.get("active_cell") or {}
-    # the record's id (its row label), not its page position
-    return state if cell.get("row_id") is None else _select(state, cell["row_id"])
 
 
 def edit_values(state, inputs):
@@ -224,11 +236,7 @@ REDUCERS = {
     ids.LOADED_WS: loaded_ws,
     ids.MODEL_SELECT: choose_model,
     ids.FEATURE_SELECT: choose_feature,
-    ids.PFI_GRAPH: click_feature,
-    ids.SFIMP_GRAPH: click_feature,
-    ids.GLOBAL_CI_GRAPH: click_feature,
     ids.CLICKED_ROW: click_curve_row,
-    ids.ICI_TABLE: click_table_row,
     ids.SUBGROUP_APPLY: apply_subgroup,
     ids.SUBGROUP_TEXT: apply_subgroup,
     ids.SUBGROUP_CLEAR: clear_subgroup,
@@ -245,6 +253,8 @@ REDUCERS = {
     ids.EXCLUDE_CLEAR: clear_exclusions,
     ids.WHATIF_EDIT: edit_values,
     ids.WHATIF_RESET: reset_edits,
+    # the views' clicks that select a feature or an observation (View(selects=...))
+    **{select.id: selection_reducer(select) for select in views.selects()},
 }
 
 
@@ -313,11 +323,7 @@ CONTROLLER_INPUTS = {
     "ws": Input(ids.WS_SELECT, "value"),
     "model": Input(ids.MODEL_SELECT, "value"),
     "feature": Input(ids.FEATURE_SELECT, "value"),
-    "pfi_click": Input(ids.PFI_GRAPH, "clickData"),
-    "sfimp_click": Input(ids.SFIMP_GRAPH, "clickData"),
-    "ci_click": Input(ids.GLOBAL_CI_GRAPH, "clickData"),
     "clicked": Input(ids.CLICKED_ROW, "data"),
-    "active_cell": Input(ids.ICI_TABLE, "active_cell"),
     "apply": Input(ids.SUBGROUP_APPLY, "n_clicks"),
     "submit": Input(ids.SUBGROUP_TEXT, "n_submit"),
     "clear": Input(ids.SUBGROUP_CLEAR, "n_clicks"),
@@ -339,10 +345,10 @@ CONTROLLER_INPUTS = {
     "cond_column": State(ids.COND_COLUMN, "value"),
     "cond_op": State(ids.COND_OP, "value"),
     "cond_value": State(ids.COND_VALUE, "value"),
-    "table_rows": State(ids.ICI_TABLE, "data"),
     "negative": State(ids.NEGATIVE, "data"),
     "mine": State(ids.MY_WORKSPACES, "data"),
     "state": State(ids.STATE, "data"),
+    **{select_input(select): Input(select.id, select.prop) for select in views.selects()},
 }
 CONTROLLER_OUTPUTS = {
     "state": Output(ids.STATE, "data"),
@@ -360,7 +366,6 @@ CONTROLLER_OUTPUTS = {
     "column_options": Output(ids.COND_COLUMN, "options"),
     "subgroup_placeholder": Output(ids.SUBGROUP_TEXT, "placeholder"),
 }
-_CLICKS = {ids.PFI_GRAPH: "pfi_click", ids.SFIMP_GRAPH: "sfimp_click", ids.GLOBAL_CI_GRAPH: "ci_click"}
 
 
 def register(app, ctx) -> None:
@@ -417,7 +422,6 @@ def register(app, ctx) -> None:
         state = values.pop("state")
         inputs = {
             **values,
-            "click": values.get(_CLICKS.get(trigger, ""), None),
             "previous_subgroup": (state or {}).get("subgroup", "") if isinstance(state, dict) else "",
             "negative": values.get("negative") or [],
         }

@@ -30,6 +30,7 @@ from .base import (
     SFIMP,
     Inputs,
     Lru,
+    Select,
     View,
     empty,
     figure_html,
@@ -66,6 +67,14 @@ BY_NAME: dict[str, View] = {v.name: v for v in REGISTRY}
 def needed_tasks() -> frozenset:
     """Task kinds the registered views read (the job planner plans only these)."""
     return frozenset().union(*(v.needs for v in REGISTRY))
+
+
+def selects() -> tuple[Select, ...]:
+    """Every view's clicks that select a feature or an observation (the controller listens)."""
+    found = tuple(s for v in REGISTRY for s in v.selects)
+    if len({s.id for s in found}) != len(found):
+        raise RuntimeError(f"two selections share a component: {sorted(s.id for s in found)}")
+    return found
 
 
 def task_specs() -> tuple[TaskSpec, ...]:

@@ -57,6 +57,22 @@ class Control:
 
 
 @dataclass(frozen=True)
+class Select:
+    """A click in one of the view's components that selects a feature or an observation:
+    ``prop`` ``"clickData"`` for a graph (the clicked point's customdata is the feature or
+    the row label), ``"active_cell"`` for a table (the clicked row's id). The controller's
+    input and reducer for it are generated from the registry."""
+
+    id: str
+    field: str  # "feature" or "obs"
+    prop: str = "clickData"
+
+    def __post_init__(self):
+        if self.field not in ("feature", "obs") or self.prop not in ("clickData", "active_cell"):
+            raise ValueError(f"a Select sets 'feature' or 'obs' from clickData or active_cell (got {self})")
+
+
+@dataclass(frozen=True)
 class View:
     name: str
     section: str  # the page section (tab) it belongs to: a key of SECTIONS
@@ -73,6 +89,7 @@ class View:
     exports: dict[str, Callable] = field(default_factory=dict)  # button id -> (ctx, Inputs) -> download
     tasks: tuple[planning.TaskSpec, ...] = ()  # results this view computes itself (planned and cached)
     controls: dict[str, Control] = field(default_factory=dict)  # name -> the control
+    selects: tuple[Select, ...] = ()  # clicks in the view that select a feature or an observation
     wide: bool = False  # the panel spans the page's full width (tables with many columns)
     method: str = ""  # the method, its paper and equation: a "method" note, not the headline
     # the state fields render reads (None: DEFAULT_READS). A view is drawn again only when

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from .. import components, figures, ids
-from .base import PROFILES, View, empty
+from .. import components, figures
+from .base import PROFILES, Select, View, empty
+
+GLOBAL_CI_GRAPH = "global-ci-graph"  # clicking it selects the feature
 
 
 def render(ctx, inp) -> dict:
@@ -22,9 +24,10 @@ VIEW = View(
     method=(
         "Global contextual importance, Främling (2022), Sec. 4.1: the mean CI over the explained rows of the selection."
     ),
-    outputs={"figure": (ids.GLOBAL_CI_GRAPH, "figure")},
+    outputs={"figure": (GLOBAL_CI_GRAPH, "figure")},
     render=render,
-    body=lambda: [components.graph(ids.GLOBAL_CI_GRAPH, height=None, filename="global-ci")],
+    body=lambda: [components.graph(GLOBAL_CI_GRAPH, height=None, filename="global-ci")],
     needs=frozenset({PROFILES}),
     reads=frozenset({"ws", "model", "feature", "subgroup"}),
+    selects=(Select(GLOBAL_CI_GRAPH, "feature"),),
 )

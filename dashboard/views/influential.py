@@ -6,8 +6,10 @@ from __future__ import annotations
 from dash import html
 
 from .. import components, figures, ids
-from .base import PROFILES, View, csv_download
+from .base import PROFILES, Select, View, csv_download
 from .selection import eligible_mask
+
+ICI_TABLE = "ici-table"  # clicking it selects the observation
 
 N_INFLUENTIAL = 10
 
@@ -53,14 +55,14 @@ VIEW = View(
         "(Casalicchio et al. 2018, Table 2, row 3)."
     ),
     outputs={
-        "data": (ids.ICI_TABLE, "data"),
-        "columns": (ids.ICI_TABLE, "columns"),
+        "data": (ICI_TABLE, "data"),
+        "columns": (ICI_TABLE, "columns"),
         "negative": (ids.NEGATIVE, "data"),
         "excluded": (ids.EXCLUDED_INFO, "children"),
     },
     render=render,
     body=lambda: [
-        components.table(ids.ICI_TABLE, page_size=10),
+        components.table(ICI_TABLE, page_size=10),
         html.Div(
             [
                 html.Button("Exclude negative integrals", id=ids.EXCLUDE_NEGATIVE, className="button small"),
@@ -75,4 +77,5 @@ VIEW = View(
     needs=frozenset({PROFILES}),
     exports={ids.EXPORT_ICI: export_csv},
     reads=frozenset({"ws", "model", "feature", "subgroup", "exclude", "obs"}),
+    selects=(Select(ICI_TABLE, "obs", prop="active_cell"),),
 )

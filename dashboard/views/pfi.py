@@ -6,8 +6,10 @@ from dash import html
 
 from .. import components, figures, ids, planning
 from ..state import DEFAULT_REPEATS
-from .base import PFI, View, data_role_note, empty
+from .base import PFI, Select, View, data_role_note, empty
 from .caveats import partners_line
+
+PFI_GRAPH = "pfi-graph"  # clicking it selects the feature
 
 
 def render(ctx, inp) -> dict:
@@ -90,7 +92,7 @@ VIEW = View(
         "when a feature's values are shuffled among the selected rows, mean and spread over repetitions."
     ),
     outputs={
-        "figure": (ids.PFI_GRAPH, "figure"),
+        "figure": (PFI_GRAPH, "figure"),
         "info": (ids.PFI_INFO, "children"),
         "reset_style": (ids.REPEATS_RESET, "style"),
         "all_label": (ids.PFI_ALL, "children"),
@@ -105,7 +107,7 @@ VIEW = View(
     },
     render=render,
     body=lambda: [
-        components.graph(ids.PFI_GRAPH, height=None, filename="pfi"),
+        components.graph(PFI_GRAPH, height=None, filename="pfi"),
         html.Div(id=ids.PFI_INFO, className="help"),
     ],
     extra=lambda: [
@@ -117,4 +119,5 @@ VIEW = View(
     ],
     needs=frozenset({PFI}),
     reads=frozenset({"ws", "model", "feature", "subgroup", "exclude", "repeats", "pfi_all", "sfimp"}),
+    selects=(Select(PFI_GRAPH, "feature"),),
 )

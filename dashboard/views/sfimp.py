@@ -5,7 +5,9 @@ from __future__ import annotations
 from dash import html
 
 from .. import components, figures, ids, planning
-from .base import SFIMP, View, empty
+from .base import SFIMP, Select, View, empty
+
+SFIMP_GRAPH = "sfimp-graph"  # clicking it selects the feature
 
 
 def render(ctx, inp) -> dict:
@@ -46,17 +48,18 @@ VIEW = View(
         " Shapley share of the drop in error the model achieves; computed on request (many model calls)."
     ),
     outputs={
-        "figure": (ids.SFIMP_GRAPH, "figure"),
+        "figure": (SFIMP_GRAPH, "figure"),
         "info": (ids.SFIMP_INFO, "children"),
         "button": (ids.SFIMP_RUN, "children"),
     },
     placeholder=lambda message: {"figure": empty(message), "info": "", "button": "Compute SFIMP"},
     render=render,
     body=lambda: [
-        components.graph(ids.SFIMP_GRAPH, height=None, filename="sfimp"),
+        components.graph(SFIMP_GRAPH, height=None, filename="sfimp"),
         html.Div(id=ids.SFIMP_INFO, className="help"),
     ],
     extra=lambda: html.Button("Compute SFIMP", id=ids.SFIMP_RUN, className="button small"),
     needs=frozenset({SFIMP}),
     reads=frozenset({"ws", "model", "feature", "subgroup", "exclude", "sfimp", "pfi_all"}),
+    selects=(Select(SFIMP_GRAPH, "feature"),),
 )
