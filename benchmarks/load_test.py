@@ -1013,7 +1013,7 @@ def _has_traces(fig) -> bool:
 
 
 def _comparable(key: str, value):
-    """A figure without ``layout.margin``: dashboard/figures.py ``_style`` merges a figure's own
+    """A figure without ``layout.margin``: dashboard/figures/theme.py ``_style`` merges a figure's own
     margin into the module's MARGIN dict (it shares it), so a placeholder's margins depend on
     which figure the worker drew before; that is no state's numbers."""
     if key.endswith(".figure") and isinstance(value, dict) and isinstance(value.get("layout"), dict):

@@ -1,7 +1,7 @@
 """The view registry: one module per view; everything that lists views iterates REGISTRY.
 
 Adding a view (README, "Adding a view"): a compute function if the maths is new, a figure
-function in ``dashboard/figures.py``, a module here defining ``VIEW = View(...)`` (found by
+function in a family module of ``dashboard/figures/``, a module here defining ``VIEW = View(...)`` (found by
 itself; ``order`` places it on the page), its component ids, and tests. The layout, the job
 planner, the callbacks, the HTML report and the CSV exports pick it up from the registry.
 """

@@ -1,0 +1,113 @@
+"""Contextual importance and utility of one observation (seed 003, Fig. 3)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+from .common import _bar_axis, _json_label
+from .theme import ALL_COLOR, CI_OPACITY, LEGEND_BELOW, MARGIN, SMALLEST_COLOR, _figure, _style, empty_figure, esc
+
+
+def ciu_figure(
+    ciu: pd.DataFrame, *, title: str | None = None, subtitle: str = "", reference: pd.DataFrame | None = None
+) -> go.Figure:
+    """Contextual importance and utility of one instance, as Fig. 3 of seed 003.
+
+    CI is a half-transparent bar; CU a solid bar of length CI * CU inside it (overlay), so
+    the solid share of each bar is the utility. Features sorted by CI, largest on top;
+    features whose CI or CU left [0, 1] (``out_of_range``) carry a marker. ``reference``
+    (the same row before a what-if edit) adds its CI and CI x CU as open markers.
+    """
+    if ciu is None or ciu.empty:
+        return empty_figure("No contextual importance computed yet.")
+    order = list(ciu["CI"].sort_values(ascending=False, na_position="last", kind="stable").index)
+    df = ciu.reindex(order)
+    y = [str(f) for f in order]
+    names = [_json_label(f) for f in order]
+    hover = [
+        f"{esc(f)}<br>CI = {r.CI:.3g}, CU = {r.CU:.3g}<br>ymin = {r.ymin:.4g}, ymax = {r.ymax:.4g},"
+        f" y = {r.y:.4g}" + (" <br>out of range: the model over/undershoots" if r.out_of_range else "")
+        for f, r in zip(order, df.itertuples())
+    ]
+    common = dict(y=y, orientation="h", customdata=names, hovertext=hover, hovertemplate="%{hovertext}<extra></extra>")
+    fig = _figure()
+    fig.add_trace(
+        go.Bar(
+            _validate=False,
+            x=df["CI"].to_numpy(float),
+            name="CI (contextual importance)",
+            marker=dict(color=ALL_COLOR),
+            opacity=CI_OPACITY,
+            **common,
+        )
+    )
+    fig.add_trace(
+        go.Bar(
+            _validate=False,
+            x=(df["CI"] * df["CU"]).to_numpy(float),
+            name="CI × CU (contextual utility)",
+            marker=dict(color=ALL_COLOR),
+            width=0.5,
+            **common,
+        )
+    )
+    flagged = df["out_of_range"].to_numpy(bool)
+    if flagged.any():
+        fig.add_trace(
+            go.Scatter(
+                _validate=False,
+                x=df["CI"].to_numpy(float)[flagged],
+                y=np.array(y, dtype=object)[flagged],
+                customdata=np.array(names, dtype=object)[flagged].tolist(),
+                mode="markers+text",
+                text=["out of range"] * int(flagged.sum()),
+                textposition="middle right",
+                cliponaxis=False,  # the label may stand right of the plot area
+                marker=dict(symbol="triangle-left", color=SMALLEST_COLOR, size=10),
+                name="out of range",
+                hovertext=np.array(hover, dtype=object)[flagged],
+                hovertemplate="%{hovertext}<extra></extra>",
+            )
+        )
+    if reference is not None:
+        before = reference.reindex(order)
+        for x, name, symbol in (
+            (before["CI"], "CI before the edit", "line-ns-open"),
+            (before["CI"] * before["CU"], "CI × CU before the edit", "circle-open"),
+        ):
+            fig.add_trace(
+                go.Scatter(
+                    _validate=False,
+                    x=x.to_numpy(float),
+                    y=y,
+                    customdata=names,
+                    mode="markers",
+                    marker=dict(symbol=symbol, color="#111827", size=11, line=dict(width=2)),
+                    name=name,
+                    hovertemplate="%{y}: " + name + " %{x:.3g}<extra></extra>",
+                )
+            )
+    yaxis, height = _bar_axis(order, None)
+    default = "Contextual importance (transparent bar) and utility (solid share of it)"
+    extra: dict = {}
+    if reference is not None:  # five legend entries: below the plot, clear of the title
+        height += 70
+        extra = dict(
+            legend=LEGEND_BELOW,
+            margin=dict(l=10, r=10, t=85, b=120),
+        )
+    if flagged.any():  # room for the "out of range" labels right of the bars
+        extra["margin"] = {**extra.get("margin", MARGIN), "r": 95}
+    return _style(
+        fig,
+        title or default,
+        "ciu",
+        subtitle=subtitle,
+        barmode="overlay",
+        height=height,
+        yaxis=yaxis,
+        xaxis=dict(title="CI: share of the output range the feature spans; solid: CI × CU", zeroline=True),
+        **extra,
+    )

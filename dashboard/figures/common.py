@@ -1,0 +1,199 @@
+"""Small helpers the figure families share: labels and values as text, curve x values and the
+missing point, bar axes, tables."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from compute.results import FeatureProfile
+
+from .theme import MIN_HEIGHT, MISSING_LABEL, PX_PER_FEATURE, esc
+
+
+def _is_missing(value) -> bool:
+    if value is None or value is pd.NA or value is pd.NaT:
+        return True
+    return isinstance(value, (float, np.floating)) and np.isnan(value)
+
+
+def level_label(value) -> str:
+    """Axis label of a categorical level; missing values become "(missing)"."""
+    return MISSING_LABEL if _is_missing(value) else str(value)
+
+
+def value_text(value) -> str:
+    """A value for people: numbers to 4 significant digits, levels as text, missing values
+    as "(missing)"."""
+    if isinstance(value, (float, np.floating)) and not _is_missing(value):
+        return f"{value:.4g}"
+    return level_label(value)
+
+
+def prediction_text(value: float, unit: str, sign: str = "") -> str:
+    """A prediction: percentage points (``unit`` "pp") with one decimal, else 4 significant
+    digits; ``sign="+"`` for a change."""
+    return f"{value:{sign}.1f} pp" if unit == "pp" else f"{value:{sign}.4g}"
+
+
+def _json_label(value):
+    """A row or feature label as clickData returns it: ints stay ints, the rest strings."""
+    if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
+        return value
+    return value if isinstance(value, str) else str(value)
+
+
+def _labels_array(index: pd.Index) -> np.ndarray:
+    """Row labels for customdata: an int array for integer labels, else an object array of str."""
+    if pd.api.types.is_integer_dtype(index.dtype):
+        return np.asarray(index, dtype=np.int64)
+    return np.array([_json_label(v) for v in index], dtype=object)
+
+
+def _x_values(prof: FeatureProfile) -> np.ndarray:
+    """The grid as x values: floats, or level labels (strings) for a categorical feature.
+    A numeric grid's missing point (NaN) is placed a little right of the largest value
+    (:func:`_missing_x`), drawn as a marker apart from the lines."""
+    if prof.categorical:
+        return np.array([level_label(v) for v in prof.grid], dtype=object)
+    x = np.asarray(prof.grid, dtype=float).copy()
+    if prof.has_missing_point:
+        x[-1] = _missing_x(x[:-1])
+    return x
+
+
+def _missing_x(finite: np.ndarray) -> float:
+    """Where a numeric feature's "missing" point is drawn: 8 % of the range right of the maximum."""
+    low, high = float(np.min(finite)), float(np.max(finite))
+    return high + 0.08 * ((high - low) or 1.0)
+
+
+def _line(prof: FeatureProfile, x: np.ndarray, y: np.ndarray, mode: str, marker: dict) -> dict:
+    """x, y, mode and marker of a curve over the grid: with a missing point, the line stops at
+    the largest value and the missing point is a lone marker after a gap."""
+    if not prof.has_missing_point or mode != "lines":
+        return dict(x=x, y=y, mode=mode, marker=marker)
+    sizes = np.zeros(x.size + 1)
+    sizes[-1] = 11
+    return dict(
+        x=np.r_[x[:-1], np.nan, x[-1]],
+        y=np.r_[np.asarray(y, float)[:-1], np.nan, np.asarray(y, float)[-1]],
+        mode="lines+markers",
+        marker={**marker, "size": sizes},
+    )
+
+
+def _missing_axis(prof: FeatureProfile, axis_ref: str = "x") -> list[dict]:
+    """Annotations marking the missing point on the x axis (none without one)."""
+    if not prof.has_missing_point:
+        return []
+    share = float(prof.grid_weights[-1])
+    return [
+        dict(
+            x=_x_values(prof)[-1],
+            xref=axis_ref,
+            y=0,
+            yref="paper",
+            yanchor="top",
+            yshift=-22,
+            text=f"missing ({share:.0%})",
+            showarrow=False,
+            font=dict(size=11, color="#6b7280"),
+        )
+    ]
+
+
+def _category_axis(prof: FeatureProfile) -> dict:
+    if not prof.categorical:
+        return {}
+    return dict(type="category", categoryorder="array", categoryarray=list(_x_values(prof)))
+
+
+def _mask_array(prof: FeatureProfile, mask) -> np.ndarray:
+    """A boolean array over ``prof.rows`` from a boolean array or a Series indexed by row labels."""
+    if isinstance(mask, pd.Series):
+        return mask.reindex(prof.rows, fill_value=False).to_numpy(dtype=bool)
+    return np.asarray(mask, dtype=bool)
+
+
+def _position(rows: pd.Index, label) -> int | None:
+    """Position of a row label among ``rows`` (also matching its string form), or None."""
+    if label is None or isinstance(label, (list, tuple, dict)):
+        return None
+    hits = np.flatnonzero(rows == label)
+    if hits.size == 0:
+        hits = np.flatnonzero(rows.astype(str) == str(label))
+    return int(hits[0]) if hits.size else None
+
+
+def _loss_name(params: Mapping[str, Any] | None, default: str = "loss") -> str:
+    name = (params or {}).get("loss")
+    return str(name) if name else default
+
+
+def _sort_features(values: pd.DataFrame) -> list:
+    """Features by mean value across columns (models), largest first; NaN last."""
+    mean = values.mean(axis=1, skipna=True)
+    return list(mean.sort_values(ascending=False, na_position="last", kind="stable").index)
+
+
+def _bar_axis(order: list, selected, n_traces: int = 1) -> tuple[dict, int]:
+    """Category y axis with the largest at the top and the selected tick in bold; the height."""
+    text = [f"<b>{esc(f)}</b>" if selected is not None and f == selected else esc(f) for f in order]
+    axis = dict(
+        title=dict(text="feature"),
+        type="category",
+        categoryorder="array",
+        categoryarray=[str(f) for f in order[::-1]],
+        tickmode="array",
+        tickvals=[str(f) for f in order],
+        ticktext=text,
+        automargin=True,
+    )
+    height = max(MIN_HEIGHT, 110 + int(PX_PER_FEATURE * len(order) * max(1.0, n_traces**0.5)))
+    return axis, height
+
+
+def _outline(order: list, selected) -> dict:
+    """Bar outlines: a black frame around the selected feature's bars."""
+    return dict(width=[2.5 if f == selected else 0 for f in order], color="black")
+
+
+def table_data(df: pd.DataFrame, *, index_name: str | None = None, digits: int = 4) -> tuple[list[dict], list[dict]]:
+    """``(records, columns)`` for a dash DataTable: the index as first column, floats rounded
+    to ``digits`` significant digits, missing values as None, column ids as strings."""
+    frame = df.copy()
+    names = [index_name] if index_name is not None and frame.index.nlevels == 1 else list(frame.index.names)
+    frame.index.names = [
+        str(n) if n is not None else ("index" if frame.index.nlevels == 1 else f"level_{i}")
+        for i, n in enumerate(names)
+    ]
+    frame = frame.reset_index()
+    frame.columns = [str(c) for c in frame.columns]
+
+    def cell(v):
+        if _is_missing(v):
+            return None
+        if isinstance(v, (bool, np.bool_)):
+            return bool(v)
+        if isinstance(v, (int, np.integer)):
+            return int(v)
+        if isinstance(v, (float, np.floating)):
+            return float(f"{float(v):.{digits}g}") if np.isfinite(v) else str(float(v))
+        return v if isinstance(v, str) else str(v)
+
+    records = [{c: cell(v) for c, v in zip(frame.columns, row)} for row in frame.itertuples(index=False)]
+    columns = [
+        {
+            "name": c,
+            "id": c,
+            "type": "numeric"
+            if pd.api.types.is_numeric_dtype(frame[c]) and not pd.api.types.is_bool_dtype(frame[c])
+            else "text",
+        }
+        for c in frame.columns
+    ]
+    return records, columns

@@ -1,0 +1,472 @@
+"""Curves over a feature's range: PI with the marginal distribution, ICI and ICE (seed 000,
+Fig. 4 and 6), ALE."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+import compute
+from compute.results import FeatureProfile
+
+from .common import (
+    _category_axis,
+    _labels_array,
+    _line,
+    _loss_name,
+    _mask_array,
+    _missing_axis,
+    _position,
+    _x_values,
+    level_label,
+)
+from .theme import (
+    ALL_COLOR,
+    CURVE_COLOR,
+    CURVE_OPACITY,
+    GROUP_COLORS,
+    LARGEST_COLOR,
+    LEGEND_BELOW,
+    SELECTED_COLOR,
+    SMALLEST_COLOR,
+    _figure,
+    _merge,
+    _stacked,
+    _style,
+    empty_figure,
+    esc,
+)
+
+
+def pi_figure(
+    prof: FeatureProfile, groups: Mapping[str, np.ndarray] | None = None, *, global_pfi: float | None = None, x_all=None
+) -> go.Figure:
+    """PI curve of all explained rows and of subgroups, over the feature's distribution.
+
+    Seed 000, Fig. 4 (conditional PI curves: all / X3 = 0 / X3 = 1) with the marginal
+    distribution of Fig. 6 on top. ``groups`` maps a label to a boolean mask over
+    ``prof.rows``; each group's curve is ``prof.subset(mask).pi`` (same grid, no new
+    predictions); empty groups are skipped. ``x_all``: the feature's values in the whole
+    data (default: the explained rows' values ``prof.x``).
+    """
+    if not prof.has_target:
+        return empty_figure("PI curves need the target: this data has no target column.")
+    x = _x_values(prof)
+    loss = _loss_name(prof.params)
+    top, bottom = _stacked(0.2)
+    layout = top.pop("layout")
+    fig = _figure()
+    values = prof.x if x_all is None else x_all
+    if prof.categorical:
+        labels = pd.Series([level_label(v) for v in np.asarray(values, dtype=object)])
+        counts = labels.value_counts()
+        levels = list(x) + [lv for lv in counts.index if lv not in set(x)]
+        fig.add_trace(
+            go.Bar(
+                _validate=False,
+                x=levels,
+                y=counts.reindex(levels, fill_value=0).to_numpy(),
+                name="distribution",
+                marker_color=CURVE_COLOR,
+                showlegend=False,
+                hovertemplate="%{x}: %{y} rows<extra></extra>",
+                **top,
+            )
+        )
+    else:
+        vals = np.asarray(values, dtype=float)
+        fig.add_trace(
+            go.Histogram(
+                _validate=False,
+                x=vals[np.isfinite(vals)],
+                nbinsx=40,
+                name="distribution",
+                marker_color=CURVE_COLOR,
+                showlegend=False,
+                hovertemplate="%{x}: %{y} rows<extra></extra>",
+                **top,
+            )
+        )
+        n_missing = int(np.isnan(vals).sum())
+        if prof.has_missing_point and n_missing:
+            fig.add_trace(
+                go.Bar(
+                    _validate=False,
+                    x=[x[-1]],
+                    y=[n_missing],
+                    width=[0.03 * (x[-1] - x[0])],
+                    name="missing",
+                    marker_color=CURVE_COLOR,
+                    showlegend=False,
+                    hovertemplate="missing: %{y} rows<extra></extra>",
+                    **top,
+                )
+            )
+    # unordered levels: one dot per level (a line through them would suggest an order)
+    mode = "markers" if prof.categorical else "lines"
+    fig.add_trace(
+        go.Scatter(
+            _validate=False,
+            **_line(prof, x, prof.pi, mode, dict(color=ALL_COLOR, size=12)),
+            name=f"all (n={len(prof.rows)})",
+            line=dict(color=ALL_COLOR, width=3),
+            hovertemplate="all: PI(%{x}) = %{y:.4g}<extra></extra>",
+            **bottom,
+        )
+    )
+    for k, (label, mask) in enumerate((groups or {}).items()):
+        mask = _mask_array(prof, mask)
+        if not mask.any():
+            continue
+        sub = prof.subset(mask)
+        fig.add_trace(
+            go.Scatter(
+                _validate=False,
+                **_line(
+                    prof, x, sub.pi, mode, dict(color=GROUP_COLORS[k % len(GROUP_COLORS)], size=10, symbol="diamond")
+                ),
+                name=f"{label} (n={len(sub.rows)})",
+                line=dict(color=GROUP_COLORS[k % len(GROUP_COLORS)], width=2.5),
+                hovertemplate=f"{esc(label)}: PI(%{{x}}) = %{{y:.4g}}<extra></extra>",
+                **bottom,
+            )
+        )
+    if global_pfi is not None:
+        y = float(global_pfi)
+        layout["shapes"] = [
+            dict(
+                type="line",
+                xref="x2 domain",
+                x0=0,
+                x1=1,
+                yref="y2",
+                y0=y,
+                y1=y,
+                line=dict(dash="dash", color="black", width=1),
+            )
+        ]
+        layout["annotations"] = [
+            dict(
+                text="global PFI",
+                xref="x2 domain",
+                x=0,
+                yref="y2",
+                y=y,
+                showarrow=False,
+                xanchor="left",
+                yanchor="bottom",
+            )
+        ]
+    layout["annotations"] = layout.get("annotations", []) + _missing_axis(prof, "x2")
+    _merge(layout["xaxis2"], dict(title=dict(text=str(prof.feature)), **_category_axis(prof)))
+    _merge(layout["xaxis"], _category_axis(prof))
+    _merge(layout["yaxis"], dict(title=dict(text="count")))
+    _merge(layout["yaxis2"], dict(title=dict(text=f"PI: mean change in {loss}")))
+    title = f"PI curves of {prof.feature}: mean change in {loss} when {prof.feature} is set to x"
+    return _style(
+        fig,
+        title,
+        f"pi-{prof.feature}",
+        height=540,
+        legend=LEGEND_BELOW,
+        margin=dict(l=10, r=10, t=60, b=100),
+        **layout,
+    )
+
+
+def ici_figure(
+    prof: FeatureProfile,
+    *,
+    max_curves: int = 2000,
+    n_points: int = 120,
+    highlight: int = 1,
+    selected=None,
+    mask=None,
+    centered: bool = False,
+    random_state: int = 0,
+) -> go.Figure:
+    """ICI curves with the PI curve on top, as Fig. 6 of seed 000.
+
+    The ``highlight`` observations with the largest ICI integral (local importance) are
+    green, those with the smallest red; the ``selected`` row is drawn on top of everything.
+    ``mask`` restricts the eligible observations to a subgroup, whose PI is then drawn.
+    ``centered`` subtracts each curve's value at the first grid point. See
+    :func:`_curves_figure` for sampling and thinning.
+    """
+    if not prof.has_target:
+        return empty_figure("ICI curves need the target: this data has no target column.")
+    return _curves_figure(
+        prof,
+        "ICI",
+        max_curves=max_curves,
+        n_points=n_points,
+        highlight=highlight,
+        selected=selected,
+        mask=mask,
+        centered=centered,
+        random_state=random_state,
+    )
+
+
+def ice_figure(
+    prof: FeatureProfile,
+    *,
+    max_curves: int = 2000,
+    n_points: int = 120,
+    highlight: int = 1,
+    selected=None,
+    mask=None,
+    centered: bool = False,
+    random_state: int = 0,
+) -> go.Figure:
+    """ICE curves (or centred ICE) with the PD curve on top.
+
+    Highlights mark the same rows as in :func:`ici_figure` (largest / smallest ICI
+    integral) when the profile has a target, none otherwise.
+    """
+    return _curves_figure(
+        prof,
+        "ICE",
+        max_curves=max_curves,
+        n_points=n_points,
+        highlight=highlight,
+        selected=selected,
+        mask=mask,
+        centered=centered,
+        random_state=random_state,
+    )
+
+
+def _curves_figure(
+    prof: FeatureProfile,
+    kind: str,
+    *,
+    max_curves: int,
+    n_points: int,
+    highlight: int,
+    selected,
+    mask,
+    centered: bool,
+    random_state: int,
+) -> go.Figure:
+    """Shared ICI/ICE drawing.
+
+    All background curves form ONE SVG ``Scatter`` trace, each curve followed by a gap (NaN in
+    x and y, which plotly.js breaks lines at; typed arrays, y as float32 since it is shown to
+    4 digits). One SVG path of 1,000 curves draws in about 0.15 s where WebGL took 1.5 s in
+    place and 3.5 s fresh without a GPU (SwiftShader), see ``benchmarks/speed_dashboard.py``;
+    only a strip of more than 5,000 dots stays WebGL (SVG dots are DOM nodes). A
+    categorical feature's levels have no order, so nothing is drawn between them: each curve
+    is a dot per level, jittered sideways around the level's position (a strip), the PI/PD
+    and the highlighted rows are marks on the level itself. Curves are a seeded random sample of at
+    most ``max_curves`` eligible rows, over at most ``n_points`` evenly spaced grid positions
+    (first and last kept). The summary line keeps the full grid; highlight and selected
+    curves are separate traces on top, drawn whether or not they were sampled. Every curve
+    point's ``customdata`` is its row label.
+    """
+    n_obs = len(prof.rows)
+    eligible = np.arange(n_obs) if mask is None else np.flatnonzero(_mask_array(prof, mask))
+    if eligible.size == 0:
+        return empty_figure(f"The subgroup selects none of the {n_obs} explained rows.")
+    curves = prof.curves(kind, centered=centered)
+    summary = prof.mean_curve(kind, mask=_mask_array(prof, mask) if mask is not None else None, centered=centered)
+    x, labels = _x_values(prof), _labels_array(prof.rows)
+
+    rng = np.random.default_rng(random_state)
+    drawn = eligible
+    if eligible.size > max_curves:
+        drawn = np.sort(rng.choice(eligible, size=max(int(max_curves), 0), replace=False))
+    n_grid = x.size
+    cols = np.arange(n_grid)
+    if n_grid > n_points:
+        cols = np.unique(np.round(np.linspace(0, n_grid - 1, max(int(n_points), 2))).astype(int))
+
+    largest, smallest = np.array([], dtype=int), np.array([], dtype=int)
+    if prof.has_target and highlight > 0:
+        top, bottom = compute.rank_extremes(prof.local_importance[eligible], int(highlight))
+        largest, smallest = eligible[top], eligible[bottom]  # the tables' rule; a row is drawn once
+    sel = _position(prof.rows, selected)
+
+    fig = _figure()
+    strip = prof.categorical
+    missing = prof.has_missing_point  # the last grid point: drawn as dots apart from the lines
+    position = np.arange(n_grid, dtype=float) if strip else x  # levels at 0, 1, 2, ...
+    line_cols = cols[:-1] if missing else cols
+    width = line_cols.size + 1  # each curve is followed by a gap (NaN)
+    xs = np.full((drawn.size, width), np.nan)
+    ys = np.full((drawn.size, width), np.nan)
+    xs[:, :-1], ys[:, :-1] = position[line_cols], curves[np.ix_(drawn, line_cols)]
+    if strip:  # seeded sideways jitter: the dots of one level spread into a strip
+        xs[:, :-1] += rng.uniform(-0.28, 0.28, size=(drawn.size, cols.size))
+    level_text = np.array([esc(v) for v in x], dtype=object) if strip else None
+    where = "%{text}" if strip else "%{x}"
+    hover = "row %{customdata}<br>" + f"{esc(prof.feature)} = " + where + "<br>y = %{y:.4g}<extra></extra>"
+    background: dict = dict(mode="lines", line=dict(color=CURVE_COLOR, width=1), opacity=CURVE_OPACITY)
+    if strip:
+        assert level_text is not None
+        texts = np.full((drawn.size, width), "", dtype=object)
+        texts[:, :-1] = level_text[line_cols]
+        background = dict(
+            mode="markers", marker=dict(color=CURVE_COLOR, size=4), opacity=0.45, text=texts.ravel().tolist()
+        )
+    # thousands of SVG markers (a strip over many levels) would be thousands of DOM nodes
+    many_dots = strip and drawn.size * cols.size > 5000
+    fig.add_trace(
+        (go.Scattergl if many_dots else go.Scatter)(
+            _validate=False,
+            x=xs.ravel(),
+            y=ys.ravel().astype(np.float32),
+            customdata=np.repeat(labels[drawn], width),
+            connectgaps=False,
+            name=f"{kind} curves ({drawn.size})" if not strip else f"{kind} values ({drawn.size} rows)",
+            hovertemplate=hover,
+            **background,
+        )
+    )
+    if missing:  # each drawn curve's value at "missing": a strip of dots right of the lines
+        span = float(x[-1] - x[0]) or 1.0
+        fig.add_trace(
+            go.Scatter(
+                _validate=False,
+                x=x[-1] + rng.uniform(-0.015, 0.015, size=drawn.size) * span,
+                y=curves[drawn, -1],
+                customdata=labels[drawn],
+                mode="markers",
+                marker=dict(color=CURVE_COLOR, size=4),
+                opacity=0.45,
+                showlegend=False,
+                name=f"{kind} at missing",
+                hovertemplate=f"row %{{customdata}}<br>{esc(prof.feature)} missing<br>y = %{{y:.4g}}<extra></extra>",
+            )
+        )
+    what = {"ICI": "PI", "ICE": "PD"}[kind]
+    scope = "all" if mask is None else "subgroup"
+    summary_marker = dict(color=ALL_COLOR, size=26, symbol="line-ew", line=dict(width=4, color=ALL_COLOR))
+    fig.add_trace(
+        go.Scatter(
+            _validate=False,
+            **_line(
+                prof,
+                position,
+                summary,
+                "markers" if strip else "lines",
+                summary_marker if strip else dict(color=ALL_COLOR, symbol="line-ew-open", line=dict(width=4)),
+            ),
+            line=dict(color=ALL_COLOR, width=4),
+            text=level_text,
+            name=f"{what} ({scope}, n={eligible.size})",
+            hovertemplate=f"{what}: {where}, %{{y:.4g}}<extra></extra>",
+        )
+    )
+
+    def one(pos: int, name: str, color: str, line_width: float) -> None:
+        fig.add_trace(
+            go.Scatter(
+                _validate=False,
+                **_line(
+                    prof,
+                    position,
+                    curves[pos],
+                    "markers" if strip else "lines",
+                    dict(color=color, size=4 + 2 * line_width),
+                ),
+                customdata=np.repeat(labels[pos : pos + 1], n_grid + int(missing)).tolist(),
+                name=name,
+                line=dict(color=color, width=line_width),
+                text=level_text,
+                hovertemplate=hover,
+            )
+        )
+
+    local = prof.local_importance if prof.has_target else np.full(len(prof.rows), np.nan)
+    for pos in largest:
+        one(pos, f"largest integral: row {prof.rows[pos]} ({local[pos]:.3g})", LARGEST_COLOR, 2.5)
+    for pos in smallest:
+        one(pos, f"smallest integral: row {prof.rows[pos]} ({local[pos]:.3g})", SMALLEST_COLOR, 2.5)
+    if sel is not None:
+        note = "" if np.isin(sel, eligible) else ", not in subgroup"
+        value = f" ({local[sel]:.3g}{note})" if local is not None else (f" ({note[2:]})" if note else "")
+        one(sel, f"selected: row {prof.rows[sel]}{value}", SELECTED_COLOR, 4)
+
+    shown = np.concatenate([drawn, largest, smallest, [] if sel is None else [sel]]).astype(int)
+    n_shown = np.intersect1d(shown, eligible).size
+    label = "" if mask is None else " in the subgroup"
+    loss = _loss_name(prof.params)
+    if kind == "ICI":
+        ytitle = f"ICI: change in {loss}"
+    else:
+        ytitle = "prediction" if prof.output is None else f"predicted P({prof.output})"
+    if centered:
+        ytitle += f" (centred at {prof.feature} = {x[0]})"
+    xaxis: dict = dict(title=str(prof.feature))
+    if strip:
+        xaxis.update(
+            tickmode="array", tickvals=list(range(n_grid)), ticktext=[esc(v) for v in x], range=[-0.6, n_grid - 0.4]
+        )
+    title = (
+        f"{'centred ' if centered else ''}{kind} curves of {prof.feature}{label}: "
+        f"{n_shown} of {eligible.size} observations drawn, {what} on top"
+    )
+    sub = f"curves on {cols.size} of {n_grid} grid points" if cols.size < n_grid else None
+    fig = _style(
+        fig,
+        title,
+        f"{kind.lower()}-{prof.feature}",
+        height=540,
+        xaxis=xaxis,
+        yaxis=dict(title=ytitle),
+        legend=LEGEND_BELOW,
+        margin=dict(l=10, r=10, t=85, b=120),
+        annotations=_missing_axis(prof),
+    )
+    if sub:
+        fig.layout.title.subtitle.text = sub
+    return fig
+
+
+def ale_figure(ale: pd.DataFrame, *, feature, subtitle: str = "") -> go.Figure:
+    """Accumulated local effects (centred) with the rows per interval below.
+
+    ``ale``: columns grid, ale, weight, n_obs as :func:`compute.ale_from_profile` returns;
+    ``n_obs[k]`` counts the rows in the interval ending at ``grid[k]``, drawn as a bar over
+    that interval.
+    """
+    if ale is None or ale.empty:
+        return empty_figure(f"No ALE computed for {feature}.")
+    grid = ale["grid"].to_numpy(float)
+    top, bottom = _stacked(0.78)
+    layout = top.pop("layout")
+    fig = _figure()
+    fig.add_trace(
+        go.Scatter(
+            _validate=False,
+            x=grid,
+            y=ale["ale"].to_numpy(float),
+            mode="lines+markers",
+            name="ALE",
+            line=dict(color=ALL_COLOR, width=3),
+            hovertemplate=f"{esc(feature)} = %{{x:.4g}}<br>ALE %{{y:.4g}}<extra></extra>",
+            **top,
+        )
+    )
+    fig.add_trace(
+        go.Bar(
+            _validate=False,
+            x=(grid[1:] + grid[:-1]) / 2,
+            y=ale["n_obs"].to_numpy()[1:],
+            width=0.95 * np.diff(grid),
+            name="rows per interval",
+            marker_color=CURVE_COLOR,
+            showlegend=False,
+            hovertemplate="%{y} rows in this interval<extra></extra>",
+            **bottom,
+        )
+    )
+    _merge(layout["xaxis2"], dict(title=dict(text=str(feature))))
+    _merge(layout["yaxis"], dict(title=dict(text="ALE (centred effect on the prediction)")))
+    _merge(layout["yaxis2"], dict(title=dict(text="rows")))
+    title = f"ALE of {feature}: accumulated local effects on {grid.size - 1} intervals"
+    return _style(fig, title, f"ale-{feature}", subtitle=subtitle, height=420, showlegend=False, **layout)

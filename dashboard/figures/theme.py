@@ -1,0 +1,171 @@
+"""The look every figure shares: colours, the template, margins, and the one place data-only
+text is escaped (:func:`_style`)."""
+
+from __future__ import annotations
+
+import html
+
+import numpy as np
+import plotly.graph_objects as go
+
+# The look of plotly's "plotly_white", spelled out: naming the template makes plotly.py copy
+# and validate all of it for every figure (~90 ms each, most of a view switch's time).
+_GRID = "#EBF0F8"
+_AXIS = dict(
+    gridcolor=_GRID,
+    linecolor=_GRID,
+    zerolinecolor=_GRID,
+    zerolinewidth=2,
+    automargin=True,
+    ticks="",
+    title=dict(standoff=15),
+)
+TEMPLATE = dict(
+    layout=dict(
+        paper_bgcolor="white",
+        plot_bgcolor="white",
+        font=dict(color="#2a3f5f"),
+        colorway=["#636efa", "#EF553B", "#00cc96", "#ab63fa", "#FFA15A", "#19d3f3", "#FF6692", "#B6E880"],
+        hoverlabel=dict(align="left"),
+        hovermode="closest",
+        xaxis=_AXIS,
+        yaxis=_AXIS,
+    )
+)
+MARGIN = dict(l=10, r=10, t=85, b=40)
+ALL_COLOR = "#4c72b0"  # all data: PI/PD summary line, single-model bars
+CURVE_COLOR = "#8c8c8c"  # background ICI/ICE curves and marginal distribution
+CURVE_OPACITY = 0.25
+MODEL_COLORS = ("#4c72b0", "#dd8452", "#8172b3", "#937860", "#da8bc3", "#64b5cd", "#8c8c8c")
+GROUP_COLORS = ("#e7298a", "#7570b3", "#e6ab02", "#66a61e", "#a6761d", "#17becf")
+LARGEST_COLOR = "#1a9850"  # largest ICI integral (Fig. 6)
+SMALLEST_COLOR = "#d73027"  # smallest ICI integral (Fig. 6)
+SELECTED_COLOR = "#ff7f00"  # the selected observation
+POSITIVE_COLOR, NEGATIVE_COLOR = LARGEST_COLOR, SMALLEST_COLOR
+CI_OPACITY = 0.35  # CIU: CI transparent, CU solid (seed 003, Fig. 3)
+PX_PER_FEATURE, MIN_HEIGHT = 28, 300
+MISSING_LABEL = "(missing)"
+DIAMOND = "diamond"
+
+
+# a legend of several long entries: below the plot, clear of the title and subtitle
+LEGEND_BELOW = dict(orientation="h", yref="container", yanchor="bottom", y=0.0, xanchor="left", x=0.0)
+
+
+def esc(value) -> str:
+    """``value`` as text Plotly draws as it is: ``<``, ``>`` and ``&`` as entities (Plotly
+    turns entities back into the characters, and draws tags only from raw ``<``)."""
+    return html.escape(str(value), quote=False)
+
+
+def _plain(values):
+    """Strings among ``values`` (a scalar, list, tuple or array) escaped; numbers untouched."""
+    if isinstance(values, str):
+        return esc(values)
+    if isinstance(values, np.ndarray):
+        if values.dtype.kind != "O" and values.dtype.kind != "U":
+            return values
+        return np.array([esc(v) if isinstance(v, str) else v for v in values.ravel()], dtype=object).reshape(
+            values.shape
+        )
+    if isinstance(values, (list, tuple)):
+        return [esc(v) if isinstance(v, str) else v for v in values]
+    return values
+
+
+_DATA_TEXT = ("x", "y", "name")  # trace properties that hold only data (no markup of ours)
+_AXIS_DATA = ("categoryarray", "tickvals")
+
+
+def _escape_data_text(fig: go.Figure, spec: dict) -> None:
+    """Escape, in place, the texts that hold only data (see the module docstring)."""
+    title = spec.get("title")
+    if isinstance(title, dict):
+        if isinstance(title.get("text"), str):
+            title["text"] = esc(title["text"])
+        sub = title.get("subtitle")
+        if isinstance(sub, dict) and isinstance(sub.get("text"), str):
+            sub["text"] = esc(sub["text"])
+    for key, axis in spec.items():
+        if not (key.startswith(("xaxis", "yaxis")) and isinstance(axis, dict)):
+            continue
+        if isinstance(axis.get("title"), dict) and isinstance(axis["title"].get("text"), str):
+            axis["title"]["text"] = esc(axis["title"]["text"])
+        for name in _AXIS_DATA:
+            if axis.get(name) is not None:
+                axis[name] = _plain(axis[name])
+    for trace in fig.data:
+        for name in _DATA_TEXT:
+            value = trace[name] if name in trace else None
+            if value is not None:
+                escaped = _plain(value)
+                if escaped is not value:
+                    trace[name] = escaped
+
+
+def _figure(*traces) -> go.Figure:
+    """A figure born with our template (setting one later first copies plotly's default)."""
+    return go.Figure(data=list(traces) or None, layout=dict(template=TEMPLATE), _validate=False)
+
+
+def _style(fig: go.Figure, title: str, uirevision: str, *, subtitle: str = "", **layout) -> go.Figure:
+    """The figure with our title, legend, margins and ``layout`` merged into its layout.
+
+    Built as one plain layout dict and wrapped without validation: ``update_layout`` parses
+    and validates every key path (~15 ms a call), most of a view's server time."""
+    spec = fig.layout.to_plotly_json()
+    _merge(
+        spec,
+        dict(
+            margin=dict(MARGIN),  # a copy: the figure's own margin is merged into it
+            uirevision=uirevision,
+            title=dict(text=title, x=0.01, xanchor="left", y=0.99, yref="container", yanchor="top", font=dict(size=14))
+            | (dict(subtitle=dict(text=subtitle, font=dict(size=12, color="#6b7280"))) if subtitle else {}),
+            legend=dict(orientation="h", yanchor="bottom", y=1.01, xanchor="right", x=1.0),
+        ),
+    )
+    _merge(spec, layout)
+    for key, axis in spec.items():  # Plotly.js drops a plain-string axis title: give it as text
+        if key.startswith(("xaxis", "yaxis")) and isinstance(axis, dict) and isinstance(axis.get("title"), str):
+            axis["title"] = dict(text=axis["title"])
+    _escape_data_text(fig, spec)
+    return go.Figure(data=fig.data, layout=spec, _validate=False)
+
+
+def _stacked(top_share: float, gap: float = 0.03) -> tuple[dict, dict]:
+    """Axes of two plots stacked over one shared x axis, named as ``make_subplots(rows=2,
+    shared_xaxes=True)`` names them (top x/y, bottom x2/y2) without its ~50 ms. Returns the
+    (top, bottom) trace axis refs; the layout part is in ``top["layout"]``."""
+    split = 1.0 - top_share
+    layout = dict(
+        xaxis=dict(anchor="y", domain=[0.0, 1.0], matches="x2", showticklabels=False),
+        yaxis=dict(anchor="x", domain=[split + gap / 2, 1.0]),
+        xaxis2=dict(anchor="y2", domain=[0.0, 1.0]),
+        yaxis2=dict(anchor="x2", domain=[0.0, split - gap / 2]),
+    )
+    return {"xaxis": "x", "yaxis": "y", "layout": layout}, {"xaxis": "x2", "yaxis": "y2"}
+
+
+def _merge(into: dict, extra: dict) -> dict:
+    """Deep-merge plain dicts (plotly objects are turned into dicts first)."""
+    for key, value in extra.items():
+        if hasattr(value, "to_plotly_json"):
+            value = value.to_plotly_json()
+        if isinstance(value, dict) and isinstance(into.get(key), dict):
+            _merge(into[key], value)
+        else:
+            into[key] = value
+    return into
+
+
+def empty_figure(message: str, *, height: int = MIN_HEIGHT) -> go.Figure:
+    """A blank figure showing ``message`` in its centre (no data, missing target, errors);
+    ``height``: smaller for a lasting note (a view that does not apply) than for a wait."""
+    import textwrap
+
+    fig = _figure()
+    text = "<br>".join(esc(line) for line in textwrap.wrap(str(message), 60)) or " "
+    fig.add_annotation(
+        text=text, x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False, font=dict(size=15, color="#555555")
+    )
+    return _style(fig, "", "empty", height=height, xaxis=dict(visible=False), yaxis=dict(visible=False))
