@@ -61,7 +61,6 @@ INFLUENCE_GRAPH = "influence-graph"
 OBS_TABLE = "obs-table"
 IMPACT_TABLE = "impact-table"
 ALE_GRAPH = "ale-graph"
-ALE_INTERVALS = "ale-intervals"  # number input: K, the number of ALE intervals
 WHATIF_VALUE = "whatif-value"  # pattern-matching type: {"type", "column", "row"}, one field per feature
 WHATIF_EDIT = "whatif-edit"  # dcc.Store: {"row", "edit": {column: value}, "t"} from the what-if form
 WHATIF_RESET = "whatif-reset"

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 from urllib.parse import parse_qs, urlencode
 
 import compute
@@ -26,9 +28,8 @@ from .store import Store
 
 DEFAULT_REPEATS = 10
 MAX_REPEATS = 200
-DEFAULT_ALE_K = 20  # ALE intervals: R iml's and PyALE's default
-MAX_ALE_K = 200
-STATE_FIELDS = _KEYS = (
+# the page's own fields; views add theirs (View(state=...), see Field)
+CORE_FIELDS = (
     "ws",
     "model",
     "feature",
@@ -39,9 +40,72 @@ STATE_FIELDS = _KEYS = (
     "sfimp",
     "pfi_all",
     "exclude",
-    "ale_k",
     "edit",
 )
+
+
+@dataclass(frozen=True)
+class Field:
+    """A drill-down state field a view owns (``View(state=(Field(...),))``): kept in the
+    state and the URL like the page's own fields, cleaned from whatever the browser sends,
+    and (``control``: component id and property) set by a control the view draws, which
+    shows the state's value. A view declares it in its module; the state's defaults,
+    cleaning and URL, and the controller's input, reducer and output, come from here.
+
+    ``clean(raw)``: a valid value from any JSON value or URL text, else ``default``;
+    ``read(raw)``: the control's value as a value of the field, raising ``ValueError`` or
+    ``TypeError`` on one that is not (the click is then ignored; ``clean`` bounds it);
+    ``text(value)``: the value as URL text (left out of the URL when it is the default)."""
+
+    name: str
+    default: Any
+    clean: Callable[[Any], Any]
+    read: Callable[[Any], Any]
+    text: Callable[[Any], str] = str
+    control: tuple[str, str] | None = None
+
+
+def int_field(name: str, default: int, *, low: int, high: int, control: tuple[str, str] | None = None) -> Field:
+    """A whole number in [low, high]: out-of-range values are clamped, others give the default."""
+
+    def clean(raw) -> int:
+        if isinstance(raw, str):
+            try:
+                raw = int(raw.strip())
+            except ValueError:
+                return default
+        if not isinstance(raw, int) or isinstance(raw, bool):
+            return default
+        return min(max(raw, low), high)
+
+    def read(raw) -> int:
+        if isinstance(raw, bool):
+            raise TypeError("not a whole number")
+        return int(raw)
+
+    return Field(name, default, clean, read, str, control)
+
+
+_VIEW_FIELDS: dict[str, Field] = {}
+
+
+def add_fields(fields) -> None:
+    """Register the fields a view declares (``View`` does, when a view module is imported)."""
+    for field in fields:
+        known = _VIEW_FIELDS.get(field.name)
+        if field.name in CORE_FIELDS or (known is not None and known != field):
+            raise ValueError(f"the state field {field.name!r} is declared twice")
+        _VIEW_FIELDS[field.name] = field
+
+
+def view_fields() -> tuple[Field, ...]:
+    """The fields views declared, in the order they were registered."""
+    return tuple(_VIEW_FIELDS.values())
+
+
+def state_fields() -> tuple[str, ...]:
+    """Every field of the state: the page's own, then the views'."""
+    return CORE_FIELDS + tuple(_VIEW_FIELDS)
 
 
 @dataclass(frozen=True)
@@ -97,8 +161,8 @@ def default_state() -> dict:
         "sfimp": False,
         "pfi_all": False,  # PFI on every selected row, not a sample within the budget
         "exclude": [],
-        "ale_k": DEFAULT_ALE_K,
         "edit": {},
+        **{field.name: field.default for field in _VIEW_FIELDS.values()},
     }
 
 
@@ -137,9 +201,8 @@ def clean_state(raw) -> dict:
     repeats = raw.get("repeats")
     if isinstance(repeats, int) and not isinstance(repeats, bool):
         state["repeats"] = min(max(repeats, 2), MAX_REPEATS)
-    ale_k = raw.get("ale_k")
-    if isinstance(ale_k, int) and not isinstance(ale_k, bool):
-        state["ale_k"] = min(max(ale_k, 2), MAX_ALE_K)
+    for field in _VIEW_FIELDS.values():
+        state[field.name] = field.clean(raw.get(field.name, field.default))
     exclude = raw.get("exclude")
     if isinstance(exclude, list):
         kept = [
@@ -180,7 +243,7 @@ def state_from_search(search: str | None) -> dict:
     unknown keys are ignored and bad values fall back to defaults (validated later)."""
     state = default_state()
     query = parse_qs((search or "").lstrip("?"), keep_blank_values=False)
-    one = {k: v[-1] for k, v in query.items() if k in _KEYS and v}
+    one = {k: v[-1] for k, v in query.items() if k in state_fields() and v}
     for key in ("ws", "model", "feature", "subgroup", "obs"):
         if key in one:
             state[key] = one[key][:MAX_TEXT]
@@ -191,10 +254,9 @@ def state_from_search(search: str | None) -> dict:
         state["repeats"] = min(max(int(one.get("repeats", DEFAULT_REPEATS)), 2), MAX_REPEATS)
     except ValueError:
         state["repeats"] = DEFAULT_REPEATS
-    try:
-        state["ale_k"] = int(one.get("ale_k", DEFAULT_ALE_K))
-    except ValueError:
-        state["ale_k"] = DEFAULT_ALE_K
+    for field in _VIEW_FIELDS.values():
+        if field.name in one:
+            state[field.name] = field.clean(one[field.name])
     if one.get("exclude"):
         state["exclude"] = [e for e in one["exclude"].split(",") if e][:MAX_EXCLUDED]
     if one.get("edit"):
@@ -219,8 +281,10 @@ def search_from_state(state: dict) -> str:
         query["pfi_all"] = "1"
     if state.get("repeats", DEFAULT_REPEATS) != DEFAULT_REPEATS:
         query["repeats"] = str(state["repeats"])
-    if state.get("ale_k", DEFAULT_ALE_K) != DEFAULT_ALE_K:
-        query["ale_k"] = str(state["ale_k"])
+    for field in _VIEW_FIELDS.values():
+        value = state.get(field.name, field.default)
+        if value != field.default:
+            query[field.name] = field.text(value)
     if state.get("exclude"):
         query["exclude"] = ",".join(str(e) for e in state["exclude"])
     if state.get("edit") and state.get("obs") is not None:

@@ -27,7 +27,13 @@ from sklearn.preprocessing import StandardScaler
 import compute
 from dashboard import figures, ids, planning, views
 from dashboard.callbacks.compute import finish_job, resolve_state, run_request
-from dashboard.callbacks.drilldown import build_condition, control_options, parse_values, update_state
+from dashboard.callbacks.drilldown import (
+    build_condition,
+    control_options,
+    controller_outputs,
+    parse_values,
+    update_state,
+)
 from dashboard.callbacks.load import describe_data, describe_models, load_outputs, load_workspace
 from dashboard.config import Config, from_env, parse_args
 from dashboard.server import create_app
@@ -474,7 +480,7 @@ def test_observation_view_defaults_to_largest_integral(ctx, results, summary):
 def test_ale_view_has_default_k_intervals_none_empty(ctx, results, profiles):
     """The ALE panel: 20 type-1 quantile intervals of the explained rows (none empty), not one
     interval per grid point (499 intervals, 299 empty, on demo-x3 before)."""
-    from dashboard.state import DEFAULT_ALE_K
+    from dashboard.views.ale import DEFAULT_ALE_K
 
     assert DEFAULT_ALE_K == 20 and results["state"]["ale_k"] == 20
     prof = profiles["X1"]
@@ -488,14 +494,21 @@ def test_ale_view_has_default_k_intervals_none_empty(ctx, results, profiles):
 def test_ale_intervals_follow_the_state_and_the_url(ctx, state, profiles):
     """K typed in the ALE panel goes into the state (clamped to [2, 200]) and the URL, and the
     view draws that many intervals."""
-    new, error = update_state(ctx, state, ids.ALE_INTERVALS, _inputs(state, ale_k=5))
+    from dashboard.views.ale import ALE_INTERVALS
+
+    new, error = update_state(ctx, state, ALE_INTERVALS, _inputs(state, field_ale_k=5))
     assert error is None and new["ale_k"] == 5 and "ale_k=5" in search_from_state(new)
     assert state_from_search(search_from_state(new))["ale_k"] == 5
     fig = views.render(ctx, "ale", _resolved(ctx, new))["figure"]
     assert_allclose(fig.data[0].y, compute.ale_from_profile(profiles["X1"], n_intervals=5).ale)
     assert np.asarray(fig.data[1].y).size == 5
-    assert update_state(ctx, state, ids.ALE_INTERVALS, _inputs(state, ale_k=10_000))[0]["ale_k"] == 200
-    assert update_state(ctx, state, ids.ALE_INTERVALS, _inputs(state, ale_k="x"))[0]["ale_k"] == 20
+    assert update_state(ctx, state, ALE_INTERVALS, _inputs(state, field_ale_k=10_000))[0]["ale_k"] == 200
+    # a value that is not a number leaves K as it was (not the default)
+    assert update_state(ctx, new, ALE_INTERVALS, _inputs(new, field_ale_k="x"))[0]["ale_k"] == 5
+    assert update_state(ctx, new, ALE_INTERVALS, _inputs(new, field_ale_k=True))[0]["ale_k"] == 5
+    # the number input shows the state's K (after a URL load, say)
+    loaded = controller_outputs(ctx, None, ids.URL, {"search": "?ws=demo-x3&ale_k=7"})
+    assert loaded["state"]["ale_k"] == 7 and loaded["field_ale_k"] == 7
 
 
 # --- export ----------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from dashboard import ids
 from dashboard.callbacks.compute import run_request
 from dashboard.config import Config
 from dashboard.server import create_app
-from dashboard.state import MAX_EDITS, STATE_FIELDS, clean_state, normalize, state_from_search
+from dashboard.state import MAX_EDITS, clean_state, normalize, state_fields, state_from_search
 from dashboard.views import plan_state
 
 HUGE = "x" * 300_000  # with the envelope, well under the 2 MiB body limit
@@ -58,7 +58,7 @@ ATOMS = [
     "?ws=demo-x3&repeats=99999999999&ale_k=-5&obs=1e999&exclude=" + ",".join(map(str, range(20_000))),
     "?ws=../../x&feature=%00&subgroup=" + "(" * 500,
 ]
-STATE_KEYS = [*STATE_FIELDS, "results", "keys", "sigs", "pending", "state", "request", "nonce", "error"]
+STATE_KEYS = [*state_fields(), "results", "keys", "sigs", "pending", "state", "request", "nonce", "error"]
 
 
 def hostile(rng: random.Random, depth: int = 0):
@@ -98,7 +98,7 @@ def forged_state(rng: random.Random) -> dict:
     """A state-shaped dict on the demo: mostly values the page could send (so the views get
     past the state's cleaning and draw), some fields hostile."""
     state: dict = {"ws": "demo-x3" if rng.random() < 0.8 else hostile(rng, 1)}
-    for key in STATE_KEYS[1 : len(STATE_FIELDS)]:
+    for key in STATE_KEYS[1 : len(state_fields())]:
         if rng.random() < 0.25:
             state[key] = hostile(rng, 1)
         elif key in PLAUSIBLE:

@@ -21,11 +21,13 @@ from ..demos import DEMOS
 from ..state import (
     DEFAULT_REPEATS,
     MAX_REPEATS,
+    Field,
     clean_state,
     default_state,
     normalize,
     search_from_state,
     state_from_search,
+    view_fields,
 )
 from ..views import Select
 
@@ -144,6 +146,23 @@ def selection_reducer(select: Select):
     return reducer
 
 
+def field_input(field: Field) -> str:
+    """The controller's input (and output) name of a view's state field (``View(state=...)``)."""
+    return "field_" + field.name
+
+
+def field_reducer(field: Field):
+    """The reducer of a view's state field: its control's value, read as the field's
+    (``clean_state`` then bounds it; a value that is not one leaves the state as it was)."""
+    name = field_input(field)
+
+    def reducer(state, inputs):
+        return {**state, field.name: field.read(inputs.get(name))}
+
+    reducer.__name__ = f"set_{field.name}"
+    return reducer
+
+
 def _select(state, row):
     """Select an observation; what-if edits belong to the row they were made on."""
     row = str(row)
@@ -211,10 +230,6 @@ def toggle_centered(state, inputs):
     return {**state, "centered": "c" in (inputs.get("centered") or [])}
 
 
-def set_ale_intervals(state, inputs):
-    return {**state, "ale_k": int(inputs["ale_k"])}  # clean_state clamps it to [2, MAX_ALE_K]
-
-
 def exclude_selected(state, inputs):
     if state.get("obs") is None:
         return state
@@ -247,7 +262,6 @@ REDUCERS = {
     ids.REPEATS_RESET: reset_repeats,
     ids.PFI_ALL: toggle_pfi_all,
     ids.CENTERED: toggle_centered,
-    ids.ALE_INTERVALS: set_ale_intervals,
     ids.EXCLUDE_SELECTED: exclude_selected,
     ids.EXCLUDE_NEGATIVE: exclude_negative,
     ids.EXCLUDE_CLEAR: clear_exclusions,
@@ -255,6 +269,8 @@ REDUCERS = {
     ids.WHATIF_RESET: reset_edits,
     # the views' clicks that select a feature or an observation (View(selects=...))
     **{select.id: selection_reducer(select) for select in views.selects()},
+    # the views' own state fields, set by their controls (View(state=...))
+    **{field.control[0]: field_reducer(field) for field in view_fields() if field.control},
 }
 
 
@@ -337,7 +353,6 @@ CONTROLLER_INPUTS = {
     "exclude_negative": Input(ids.EXCLUDE_NEGATIVE, "n_clicks"),
     "exclude_clear": Input(ids.EXCLUDE_CLEAR, "n_clicks"),
     "loaded": Input(ids.LOADED_WS, "data"),
-    "ale_k": Input(ids.ALE_INTERVALS, "value"),
     "whatif": Input(ids.WHATIF_EDIT, "data"),
     "suggested": Input(ids.SUGGESTED_PICK, "data"),
     "whatif_reset": Input(ids.WHATIF_RESET, "n_clicks"),
@@ -349,6 +364,7 @@ CONTROLLER_INPUTS = {
     "mine": State(ids.MY_WORKSPACES, "data"),
     "state": State(ids.STATE, "data"),
     **{select_input(select): Input(select.id, select.prop) for select in views.selects()},
+    **{field_input(field): Input(*field.control) for field in view_fields() if field.control},
 }
 CONTROLLER_OUTPUTS = {
     "state": Output(ids.STATE, "data"),
@@ -359,12 +375,12 @@ CONTROLLER_OUTPUTS = {
     "subgroup_text": Output(ids.SUBGROUP_TEXT, "value"),
     "subgroup_error": Output(ids.SUBGROUP_ERROR, "children"),
     "centered": Output(ids.CENTERED, "value"),
-    "ale_k": Output(ids.ALE_INTERVALS, "value"),
     "ws_options": Output(ids.WS_SELECT, "options"),
     "model_options": Output(ids.MODEL_SELECT, "options"),
     "feature_options": Output(ids.FEATURE_SELECT, "options"),
     "column_options": Output(ids.COND_COLUMN, "options"),
     "subgroup_placeholder": Output(ids.SUBGROUP_TEXT, "placeholder"),
+    **{field_input(field): Output(*field.control) for field in view_fields() if field.control},
 }
 
 
@@ -445,9 +461,9 @@ def controller_outputs(ctx, state, trigger, inputs) -> dict:
         "subgroup_text": subgroup_box,
         "subgroup_error": error,
         "centered": ["c"] if new["centered"] else [],
-        "ale_k": new["ale_k"],
         **control_options(ctx, new, inputs.get("mine")),
         "subgroup_placeholder": subgroup_example(ctx, new),
+        **{field_input(field): new[field.name] for field in view_fields() if field.control},
     }
 
 

@@ -8,8 +8,14 @@ from dash import dcc, html
 import compute
 
 from .. import components, figures, ids
-from ..state import DEFAULT_ALE_K, MAX_ALE_K
+from ..state import int_field
 from .base import PROFILES, View, empty
+
+ALE_INTERVALS = "ale-intervals"  # number input: K, the number of ALE intervals
+DEFAULT_ALE_K = 20  # R iml's and PyALE's default
+MAX_ALE_K = 200
+# K is part of the state: in the URL as ale_k, shown and set by the number input
+ALE_K = int_field("ale_k", DEFAULT_ALE_K, low=2, high=MAX_ALE_K, control=(ALE_INTERVALS, "value"))
 
 
 def render(ctx, inp) -> dict:
@@ -54,7 +60,7 @@ VIEW = View(
         [
             "intervals K ",
             dcc.Input(
-                id=ids.ALE_INTERVALS,
+                id=ALE_INTERVALS,
                 type="number",
                 min=2,
                 max=MAX_ALE_K,
@@ -67,4 +73,5 @@ VIEW = View(
     ),
     needs=frozenset({PROFILES}),
     reads=frozenset({"ws", "model", "feature", "ale_k"}),
+    state=(ALE_K,),
 )

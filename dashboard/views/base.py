@@ -27,13 +27,13 @@ from dash import dcc
 import compute
 
 from .. import figures, planning
-from ..state import STATE_FIELDS
+from ..state import Field, add_fields, state_fields
 
 # what a view can need from the job planner (planning.plan task kinds)
 PROFILES, PFI, SFIMP = "profiles", "pfi", "sfimp"
-# the state fields a view reads unless it says otherwise: all but the what-if edit
-DEFAULT_READS = frozenset(STATE_FIELDS) - {"edit"}
-ALL_FIELDS = frozenset(STATE_FIELDS)
+# ``View(reads=ALL_FIELDS)``: every field of the state, the views' own included (a view
+# reads all but the what-if edit unless it says otherwise)
+ALL_FIELDS = frozenset({"<every field>"})
 
 
 # The page's sections, in tab order: (key, tab label, the question the section answers).
@@ -96,10 +96,17 @@ class View:
     # one of them, or the availability of a result it reads, changes; tests check that
     # changing any other field leaves its outputs as they were.
     reads: frozenset | None = None
+    state: tuple[Field, ...] = ()  # state fields this view owns (kept in the URL, set by its controls)
+
+    def __post_init__(self):
+        add_fields(self.state)  # the state's defaults, cleaning and URL know them from here on
 
     @property
     def fields(self) -> frozenset:
-        return DEFAULT_READS if self.reads is None else self.reads
+        """The state fields render reads."""
+        if self.reads is None:
+            return frozenset(state_fields()) - {"edit"}
+        return frozenset(state_fields()) if self.reads == ALL_FIELDS else self.reads
 
 
 class Inputs:
