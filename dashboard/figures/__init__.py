@@ -28,8 +28,7 @@ One module per family (:mod:`.theme`, :mod:`.common`, :mod:`.bars`, :mod:`.curve
 from __future__ import annotations
 
 from .bars import (  # noqa: F401
-    _sample_labels,
-    _sfimp_error,
+    bar_figure,
     convergence_figure,
     global_ci_figure,
     group_pfi_figure,
@@ -41,19 +40,6 @@ from .ciu import (  # noqa: F401
     ciu_figure,
 )
 from .common import (  # noqa: F401
-    _bar_axis,
-    _category_axis,
-    _is_missing,
-    _json_label,
-    _labels_array,
-    _line,
-    _loss_name,
-    _mask_array,
-    _missing_axis,
-    _missing_x,
-    _outline,
-    _position,
-    _sort_features,
     _x_values,
     level_label,
     prediction_text,
@@ -61,7 +47,6 @@ from .common import (  # noqa: F401
     value_text,
 )
 from .curves import (  # noqa: F401
-    _curves_figure,
     ale_figure,
     ice_figure,
     ici_figure,
@@ -74,10 +59,6 @@ from .performance import (  # noqa: F401
     whatif_figure,
 )
 from .theme import (  # noqa: F401
-    _AXIS,
-    _AXIS_DATA,
-    _DATA_TEXT,
-    _GRID,
     ALL_COLOR,
     CI_OPACITY,
     CURVE_COLOR,
@@ -96,11 +77,7 @@ from .theme import (  # noqa: F401
     SELECTED_COLOR,
     SMALLEST_COLOR,
     TEMPLATE,
-    _escape_data_text,
     _figure,
-    _merge,
-    _plain,
-    _stacked,
     _style,
     empty_figure,
     esc,

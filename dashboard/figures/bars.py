@@ -326,38 +326,72 @@ def influence_figure(ciu: pd.DataFrame) -> go.Figure:
     )
 
 
-def global_ci_figure(global_ci: pd.DataFrame, *, selected=None) -> go.Figure:
-    """Global CI (seed 003, Sec. 4.1): the mean CI over instances, ``error_x`` = its std."""
-    if global_ci is None or global_ci.empty:
-        return empty_figure("No global contextual importance computed yet.")
-    order = _sort_features(global_ci[["CI"]])
-    df = global_ci.reindex(order)
-    share = df["out_of_range_share"].to_numpy(float) if "out_of_range_share" in df else np.full(len(df), np.nan)
-    hover = [
-        f"{esc(f)}<br>mean CI = {ci:.3g} ± {sd:.3g}" + ("" if np.isnan(s) else f"<br>out of range: {100 * s:.0f}%")
-        for f, ci, sd, s in zip(order, df["CI"], df["CI_std"], share)
-    ]
+def bar_figure(
+    values: pd.Series,
+    *,
+    title: str,
+    x_title: str,
+    uirevision: str,
+    name: str = "value",
+    selected=None,
+    error: pd.Series | None = None,
+    hover: Mapping | None = None,
+    subtitle: str = "",
+) -> go.Figure:
+    """One value per feature as horizontal bars, largest at the top: click a bar to select its
+    feature (``customdata`` = the feature), the ``selected`` one outlined and its tick bold;
+    ``error``: a bar's ± spread (``error_x``); ``hover``: each feature's hover text (escaped
+    names and our markup; default: the feature and its value to 3 significant digits)."""
+    order = _sort_features(values.to_frame())
+    shown = values.reindex(order)
+    text = [hover[f] if hover is not None else f"{esc(f)}<br>{esc(name)} = {v:.3g}" for f, v in shown.items()]
     fig = _figure(
         go.Bar(
             _validate=False,
-            x=df["CI"].to_numpy(float),
+            x=shown.to_numpy(float),
             y=[str(f) for f in order],
             orientation="h",
             customdata=[_json_label(f) for f in order],
-            hovertext=hover,
+            hovertext=text,
             hovertemplate="%{hovertext}<extra></extra>",
-            error_x=dict(type="data", array=df["CI_std"].to_numpy(float), thickness=1.2),
-            name="global CI",
+            **(
+                {}
+                if error is None
+                else {"error_x": dict(type="data", array=error.reindex(order).to_numpy(float), thickness=1.2)}
+            ),
+            name=name,
             marker=dict(color=ALL_COLOR, line=_outline(order, selected)),
         )
     )
     yaxis, height = _bar_axis(order, selected)
     return _style(
         fig,
-        "Global contextual importance: mean CI over instances ± std",
-        "global-ci",
+        title,
+        uirevision,
+        subtitle=subtitle,
         height=height,
         yaxis=yaxis,
         showlegend=False,
-        xaxis=dict(title="mean CI (share of the output range)", zeroline=True),
+        xaxis=dict(title=x_title, zeroline=True),
+    )
+
+
+def global_ci_figure(global_ci: pd.DataFrame, *, selected=None) -> go.Figure:
+    """Global CI (seed 003, Sec. 4.1): the mean CI over instances, ``error_x`` = its std."""
+    if global_ci is None or global_ci.empty:
+        return empty_figure("No global contextual importance computed yet.")
+    share = global_ci["out_of_range_share"] if "out_of_range_share" in global_ci else pd.Series(np.nan, global_ci.index)
+    hover = {
+        f: f"{esc(f)}<br>mean CI = {ci:.3g} ± {sd:.3g}" + ("" if np.isnan(s) else f"<br>out of range: {100 * s:.0f}%")
+        for f, ci, sd, s in zip(global_ci.index, global_ci["CI"], global_ci["CI_std"], share.to_numpy(float))
+    }
+    return bar_figure(
+        global_ci["CI"],
+        title="Global contextual importance: mean CI over instances ± std",
+        x_title="mean CI (share of the output range)",
+        uirevision="global-ci",
+        name="global CI",
+        selected=selected,
+        error=global_ci["CI_std"],
+        hover=hover,
     )

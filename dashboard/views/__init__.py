@@ -13,6 +13,7 @@ import hashlib
 import html as html_lib
 import json
 import logging
+import os
 import pkgutil
 from importlib import import_module
 
@@ -43,13 +44,22 @@ from .base import (
 log = logging.getLogger(__name__)
 
 
+EXTRA_VIEWS = "WIP_EXTRA_VIEWS"  # environment: more view modules, comma-separated (outside this package)
+
+
 def _discover() -> tuple[View, ...]:
-    """Every module of this package that defines ``VIEW``, in the views' page order."""
+    """Every module of this package that defines ``VIEW``, and the modules the operator names
+    in the ``WIP_EXTRA_VIEWS`` environment variable (importable names, comma-separated: views
+    kept outside this package), in the views' page order."""
     found = []
-    for info in pkgutil.iter_modules(__path__):
-        module = import_module(f"{__name__}.{info.name}")
+    names = [f"{__name__}.{info.name}" for info in pkgutil.iter_modules(__path__)]
+    extra = [name.strip() for name in os.environ.get(EXTRA_VIEWS, "").split(",") if name.strip()]
+    for name in names + extra:
+        module = import_module(name)
         if isinstance(getattr(module, "VIEW", None), View):
             found.append(module.VIEW)
+        elif name in extra:
+            raise RuntimeError(f"{EXTRA_VIEWS} names {name!r}, which defines no VIEW = View(...)")
     names = [v.name for v in found]
     if len(set(names)) != len(names):
         raise RuntimeError(f"two views share a name: {sorted(names)}")
