@@ -29,8 +29,8 @@ from dashboard.loading.booster_files import (
     check_cbm,
     check_lightgbm,
     check_xgboost,
-    read_ubjson,
 )
+from dashboard.loading.ubjson import read_ubjson
 from dashboard.model_trust import ModelFileError
 from dashboard.server import create_app
 

@@ -25,7 +25,8 @@ import pytest
 
 from dashboard import ids
 from dashboard.config import Config
-from dashboard.server import BODY_GRACE, CALLBACK_BODY_LIMIT, create_app
+from dashboard.http_guard import BODY_GRACE, CALLBACK_BODY_LIMIT
+from dashboard.server import create_app
 
 ROOT = Path(__file__).resolve().parent.parent
 EVIL = "evil.example"

@@ -44,9 +44,9 @@ from .booster_files import (
     check_cbm,
     check_lightgbm,
     check_xgboost,
-    read_ubjson,
 )
 from .errors import LoadError, short
+from .ubjson import read_ubjson
 
 BOOSTER_SUFFIXES = (".json", ".ubj", ".txt", ".cbm")
 LIBRARIES = {"xgboost": "XGBoost", "lightgbm": "LightGBM", "catboost": "CatBoost"}
