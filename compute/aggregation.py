@@ -65,8 +65,17 @@ def rank_extremes(values, k: int) -> tuple[np.ndarray, np.ndarray]:
         raise InputError(f"The 'values' parameter must be numbers (got {type(values).__name__}).") from exc
     if values.ndim != 1:
         raise InputError(f"The 'values' parameter must be one-dimensional (got shape {values.shape}).")
+    largest, smallest = _ranked(values, k, largest=True), _ranked(values, k, largest=False)
+    return largest, smallest[~np.isin(smallest, largest)]
+
+
+def smallest_positions(values, k: int) -> np.ndarray:
+    """Positions of the ``k`` smallest values (increasing), with :func:`rank_extremes`' rule
+    (ties to the earlier position, NaN never ranked) but allowed to overlap the largest."""
+    return _ranked(np.asarray(values, dtype=float), check_int(k, "k", low=1), largest=False)
+
+
+def _ranked(values: np.ndarray, k: int, *, largest: bool) -> np.ndarray:
     positions = np.flatnonzero(~np.isnan(values))
     finite = values[positions]
-    largest = positions[np.lexsort((positions, -finite))][:k]
-    smallest = positions[np.lexsort((positions, finite))][:k]
-    return largest, smallest[~np.isin(smallest, largest)]
+    return positions[np.lexsort((positions, -finite if largest else finite))][:k]

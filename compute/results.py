@@ -205,9 +205,8 @@ class FeatureProfile:
         k = check_int(k, "k", low=1)
         local = self.local_importance
         k = min(k, local.size)
-        order = np.argsort(local, kind="stable")
         largest, _ = agg.rank_extremes(local, k)  # ties to the earlier row, as every view
-        return Extremes(largest=self.rows[largest], smallest=self.rows[order[:k]])
+        return Extremes(largest=self.rows[largest], smallest=self.rows[agg.smallest_positions(local, k)])
 
 
 @dataclass(frozen=True, eq=False)

@@ -137,6 +137,21 @@ def test_extremes_are_largest_and_smallest_integrals(gbm, reg_data):
     assert list(bottom) == list(local.nsmallest(3).index)
 
 
+def test_extremes_break_ties_to_the_earlier_row(reg_data):
+    """A model that ignores the feature: every ICI integral ties at 0, and both lists name the
+    first rows in their order (the tables' rule, rank_extremes), not an arbitrary tie order."""
+    X, y = reg_data
+
+    class IgnoresX2:
+        def predict(self, frame):
+            return frame.x1.to_numpy()
+
+    prof = feature_profile(IgnoresX2(), X, y, "x2")
+    assert (prof.local_importance == 0).all()
+    top, bottom = prof.extremes(k=4)
+    assert list(top) == list(bottom) == list(X.index[:4])
+
+
 def test_base_prediction_read_off_the_tensor(gbm, reg_data):
     """base_pred equals the model's prediction of the unmodified rows, whatever the grid."""
     X, y = reg_data
