@@ -106,9 +106,15 @@ def tab(chrome, server, request):
     assert unexpected == [], f"browser errors: {unexpected}"
 
 
+NO_WEBGL_JS = "() => document.body.innerText.includes('WebGL is not supported')"
+
+
 def shot(tab, name: str) -> None:
+    """A full-page screenshot, and no chart on it replaced by Plotly's "WebGL is not supported"
+    (Chromium without a GPU has no WebGL, as a virtual desktop may not: charts draw as SVG)."""
     OUTPUT.mkdir(parents=True, exist_ok=True)
     tab.screenshot(path=str(OUTPUT / f"{name}.png"), full_page=True)
+    assert not tab.evaluate(NO_WEBGL_JS), f"{name}: a chart needs WebGL, which this browser lacks"
 
 
 def open_section(tab, key: str) -> None:
@@ -643,6 +649,7 @@ def test_performance_view_follows_subgroup_and_threshold(server, tab):
     panel = tab.locator("section.panel", has=tab.locator("#performance-table"))
     OUTPUT.mkdir(parents=True, exist_ok=True)
     panel.screenshot(path=str(OUTPUT / "performance-cancer-subgroup.png"))
+    assert not tab.evaluate(NO_WEBGL_JS), "the scatter needs WebGL, which this browser lacks"
 
 
 def test_what_if_edit_moves_prediction_and_contributions_and_is_shared_by_url(server, tab):

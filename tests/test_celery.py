@@ -237,6 +237,8 @@ def wip_chromium(chrome):
 def _shot(tab, name: str) -> None:
     OUTPUT.mkdir(parents=True, exist_ok=True)
     tab.screenshot(path=str(OUTPUT / f"{name}.png"), full_page=True)
+    webgl_missing = tab.evaluate("() => document.body.innerText.includes('WebGL is not supported')")
+    assert not webgl_missing, f"{name}: a chart needs WebGL, which this browser lacks"
 
 
 @pytest.fixture

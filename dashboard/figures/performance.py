@@ -71,6 +71,9 @@ def calibration_figure(
     )
 
 
+SVG_MAX_POINTS = 5_000  # scatter points drawn as SVG (DOM nodes); more go to WebGL
+
+
 def scatter_figure(
     groups: list[tuple[str, np.ndarray, np.ndarray, str]],
     *,
@@ -82,10 +85,14 @@ def scatter_figure(
     zero_line: bool = False,
     categorical: bool = False,
 ) -> go.Figure:
-    """Points ``(name, x, y, colour)`` per group (WebGL), e.g. predicted against observed
+    """Points ``(name, x, y, colour)`` per group, e.g. predicted against observed
     (``diagonal``: the line y = x) or residuals against a feature (``zero_line``). A
-    categorical x is drawn on a category axis."""
+    categorical x is drawn on a category axis. SVG up to SVG_MAX_POINTS points in all: a
+    browser without a GPU (a virtual desktop, headless Chromium 13x and later) has no WebGL
+    and shows "WebGL is not supported" instead of the chart; only more points go to WebGL."""
     fig = _figure()
+    n_points = sum(len(y) for _, _, y, _ in groups)
+    trace = go.Scattergl if n_points > SVG_MAX_POINTS else go.Scatter
     values = [np.asarray(y, float) for _, _, y, _ in groups if len(y)]
     if diagonal and values:
         xs = [np.asarray(x, float) for _, x, _, _ in groups if len(x)]
@@ -105,7 +112,7 @@ def scatter_figure(
     for name, x, y, color in groups:
         points: Any = [level_label(v) for v in x] if categorical else np.asarray(x, float)
         fig.add_trace(
-            go.Scattergl(
+            trace(
                 _validate=False,
                 x=points,
                 y=np.asarray(y, float),
