@@ -14,7 +14,9 @@ learn the interaction the difference-based PFI ratio is about 2 and the SFIMP ra
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 from sklearn.ensemble import RandomForestRegressor
@@ -23,8 +25,10 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import PolynomialFeatures
 from sklearn.svm import SVR
 
-from compute import feature_profile, shapley_importance
-from compute.datasets import x1x2_interaction
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from compute import feature_profile, shapley_importance  # noqa: E402
+from compute.datasets import x1x2_interaction  # noqa: E402
 
 PAPER = {"lm": (1.0, 1.0), "others": (2.0, 1.5)}  # (PFI difference, SFIMP) median X1/X3
 

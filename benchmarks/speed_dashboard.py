@@ -199,12 +199,12 @@ def switch(ctx, state, trigger, inputs, breakdown: dict | None = None) -> tuple[
     t1 = time.perf_counter()
     resolved = resolve_state(ctx, new, None)
     t2 = time.perf_counter()
-    rendered = {v.name: views.render(ctx, v, resolved[0]) for v in views.REGISTRY}  # one callback each
+    rendered = {v.name: views.render(ctx, v, resolved.results) for v in views.REGISTRY}  # one callback each
     t3 = time.perf_counter()
     bodies, serialise = {}, {}
     outputs = [
         ("controller", CONTROLLER_OUT, [ctrl[k] for k in CONTROLLER_OUTPUTS]),
-        ("resolve", RESOLVE_OUT, resolved),
+        ("resolve", RESOLVE_OUT, [resolved.results, resolved.request, resolved.status]),
     ]
     outputs += [(name, VIEW_OUT[name], list(out.values())) for name, out in rendered.items()]
     for name, outs, values in outputs:
@@ -215,7 +215,7 @@ def switch(ctx, state, trigger, inputs, breakdown: dict | None = None) -> tuple[
     if breakdown is not None:
         for name, sec in serialise.items():
             breakdown.setdefault(name, []).append(sec)
-    if resolved[1] is not no_update:
+    if resolved.request is not no_update:
         raise SystemExit(f"the switch to {new} needs a job: the cache is not warm")
     ici_bytes = len(to_json(rendered["ici"]["figure"]).encode())
     stages = dict(zip(STAGES, np.diff([t0, t1, t2, t3, t4])))

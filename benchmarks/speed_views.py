@@ -20,6 +20,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import compute  # noqa: E402
+from dashboard.demos import build_demo  # noqa: E402
 from dashboard.loading import load_model  # noqa: E402
 from dashboard.store import Store  # noqa: E402
 from dashboard.views import contributions  # noqa: E402
@@ -33,7 +34,7 @@ def raw_predict(model, X, n_rows: int, proba: bool) -> float:
 
 
 def main() -> None:
-    store = Store(tempfile.mkdtemp(prefix="bench-views-"))
+    store = Store(tempfile.mkdtemp(prefix="bench-views-"), build_demo=build_demo)
     print(f"{'demo':15} {'model':22} {'what':14} {'seconds':>8} {'rows':>9} {'x raw':>6}")
     worst = 0.0
     for ws_id in ("demo-x3", "demo-diabetes", "demo-cancer"):
