@@ -52,7 +52,7 @@ def _die_with_parent(parent: int) -> None:
         os._exit(1)
 
 
-def _mapped() -> int:
+def mapped_bytes() -> int:
     """Bytes of address space this process maps now (``VmSize``), 0 where unknown."""
     try:
         with open("/proc/self/status") as status:
@@ -74,7 +74,7 @@ def _limit_memory(limit: int | None) -> None:
     if not limit:
         return
     soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-    cap = _mapped() + limit
+    cap = mapped_bytes() + limit
     cap = cap if hard == resource.RLIM_INFINITY else min(cap, hard)
     resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
 

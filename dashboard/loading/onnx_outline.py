@@ -10,21 +10,8 @@ import math
 import resource
 from dataclasses import dataclass, field
 
-import numpy as np
-
+from ..isolation import mapped_bytes
 from .errors import LoadError
-
-ONNX_DTYPES = {
-    "tensor(float)": np.float32,
-    "tensor(double)": np.float64,
-    "tensor(int64)": np.int64,
-    "tensor(int32)": np.int32,
-    "tensor(bool)": np.bool_,
-    "tensor(string)": object,
-}
-
-#: output types a regressor's output or a classifier's probabilities may not have
-NOT_NUMBERS = ("tensor(string)", "tensor(complex64)", "tensor(complex128)")
 
 #: bits per value of each TensorProto.DataType (onnx.proto); others are not checked
 _BITS = {1: 32, 2: 8, 3: 8, 4: 16, 5: 16, 6: 32, 7: 64, 9: 8, 10: 16, 11: 64, 12: 32, 13: 64, 14: 64, 15: 128}
@@ -225,14 +212,7 @@ def _memory_left() -> int | None:
     soft, _ = resource.getrlimit(resource.RLIMIT_AS)
     if soft == resource.RLIM_INFINITY:
         return None
-    try:
-        with open("/proc/self/status") as status:
-            for line in status:
-                if line.startswith("VmSize:"):
-                    return max(0, soft - int(line.split()[1]) * 1024)
-    except OSError:
-        pass
-    return soft
+    return max(0, soft - mapped_bytes())
 
 
 def _size(n: float) -> str:
