@@ -412,7 +412,7 @@ def case_celery(rows: int) -> list[dict]:
                     time.sleep(12)  # imports and broker connection
                 state, _ = normalize(ctx, {**default_state(), "ws": ws.id})
                 todo = planning.missing(ctx.store, plan_state(ctx, ws, state)["tasks"])
-                parts, joins = planning.split(ws, todo)
+                parts, joins = jobs.split(ws, todo)
                 from threadpoolctl import threadpool_limits
 
                 with threadpool_limits(1):  # one core per process: the split's own scaling

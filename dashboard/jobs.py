@@ -2,16 +2,9 @@
 
 :func:`run` computes the missing tasks of a plan inside an isolated process
 (:func:`dashboard.isolation.isolated`, called by the background job), one task at a time
-under a per-task lock shared by every process using the cache folder.
-
-Per (workspace, model) one pass per feature (``compute.feature_profile``) yields the ICE
-tensor; we cache each feature's profile and a :class:`compute.ProfileSummary` (the local
-PFI of every explained row and feature, each row's ICE extremes, CIU's output range, ICE
-feature impact and PD importance). Conditional PFI of any subgroup, global CI, an
-observation's CIU and the influential rows are methods of the summary, in compute:
-switching feature, subgroup or observation needs no new prediction, and the page shows
-the library's numbers. Permutation PFI with repetitions (Eq. 8, on the subgroup's rows)
-and SFIMP are separate tasks.
+under a per-task lock shared by every process using the cache folder. Each task is done by
+its :class:`~dashboard.planning.TaskSpec` (the built-in ones in :mod:`dashboard.tasks`, the
+views' own in their modules): this module names no kind of task.
 """
 
 from __future__ import annotations
@@ -26,28 +19,47 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-import compute
-
+from . import tasks as built_in
 from .loading import load_model
-from .planning import (
-    QUANTILE_GRID,
-    SEED,
-    SFIMP_BUDGET,
-    SFIMP_EXACT,
-    SFIMP_PERMUTATIONS,
-    Task,
-    missing,
-    profile_key,
-    sample_positions,
-    select_rows,
-)
+from .planning import Task, TaskSpec, missing
 from .store import Store, Workspace
-from .views import task_spec
+from .tasks import Job, executor
+from .views import task_specs
 
 Progress = Callable[[int, int, str], None]
-BUILT_IN = ("profiles", "pfi", "sfimp")
-PARTS = ("pfi_part", "sfimp_part")  # parts of a split job (``planning.split``)
 PART_TASK = "wip.compute_part"  # the Celery task a split job sends its parts as
+
+
+def spec_for(kind: str) -> TaskSpec:
+    """The spec of a task kind: a built-in one, a part of a split job, or a view's."""
+    for spec in (*built_in.BUILT_IN, *built_in.PARTS, *task_specs()):
+        if spec.kind == kind:
+            return spec
+    raise KeyError(f"no task of kind {kind!r}")
+
+
+def step_rows(ws: Workspace, task: Task, data: pd.DataFrame) -> list[int]:
+    """Estimated model rows of each progress step of a task (its spec's ``cost``)."""
+    return spec_for(task.kind).estimate(ws, task, data)
+
+
+def split(ws: Workspace, todo: list[dict]) -> tuple[list[dict], list[dict]]:
+    """A job's tasks as independent parts for several workers, and the steps that join them
+    (each spec's ``split``: the ICE/ICI pass one part per feature, PFI one per block of
+    features, exact SFIMP batches of coalitions, each joined bit for bit the one call; a
+    task without parts is one part itself). Returns (parts, joins); joins run once every
+    part is done."""
+    parts: list[dict] = []
+    joins: list[dict] = []
+    for record in todo:
+        task = Task.from_dict(record)
+        found = spec_for(task.kind).parts(ws, task)
+        if found is None:
+            parts.append(record)
+            continue
+        parts += [t.to_dict() for t in found.parts]
+        joins.append(found.join.to_dict())
+    return parts, joins
 
 
 def run(
@@ -72,10 +84,10 @@ def run(
     report = progress or (lambda done, total, label: None)
     todo = [Task.from_dict(t) for t in missing(store, tasks)]
     data = store.data(ws)
-    y = data[ws.target]
     models = {} if models is None else models
-    steps = sum(len(ws.model(t.model).features) if t.kind == "profiles" else 1 for t in todo)
-    eta = Eta(np.cumsum([0] + [rows for t in todo for rows in step_rows(ws, t, data)]), clock)
+    costs = [step_rows(ws, t, data) for t in todo]
+    steps = sum(len(c) for c in costs)
+    eta = Eta(np.cumsum([0] + [rows for c in costs for rows in c]), clock)
     if todo and eta.cumulative[-1] >= PROBE_FROM:  # a small job is over before an estimate helps
         eta.probe(_probe(store, ws, todo[0], data, models, policy))
 
@@ -85,17 +97,25 @@ def run(
 
     done = 0
     busy: list[dict] = []
-    for task in todo:
+    for task, cost in zip(todo, costs):
         with task_lock(store, task.key, wait=wait) as mine:  # another session may be computing it
             if not mine:
                 busy.append(task.to_dict())
                 continue
-            if not missing(store, [task.to_dict()]):
-                done += len(ws.model(task.model).features) if task.kind == "profiles" else 1
-                continue
-            done = _run_task(store, ws, task, data, y, models, policy, n_jobs, tell, done, steps)
+            if missing(store, [task.to_dict()]):
+                _run_task(Job(store, ws, data, n_jobs, _say(tell, done, steps)), task, models, policy)
+            done += len(cost)
     tell(steps, steps, "done")
     return busy
+
+
+def _say(tell: Progress, at: int, steps: int) -> Callable[[str, int], None]:
+    """A task's progress: its step ``step`` is the job's step ``at + step``."""
+
+    def say(label: str, step: int) -> None:
+        tell(at + step, steps, label)
+
+    return say
 
 
 @contextmanager
@@ -184,40 +204,6 @@ def _probe(store, ws, task, data, models, policy) -> float | None:
         return None
 
 
-def step_rows(ws: Workspace, task: Task, data: pd.DataFrame) -> list[int]:
-    """Estimated model rows of each progress step of a task: per feature for the ICE/ICI pass
-    (explained rows x grid points, the output-range pass on the first), else one step."""
-    n = len(data)
-
-    def pass_rows(feature) -> int:
-        n_obs = task.params.get("n_obs") or n
-        n_unique = int(data[feature].nunique(dropna=False))
-        return n_obs * (n_unique if n_obs * n_unique <= task.params.get("budget", 0) else QUANTILE_GRID + 1)
-
-    if task.kind == "profiles":
-        out = [pass_rows(f) for f in ws.model(task.model).features]
-        return [out[0] + n, *out[1:]] if out else out
-    if task.kind == "profile_part":
-        return [pass_rows(task.params["feature"])]
-    p = len(task.params.get("features") or ws.model(task.model).features)
-    if task.kind == "pfi" and (task.params.get("parts") or task.params.get("pairs")):
-        return [1]  # joining cached parts, or restricting cached pairs
-    if task.kind in ("pfi", "pfi_part", "pfi_groups"):
-        rows = min(n, task.params.get("n_obs") or n)
-        return [rows * p * int(task.params.get("n_repeats", 10)) + rows]
-    if task.kind in ("sfimp", "sfimp_part"):
-        rows = min(n, task.params.get("n_obs") or n)
-        if task.kind == "sfimp_part":
-            start, stop = task.params["masks"]
-            return [(stop - start) * SFIMP_PERMUTATIONS * rows]
-        if task.params.get("parts"):
-            return [rows]  # joining cached parts
-        if p <= SFIMP_EXACT:
-            return [(1 << p) * SFIMP_PERMUTATIONS * rows]
-        return [SFIMP_BUDGET]
-    return [n]
-
-
 class Eta:
     """Time left from the estimated model rows done (``cumulative[k]``: rows of the first k
     steps): the probe's seconds per row until a second of work has been timed, then the
@@ -248,188 +234,20 @@ class Eta:
 
 
 def derive(store: Store, ws: Workspace, task: dict, data: pd.DataFrame) -> bool:
-    """A subgroup's PFI planned from the all-rows pairs (``params["pairs"]``), restricted to
-    its rows and cached, when those pairs are cached: no model call, so the web process may
-    do it at once. False when the task is another kind or the pairs are not cached."""
-    params = task.get("params") or {}
-    if task.get("kind") != "pfi" or not params.get("pairs"):
-        return False
-    whole = store.get(params["pairs"])
-    if whole is None:
-        return False
-    store.put(task["key"], _restrict(whole, data, params))
-    return True
+    """Compute a task from cached results without a model (its spec's ``derive``: a
+    subgroup's PFI from the all-rows pairs), so the web process may do it at once. False
+    when its spec cannot (or the results it derives from are not cached)."""
+    spec = spec_for(task["kind"])
+    return spec.derive is not None and spec.derive(store, ws, Task.from_dict(task), data)
 
 
-def _restrict(whole: compute.PermutationImportance, data: pd.DataFrame, params: dict):
-    mask = select_rows(data, params["condition"], params["excluded"]).to_numpy()
-    _need_rows(mask, 2)
-    # by position (the rows the all-rows call used): labels may repeat in an uploaded parquet
-    positions = sample_positions(len(data), params.get("n_obs"))
-    return whole.restrict(mask[positions], n_total=int(mask.sum()))
-
-
-def _run_task(store, ws, task, data, y, models, policy, n_jobs, progress, done, steps) -> int:
-    """Compute one task into the cache; returns the progress count after it."""
-    if derive(store, ws, task.to_dict(), data):  # a subgroup's share of cached all-rows pairs
-        progress(done, steps, f"{task.model}: permutation importance of the subgroup (from all rows)")
-        return done + 1
-    entry = ws.model(task.model)
-    if entry.name not in models:
-        progress(done, steps, f"loading model {entry.name}")
-    model = _load(store, ws, task.model, models, policy)
-    X = data[list(entry.features)]
-    if task.kind == "profiles":
-
-        def step(feature, i):
-            progress(done + i, steps, f"{entry.name}: ICE/ICI pass for {feature}")
-
-        store.put(task.key, _profiles(store, ws, entry, model, X, y, task.params, n_jobs, step))
-        return done + len(entry.features)
-    if task.kind == "profile_part":  # one feature's ICE/ICI pass of a split job
-        progress(done, steps, f"{entry.name}: ICE/ICI pass for {task.params['feature']}")
-        settings = {k: task.params[k] for k in ("n_obs", "budget", "seed")}
-        store.put(task.key, _profile(ws, model, X, y, task.params["feature"], settings, n_jobs))
-        return done + 1
-    if task.kind not in BUILT_IN and task.kind not in (
-        "pfi_part",
-        "sfimp_part",
-    ):  # a task a view declares (View(tasks=...))
-        spec = task_spec(task.kind)
-        progress(done, steps, f"{entry.name}: {spec.label or spec.kind}")
-        if spec.rows:  # the rows PFI uses
-            chosen = select_rows(data, task.params["condition"], task.params["excluded"]).to_numpy()
-            _need_rows(chosen, 2)
-            if task.params.get("via_pairs"):  # as the bars: every row, then restricted
-                store.put(task.key, spec.run(model, X, y, ws, task.params, n_jobs, inside=chosen))
-                return done + 1
-            X, y = X[chosen], (None if y is None else y[chosen])
-        store.put(task.key, spec.run(model, X, y, ws, task.params, n_jobs))
-        return done + 1
-    mask = select_rows(data, task.params["condition"], task.params["excluded"]).to_numpy()
-    _need_rows(mask, 2)
-    result: compute.PermutationImportance | compute.ShapleyImportance
-    if task.kind == "pfi" and task.params.get("parts"):  # a split job: join its parts
-        progress(done, steps, f"{entry.name}: permutation importance (joining {len(task.params['parts'])} parts)")
-        found = [store.get(key) for key in task.params["parts"]]
-        if any(part is None for part in found):
-            raise compute.ModelError("A part of the permutation importance was lost from the cache; run it again.")
-        result = compute.PermutationImportance.concat(found)
-    elif task.kind == "pfi" and task.params.get("pairs"):  # the pairs were evicted: compute them again
-        progress(done, steps, f"{entry.name}: permutation importance ({task.params['n_repeats']} repeats, all rows)")
-        whole = _permutation_importance(model, X, y, ws, task.params, n_jobs, keep_pairs=True)
-        store.put(task.params["pairs"], whole)
-        result = _restrict(whole, data, task.params)
-    elif task.kind in ("pfi", "pfi_part"):
-        progress(done, steps, f"{entry.name}: permutation importance ({task.params['n_repeats']} repeats)")
-        keep = bool(task.params.get("keep"))
-        result = _permutation_importance(model, X[mask], y[mask], ws, task.params, n_jobs, keep_pairs=keep)
-    elif task.kind == "sfimp_part":  # a batch of the exact game's coalitions
-        start, stop = task.params["masks"]
-        progress(done, steps, f"{entry.name}: Shapley feature importance (coalitions {start} to {stop - 1})")
-        part = compute.shapley_coalitions(
-            model, X[mask], y[mask], range(start, stop), n_jobs=n_jobs, **_sfimp(ws, task)
-        )
-        store.put(task.key, part)
-        return done + 1
-    elif task.kind == "sfimp":
-        progress(done, steps, f"{entry.name}: Shapley feature importance")
-        found = [store.get(key) for key in task.params.get("parts") or ()]
-        if any(part is None for part in found):
-            raise compute.ModelError("A part of the Shapley feature importance was lost from the cache; run it again.")
-        result = compute.shapley_importance(
-            model,
-            X[mask],
-            y[mask],
-            exact_max_players=SFIMP_EXACT,
-            tol=0.02,
-            max_rows=SFIMP_BUDGET,
-            coalitions=found or None,
-            n_jobs=n_jobs,
-            **_sfimp(ws, task),
-        )
-    keep = task.params.get("keep")
-    if isinstance(result, compute.PermutationImportance) and task.kind == "pfi" and keep and result.pairs is not None:
-        store.put(task.params["keep"], result)  # the all-rows PFI keeps its pairs apart
-        result = result.without_pairs()
-    store.put(task.key, result)
-    return done + 1
-
-
-def _sfimp(ws, task) -> dict:
-    """The arguments that make an SFIMP game, the same for the whole task and its parts."""
-    return {
-        "loss": ws.loss,
-        "output": ws.output,
-        "random_state": SEED,
-        "n_obs": task.params.get("n_obs"),
-        "n_obs_permutations": SFIMP_PERMUTATIONS,
-    }
-
-
-def _permutation_importance(model, X, y, ws, params, n_jobs, keep_pairs=False):
-    return compute.permutation_importance(
-        model,
-        X,
-        y,
-        loss=ws.loss,
-        n_repeats=params["n_repeats"],
-        output=ws.output,
-        n_obs=params.get("n_obs"),
-        random_state=SEED,
-        n_jobs=n_jobs,
-        features=params.get("features"),
-        streams=params.get("streams"),
-        keep_pairs=keep_pairs,
-    )
-
-
-def _need_rows(mask: np.ndarray, least: int) -> None:
-    if int(mask.sum()) < least:
-        raise compute.InputError(
-            f"The selected rows number {int(mask.sum())}; at least {least} are needed to permute a feature. "
-            "Choose a larger subgroup or exclude fewer observations."
-        )
-
-
-def _profile(ws, model, X, y, feature, settings, n_jobs) -> compute.FeatureProfile:
-    """One feature's ICE/ICI pass, with the grid rule of the dashboard."""
-    n_obs = settings["n_obs"]
-    n_explained = len(X) if n_obs is None else n_obs
-    n_unique = X[feature].nunique(dropna=False)
-    grid = "observed" if n_explained * n_unique <= settings["budget"] else QUANTILE_GRID
-    return compute.feature_profile(
-        model,
-        X,
-        y,
-        feature,
-        grid=grid,
-        loss=ws.loss,
-        output=ws.output,
-        n_obs=n_obs,
-        random_state=settings["seed"],
-        n_jobs=n_jobs,
-    )
-
-
-def _profiles(store, ws, entry, model, X, y, settings, n_jobs, step) -> compute.ProfileSummary:
-    """All feature profiles of one model (cached one by one) and their summary."""
-
-    def passes():
-        for i, feature in enumerate(entry.features):
-            step(feature, i)
-            key = profile_key(ws, entry, feature, settings)
-            prof = store.get(key)  # a split job's parts computed it already
-            if prof is None:
-                prof = _profile(ws, model, X, y, feature, settings, n_jobs)
-                store.put(key, prof)
-            yield feature, prof
-
-    # CIU's output range over all rows, as the library's default (one pass over X); a model
-    # constant on X gets a unit range around its value (every CI is then 0 or out of range)
-    try:
-        out_range = compute.output_range(model, X, output=ws.output, n_jobs=n_jobs)
-    except compute.InputError:  # a regressor constant on X
-        value = float(np.ravel(model.predict(X.iloc[:1]))[0])
-        out_range = (value - 0.5, value + 0.5)
-    return compute.ProfileSummary.from_profiles(passes(), out_range=out_range, n_rows=len(X))
+def _run_task(job: Job, task: Task, models: dict, policy) -> None:
+    """Compute one task into the cache."""
+    spec = spec_for(task.kind)
+    if spec.derive is not None and spec.derive(job.store, job.ws, task, job.data):
+        job.say(f"{task.model}: {spec.label} (from cached results)", 0)
+        return
+    if task.model not in models:
+        job.say(f"loading model {task.model}", 0)
+    model = _load(job.store, job.ws, task.model, models, policy)
+    executor(spec)(job, task, model)

@@ -29,35 +29,8 @@ QUANTILE_GRID = 60
 
 
 @dataclass(frozen=True)
-class TaskSpec:
-    """A result a view needs beyond the built-in tasks (profiles, PFI, SFIMP), declared in the
-    view's module (``View(tasks=...)``).
-
-    ``params(state, ws)`` derives the task's parameters from the cleaned drill-down state
-    alone (None: the state needs no such result); they go into the cache key. ``run(model,
-    X, y, ws, params, n_jobs)`` computes the result in the isolated job process. ``models``:
-    one task per model of the data set ("all") or for the selected model only ("focus").
-    ``label`` says what runs, in the progress bar. ``rows``: see below.
-
-    With ``rows`` and ``params["via_pairs"]`` (set by the view when the plan tells it, in
-    ``state["pfi_via_pairs"]``, that the PFI bars come from the all-rows permutations), ``run``
-    gets every row and ``inside=`` the selected rows' mask: it computes on all rows, as the
-    bars, and restricts (``PermutationImportance.restrict``).
-    """
-
-    kind: str
-    params: Callable[[dict, Workspace], dict | None]
-    run: Callable[..., Any]
-    models: str = "all"
-    label: str = ""  # for the progress bar ("predictions on every row")
-    # True: ``run`` gets only the selected rows, those of ``params["condition"]`` minus
-    # ``params["excluded"]`` (the rows PFI uses), instead of every row
-    rows: bool = False
-
-
-@dataclass(frozen=True)
 class Task:
-    kind: str  # "profiles", "pfi", "sfimp" or a view's TaskSpec.kind
+    kind: str  # the kind of its TaskSpec
     key: str  # cache key of the result the task writes (profiles: the summary)
     model: str  # model name within the workspace
     params: dict
@@ -71,18 +44,198 @@ class Task:
         return cls(record["kind"], record["key"], record["model"], record["params"], tuple(record.get("also", ())))
 
 
+@dataclass(frozen=True)
+class Planned:
+    """What one TaskSpec plans for a state: its cache keys (merged into the plan's ``keys``,
+    usually ``{kind: {model name: key}}``) and the tasks that write them."""
+
+    keys: dict
+    tasks: list[Task]
+
+
+@dataclass(frozen=True)
+class Split:
+    """A task as parts any worker may compute (each its own cached result) and the task that
+    joins them once all are done (``TaskSpec.split``)."""
+
+    parts: list[Task]
+    join: Task
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """A kind of result the page needs: the built-in ones (``dashboard.tasks``: ICE/ICI
+    profiles, PFI, SFIMP and the parts of a split job) and the ones views declare in their
+    module (``View(tasks=...)``). The planner and the job runner are loops over specs.
+
+    A view's spec gives ``params`` and ``run``: ``params(state, ws)`` derives the task's
+    parameters from the cleaned drill-down state alone (None: the state needs no such
+    result); they go into the cache key. ``run(model, X, y, ws, params, n_jobs)`` computes
+    the result in the isolated job process. ``models``: one task per model of the data set
+    ("all") or for the selected model only ("focus"). ``label`` says what runs, in the
+    progress bar.
+
+    ``rows=True``: the task runs on the rows PFI uses. The planner then adds them to its
+    parameters itself (``condition``, ``excluded``, and ``via_pairs`` when the PFI bars come
+    from the all-rows permutations), and ``run`` gets only those rows; with ``via_pairs``
+    it gets every row and ``inside=`` the selected rows' mask: it computes on all rows, as
+    the bars, and restricts (``PermutationImportance.restrict``).
+
+    Hooks, each with a default a view rarely overrides:
+
+    - ``cost(ws, task, data)``: the estimated model rows of each progress step (the job's
+      time-left estimate); default one step of one prediction per row.
+    - ``split(ws, task)``: a :class:`Split` when the task can be computed in parts by
+      several workers (Celery), else None (default: one part).
+    - ``plan(p, spec)``: the keys and tasks for a :class:`PlanInput` (default: ``params``,
+      one task per model of ``models``). ``reads(keys, state)``: the cache keys of this kind
+      a view reads (default: all of ``keys[kind]``).
+    - ``execute(job, task, model)``: computes the task into the cache in the job process
+      (default: ``run`` on the task's rows, its result stored under ``task.key``).
+    - ``derive(store, ws, task, data)``: computes the task without a model from results
+      already cached (a subgroup's PFI from the all-rows pairs), or returns False.
+
+    ``version`` is part of every cache key the spec writes: bump it when ``run`` changes
+    what it returns, and the cache serves no stale result.
+    """
+
+    kind: str
+    params: Callable[[dict, Workspace], dict | None] = lambda state, ws: None
+    run: Callable[..., Any] | None = None
+    models: str = "all"
+    label: str = ""  # for the progress bar ("predictions on every row")
+    rows: bool = False
+    version: int = 1
+    cost: Callable[[Workspace, Task, pd.DataFrame], list[int]] | None = None
+    split: Callable[[Workspace, Task], Split | None] | None = None
+    plan: Callable[[PlanInput, TaskSpec], Planned] | None = None
+    reads: Callable[[dict, dict], list] | None = None
+    execute: Callable[..., None] | None = None
+    derive: Callable[..., bool] | None = None
+
+    def __post_init__(self):
+        if self.models not in ("all", "focus"):
+            raise ValueError(f"TaskSpec {self.kind!r}: models is 'all' or 'focus', not {self.models!r}")
+        if self.execute is None and self.run is None:
+            raise ValueError(f"TaskSpec {self.kind!r} needs run (or its own execute)")
+
+    def key(self, kind: str, ws: Workspace, model: ModelEntry | None, **params) -> str:
+        """A cache key of this spec (``kind``: the spec's own or one of the results it writes)."""
+        return result_key(kind, ws, model, version=self.version, **params)
+
+    def estimate(self, ws: Workspace, task: Task, data: pd.DataFrame) -> list[int]:
+        """Estimated model rows per progress step (``cost``; default one prediction per row)."""
+        return self.cost(ws, task, data) if self.cost is not None else [len(data)]
+
+    def parts(self, ws: Workspace, task: Task) -> Split | None:
+        return self.split(ws, task) if self.split is not None else None
+
+    def keys_read(self, keys: dict, state: dict) -> list:
+        if self.reads is not None:
+            return self.reads(keys, state)
+        return list(keys.get(self.kind, {}).values())
+
+    def planned(self, p: PlanInput) -> Planned:
+        return self.plan(p, self) if self.plan is not None else plan_declared(p, self)
+
+
+@dataclass
+class PlanInput:
+    """What every spec plans from: the data set, the selected model, the cleaned state and
+    the server's settings; facts several specs share (the PFI row sample, whether a
+    subgroup's PFI comes from the all-rows pairs) are derived once, when first asked."""
+
+    ws: Workspace
+    state: dict
+    n_rows: int
+    max_curves: int
+    grid_budget: int
+    data: pd.DataFrame | None = None
+
+    @property
+    def focus(self) -> ModelEntry:
+        return self.ws.model(str(self.state.get("model") or ""))
+
+    @property
+    def condition(self) -> str:
+        return self.state.get("subgroup", "") or ""
+
+    @property
+    def excluded(self) -> list:
+        return list(self.state.get("exclude") or ())
+
+    @property
+    def n_repeats(self) -> int:
+        return int(self.state.get("repeats", DEFAULT_PFI_REPEATS))
+
+    @property
+    def all_rows(self) -> bool:
+        return bool(self.state.get("pfi_all"))
+
+    @functools.cached_property
+    def rows(self) -> str:
+        return rows_id(self.condition, self.excluded)
+
+    @functools.cached_property
+    def settings(self) -> dict:
+        return profile_settings(self.n_rows, self.max_curves, self.grid_budget)
+
+    @functools.cached_property
+    def pfi_n_obs(self) -> dict[str, int | None]:
+        return {m.name: pfi_sample(len(m.features), self.all_rows) for m in self.ws.models}
+
+    @functools.cached_property
+    def keeps_pairs(self) -> dict[str, bool]:
+        """Per model: whether its all-rows PFI keeps its (row, donor) pairs."""
+        return {
+            m.name: keeps_pairs(self.n_rows, len(m.features), self.n_repeats, self.pfi_n_obs[m.name])
+            for m in self.ws.models
+        }
+
+    @functools.cached_property
+    def via_pairs(self) -> frozenset[str]:
+        """The models whose subgroup PFI comes from the all-rows permutations (``pfi_via_pairs``)."""
+        if self.data is None or not (self.condition.strip() or self.excluded):
+            return frozenset()
+        found: dict = {}  # per sample size
+        chosen = set()
+        for m in self.ws.models:
+            n_obs = self.pfi_n_obs[m.name]
+            if not self.keeps_pairs[m.name]:
+                continue
+            if n_obs not in found:
+                found[n_obs] = pfi_via_pairs(self.data, self.condition, self.excluded, n_obs)
+            if found[n_obs]:
+                chosen.add(m.name)
+        return frozenset(chosen)
+
+    def pfi_rows(self) -> dict:
+        """The selected rows as a ``rows=True`` task gets them in its parameters."""
+        found: dict[str, Any] = {"condition": self.condition, "excluded": self.excluded}
+        return {**found, "via_pairs": True} if self.focus.name in self.via_pairs else found
+
+
+def plan_declared(p: PlanInput, spec: TaskSpec) -> Planned:
+    """A view's spec: its ``params`` from the state (the selected rows added for ``rows``),
+    one task per model of ``models``."""
+    state = {**p.state, "pfi_via_pairs": p.focus.name in p.via_pairs}
+    declared = spec.params(state, p.ws)
+    if declared is None:
+        return Planned({spec.kind: {}}, [])
+    if spec.rows:
+        declared = {**declared, **p.pfi_rows()}
+    keys: dict[str, str] = {}
+    tasks = []
+    for m in p.ws.models if spec.models == "all" else [p.focus]:
+        keys[m.name] = spec.key(spec.kind, p.ws, m, seed=SEED, **declared)
+        tasks.append(Task(spec.kind, keys[m.name], m.name, declared))
+    return Planned({spec.kind: keys}, tasks)
+
+
 # --- keys --------------------------------------------------------------------------------
 def profile_settings(n_rows: int, max_curves: int, grid_budget: int) -> dict:
     n_obs = min(int(n_rows), int(max_curves))
     return {"n_obs": n_obs if n_obs < n_rows else None, "budget": int(grid_budget), "seed": SEED}
-
-
-def summary_key(ws: Workspace, model: ModelEntry, settings: dict) -> str:
-    return result_key("summary", ws, model, **settings)
-
-
-def profile_key(ws: Workspace, model: ModelEntry, feature: str, settings: dict) -> str:
-    return result_key("profile", ws, model, feature=str(feature), **settings)
 
 
 def rows_id(condition: str, excluded) -> str:
@@ -107,16 +260,6 @@ def pfi_sample(n_features: int, all_rows: bool = False) -> int | None:
     if all_rows:
         return None
     return max(PFI_MIN_ROWS, PFI_BUDGET // max(1, int(n_features) * DEFAULT_PFI_REPEATS))
-
-
-def pfi_key(ws, model, rows: str, n_repeats: int, n_obs: int | None = None, via: str = "") -> str:
-    extra = {"via": via} if via else {}
-    return result_key("pfi", ws, model, rows=rows, n_repeats=int(n_repeats), seed=SEED, n_obs=n_obs, **extra)
-
-
-def pairs_key(ws, model, n_repeats: int, n_obs: int | None) -> str:
-    """The all-rows PFI with every (row, donor) pair kept (``keep_pairs``)."""
-    return result_key("pfi_pairs", ws, model, n_repeats=int(n_repeats), seed=SEED, n_obs=n_obs)
 
 
 #: Most (row, donor) pairs (rows x features x repeats) an all-rows PFI keeps for its subgroups
@@ -173,161 +316,17 @@ def sfimp_sample(n_features: int, all_rows: bool = False) -> int | None:
     return max(PFI_MIN_ROWS, SFIMP_BUDGET // per_row)
 
 
-def sfimp_key(ws, model, rows: str, n_obs: int | None = None) -> str:
-    extra = {"n_obs": n_obs} if n_obs is not None else {}
-    return result_key("sfimp", ws, model, rows=rows, seed=SEED, **extra)
-
-
-def plan(
-    ws: Workspace,
-    *,
-    focus: str,
-    n_rows: int,
-    condition: str,
-    excluded,
-    n_repeats: int,
-    sfimp: bool,
-    max_curves: int,
-    pfi_all: bool = False,
-    grid_budget: int,
-    needs: frozenset = frozenset({"profiles", "pfi", "sfimp"}),
-    specs: tuple[TaskSpec, ...] = (),
-    state: dict | None = None,
-    data: pd.DataFrame | None = None,
-) -> dict:
-    """The cache keys a drill-down state needs, and the tasks that produce them; ``needs``:
-    the task kinds the views read (``dashboard.views.needed_tasks()``); ``specs``: the tasks
-    views declare themselves, planned from ``state``. ``data`` (the data set): a subgroup's
-    PFI on large data then comes from the all-rows permutations where
-    :func:`pfi_via_pairs` allows it (the all-rows PFI is planned first)."""
-    settings = profile_settings(n_rows, max_curves, grid_budget)
-    focus_entry = ws.model(focus)
-    rows = rows_id(condition, excluded)
-    n_obs = {m.name: pfi_sample(len(m.features), pfi_all) for m in ws.models}
-    keep = {m.name: keeps_pairs(n_rows, len(m.features), n_repeats, n_obs[m.name]) for m in ws.models}
-    found: dict = {}  # pfi_via_pairs per sample size
-
-    def via_pairs(m) -> bool:
-        if data is None or not keep[m.name] or not ((condition or "").strip() or excluded):
-            return False
-        if n_obs[m.name] not in found:
-            found[n_obs[m.name]] = pfi_via_pairs(data, condition, excluded, n_obs[m.name])
-        return found[n_obs[m.name]]
-
-    pairs = {m.name for m in ws.models if via_pairs(m)}
-    sfimp_n_obs = {m.name: sfimp_sample(len(m.features), pfi_all) for m in ws.models}
-    keys: dict[str, Any] = {
-        "summary": summary_key(ws, focus_entry, settings),
-        "profiles": {f: profile_key(ws, focus_entry, f, settings) for f in focus_entry.features},
-        "pfi": {
-            m.name: pfi_key(ws, m, rows, n_repeats, n_obs[m.name], via="pairs" if m.name in pairs else "")
-            for m in ws.models
-        },
-        "sfimp": {m.name: sfimp_key(ws, m, rows, sfimp_n_obs[m.name]) for m in ws.models} if sfimp else {},
-    }
-    tasks = []
-    if "profiles" in needs:
-        tasks.append(Task("profiles", keys["summary"], focus_entry.name, settings, tuple(keys["profiles"].values())))
-    if "pfi" in needs:
-        for m in ws.models:
-            base: dict[str, Any] = {"n_repeats": int(n_repeats), "n_obs": n_obs[m.name]}
-            kept = pairs_key(ws, m, n_repeats, n_obs[m.name])
-            if m.name in pairs:  # the all-rows PFI with its pairs, then the subgroup's share of them
-                whole = pfi_key(ws, m, rows_id("", ()), n_repeats, n_obs[m.name])
-                every: dict[str, Any] = {"condition": "", "excluded": [], **base, "keep": kept}
-                tasks.append(Task("pfi", whole, m.name, every, (kept,)))
-                mine: dict[str, Any] = {"condition": condition, "excluded": list(excluded or ()), **base}
-                tasks.append(Task("pfi", keys["pfi"][m.name], m.name, {**mine, "pairs": kept}))
-                continue
-            params: dict[str, Any] = {"condition": condition, "excluded": list(excluded or ()), **base}
-            whole_rows = not (condition or "").strip() and not excluded
-            if whole_rows and keep[m.name]:  # kept for the subgroups to come
-                tasks.append(Task("pfi", keys["pfi"][m.name], m.name, {**params, "keep": kept}, (kept,)))
-            else:
-                tasks.append(Task("pfi", keys["pfi"][m.name], m.name, params))
-    if "sfimp" in needs:
-        tasks += [
-            Task(
-                "sfimp",
-                keys["sfimp"][m.name],
-                m.name,
-                {"condition": condition, "excluded": list(excluded or ()), "n_obs": sfimp_n_obs[m.name]},
-            )
-            for m in ws.models
-            if sfimp
-        ]
-    # a view's task on the PFI rows follows the bars: from all rows, restricted, where they are
-    spec_state = {**(state or {}), "pfi_via_pairs": focus_entry.name in pairs}
+def plan(p: PlanInput, specs: tuple[TaskSpec, ...]) -> dict:
+    """The cache keys a drill-down state needs, and the tasks that produce them: each spec's
+    :class:`Planned`, in the order given (``views.needed_specs()``: the built-in ones the
+    views read, then the views' own)."""
+    keys: dict[str, Any] = {}
+    tasks: list[Task] = []
     for spec in specs:
-        declared = spec.params(spec_state, ws)
-        keys[spec.kind] = {}
-        if declared is None:
-            continue
-        for m in ws.models if spec.models == "all" else [focus_entry]:
-            keys[spec.kind][m.name] = result_key(spec.kind, ws, m, seed=SEED, **declared)
-            tasks.append(Task(spec.kind, keys[spec.kind][m.name], m.name, declared))
+        planned = spec.planned(p)
+        keys.update(planned.keys)
+        tasks += planned.tasks
     return {"keys": keys, "tasks": [t.to_dict() for t in tasks]}
-
-
-PFI_BLOCK = 1  # features per PFI part when a job is split over workers
-SFIMP_PARTS = 4  # batches of coalitions an exact SFIMP is split into
-
-
-def split(ws: Workspace, tasks: list[dict]) -> tuple[list[dict], list[dict]]:
-    """A job's tasks as independent parts for several workers, and the steps that join them.
-
-    The ICE/ICI pass of a model: one part per feature (``profile_part``, writing that
-    feature's cached profile); the task itself then joins them (it reuses cached profiles
-    and adds the summary and the output-range pass). PFI of a model: one part per block of
-    PFI_BLOCK features (``pfi_part``), each on the same rows with the permutation streams
-    its features have in the whole call; the PFI task then joins them
-    (``PermutationImportance.concat``), bit for bit the one call. Exact SFIMP of a model:
-    SFIMP_PARTS batches of its coalitions (``sfimp_part``, ``compute.shapley_coalitions``),
-    joined by the SFIMP task (``shapley_importance(coalitions=...)``), bit for bit. Other
-    tasks (sampled SFIMP, whose orderings are drawn until its error is small) are one part
-    each. Returns (parts, joins); joins run once every part is done."""
-    parts: list[dict] = []
-    joins: list[dict] = []
-    for t in tasks:
-        task = Task.from_dict(t)
-        entry = ws.model(task.model)
-        if task.kind == "profiles":
-            for feature, key in zip(entry.features, task.also):
-                parts.append(Task("profile_part", key, task.model, {**task.params, "feature": feature}).to_dict())
-            joins.append(t)
-        elif task.kind == "pfi" and task.params.get("pairs"):
-            joins.append(t)  # a subgroup's share of the all-rows pairs: after they are joined
-        elif task.kind == "pfi":
-            features = list(entry.features)
-            keys = []
-            for start in range(0, len(features), PFI_BLOCK):
-                block = features[start : start + PFI_BLOCK]
-                key = result_key(
-                    "pfi_part",
-                    ws,
-                    entry,
-                    of=task.key,
-                    features=[str(f) for f in block],
-                    keep=bool(task.params.get("keep")),
-                )
-                keys.append(key)
-                params = {**task.params, "features": block, "streams": list(range(start, start + len(block)))}
-                parts.append(Task("pfi_part", key, task.model, params).to_dict())
-            joins.append(Task(task.kind, task.key, task.model, {**task.params, "parts": keys}, task.also).to_dict())
-        elif task.kind == "sfimp" and len(entry.features) <= SFIMP_EXACT:
-            # the exact game: its 2^p coalitions in SFIMP_PARTS batches, joined by the task
-            top = 1 << len(entry.features)
-            size = max(1, -(-top // SFIMP_PARTS))
-            keys = []
-            for start in range(0, top, size):
-                key = result_key("sfimp_part", ws, entry, of=task.key, start=start)
-                keys.append(key)
-                masks = [start, min(start + size, top)]
-                parts.append(Task("sfimp_part", key, task.model, {**task.params, "masks": masks}).to_dict())
-            joins.append(Task(task.kind, task.key, task.model, {**task.params, "parts": keys}, task.also).to_dict())
-        else:  # sampled SFIMP: its orderings are drawn until the error is small, one after another
-            parts.append(t)
-    return parts, joins
 
 
 def missing(store: Store, tasks: list[dict]) -> list[dict]:
@@ -391,26 +390,11 @@ def row_label(value, index: pd.Index):
     return value
 
 
-def plan_state(ctx, ws, state: dict, *, needs: frozenset, specs: tuple[TaskSpec, ...]) -> dict:
+def plan_state(ctx, ws, state: dict, *, specs: tuple[TaskSpec, ...]) -> dict:
     """Cache keys and tasks of a (cleaned, normalised) state. Everything in the plan, keys
     and parameters alike, derives from the state and the server's configuration: a client
-    can only reach, or cause, results of a state it can name. ``needs`` and ``specs``: the
-    built-in task kinds the views read and the tasks they declare (``views.plan_state``
-    passes the registry's)."""
-    n_rows = len(ctx.store.data(ws))  # read once per process and data set (the store keeps it)
-    return plan(
-        ws,
-        focus=str(state.get("model") or ""),
-        n_rows=n_rows,
-        condition=state.get("subgroup", ""),
-        excluded=state.get("exclude") or [],
-        n_repeats=state.get("repeats", 10),
-        sfimp=bool(state.get("sfimp")),
-        pfi_all=bool(state.get("pfi_all")),
-        max_curves=ctx.config.max_curves,
-        grid_budget=ctx.config.grid_budget,
-        needs=needs,
-        specs=specs,
-        state=state,
-        data=ctx.store.data(ws),
-    )
+    can only reach, or cause, results of a state it can name. ``specs``: the tasks the
+    registered views need (``views.plan_state`` passes the registry's)."""
+    data = ctx.store.data(ws)  # read once per process and data set (the store keeps it)
+    p = PlanInput(ws, state, len(data), max_curves=ctx.config.max_curves, grid_budget=ctx.config.grid_budget, data=data)
+    return plan(p, specs)

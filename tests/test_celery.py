@@ -357,7 +357,7 @@ def test_cancel_revokes_a_split_jobs_parts_on_the_workers(wip_env, wip_worker):
         from dashboard.views import plan_state
 
         todo = [t for t in plan_state(ctx, ws, state)["tasks"] if t["kind"] == "pfi"]
-        return planning.split(ws, planning.missing(ctx.store, todo))[0]
+        return jobs.split(ws, planning.missing(ctx.store, todo))[0]
 
     # 1. A job that ended before its parts reached a worker: every message returns 0 at once.
     parts = pfi_parts("`mean radius` > 12.5")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dashboard import jobs, planning
+from dashboard import jobs, planning, tasks
 from dashboard.config import Config
 from dashboard.server import create_app
 from dashboard.state import default_state, normalize
@@ -30,11 +30,11 @@ def test_a_split_job_leaves_the_results_of_the_whole_job_bit_for_bit(tmp_path, s
         if name == "whole":
             jobs.run(ctx.store, ws, todo, policy=ctx.policy)
         else:
-            parts, joins = planning.split(ws, todo)
+            parts, joins = jobs.split(ws, todo)
             assert {p["kind"] for p in parts} == {"profile_part", "pfi_part"}
             n_features = len(ws.features)
             assert sum(p["kind"] == "profile_part" for p in parts) == n_features  # the focus model's passes
-            assert sum(p["kind"] == "pfi_part" for p in parts) == 2 * -(-n_features // planning.PFI_BLOCK)
+            assert sum(p["kind"] == "pfi_part" for p in parts) == 2 * -(-n_features // tasks.PFI_BLOCK)
             order = np.random.default_rng(0).permutation(len(parts))  # any order, one part at a time
             for k in order:
                 jobs.run(ctx.store, ws, [parts[k]], policy=ctx.policy)
@@ -64,7 +64,7 @@ def _pfi_parts(ctx, subgroup: str):
     ws = ctx.store.workspace("demo-cancer")
     state = normalize(ctx, {**default_state(), "ws": ws.id, "subgroup": subgroup})[0]
     todo = [t for t in plan_state(ctx, ws, state)["tasks"] if t["kind"] == "pfi"]
-    return ws, planning.split(ws, planning.missing(ctx.store, todo))[0]
+    return ws, jobs.split(ws, planning.missing(ctx.store, todo))[0]
 
 
 def test_parts_run_only_while_their_job_lives(tmp_path):
@@ -135,7 +135,7 @@ def test_a_split_job_keeps_the_pairs_a_subgroup_reuses(tmp_path, monkeypatch):
         if name == "whole":
             jobs.run(ctx.store, ws, todo, policy=ctx.policy)
         else:
-            parts, joins = planning.split(ws, todo)
+            parts, joins = jobs.split(ws, todo)
             assert all(p["kind"] == "pfi_part" and p["params"].get("keep") for p in parts)
             assert [j["params"].get("pairs") is not None for j in joins] == [False, True] * len(ws.models)
             for part in reversed(parts):
@@ -163,9 +163,9 @@ def test_an_exact_sfimp_split_into_coalition_batches_equals_the_whole_task(tmp_p
         if name == "whole":
             jobs.run(ctx.store, ws, todo, policy=ctx.policy)
         else:
-            parts, joins = planning.split(ws, todo)
-            assert [p["kind"] for p in parts] == ["sfimp_part"] * 2 * planning.SFIMP_PARTS
-            assert sorted(p["params"]["masks"][0] for p in parts[: planning.SFIMP_PARTS]) == [0, 256, 512, 768]
+            parts, joins = jobs.split(ws, todo)
+            assert [p["kind"] for p in parts] == ["sfimp_part"] * 2 * tasks.SFIMP_PARTS
+            assert sorted(p["params"]["masks"][0] for p in parts[: tasks.SFIMP_PARTS]) == [0, 256, 512, 768]
             for k in np.random.default_rng(1).permutation(len(parts)):
                 jobs.run(ctx.store, ws, [parts[k]], policy=ctx.policy)
             jobs.run(ctx.store, ws, joins, policy=ctx.policy)

@@ -27,7 +27,7 @@ from ..isolation import isolated
 from ..quota import client_key
 from ..state import clean_state, normalize
 from ..store import Workspace
-from ..views import plan_state, signatures
+from ..views import needed_specs, plan_state, signatures
 
 log = logging.getLogger(__name__)
 
@@ -36,20 +36,11 @@ def request_id(tasks: list[dict]) -> str:
     return hashlib.sha256(json.dumps(sorted(t["key"] for t in tasks)).encode()).hexdigest()[:20]
 
 
-BUILT_IN = ("summary", "profiles", "pfi", "sfimp")
-
-
 def _readable(ctx, keys: dict, state: dict) -> bool:
     """Read (and checksum) every entry the views will read; a damaged one is dropped by the
     store, so it is recomputed at once rather than shown as missing."""
-    needed = [
-        keys["summary"],
-        keys["profiles"].get(state.get("feature"), keys["summary"]),
-        *keys["pfi"].values(),
-        *keys["sfimp"].values(),
-        *(key for kind, found in keys.items() if kind not in BUILT_IN for key in found.values()),
-    ]
-    return all(ctx.store.get(k) is not None for k in needed)
+    needed = {k for spec in needed_specs() for k in spec.keys_read(keys, state) if k}
+    return all(ctx.store.get(k) is not None for k in sorted(needed))
 
 
 def _trusted_state(ctx, raw) -> tuple[dict | None, Workspace | None]:
@@ -78,7 +69,7 @@ class Resolution:
 def _derive(ctx, ws, todo: list[dict]) -> list[dict]:
     """The missing tasks less those derived here and now: a subgroup's PFI from cached
     all-rows pairs needs no model, so a subgroup switch on large data waits for no job."""
-    if not any(t["kind"] == "pfi" and t["params"].get("pairs") for t in todo):
+    if not any(jobs.spec_for(t["kind"]).derive is not None for t in todo):
         return todo
     data = ctx.store.data(ws)
     try:
@@ -117,8 +108,7 @@ def resolve_state(ctx, state: dict | None, done: dict | None) -> Resolution:
     # its arguments, and sessions asking for the same results at once would otherwise share
     # (and steal) one slot. jobs.run locks per task, so the work itself is done once.
     request = {"state": state, "request": rid, "nonce": secrets.token_hex(8)}
-    n_profiles = sum(t["kind"] == "profiles" for t in todo)
-    what = "ICE/ICI passes" if n_profiles else "importance"
+    what = jobs.spec_for(todo[0]["kind"]).label or "results"  # the first task the job runs
     # The views re-render at once for the new state: what is cached shows, the rest waits;
     # nothing of the previous state (another data set, subgroup or feature) stays on screen.
     pending = {"state": state, "keys": planned["keys"], "pending": True, "sigs": sigs}
@@ -178,7 +168,7 @@ def _compute(ctx, ws, todo, request, progress) -> int:
     """Compute the missing tasks in an isolated process; returns the result bytes it stored
     (a split job's: its own share, parts done by Celery workers not counted)."""
     names = ", ".join(sorted({t["model"] for t in todo}))
-    parts, joins = planning.split(ws, todo) if ctx.config.celery_broker else ([], [])
+    parts, joins = jobs.split(ws, todo) if ctx.config.celery_broker else ([], [])
     if len(parts) > 1:  # Celery workers: one job over many processes and machines
         token = job_token(request)
         return isolated(

@@ -21,14 +21,11 @@ from dash import Input, Output
 
 import compute
 
-from .. import ids, planning
+from .. import ids, planning, tasks
 from ..planning import TaskSpec
 from ..state import clean_state, normalize, search_from_state
 from .base import (
-    PFI,
-    PROFILES,
     SECTIONS,
-    SFIMP,
     Inputs,
     Lru,
     Select,
@@ -75,8 +72,24 @@ BY_NAME: dict[str, View] = {v.name: v for v in REGISTRY}
 
 
 def needed_tasks() -> frozenset:
-    """Task kinds the registered views read (the job planner plans only these)."""
+    """The built-in task kinds the registered views read (``View.needs``)."""
     return frozenset().union(*(v.needs for v in REGISTRY))
+
+
+def _built_in(kind: str) -> TaskSpec:
+    for spec in tasks.BUILT_IN:
+        if spec.kind == kind:
+            return spec
+    raise RuntimeError(f"a view needs {kind!r}, which is no built-in task ({[s.kind for s in tasks.BUILT_IN]})")
+
+
+def needed_specs() -> tuple[TaskSpec, ...]:
+    """The tasks the job planner plans: the built-in ones the registered views read (in
+    their order), then the views' own."""
+    needed = needed_tasks()
+    for kind in needed:
+        _built_in(kind)  # a typo in a view's needs fails at start, not on a visitor's request
+    return tuple(spec for spec in tasks.BUILT_IN if spec.kind in needed) + task_specs()
 
 
 def selects() -> tuple[Select, ...]:
@@ -92,15 +105,10 @@ def task_specs() -> tuple[TaskSpec, ...]:
     return tuple(spec for v in REGISTRY for spec in v.tasks)
 
 
-def task_spec(kind: str) -> TaskSpec:
-    """The declared task of that kind (the job process runs it)."""
-    return next(spec for spec in task_specs() if spec.kind == kind)
-
-
 def plan_state(ctx, ws, state: dict) -> dict:
     """Cache keys and tasks of a (cleaned, normalised) state, for the registered views
     (:func:`dashboard.planning.plan_state`)."""
-    return planning.plan_state(ctx, ws, state, needs=needed_tasks(), specs=task_specs())
+    return planning.plan_state(ctx, ws, state, specs=needed_specs())
 
 
 _INPUTS = Lru(8)  # Inputs per results record: every view of one update reads the same
@@ -139,16 +147,8 @@ def input_id(view: View) -> str:
 
 def view_keys(view: View, keys: dict, state: dict) -> list[str]:
     """The cache keys of the results a view reads, for a planned state."""
-    found: list = []
-    if PROFILES in view.needs:
-        found += [keys["summary"], keys["profiles"].get(state.get("feature"))]
-    if PFI in view.needs:
-        found += list(keys["pfi"].values())
-    if SFIMP in view.needs:
-        found += list(keys["sfimp"].values())
-    for spec in view.tasks:
-        found += list(keys.get(spec.kind, {}).values())
-    return [k for k in found if k]
+    specs = [_built_in(kind) for kind in sorted(view.needs)] + list(view.tasks)
+    return [k for spec in specs for k in spec.keys_read(keys, state) if k]
 
 
 def signatures(store, state: dict, keys: dict) -> dict[str, str]:
@@ -400,8 +400,8 @@ __all__ = [
     "input_id",
     "signatures",
     "load_inputs",
+    "needed_specs",
     "needed_tasks",
-    "task_spec",
     "task_specs",
     "panels",
     "register",

@@ -26,11 +26,11 @@ from dash import dcc
 
 import compute
 
-from .. import figures, planning
+from .. import figures, planning, tasks
 from ..state import Field, add_fields, state_fields
 
-# what a view can need from the job planner (planning.plan task kinds)
-PROFILES, PFI, SFIMP = "profiles", "pfi", "sfimp"
+# the built-in tasks a view can need (``View(needs=...)``; their specs in dashboard.tasks)
+PROFILES, PFI, SFIMP = tasks.PROFILES.kind, tasks.PFI.kind, tasks.SFIMP.kind
 # ``View(reads=ALL_FIELDS)``: every field of the state, the views' own included (a view
 # reads all but the what-if edit unless it says otherwise)
 ALL_FIELDS = frozenset({"<every field>"})

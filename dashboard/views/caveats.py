@@ -63,16 +63,21 @@ def partners_line(inp) -> str:
 
 
 def params(state: dict, ws) -> dict | None:
+    """The task's parameters (the planner adds the PFI rows: ``TaskSpec(rows=True)``)."""
     if len(ws.features) < 2:
         return None
     return {
-        "condition": state["subgroup"],
-        "excluded": list(state.get("exclude") or ()),
         "n_repeats": int(state["repeats"]),
         "threshold": THRESHOLD,
         "n_obs": planning.pfi_sample(len(ws.features), bool(state.get("pfi_all"))),
-        **({"via_pairs": True} if state.get("pfi_via_pairs") else {}),
     }
+
+
+def cost(ws, task, data) -> list[int]:
+    """Model rows: the PFI rows, once per repetition and group (at most p / 2 groups), and
+    once as they are."""
+    rows = min(len(data), task.params.get("n_obs") or len(data))
+    return [rows * max(1, len(ws.model(task.model).features) // 2) * int(task.params["n_repeats"]) + rows]
 
 
 def run(model, X, y, ws, params, n_jobs, inside=None):
@@ -103,7 +108,9 @@ def run(model, X, y, ws, params, n_jobs, inside=None):
     return {"groups": groups, "pfi": result}
 
 
-TASK = planning.TaskSpec(KIND, params, run, models="focus", label="dependent features shuffled together", rows=True)
+TASK = planning.TaskSpec(
+    KIND, params, run, models="focus", label="dependent features shuffled together", rows=True, cost=cost
+)
 
 SKILL = {
     "squared_error": "R²",

@@ -57,7 +57,14 @@ def contributions(model, X, y, ws, params, n_jobs):
     )
 
 
-TASK = planning.TaskSpec(KIND, params, contributions, models="focus", label="Shapley contributions of the selected row")
+TASK = planning.TaskSpec(
+    KIND,
+    params,
+    contributions,
+    models="focus",
+    label="Shapley contributions of the selected row",
+    cost=lambda ws, task, data: [MAX_ROWS],  # the explanation's row budget
+)
 
 
 def render(ctx, inp) -> dict:

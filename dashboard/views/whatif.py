@@ -52,7 +52,13 @@ def what_if(model, X, y, ws, params, n_jobs):
     )
 
 
-TASK = planning.TaskSpec(KIND, params, what_if, models="focus", label="what-if for the selected row")
+def cost(ws, task, data) -> list[int]:
+    """Model rows: one curve of GRID points per feature for the row as it is and as edited,
+    and (a regressor) CIU's output range over every row."""
+    return [2 * GRID * len(ws.model(task.model).features) + 2 + len(data)]
+
+
+TASK = planning.TaskSpec(KIND, params, what_if, models="focus", label="what-if for the selected row", cost=cost)
 
 
 def _field(data: pd.DataFrame, feature, row, edit: dict) -> html.Div:
