@@ -108,6 +108,14 @@ class ShapleyImportance:
         """Share of the explainable performance per player (the percentages of Fig. 5a)."""
         return self.values / self.total
 
+    @property
+    def total_std_error(self) -> pd.Series:
+        """Each value's standard error: the Monte-Carlo one (permutations, orderings) and, on
+        a row sample, the sample's, combined as independent errors: sqrt(se^2 + row_se^2)."""
+        if self.sampled and self.row_std_error is not None:
+            return np.sqrt(self.std_error**2 + self.row_std_error.reindex(self.std_error.index) ** 2)
+        return self.std_error
+
     def to_frame(self) -> pd.DataFrame:
         """One row per player: value, std_error, proportion, model_error."""
         frame = pd.DataFrame({"value": self.values, "std_error": self.std_error, "proportion": self.proportions})

@@ -412,7 +412,8 @@ def test_every_figure_has_template_and_uirevision(prof, pfi):
 
 
 def test_table_data_round_trip():
-    """Records and columns rebuild the frame, floats rounded to significant digits."""
+    """Records and columns rebuild the frame, floats unrounded; a float column shows them to
+    ``digits`` significant digits (its d3 format), as the report writes them."""
     df = pd.DataFrame(
         {"CI": [0.123456, 12345.678], "n": [1, 2], "ok": [True, False], "note": ["a", None]},
         index=pd.Index(["x1", "x2"], name="feature"),
@@ -420,7 +421,17 @@ def test_table_data_round_trip():
     records, columns = F.table_data(df, digits=3)
     assert [c["id"] for c in columns] == ["feature", "CI", "n", "ok", "note"]
     back = pd.DataFrame(records).set_index("feature")
-    assert_allclose(back.CI, [0.123, 12300.0])
+    assert back.CI.tolist() == [0.123456, 12345.678]
+    formats = {c["id"]: c.get("format") for c in columns}
+    assert formats == {"feature": None, "CI": {"specifier": ",.3~r"}, "n": None, "ok": None, "note": None}
+    assert [F.shown_number(v, 3) for v in back.CI] == ["0.123", "12,300"]
+    assert [F.shown_number(v) for v in (0.00012345, -3.14159, 99999.9, 1234, 0.0)] == [
+        "0.0001234",
+        "-3.142",
+        "100,000",
+        "1,234",
+        "0",
+    ]
     assert back.n.tolist() == [1, 2] and back.ok.tolist() == [True, False]
     assert records[1]["note"] is None
     assert F.table_data(df.reset_index(drop=True), index_name="row")[1][0]["id"] == "row"

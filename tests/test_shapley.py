@@ -319,10 +319,13 @@ def test_the_row_standard_error_covers_a_row_sample_in_both_modes():
         for seed in range(30):
             res = shapley_importance(model, X, y, n_obs=150, random_state=seed, **kwargs)
             assert res.sampled and len(res.rows) == 150
-            se = np.sqrt(res.row_std_error**2 + res.std_error**2)
+            se = res.total_std_error  # the bars' error: the two combined as independent errors
+            assert np.array_equal(se.to_numpy(), np.sqrt(res.row_std_error**2 + res.std_error**2).to_numpy())
             hits += int((((res.values - truth) / se).abs() < 2.5).sum())
             total += 4
         assert hits / total > 0.88, (kwargs, hits / total)
+    whole = shapley_importance(model, X.iloc[:200], y[:200], n_permutations=4)
+    assert not whole.sampled and whole.total_std_error is whole.std_error  # no sample: Monte Carlo only
 
 
 def test_coalitions_computed_apart_join_into_the_one_call(data4):

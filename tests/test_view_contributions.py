@@ -55,7 +55,7 @@ def test_waterfall_and_table_are_the_librarys_and_add_up(ctx):
     table = {r["feature"]: r for r in out["data"]}
     assert set(table) == set(X.columns)
     for feature, row in table.items():
-        assert row["contribution"] == float(f"{ref.values[feature]:.3g}")  # shown to 3 digits
+        assert_allclose(row["contribution"], ref.values[feature], rtol=1e-12)  # unrounded: the column shows 3 digits
         assert row["value"] == f"{X.loc[7, feature]:.4g}"
     bars = out["figure"].data[0]
     assert list(bars.measure) == ["absolute", *["relative"] * (len(bars.x) - 2), "total"]
@@ -82,5 +82,7 @@ def test_a_classifier_is_explained_in_percentage_points(ctx):
     assert all(t.endswith(" pp") for t in cells)
     header = [c["name"] for c in out["columns"]]
     assert header[:3] == ["feature", "value", "contribution (pp)"]
+    shown = {c["id"]: c.get("format", {}).get("specifier") for c in out["columns"]}
+    assert shown["contribution (pp)"] == ",.3~r"  # the DataTable rounds for the eye, the data is exact
     total = sum(r["contribution (pp)"] for r in out["data"])
     assert np.isfinite(total)

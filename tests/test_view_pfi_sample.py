@@ -8,7 +8,7 @@ import pytest
 from numpy.testing import assert_allclose
 
 import compute
-from dashboard import ids, jobs, planning, views
+from dashboard import ids, jobs, planning, tasks, views
 from dashboard.callbacks.drilldown import update_state
 from dashboard.config import Config
 from dashboard.loading import load_model
@@ -252,6 +252,6 @@ def test_reused_subgroup_pfi_on_data_with_repeated_row_labels(ctx, pairs_budget)
         model, X, y, loss=ws.loss, n_obs=300, random_state=planning.SEED, keep_pairs=True
     )
     params = {"condition": "X3 == 0", "excluded": [], "n_obs": 300}
-    got = jobs._restrict(whole, data, params)
+    got = tasks._restrict(whole, data, params)
     inside = (X.X3 == 0).to_numpy()[compute.permutation_rows(len(X), 300, planning.SEED)]
     assert np.array_equal(got.repeats.to_numpy(), whole.restrict(inside).repeats.to_numpy())

@@ -43,6 +43,7 @@ from .common import (  # noqa: F401
     _x_values,
     level_label,
     prediction_text,
+    shown_number,
     table_data,
     value_text,
 )

@@ -267,7 +267,7 @@ def sfimp_figure(sfimp: Mapping[str, Any], *, selected=None) -> go.Figure:
                 textposition="inside",
                 insidetextanchor="start",
                 marker=dict(color=MODEL_COLORS[k % len(MODEL_COLORS)], line=_outline(order, selected)),
-                error_x=dict(type="data", array=_sfimp_error(res).reindex(order).to_numpy(float), thickness=1.2),
+                error_x=dict(type="data", array=res.total_std_error.reindex(order).to_numpy(float), thickness=1.2),
                 hovertemplate=(
                     f"{esc(model)}<br>%{{y}}: SFIMP %{{x:.4g}} ± %{{error_x.array:.3g}}"
                     "<br>share %{text}<extra></extra>"
@@ -285,14 +285,6 @@ def sfimp_figure(sfimp: Mapping[str, Any], *, selected=None) -> go.Figure:
         yaxis=yaxis,
         xaxis=dict(title=f"SFIMP (drop in {loss} the feature earns)", zeroline=True),
     )
-
-
-def _sfimp_error(res) -> pd.Series:
-    """The bar's standard error: Monte Carlo, and on a row sample the sample's as well."""
-    row = getattr(res, "row_std_error", None)
-    if getattr(res, "sampled", False) and row is not None:
-        return np.sqrt(res.std_error**2 + row.reindex(res.std_error.index) ** 2)
-    return res.std_error
 
 
 def influence_figure(ciu: pd.DataFrame) -> go.Figure:

@@ -163,8 +163,10 @@ def _outline(order: list, selected) -> dict:
 
 
 def table_data(df: pd.DataFrame, *, index_name: str | None = None, digits: int = 4) -> tuple[list[dict], list[dict]]:
-    """``(records, columns)`` for a dash DataTable: the index as first column, floats rounded
-    to ``digits`` significant digits, missing values as None, column ids as strings."""
+    """``(records, columns)`` for a dash DataTable: the index as first column, missing values
+    as None, column ids as strings. Numbers stay unrounded in the records (a sort, a filter
+    and a test read the library's values); a numeric column shows them to ``digits``
+    significant digits (its d3 ``format``, as :func:`shown_number` writes them in the report)."""
     frame = df.copy()
     names = [index_name] if index_name is not None and frame.index.nlevels == 1 else list(frame.index.names)
     frame.index.names = [
@@ -182,18 +184,31 @@ def table_data(df: pd.DataFrame, *, index_name: str | None = None, digits: int =
         if isinstance(v, (int, np.integer)):
             return int(v)
         if isinstance(v, (float, np.floating)):
-            return float(f"{float(v):.{digits}g}") if np.isfinite(v) else str(float(v))
+            return float(v) if np.isfinite(v) else str(float(v))
         return v if isinstance(v, str) else str(v)
 
     records = [{c: cell(v) for c, v in zip(frame.columns, row)} for row in frame.itertuples(index=False)]
-    columns = [
-        {
-            "name": c,
-            "id": c,
-            "type": "numeric"
-            if pd.api.types.is_numeric_dtype(frame[c]) and not pd.api.types.is_bool_dtype(frame[c])
-            else "text",
-        }
-        for c in frame.columns
-    ]
+    columns = []
+    for c in frame.columns:
+        numeric = pd.api.types.is_numeric_dtype(frame[c]) and not pd.api.types.is_bool_dtype(frame[c])
+        column: dict = {"name": c, "id": c, "type": "numeric" if numeric else "text"}
+        if numeric and pd.api.types.is_float_dtype(frame[c]):
+            column["format"] = {"specifier": f",.{digits}~r"}  # 4 significant digits, in decimals
+        columns.append(column)
     return records, columns
+
+
+def shown_number(value, digits: int = 4) -> str:
+    """A number as a numeric table column shows it (``digits`` significant digits, in
+    decimals, thousands separated); anything else as text."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        return "" if value is None else str(value)
+    if isinstance(value, (int, np.integer)):
+        return f"{int(value):,}"
+    if not np.isfinite(value):
+        return str(float(value))
+    rounded = float(f"{float(value):.{digits}g}")
+    if rounded == 0:
+        return "0"
+    decimals = max(0, digits - 1 - int(np.floor(np.log10(abs(rounded)))))
+    return f"{rounded:,.{decimals}f}".rstrip("0").rstrip(".") if decimals else f"{rounded:,.0f}"

@@ -42,6 +42,15 @@ def render(ctx, inp) -> dict:
         return {"figure": empty(str(exc))}
 
 
+def library(inp) -> dict:
+    """The ALE curve at the state's K (``compute.ale_from_profile``)."""
+    prof = inp.profile
+    if prof is None or prof.categorical:
+        return {}
+    ale = compute.ale_from_profile(prof, n_intervals=inp.state["ale_k"])
+    return {"ALE": ale["ale"].to_numpy(float), "grid": ale["grid"].to_numpy(float)}
+
+
 VIEW = View(
     name="ale",
     section="feature",
@@ -74,4 +83,5 @@ VIEW = View(
     needs=frozenset({PROFILES}),
     reads=frozenset({"ws", "model", "feature", "ale_k"}),
     state=(ALE_K,),
+    library=library,
 )

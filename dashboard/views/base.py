@@ -97,6 +97,12 @@ class View:
     # changing any other field leaves its outputs as they were.
     reads: frozenset | None = None
     state: tuple[Field, ...] = ()  # state fields this view owns (kept in the URL, set by its controls)
+    # The numbers the view shows, as the compute library defines them, by name: a Series
+    # (one number per label: bars, a table column), an array (a curve) or a float (a number
+    # in a sentence). ``(inp) -> dict``, {} when it shows none for this state. A test renders
+    # every view and finds each of them on the page unchanged (1e-12; a float in text to the
+    # digits it is written with): the page shows compute's numbers, never its own.
+    library: Callable[[Inputs], dict[str, Any]] | None = None
 
     def __post_init__(self):
         add_fields(self.state)  # the state's defaults, cleaning and URL know them from here on
@@ -309,7 +315,8 @@ def table_html(rows: list[dict], cols: list[dict]) -> str:
         return ""
     head = "".join(f"<th>{html_lib.escape(str(c['name']))}</th>" for c in cols)
     body = "".join(
-        "<tr>" + "".join(f"<td>{html_lib.escape(str(r.get(c['id'], '')))}</td>" for c in cols) + "</tr>" for r in rows
+        "<tr>" + "".join(f"<td>{html_lib.escape(figures.shown_number(r.get(c['id'])))}</td>" for c in cols) + "</tr>"
+        for r in rows
     )
     return f"<table><tr>{head}</tr>{body}</table>"
 

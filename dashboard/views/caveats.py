@@ -147,16 +147,11 @@ def leak_text(inp, pfi: compute.PermutationImportance) -> str:
     )
 
 
-def render(ctx, inp) -> dict:
-    model = inp.state["model"]
-    pfi = inp.pfi.get(model)
-    if pfi is None:
-        return {**_empty("Waiting for the permutations…")}
-    leak = leak_text(inp, pfi)
-    dep = dependence(inp)
-    flagged = dep.flagged(THRESHOLD)
+def pair_rows(inp, dep) -> list[dict]:
+    """The table's rows: each flagged pair once, the selected feature's pairs first, then by
+    strength (``compute.FeatureDependence``)."""
     rows: list[dict] = []
-    for feature, partners in flagged.items():
+    for feature, partners in dep.flagged(THRESHOLD).items():
         for partner in partners:
             if (partner, feature) in {(r["feature"], r["depends on"]) for r in rows}:
                 continue
@@ -169,6 +164,18 @@ def render(ctx, inp) -> dict:
                 }
             )
     rows.sort(key=lambda r: (inp.feature not in (r["feature"], r["depends on"]), -float(r["strength"])))
+    return rows
+
+
+def render(ctx, inp) -> dict:
+    model = inp.state["model"]
+    pfi = inp.pfi.get(model)
+    if pfi is None:
+        return {**_empty("Waiting for the permutations…")}
+    leak = leak_text(inp, pfi)
+    dep = dependence(inp)
+    flagged = dep.flagged(THRESHOLD)
+    rows = pair_rows(inp, dep)
     table = pd.DataFrame(rows, columns=["feature", "depends on", "strength", "measure"])
     data, columns = figures.table_data(table.set_index("feature"), index_name="feature") if rows else ([], [])
     found = inp.results(KIND).get(model)
@@ -225,6 +232,22 @@ def _empty(message: str) -> dict:
     return {"leak": "", "figure": empty(message), "data": [], "columns": [], "info": ""}
 
 
+def library(inp) -> dict:
+    """The flagged pairs' dependence (``compute.feature_dependence``) and each group's PFI
+    shuffled together against its members' bars summed (``compute.grouped_against_alone``)."""
+    pfi = inp.pfi.get(inp.state["model"])
+    if pfi is None:
+        return {}
+    found: dict = {
+        f"strength {r['feature']} ~ {r['depends on']}": r["strength"] for r in pair_rows(inp, dependence(inp))
+    }
+    groups = inp.results(KIND).get(inp.state["model"])
+    if groups is not None and groups["groups"]:
+        frame = compute.grouped_against_alone(groups["pfi"], pfi, groups["groups"])
+        found["together"], found["alone, summed"] = frame["together"], frame["alone_sum"]
+    return found
+
+
 VIEW = View(
     name="pfi_caveats",
     section="overview",
@@ -258,4 +281,5 @@ VIEW = View(
     needs=frozenset({PFI}),
     tasks=(TASK,),
     reads=frozenset({"ws", "model", "feature", "subgroup", "exclude", "repeats", "pfi_all"}),
+    library=library,
 )

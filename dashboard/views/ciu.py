@@ -20,6 +20,16 @@ def render(ctx, inp) -> dict:
     return {"figure": fig, "info": info}
 
 
+def library(inp) -> dict:
+    """The selected row's CI and CU (``ProfileSummary.ciu``) and CI's output range."""
+    if inp.summary is None:
+        return {}
+    row, _ = selected_row(inp.summary, inp.state, inp.mask)
+    found = inp.summary.ciu(row)
+    low, high = inp.summary.out_range
+    return {"CI": found["CI"], "range low": low, "range high": high}
+
+
 VIEW = View(
     name="ciu",
     section="observation",
@@ -38,4 +48,5 @@ VIEW = View(
     ],
     needs=frozenset({PROFILES}),
     reads=frozenset({"ws", "model", "feature", "subgroup", "obs"}),
+    library=library,
 )

@@ -44,6 +44,12 @@ def export_csv(ctx, inp):
     return csv_download(frame, "pfi.csv", index_label="feature")
 
 
+def library(inp) -> dict:
+    """Conditional PFI of each group (``ProfileSummary.conditional_pfi``, Eq. 9)."""
+    frame = table(inp)
+    return {} if frame is None else {str(c): frame[c] for c in frame.columns}
+
+
 VIEW = View(
     name="conditional_pfi",
     section="subgroups",
@@ -68,4 +74,5 @@ VIEW = View(
     needs=frozenset({PROFILES}),
     exports={ids.EXPORT_PFI: export_csv},
     reads=frozenset({"ws", "model", "subgroup", "exclude"}),
+    library=library,
 )

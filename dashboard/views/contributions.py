@@ -131,6 +131,16 @@ def export_csv(ctx, inp):
     return csv_download(found.to_frame(), f"contributions-row-{inp.state['obs']}.csv", index_label="feature")
 
 
+def library(inp) -> dict:
+    """The row's Shapley contributions, the mean prediction and the prediction, in the
+    page's units (``compute.shapley_contributions``)."""
+    res = inp.results(KIND).get(inp.state["model"]) if inp.state.get("obs") is not None else None
+    if res is None:
+        return {}
+    scale = 100.0 if res.output is not None else 1.0
+    return {"contribution": res.values * scale, "mean prediction": res.base_value * scale}
+
+
 VIEW = View(
     name="contributions",
     section="observation",
@@ -159,4 +169,5 @@ VIEW = View(
     exports={EXPORT: export_csv},
     needs=frozenset({PROFILES}),  # the prompt names the row CIU shows
     reads=ALL_FIELDS,
+    library=library,
 )

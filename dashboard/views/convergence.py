@@ -50,6 +50,16 @@ def render(ctx, inp) -> dict:
     return {"figure": fig, "info": info}
 
 
+def library(inp) -> dict:
+    """The running mean of the final top features (``compute.pfi_convergence``)."""
+    pfi = inp.pfi.get(inp.state["model"])
+    if pfi is None or pfi.n_repeats < 2:
+        return {}
+    conv = compute.pfi_convergence(pfi, top=TOP)
+    final = conv.importance.iloc[:, -1].sort_values(ascending=False, kind="stable")
+    return {f"{f}: running mean": conv.importance.loc[f].to_numpy(float) for f in final.index[:TOP]}
+
+
 VIEW = View(
     name="pfi_convergence",
     section="overview",
@@ -69,4 +79,5 @@ VIEW = View(
     ],
     needs=frozenset({PFI}),
     reads=frozenset({"ws", "model", "feature", "subgroup", "exclude", "repeats", "pfi_all"}),
+    library=library,
 )

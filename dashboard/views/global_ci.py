@@ -15,6 +15,14 @@ def render(ctx, inp) -> dict:
     return {"figure": figures.global_ci_figure(summary.global_ci(inp.mask), selected=inp.feature)}
 
 
+def library(inp) -> dict:
+    """Global CI and its spread over the rows (``ProfileSummary.global_ci``)."""
+    if inp.summary is None:
+        return {}
+    found = inp.summary.global_ci(inp.mask)
+    return {"mean CI": found["CI"], "CI std": found["CI_std"]}
+
+
 VIEW = View(
     name="global_ci",
     section="overview",
@@ -30,4 +38,5 @@ VIEW = View(
     needs=frozenset({PROFILES}),
     reads=frozenset({"ws", "model", "feature", "subgroup"}),
     selects=(Select(GLOBAL_CI_GRAPH, "feature"),),
+    library=library,
 )

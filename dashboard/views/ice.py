@@ -19,6 +19,20 @@ def render(ctx, inp) -> dict:
     return {"figure": fig}
 
 
+def library(inp) -> dict:
+    """The PD line (of the subgroup's rows on a subgroup; centred when asked) and the
+    selected row's curve (``FeatureProfile.mean_curve`` and ``curves``)."""
+    prof = inp.profile
+    if prof is None:
+        return {}
+    centered = bool(inp.state.get("centered"))
+    found = {"PD": prof.mean_curve("ICE", mask=eligible_mask(inp), centered=centered)}
+    row = selected_label(inp, prof.rows)
+    if row is not None:
+        found["selected row"] = prof.curves("ICE", centered=centered)[prof.rows.get_loc(row)]
+    return found
+
+
 VIEW = View(
     name="ice",
     section="feature",
@@ -35,4 +49,5 @@ VIEW = View(
     extra=lambda: dcc.Checklist(id=ids.CENTERED, options=[{"label": " centred ICE", "value": "c"}], value=[]),
     needs=frozenset({PROFILES}),
     reads=frozenset({"ws", "model", "feature", "subgroup", "exclude", "obs", "centered"}),
+    library=library,
 )

@@ -20,6 +20,18 @@ def render(ctx, inp) -> dict:
     return {"figure": fig, "info": info}
 
 
+def library(inp) -> dict:
+    """The PI line (of the subgroup's rows on a subgroup) and the selected row's ICI curve."""
+    prof = inp.profile
+    if prof is None or not prof.has_target:
+        return {}
+    found = {"PI": prof.mean_curve("ICI", mask=eligible_mask(inp))}
+    row = selected_label(inp, prof.rows)
+    if row is not None:
+        found["selected row"] = prof.curves("ICI")[prof.rows.get_loc(row)]
+    return found
+
+
 VIEW = View(
     name="ici",
     section="feature",
@@ -40,4 +52,5 @@ VIEW = View(
     ],
     needs=frozenset({PROFILES}),
     reads=frozenset({"ws", "model", "feature", "subgroup", "exclude", "obs"}),
+    library=library,
 )

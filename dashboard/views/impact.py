@@ -17,6 +17,14 @@ def render(ctx, inp) -> dict:
     return {"data": rows, "columns": cols}
 
 
+def library(inp) -> dict:
+    """ICE feature impact and PD importance of every feature (``ProfileSummary``)."""
+    if inp.summary is None:
+        return {}
+    found = {name: inp.summary.impact[name] for name in inp.summary.impact.columns}
+    return {**found, "pd_importance": inp.summary.pd_importance}
+
+
 VIEW = View(
     name="impact",
     section="overview",
@@ -33,4 +41,5 @@ VIEW = View(
     needs=frozenset({PROFILES}),
     wide=True,  # six measures per feature: a half-width panel cut them off
     reads=frozenset({"ws", "model"}),
+    library=library,
 )

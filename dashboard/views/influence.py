@@ -25,6 +25,14 @@ def export_csv(ctx, inp):
     return csv_download(summary.ciu(row), f"ciu-row-{row}.csv")
 
 
+def library(inp) -> dict:
+    """The selected row's contextual influence (``ProfileSummary.ciu``)."""
+    if inp.summary is None:
+        return {}
+    row, _ = selected_row(inp.summary, inp.state, inp.mask)
+    return {"influence": inp.summary.ciu(row)["influence"]}
+
+
 VIEW = View(
     name="influence",
     section="observation",
@@ -41,4 +49,5 @@ VIEW = View(
     needs=frozenset({PROFILES}),
     exports={ids.EXPORT_CIU: export_csv},
     reads=frozenset({"ws", "model", "feature", "subgroup", "obs"}),
+    library=library,
 )

@@ -3,6 +3,7 @@ exclusions (Sec. 6.2, Table 2 row 3)."""
 
 from __future__ import annotations
 
+import pandas as pd
 from dash import html
 
 from .. import components, figures, ids
@@ -44,6 +45,14 @@ def export_csv(ctx, inp):
     return csv_download(frame, f"ici-integrals-{inp.feature}.csv", index_label="row")
 
 
+def library(inp) -> dict:
+    """The most influential rows' ICI integrals (``ProfileSummary.influential``)."""
+    if inp.summary is None or inp.profile is None:
+        return {}
+    table = inp.summary.influential(inp.feature, N_INFLUENTIAL, eligible_mask(inp))
+    return {str(c): table[c] for c in table.columns if pd.api.types.is_float_dtype(table[c])}
+
+
 VIEW = View(
     name="influential",
     section="feature",
@@ -78,4 +87,5 @@ VIEW = View(
     exports={ids.EXPORT_ICI: export_csv},
     reads=frozenset({"ws", "model", "feature", "subgroup", "exclude", "obs"}),
     selects=(Select(ICI_TABLE, "obs", prop="active_cell"),),
+    library=library,
 )

@@ -29,6 +29,17 @@ def _shown(value) -> str:
     return figures.value_text(value)
 
 
+def library(inp) -> dict:
+    """The row's prediction and ICI integral (``ProfileSummary``), as the table writes them."""
+    if inp.summary is None:
+        return {}
+    row, _ = selected_row(inp.summary, inp.state, inp.mask)
+    return {
+        "prediction": float(inp.summary.base_pred.loc[row]),
+        "ICI integral": float(inp.summary.local[inp.feature].loc[row]),
+    }
+
+
 VIEW = View(
     name="observation",
     section="observation",
@@ -41,4 +52,5 @@ VIEW = View(
     body=lambda: [components.table(ids.OBS_TABLE, page_size=15)],
     needs=frozenset({PROFILES}),
     reads=frozenset({"ws", "model", "feature", "subgroup", "obs"}),
+    library=library,
 )

@@ -206,6 +206,24 @@ def export_csv(ctx, inp):
 
 EXPORT = "performance-export"
 
+
+def library(inp) -> dict:
+    """Each model's metrics per group of rows (``compute.model_performance``) and, for a
+    classifier, the share classified right at the default threshold
+    (``compute.confusion_accuracy``)."""
+    if not inp.results(KIND):
+        return {}
+    frame = metrics_table(inp)
+    found: dict = {str(c): frame[c] for c in frame.columns if pd.api.types.is_float_dtype(frame[c])}
+    preds = inp.results(KIND)
+    pred = preds.get(inp.state["model"]) or next(iter(preds.values()))
+    if pred.is_classifier:
+        y, selected = inp.data[inp.ws.target], groups(inp)[0][1]
+        matrix = compute.confusion_matrix(pred, y, mask=selected, threshold=threshold_of(None))
+        found["accuracy"] = compute.confusion_accuracy(matrix)
+    return found
+
+
 VIEW = View(
     name="performance",
     section="overview",
@@ -256,4 +274,5 @@ VIEW = View(
     controls={"threshold": Control(THRESHOLD, "value", 0.5)},
     exports={EXPORT: export_csv},
     reads=frozenset({"ws", "model", "feature", "subgroup", "exclude", "obs"}),
+    library=library,
 )

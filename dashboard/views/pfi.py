@@ -81,6 +81,14 @@ def render(ctx, inp) -> dict:
     }
 
 
+def library(inp) -> dict:
+    """Each model's PFI bars and their spread: ``compute.permutation_importance``'s result."""
+    found: dict = {}
+    for name, res in inp.pfi.items():
+        found[f"{name}: PFI"], found[f"{name}: std"] = res.importance, res.std
+    return found
+
+
 VIEW = View(
     name="pfi",
     section="overview",
@@ -120,4 +128,5 @@ VIEW = View(
     needs=frozenset({PFI}),
     reads=frozenset({"ws", "model", "feature", "subgroup", "exclude", "repeats", "pfi_all", "sfimp"}),
     selects=(Select(PFI_GRAPH, "feature"),),
+    library=library,
 )

@@ -20,6 +20,20 @@ def render(ctx, inp) -> dict:
     return {"figure": fig}
 
 
+def library(inp) -> dict:
+    """PI curves of all explained rows and of each group (``FeatureProfile.pi`` of its
+    subset), and the global PFI line (``ProfileSummary.conditional_pfi``)."""
+    prof, summary = inp.profile, inp.summary
+    if prof is None or summary is None or not prof.has_target:
+        return {}
+    found = {"PI (all)": prof.pi, "global PFI": float(summary.conditional_pfi().loc[inp.feature, "all"])}
+    if inp.profile_mask is not None:
+        for name, mask in (("subgroup", inp.profile_mask), ("rest", ~inp.profile_mask)):
+            if mask.any():
+                found[f"PI ({name})"] = prof.subset(mask).pi
+    return found
+
+
 VIEW = View(
     name="pi",
     section="feature",
@@ -36,4 +50,5 @@ VIEW = View(
     body=lambda: [components.graph(ids.PI_GRAPH, filename="pi")],
     needs=frozenset({PROFILES}),
     reads=frozenset({"ws", "model", "feature", "subgroup"}),
+    library=library,
 )

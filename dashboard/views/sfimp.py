@@ -37,6 +37,14 @@ def render(ctx, inp) -> dict:
     return {"figure": figures.sfimp_figure(sfimp, selected=inp.feature), "info": info, "button": "Hide SFIMP"}
 
 
+def library(inp) -> dict:
+    """Each model's SFIMP bars and their standard errors (``compute.shapley_importance``)."""
+    found: dict = {}
+    for name, res in (inp.sfimp if inp.state.get("sfimp") else {}).items():
+        found[f"{name}: SFIMP"], found[f"{name}: standard error"] = res.values, res.total_std_error
+    return found
+
+
 VIEW = View(
     name="sfimp",
     section="overview",
@@ -62,4 +70,5 @@ VIEW = View(
     needs=frozenset({SFIMP}),
     reads=frozenset({"ws", "model", "feature", "subgroup", "exclude", "sfimp", "pfi_all"}),
     selects=(Select(SFIMP_GRAPH, "feature"),),
+    library=library,
 )

@@ -22,12 +22,10 @@ SHOWN = 5  # suggestions listed
 WEAK = 0.10  # below this share no split is called an interaction
 
 
-def render(ctx, inp) -> dict:
+def suggestions(inp) -> compute.SubgroupSuggestions | None:
+    """The splits on other features that explain the feature's ICI curves best, on the
+    rows looked at (``compute.suggest_subgroups``); None with no other feature."""
     prof = inp.profile
-    if prof is None:
-        return {"list": [], "info": "Waiting for the ICE/ICI pass…"}
-    if not prof.has_target:
-        return {"list": [], "info": "Suggestions need the target: this data has no target column."}
     mask = inp.profile_mask
     excluded = [str(e) for e in inp.state.get("exclude") or ()]
     if excluded:
@@ -35,8 +33,26 @@ def render(ctx, inp) -> dict:
         mask = keep if mask is None else mask & keep
     others = [f for f in inp.ws.features if f != inp.feature]
     if not others:
+        return None
+    return compute.suggest_subgroups(prof, inp.data, features=others, mask=mask, condition=inp.state["subgroup"])
+
+
+def shown(found) -> list:
+    """The splits listed: splits explaining under 1 % say nothing a person can use, listed
+    only when nothing does more."""
+    useful = [s for s in found.splits if s.share >= 0.01] or list(found.splits[:1])
+    return useful[:SHOWN]
+
+
+def render(ctx, inp) -> dict:
+    prof = inp.profile
+    if prof is None:
+        return {"list": [], "info": "Waiting for the ICE/ICI pass…"}
+    if not prof.has_target:
+        return {"list": [], "info": "Suggestions need the target: this data has no target column."}
+    found = suggestions(inp)
+    if found is None:
         return {"list": [], "info": "The model has one feature: there is nothing else to split on."}
-    found = compute.suggest_subgroups(prof, inp.data, features=others, mask=mask, condition=inp.state["subgroup"])
     feature = inp.feature
     scope = f"the subgroup's {found.n_rows:,} rows" if inp.state["subgroup"] else f"{found.n_rows:,} rows"
     if not found.splits:
@@ -45,9 +61,7 @@ def render(ctx, inp) -> dict:
             "info": f"{feature}'s ICI curves are flat on {scope}: the model's error does not depend on {feature}, "
             "so no subgroup changes its importance.",
         }
-    # splits explaining under 1 % say nothing a person can use: listed only when nothing does more
-    useful = [s for s in found.splits if s.share >= 0.01] or list(found.splits[:1])
-    cards = [_card(split, feature) for split in useful[:SHOWN]]
+    cards = [_card(split, feature) for split in shown(found)]
     best = found.splits[0]
     if best.share < WEAK:
         info = (
@@ -104,6 +118,20 @@ def report(out: dict) -> list[str]:
     return [f"<ul>{''.join(items)}</ul>"] if items else []
 
 
+def library(inp) -> dict:
+    """Each listed split's PFI on either side (``compute.suggest_subgroups``), as its card
+    writes them."""
+    prof = inp.profile
+    if prof is None or not prof.has_target:
+        return {}
+    found = suggestions(inp)
+    values: dict = {}
+    for k, split in enumerate(shown(found) if found is not None else []):
+        values[f"split {k + 1}: PFI {split.left_rule}"] = split.importance_left
+        values[f"split {k + 1}: PFI {split.right_rule}"] = split.importance_right
+    return values
+
+
 VIEW = View(
     name="subgroup_finder",
     section="subgroups",
@@ -128,4 +156,5 @@ VIEW = View(
     ],
     needs=frozenset({PROFILES}),
     reads=frozenset({"ws", "model", "feature", "subgroup", "exclude"}),
+    library=library,
 )

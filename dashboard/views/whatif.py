@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 from dash import dcc, html
 
@@ -185,6 +186,23 @@ def export_csv(ctx, inp):
     return csv_download(frame, f"what-if-row-{inp.state['obs']}.csv")
 
 
+def library(inp) -> dict:
+    """The row's curves over the feature as it is and as edited, its predictions (in the
+    page's units: percent for a probability) and CIU as edited (``compute.what_if``)."""
+    res = inp.results(KIND).get(inp.state["model"]) if inp.state.get("obs") is not None else None
+    if res is None:
+        return {}
+    scale, feature = _units(inp.ws).scale, inp.state["feature"]
+    curves = np.asarray(res.curves[feature], dtype=float)
+    return {
+        "curve before": curves[0] * scale,
+        "curve as edited": curves[1] * scale,
+        "prediction": res.prediction * scale,
+        "prediction before": res.original_prediction * scale,
+        "CI": res.ciu["CI"],
+    }
+
+
 VIEW = View(
     name="whatif",
     section="observation",
@@ -235,4 +253,5 @@ VIEW = View(
     exports={EXPORT: export_csv},
     needs=frozenset({PROFILES}),  # the prompt names the row CIU shows
     reads=ALL_FIELDS,
+    library=library,
 )
