@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -42,8 +44,6 @@ def permutation_importance(
     random_state=0,
     n_jobs=1,
     chunk_rows=None,
-    streams=None,
-    keep_pairs=False,
 ) -> PermutationImportance:
     """Permutation feature importance with repetitions.
 
@@ -84,16 +84,6 @@ def permutation_importance(
         Results do not depend on ``n_jobs`` or ``chunk_rows`` for a given seed.
     n_jobs : int, default 1
         Threads evaluating chunks in parallel.
-    streams : list of int, optional
-        The random stream of each item (features, then groups); default 0, 1, 2, ... . A
-        block of features given the streams they have in a larger call gets exactly their
-        permutations there, so blocks computed apart (on other machines) and joined with
-        :meth:`PermutationImportance.concat` equal the one call.
-    keep_pairs : bool, default False
-        Keep every (row, donor) pair's loss (``result.pairs``, 12 bytes per row x feature x
-        repeat), so that :meth:`PermutationImportance.restrict` gives a subgroup's PFI from
-        these permutations without calling the model again.
-
     Returns
     -------
     :class:`PermutationImportance`: ``repeats`` (features x ``repeat_1`` ...
@@ -104,6 +94,94 @@ def permutation_importance(
     change, averaged over the permutations, over sqrt(n_rows); it covers the choice of rows
     as well as of permutations); ``to_frame()`` gives importance, std and the repeats.
     """
+    return permutation_block(
+        model,
+        X,
+        y,
+        loss=loss,
+        n_repeats=n_repeats,
+        kind=kind,
+        features=features,
+        groups=groups,
+        output=output,
+        n_obs=n_obs,
+        random_state=random_state,
+        n_jobs=n_jobs,
+        chunk_rows=chunk_rows,
+    )
+
+
+def permutation_block(
+    model,
+    X,
+    y,
+    *,
+    streams=None,
+    keep_pairs=False,
+    **options,
+) -> PermutationImportance:
+    """:func:`permutation_importance` as a part of a larger computation: the seam a job
+    runner splits PFI at (not part of the public signature).
+
+    Parameters
+    ----------
+    model, X, y, **options :
+        As in :func:`permutation_importance`.
+    streams : list of int, optional
+        The random stream of each item (features, then groups); default 0, 1, 2, ... . A
+        block of features given the streams they have in a larger call gets exactly their
+        permutations there, so blocks computed apart (on other machines) and joined with
+        :meth:`PermutationImportance.concat` equal the one call.
+    keep_pairs : bool, default False
+        Keep every (row, donor) pair's loss (``result.pairs``, 12 bytes per row x feature x
+        repeat), so that :meth:`PermutationImportance.restrict` gives a subgroup's PFI from
+        these permutations without calling the model again.
+
+    """
+    setup = _setup(model, X, y, streams=streams, keep_pairs=keep_pairs, **options)
+    errors, row_se, model_error, base = _permuted_errors(setup)
+    return _aggregate(setup, errors, row_se, model_error, base)
+
+
+@dataclass(frozen=True)
+class _Setup:
+    """A checked PFI call: the predictor and loss, the items (features, then groups) with
+    their random streams, the rows used and the pair buffers (``keep_pairs``)."""
+
+    predictor: Any
+    loss: Any
+    y: np.ndarray
+    items: list
+    seeds: list
+    rows: np.ndarray
+    index: pd.Index  # the labels of X
+    n_repeats: int
+    kind: str
+    chunk_rows: int | None
+    n_jobs: int
+    pair_donors: np.ndarray | None
+    pair_losses: np.ndarray | None
+
+
+def _setup(
+    model,
+    X,
+    y,
+    *,
+    loss=None,
+    n_repeats=10,
+    kind="difference",
+    features=None,
+    groups=None,
+    output=None,
+    n_obs=None,
+    random_state=0,
+    n_jobs=1,
+    chunk_rows=None,
+    streams=None,
+    keep_pairs=False,
+) -> _Setup:
+    """Every argument checked, the rows and the items' random streams drawn."""
     X = check_frame(X)
     predictor, Xm = make_predictor(model, X, output)
     groups = _check_groups(groups, Xm.columns)
@@ -120,75 +198,95 @@ def permutation_importance(
     n_jobs = check_n_jobs(n_jobs)
     rng = check_rng(random_state)
     loss_obj, y_enc = check_target(y, len(X), predictor, loss, "permutation_importance")
-
     n_obs = check_int(n_obs, "n_obs", low=2, none_ok=True)
-
-    design = predictor.design
     items = [(f, [f]) for f in features] + list(groups.items())
     entropy, rows = _draw(rng, len(X), n_obs)
     streams = _check_streams(streams, len(items))
-    # SeedSequence(e).spawn(k)[i] is SeedSequence(e, spawn_key=(i,)): the stream of item i
-    seeds = [np.random.SeedSequence(entropy, spawn_key=(s,)) for s in streams]
-    n = rows.size
     if not isinstance(keep_pairs, (bool, np.bool_)):
         raise InputError(f"The 'keep_pairs' parameter must be True or False (got {keep_pairs!r}).")
-    pair_donors = np.empty((len(items), n_repeats, n), dtype=np.int32) if keep_pairs else None
-    pair_losses = np.empty((len(items), n_repeats, n)) if keep_pairs else None
+    n = rows.size
+    return _Setup(
+        predictor=predictor,
+        loss=loss_obj,
+        y=y_enc,
+        items=items,
+        # SeedSequence(e).spawn(k)[i] is SeedSequence(e, spawn_key=(i,)): the stream of item i
+        seeds=[np.random.SeedSequence(entropy, spawn_key=(s,)) for s in streams],
+        rows=rows,
+        index=X.index,
+        n_repeats=n_repeats,
+        kind=kind,
+        chunk_rows=chunk_rows,
+        n_jobs=n_jobs,
+        pair_donors=np.empty((len(items), n_repeats, n), dtype=np.int32) if keep_pairs else None,
+        pair_losses=np.empty((len(items), n_repeats, n)) if keep_pairs else None,
+    )
 
-    def permuted(k, columns, seed) -> Segment:
-        """All repeats of one feature (or group): row r*n + i is observation rows[i] with the
-        columns' values taken from observation donors[r*n + i] (permutation tau_r of the rows)."""
-        perm_rng = np.random.default_rng(seed)
-        positions = np.concatenate([perm_rng.permutation(n) for _ in range(n_repeats)])
-        if pair_donors is not None:
-            pair_donors[k] = positions.reshape(n_repeats, n)
 
-        # the rows and their donors, gathered from the sample's own design when it is a
-        # sample (cache-local copies; the same values as gathering from all of X)
-        def rows_of(a, b):
-            return RowSpec(
-                local, at[np.arange(a, b) % n], {c: local.column_values(c, at[positions[a:b]]) for c in columns}
-            )
+def _permuted(setup: _Setup, local, at: np.ndarray, k: int) -> Segment:
+    """All repeats of item k (a feature or a group): row r*n + i is observation rows[i] with
+    the item's columns taken from observation donors[r*n + i] (permutation tau_r of the rows),
+    gathered from the sample's own design when it is a sample (cache-local copies; the same
+    values as gathering from all of X)."""
+    n, rows, columns = setup.rows.size, setup.rows, setup.items[k][1]
+    perm_rng = np.random.default_rng(setup.seeds[k])
+    positions = np.concatenate([perm_rng.permutation(n) for _ in range(setup.n_repeats)])
+    if setup.pair_donors is not None:
+        setup.pair_donors[k] = positions.reshape(setup.n_repeats, n)
 
-        return Segment(
-            n * n_repeats,
-            lambda a, b: rows_of(a, b).block(),
-            lambda a, b: rows[np.arange(a, b) % n],
-            rows_of,
-        )
+    def rows_of(a, b):
+        return RowSpec(local, at[np.arange(a, b) % n], {c: local.column_values(c, at[positions[a:b]]) for c in columns})
 
-    # One stream: the unmodified rows, then every feature x repeat, cut into batches of
-    # whole features (at most BATCH_ROWS rows, so the loss buffer stays bounded). Threads
-    # (n_jobs) share the chunks: a few large model calls replace one or more per feature.
+    return Segment(
+        n * setup.n_repeats, lambda a, b: rows_of(a, b).block(), lambda a, b: rows[np.arange(a, b) % n], rows_of
+    )
+
+
+def _permuted_errors(setup: _Setup) -> tuple[np.ndarray, np.ndarray, float, np.ndarray]:
+    """The permuted errors (items x repeats), each item's standard error over rows, the
+    model's error and each row's own loss. One stream: the unmodified rows, then every
+    item x repeat, cut into batches of whole items (at most BATCH_ROWS rows, so the loss
+    buffer stays bounded); threads (n_jobs) share the chunks, a few large model calls
+    replacing one or more per feature."""
+    design, rows, n, n_repeats = setup.predictor.design, setup.rows, setup.rows.size, setup.n_repeats
     local, at = (design.subset(rows), np.arange(n)) if n < design.n_rows else (design, rows)
-    per_feature = n * n_repeats
-    batch = max(1, BATCH_ROWS // per_feature)
     unmodified = Segment(  # the sample's rows as they are (read from the same design as the permuted ones)
         n, lambda a, b: local.block(at[a:b], {}), lambda a, b: rows[a:b], lambda a, b: RowSpec(local, at[a:b], {})
     )
-    segments = [unmodified] + [permuted(k, cols, s) for k, ((_, cols), s) in enumerate(zip(items, seeds))]
-    errors = np.empty((len(items), n_repeats))  # permuted errors
-    row_se = np.full(len(items), np.nan)  # standard error over rows of each row's mean loss change
+    segments = [unmodified] + [_permuted(setup, local, at, k) for k in range(len(setup.items))]
+    errors = np.empty((len(setup.items), n_repeats))
+    row_se = np.full(len(setup.items), np.nan)  # standard error over rows of each row's mean loss change
+    batch = max(1, BATCH_ROWS // (n * n_repeats))
     model_error: float | None = None
     base = np.empty(0)
-    for start in range(0, len(items), batch):
+    for start in range(0, len(setup.items), batch):
         group = segments[1 + start : 1 + start + batch]
         head = [segments[0]] if model_error is None else []
         _, losses = predict_segments(
-            predictor, head + group, y_enc=y_enc, loss=loss_obj, chunk_rows=chunk_rows, n_jobs=n_jobs
+            setup.predictor,
+            head + group,
+            y_enc=setup.y,
+            loss=setup.loss,
+            chunk_rows=setup.chunk_rows,
+            n_jobs=setup.n_jobs,
         )
         assert losses is not None  # a loss was given, so the pass returns losses
         if head:
             base, losses = losses[:n], losses[n:]
             model_error = float(base.mean())
         per = losses.reshape(len(group), n_repeats, n)
-        if pair_losses is not None:
-            pair_losses[start : start + len(group)] = per - base
+        if setup.pair_losses is not None:
+            setup.pair_losses[start : start + len(group)] = per - base
         errors[start : start + len(group)] = per.mean(axis=2)
         change = per.mean(axis=1) - base[None, :]  # (group, n): each row's loss change
         row_se[start : start + len(group)] = change.std(axis=1, ddof=1) / np.sqrt(n)
     assert model_error is not None  # the first batch always carries the unmodified rows
-    if kind == "difference":
+    return errors, row_se, model_error, base
+
+
+def _aggregate(setup: _Setup, errors, row_se, model_error: float, base) -> PermutationImportance:
+    """Eq. (8): each repeat's PFI against the model's error, as a difference or a ratio."""
+    if setup.kind == "difference":
         values = errors - model_error
     elif model_error <= 1e-12 * max(float(errors.max()), 1e-300):
         raise InputError(
@@ -197,23 +295,25 @@ def permutation_importance(
         )
     else:
         values = errors / model_error
+        row_se = row_se / model_error
     repeats = pd.DataFrame(
         values,
-        index=pd.Index([name for name, _ in items], name="feature"),
-        columns=[f"repeat_{r + 1}" for r in range(n_repeats)],
+        index=pd.Index([name for name, _ in setup.items], name="feature"),
+        columns=[f"repeat_{r + 1}" for r in range(setup.n_repeats)],
     )
-    if kind == "ratio":
-        row_se = row_se / model_error
+    pairs = None
+    if setup.pair_losses is not None and setup.pair_donors is not None:
+        pairs = PermutationPairs(setup.pair_losses, setup.pair_donors, base)
     return PermutationImportance(
         repeats=repeats,
         model_error=model_error,
-        loss=loss_obj.name,
-        kind=kind,
-        n_rows=n,
-        n_total=len(X),
-        rows=X.index[rows],
+        loss=setup.loss.name,
+        kind=setup.kind,
+        n_rows=setup.rows.size,
+        n_total=len(setup.index),
+        rows=setup.index[setup.rows],
         row_std_error=pd.Series(row_se, index=repeats.index, name="row_std_error"),
-        pairs=None if pair_losses is None or pair_donors is None else PermutationPairs(pair_losses, pair_donors, base),
+        pairs=pairs,
     )
 
 

@@ -211,7 +211,7 @@ class FeatureProfile:
 
 @dataclass(frozen=True, eq=False)
 class PermutationPairs:
-    """Every (row, donor) pair of a ``permutation_importance(keep_pairs=True)`` call:
+    """Every (row, donor) pair of a ``permutation_block(keep_pairs=True)`` call:
     ``changes[k, r, i]`` is the loss of row ``i`` (a position in the result's ``rows``) with
     item ``k``'s columns taken from row ``donors[k, r, i]`` in permutation ``r``, minus its
     loss unmodified ``base[i]`` as predicted in the same call (so a donor with the row's own
@@ -246,7 +246,7 @@ class PermutationImportance:
 
     @classmethod
     def concat(cls, parts: list[PermutationImportance]) -> PermutationImportance:
-        """Blocks of features computed apart (``permutation_importance(streams=...)`` on the
+        """Blocks of features computed apart (``permutation_block(streams=...)`` on the
         same rows and seed) joined into one result, in the order given."""
         if not parts:
             raise InputError("'parts' is empty: give at least one PermutationImportance.")
@@ -300,7 +300,7 @@ class PermutationImportance:
         whole data (for the label), default the rows of G used.
         """
         if self.pairs is None:
-            raise InputError("This result keeps no pairs: compute it with permutation_importance(keep_pairs=True).")
+            raise InputError("This result keeps no pairs: compute it with permutation_block(keep_pairs=True).")
         inside = self._subgroup_mask(subgroup)
         changes, donors, base = self.pairs.changes, self.pairs.donors, self.pairs.base
         valid = inside[donors] & inside[None, None, :]  # (items, repeats, rows)

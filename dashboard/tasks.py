@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 import compute
+from compute.importance import permutation_block
 
 from .planning import (
     QUANTILE_GRID,
@@ -298,8 +299,9 @@ def _pfi_derive(store: Store, ws: Workspace, task: Task, data: pd.DataFrame) -> 
 
 
 def permutation_importance(model, X, y, ws: Workspace, params: dict, n_jobs: int, keep_pairs: bool = False):
-    """PFI as the page computes it (the seed, the loss and output of the data set)."""
-    return compute.permutation_importance(
+    """PFI as the page computes it (the seed, the loss and output of the data set), a block
+    of a split job's features (``streams``) or keeping its pairs for the subgroups to come."""
+    return permutation_block(
         model,
         X,
         y,

@@ -21,6 +21,7 @@ from sklearn.preprocessing import OneHotEncoder, StandardScaler
 
 import compute
 from compute import ExplainError, InputError, ModelError
+from compute.importance import permutation_block
 
 # --- tiny seeded data and models ---------------------------------------------------------
 _rng = np.random.default_rng(0)
@@ -123,6 +124,10 @@ CALLS = {
         compute.permutation_importance,
         lambda: dict(model=OLS, X=X, y=Y, n_repeats=2),
     ),
+    "permutation_block": (  # the job runner's seam: the split mechanics
+        permutation_block,
+        lambda: dict(model=OLS, X=X, y=Y, n_repeats=2),
+    ),
     "shapley_importance": (
         compute.shapley_importance,
         lambda: dict(model=OLS, X=X, y=Y, n_obs_permutations=2),
@@ -182,9 +187,7 @@ CALLS = {
     "permutation_rows": (compute.permutation_rows, lambda: dict(n_rows=20, n_obs=5)),
     "PermutationImportance.restrict": (
         lambda pfi, subgroup: pfi.restrict(subgroup),
-        lambda: dict(
-            pfi=compute.permutation_importance(OLS, X, Y, n_repeats=2, keep_pairs=True), subgroup=np.ones(20, bool)
-        ),
+        lambda: dict(pfi=permutation_block(OLS, X, Y, n_repeats=2, keep_pairs=True), subgroup=np.ones(20, bool)),
     ),
     "constant_model_error": (compute.constant_model_error, lambda: dict(y=Y, loss="squared_error")),
     "leakage_check": (
@@ -458,7 +461,7 @@ def _cases():
 
     for value in ("yes", 1, None):
         match = r"'keep_pairs' parameter must be True or False \(got "
-        add("permutation_importance", {"keep_pairs": value}, InputError, match)
+        add("permutation_block", {"keep_pairs": value}, InputError, match)
     for kwargs, match in [
         ({"n_rows": 0}, r"'n_rows' parameter must be an int >= 1 \(got 0\)"),
         ({"n_rows": "20"}, "'n_rows'"),
@@ -475,9 +478,9 @@ def _cases():
     )
     add(
         "PermutationImportance.restrict",
-        {"pfi": compute.permutation_importance(OLS, X, Y, n_repeats=2)},
+        {"pfi": permutation_block(OLS, X, Y, n_repeats=2)},
         InputError,
-        r"keeps no pairs: compute it with permutation_importance\(keep_pairs=True\)",
+        r"keeps no pairs: compute it with permutation_block\(keep_pairs=True\)",
         "no-pairs",
     )
     add(
@@ -1012,16 +1015,16 @@ def _cases():
         "difference form",
         "ratio",
     )
-    add("permutation_importance", {"streams": [0]}, InputError, "'streams' parameter must list one stream", "streams-n")
+    add("permutation_block", {"streams": [0]}, InputError, "'streams' parameter must list one stream", "streams-n")
     add(
-        "permutation_importance",
+        "permutation_block",
         {"features": ["a", "b"], "streams": [1, 1]},
         InputError,
         "'streams' must be distinct",
         "streams-dup",
     )
     add(
-        "permutation_importance",
+        "permutation_block",
         {"features": ["a"], "streams": [-1]},
         InputError,
         "'streams' must be whole numbers",

@@ -10,6 +10,7 @@ from sklearn.linear_model import LinearRegression
 
 import compute
 from compute import feature_profile, permutation_importance
+from compute.importance import permutation_block
 
 
 def test_mean_over_many_repeats_approaches_eq7(ols, reg_data):
@@ -83,9 +84,7 @@ def test_each_repeat_on_a_row_sample_equals_the_model_on_its_permuted_rows(reg_d
     sample, written out row by row with the model (exact to rounding)."""
     X, y = reg_data
     model = LinearRegression().fit(X.assign(x1=X.x1**2), y)
-    res = permutation_importance(
-        model, X, y, n_obs=150, n_repeats=3, random_state=5, keep_pairs=True, chunk_rows=chunk_rows
-    )
+    res = permutation_block(model, X, y, n_obs=150, n_repeats=3, random_state=5, keep_pairs=True, chunk_rows=chunk_rows)
     at = X.index.get_indexer(res.rows)
     sample, target = X.iloc[at], np.asarray(y)[at]
     base = np.mean((model.predict(sample) - target) ** 2)
@@ -189,10 +188,10 @@ def test_blocks_of_features_computed_apart_join_into_the_one_call(mass_data):
     model = HistGradientBoostingRegressor(max_iter=30, random_state=0).fit(X, y)
     whole = permutation_importance(model, X, y, n_repeats=4, n_obs=300, random_state=3)
     blocks = [
-        permutation_importance(
+        permutation_block(
             model, X, y, features=["nox", "ptratio"], streams=[0, 1], n_repeats=4, n_obs=300, random_state=3
         ),
-        permutation_importance(model, X, y, features=["rm"], streams=[2], n_repeats=4, n_obs=300, random_state=3),
+        permutation_block(model, X, y, features=["rm"], streams=[2], n_repeats=4, n_obs=300, random_state=3),
     ]
     joined = compute.PermutationImportance.concat(blocks)
     assert list(joined.repeats.index) == list(whole.repeats.index)
@@ -200,11 +199,9 @@ def test_blocks_of_features_computed_apart_join_into_the_one_call(mass_data):
     assert np.array_equal(joined.row_std_error.to_numpy(), whole.row_std_error.to_numpy())
     assert joined.model_error == whole.model_error and joined.rows.equals(whole.rows)
     # other streams give other permutations; parts of other rows or repeats do not join
-    other = permutation_importance(model, X, y, features=["rm"], streams=[0], n_repeats=4, n_obs=300, random_state=3)
+    other = permutation_block(model, X, y, features=["rm"], streams=[0], n_repeats=4, n_obs=300, random_state=3)
     assert not np.array_equal(other.repeats.to_numpy(), whole.repeats.loc[["rm"]].to_numpy())
-    elsewhere = permutation_importance(
-        model, X, y, features=["rm"], streams=[2], n_repeats=4, n_obs=300, random_state=4
-    )
+    elsewhere = permutation_block(model, X, y, features=["rm"], streams=[2], n_repeats=4, n_obs=300, random_state=4)
     with pytest.raises(compute.InputError, match="cannot be joined"):
         compute.PermutationImportance.concat([blocks[0], elsewhere])
     with pytest.raises(compute.InputError, match="share features"):
@@ -237,7 +234,7 @@ def test_restricting_to_every_row_gives_the_call_itself(grouped):
     the call (to rounding: a mean of differences instead of a difference of means)."""
     X, y, model = grouped
     for kind in ("difference", "ratio"):
-        res = permutation_importance(model, X, y, n_obs=300, n_repeats=3, random_state=1, kind=kind, keep_pairs=True)
+        res = permutation_block(model, X, y, n_obs=300, n_repeats=3, random_state=1, kind=kind, keep_pairs=True)
         every = res.restrict(np.ones(res.n_rows, bool))
         assert_allclose(every.repeats.to_numpy(), res.repeats.to_numpy(), rtol=1e-12, atol=1e-12)
         assert_allclose(every.row_std_error, res.row_std_error, rtol=1e-10)
@@ -252,7 +249,7 @@ def test_a_subgroups_pfi_from_the_pairs_inside_it_brute_force(grouped):
     exactly 0, as a permutation within the subgroup would give it (the marginal
     replacement of Sec. 6.1 would not: g = 0 donors change the prediction)."""
     X, y, model = grouped
-    res = permutation_importance(model, X, y, n_repeats=3, random_state=2, keep_pairs=True)
+    res = permutation_block(model, X, y, n_repeats=3, random_state=2, keep_pairs=True)
     inside = (X.g == 1).to_numpy()
     sub = res.restrict(inside)
     assert sub.n_rows == inside.sum() and sub.importance["g"] == 0.0
@@ -284,9 +281,9 @@ def test_a_subgroups_pfi_from_the_pairs_estimates_eq7_on_the_subgroup(grouped):
     exact = float(((model.predict(tiled) - np.repeat(yg, m)) ** 2).mean() - base.mean())
     values, errors = [], []
     for seed in range(60):
-        sub = permutation_importance(
-            model, X, y, features=["a"], n_repeats=2, random_state=seed, keep_pairs=True
-        ).restrict(inside)
+        sub = permutation_block(model, X, y, features=["a"], n_repeats=2, random_state=seed, keep_pairs=True).restrict(
+            inside
+        )
         values.append(sub.importance["a"])
         errors.append(sub.row_std_error["a"])
     values = np.array(values)
@@ -298,11 +295,9 @@ def test_pairs_join_and_fail_clearly(grouped):
     """Blocks computed apart keep their pairs when joined (the split job's subgroups); a
     result without pairs, or a subgroup too small to pair, is refused with a message."""
     X, y, model = grouped
-    whole = permutation_importance(model, X, y, n_obs=300, n_repeats=3, random_state=3, keep_pairs=True)
+    whole = permutation_block(model, X, y, n_obs=300, n_repeats=3, random_state=3, keep_pairs=True)
     blocks = [
-        permutation_importance(
-            model, X, y, features=f, streams=s, n_obs=300, n_repeats=3, random_state=3, keep_pairs=True
-        )
+        permutation_block(model, X, y, features=f, streams=s, n_obs=300, n_repeats=3, random_state=3, keep_pairs=True)
         for f, s in ((["a", "b"], [0, 1]), (["c", "g"], [2, 3]))
     ]
     inside = X.loc[whole.rows, "g"].to_numpy() == 1
@@ -320,16 +315,14 @@ def test_restrict_reads_masks_by_label_and_refuses_a_zero_error_ratio(grouped):
     """A boolean Series is aligned by its labels (a shuffled one gives the same subgroup), a
     list of booleans is a mask; the ratio on a subgroup the model fits exactly is refused."""
     X, y, model = grouped
-    res = permutation_importance(model, X, y, n_obs=300, n_repeats=2, random_state=5, keep_pairs=True)
+    res = permutation_block(model, X, y, n_obs=300, n_repeats=2, random_state=5, keep_pairs=True)
     mask = pd.Series(X.loc[res.rows, "g"].to_numpy() == 1, index=res.rows)
     expected = res.restrict(mask.to_numpy())
     shuffled = mask.sample(frac=1.0, random_state=0)
     assert np.array_equal(res.restrict(shuffled).repeats.to_numpy(), expected.repeats.to_numpy())
     assert np.array_equal(res.restrict(list(mask.to_numpy())).repeats.to_numpy(), expected.repeats.to_numpy())
     exact = FormulaModel(lambda X: X.a * (1 + 3 * X.g) + X.b)
-    ratio = permutation_importance(
-        exact, X, exact.predict(X) + (X.g == 0) * 0.5, n_repeats=2, kind="ratio", keep_pairs=True
-    )
+    ratio = permutation_block(exact, X, exact.predict(X) + (X.g == 0) * 0.5, n_repeats=2, kind="ratio", keep_pairs=True)
     with pytest.raises(compute.InputError, match="ratio form of PFI is undefined on this subgroup"):
         ratio.restrict((X.g == 1).to_numpy())
 
@@ -375,3 +368,25 @@ def test_a_model_computing_in_float32_gets_float32_blocks_and_the_same_results(r
     assert np.array_equal(pa.pred, pb.pred) and np.array_equal(pa.base_pred, pb.base_pred)
     permutation_importance(odd, X, y, n_obs=50, n_repeats=2, random_state=2)
     assert odd.seen == {np.dtype(np.float64)}
+
+
+def test_the_split_mechanics_are_a_seam_not_the_public_signature():
+    """Issue 25: ``streams`` and ``keep_pairs`` (how a job runner splits PFI and keeps its
+    pairs) are not parameters of ``permutation_importance``; ``permutation_block`` takes
+    them and, without them, is the public call bit for bit."""
+    import inspect
+
+    public = inspect.signature(permutation_importance).parameters
+    assert "streams" not in public and "keep_pairs" not in public
+    assert len(public) <= 14
+    with pytest.raises(TypeError):
+        permutation_importance(OLS_MODEL, OLS_X, OLS_Y, keep_pairs=True)  # type: ignore[call-arg]
+    a = permutation_importance(OLS_MODEL, OLS_X, OLS_Y, n_repeats=3, n_obs=40, random_state=2)
+    b = permutation_block(OLS_MODEL, OLS_X, OLS_Y, n_repeats=3, n_obs=40, random_state=2)
+    assert np.array_equal(a.repeats.to_numpy(), b.repeats.to_numpy()) and a.pairs is None and b.pairs is None
+
+
+_RNG = np.random.default_rng(11)
+OLS_X = pd.DataFrame(_RNG.normal(size=(80, 3)), columns=["a", "b", "c"])
+OLS_Y = OLS_X.a * 2 - OLS_X.b + 0.1 * _RNG.normal(size=80)
+OLS_MODEL = LinearRegression().fit(OLS_X, OLS_Y)

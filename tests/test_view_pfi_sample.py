@@ -8,6 +8,7 @@ import pytest
 from numpy.testing import assert_allclose
 
 import compute
+from compute.importance import permutation_block
 from dashboard import ids, jobs, planning, tasks, views
 from dashboard.callbacks.drilldown import update_state
 from dashboard.config import Config
@@ -131,9 +132,7 @@ def test_a_subgroups_pfi_reuses_the_all_rows_permutations(ctx, pairs_budget):
     entry = ws.model(inp.state["model"])
     model = load_model(ctx.store.path(entry.path), name=entry.name)
     X, y = inp.data[list(entry.features)], inp.data[ws.target]
-    direct = compute.permutation_importance(
-        model, X, y, loss=ws.loss, n_obs=300, random_state=planning.SEED, keep_pairs=True
-    )
+    direct = permutation_block(model, X, y, loss=ws.loss, n_obs=300, random_state=planning.SEED, keep_pairs=True)
     inside = (X.loc[direct.rows, "X3"] == 0).to_numpy()
     expected = direct.restrict(inside, n_total=int((X.X3 == 0).sum()))
     assert_allclose(pfi.repeats.to_numpy(), expected.repeats.to_numpy(), rtol=1e-12)
@@ -184,12 +183,12 @@ def test_grouped_pfi_follows_bars_reused_from_all_rows(ctx):
     found = caveats.run(model, X, y, ws, params, 1, inside=inside)
     groups = compute.feature_dependence(X[inside], list(ws.features)).groups(caveats.THRESHOLD)
     assert found["groups"] == groups and groups
-    direct = compute.permutation_importance(
+    direct = permutation_block(
         model, X, y, loss=ws.loss, groups=groups, n_repeats=3, n_obs=400, random_state=planning.SEED, keep_pairs=True
     )
     expected = direct.restrict(inside[X.index.get_indexer(direct.rows)])
     assert_allclose(found["pfi"].repeats.to_numpy(), expected.repeats.to_numpy(), rtol=0, atol=0)
-    bars = compute.permutation_importance(
+    bars = permutation_block(
         model, X, y, loss=ws.loss, n_repeats=3, n_obs=400, random_state=planning.SEED, keep_pairs=True
     ).restrict(inside[X.index.get_indexer(direct.rows)])
     assert found["pfi"].rows.equals(bars.rows) and found["pfi"].n_total == int(inside.sum())
@@ -248,9 +247,7 @@ def test_reused_subgroup_pfi_on_data_with_repeated_row_labels(ctx, pairs_budget)
     entry = ws.model(ws.models[0].name)
     model = load_model(ctx.store.path(entry.path), name=entry.name)
     X, y = data[list(entry.features)], data[ws.target]
-    whole = compute.permutation_importance(
-        model, X, y, loss=ws.loss, n_obs=300, random_state=planning.SEED, keep_pairs=True
-    )
+    whole = permutation_block(model, X, y, loss=ws.loss, n_obs=300, random_state=planning.SEED, keep_pairs=True)
     params = {"condition": "X3 == 0", "excluded": [], "n_obs": 300}
     got = tasks._restrict(whole, data, params)
     inside = (X.X3 == 0).to_numpy()[compute.permutation_rows(len(X), 300, planning.SEED)]

@@ -15,6 +15,7 @@ import pandas as pd
 from dash import html
 
 import compute
+from compute.importance import permutation_block
 from compute.losses import LOSS_LABELS
 
 from .. import components, figures, planning
@@ -89,7 +90,7 @@ def run(model, X, y, ws, params, n_jobs, inside=None):
     groups = compute.feature_dependence(chosen, list(ws.features)).groups(params["threshold"])
     if not groups:
         return {"groups": {}, "pfi": None}
-    result = compute.permutation_importance(
+    result = permutation_block(
         model,
         X,
         y,
