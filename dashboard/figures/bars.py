@@ -3,7 +3,9 @@ and global CI (seed 000, seed 003)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import textwrap
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -40,67 +42,50 @@ def pfi_figure(
     if not pfi:
         return empty_figure("No permutation importance computed yet.")
     models = list(pfi)
-    table = pd.concat({m: res.importance for m, res in pfi.items()}, axis=1)
-    order = _sort_features(table)
+    order = _sort_features(pd.concat({m: res.importance for m, res in pfi.items()}, axis=1))
     first = pfi[models[0]]
     kind, loss, n_repeats = first.kind, first.loss, first.n_repeats
-    fig = _figure()
-    for k, (model, res) in enumerate(pfi.items()):
-        color = MODEL_COLORS[k % len(MODEL_COLORS)]
-        names = [_json_label(f) for f in order]
-        fig.add_trace(
-            go.Bar(
-                _validate=False,
-                name=str(model),
-                x=res.importance.reindex(order).to_numpy(float),
-                y=[str(f) for f in order],
-                orientation="h",
-                customdata=names,
-                marker=dict(color=color, line=_outline(order, selected)),
-                error_x=dict(type="data", array=res.std.reindex(order).to_numpy(float), thickness=1.2),
-                **_sample_labels(res, order),
-                offsetgroup=str(model),
-                legendgroup=str(model),
-                hovertemplate=f"{esc(model)}<br>%{{y}}: %{{x:.4g}} ± %{{error_x.array:.3g}}<extra></extra>",
-            )
-        )
-        repeats = res.repeats.reindex(order).to_numpy(float)
-        if repeats.size:
-            fig.add_trace(
-                go.Scatter(
-                    _validate=False,
-                    x=repeats.ravel(),
-                    y=np.repeat([str(f) for f in order], repeats.shape[1]),
-                    customdata=np.repeat(np.array(names, dtype=object), repeats.shape[1]).tolist(),
-                    mode="markers",
-                    marker=dict(color=color, size=4, opacity=0.45, line_width=0),
-                    showlegend=False,
-                    offsetgroup=str(model),
-                    legendgroup=str(model),
-                    name=f"{model} repeats",
-                    hovertemplate=f"{esc(model)}<br>%{{y}}: one permutation %{{x:.4g}}<extra></extra>",
-                )
-            )
-    what = f"difference in {loss}" if kind == "difference" else f"ratio of {loss}"
+    colors = {m: MODEL_COLORS[k % len(MODEL_COLORS)] for k, m in enumerate(models)}
+    bars = [Bars(res.importance, str(m), res.std, text=_sample_labels(res), color=colors[m]) for m, res in pfi.items()]
     axis_text = (
         f"increase in {loss} when the feature is permuted"
         if kind == "difference"
         else f"{loss} permuted / {loss} original"
     )
-    default = f"PFI ({what}), mean ± std over {n_repeats} permutations"
-    yaxis, height = _bar_axis(order, selected, len(models))
-    return _style(
-        fig,
-        title or default,
-        "pfi",
+    what = f"difference in {loss}" if kind == "difference" else f"ratio of {loss}"
+    names = [_json_label(f) for f in order]
+    dots = []
+    for model, res in pfi.items():  # a faint dot per permutation, beside its bar
+        repeats = res.repeats.reindex(order).to_numpy(float)
+        if not repeats.size:
+            continue
+        dots.append(
+            go.Scatter(
+                _validate=False,
+                x=repeats.ravel(),
+                y=np.repeat([str(f) for f in order], repeats.shape[1]),
+                customdata=np.repeat(np.array(names, dtype=object), repeats.shape[1]).tolist(),
+                mode="markers",
+                marker=dict(color=colors[model], size=4, opacity=0.45, line_width=0),
+                showlegend=False,
+                offsetgroup=str(model) if len(models) > 1 else None,
+                legendgroup=str(model),
+                name=f"{model} repeats",
+                hovertemplate=f"{esc(model)}<br>%{{y}}: one permutation %{{x:.4g}}<extra></extra>",
+            )
+        )
+    fig = bar_figure(
+        bars,
+        title=title or f"PFI ({what}), mean ± std over {n_repeats} permutations",
+        x_title=axis_text,
+        uirevision="pfi",
+        selected=selected,
         subtitle=subtitle,
-        barmode="group",
-        scattermode="group",
-        height=height,
-        xaxis=dict(title=axis_text, zeroline=True),
-        yaxis=yaxis,
-        showlegend=len(models) > 1,
+        order=order,
+        extra=dots,
     )
+    fig.layout.scattermode = "group"
+    return fig
 
 
 def convergence_figure(
@@ -172,119 +157,82 @@ def group_pfi_figure(rows: pd.DataFrame, *, loss: str, title: str = "", subtitle
     columns shuffled together and one for the sum of the members' own PFI bars."""
     if rows.empty:
         return empty_figure("No strongly dependent features: nothing to shuffle together.", height=200)
-    import textwrap
-
     order = list(rows.sort_values("together", ascending=False).index)
-    # long groups ("mean radius + worst radius + ...") wrap onto lines of ~28 characters
-    labels = [str(g) for g in order]
-    wrapped = ["<br>".join(esc(line) for line in textwrap.wrap(label, 28)) for label in labels]
-    fig = _figure(
-        go.Bar(
-            _validate=False,
-            name="shuffled together",
-            x=rows.loc[order, "together"].to_numpy(float),
-            y=labels,
-            orientation="h",
-            marker=dict(color=ALL_COLOR),
-            hovertemplate="%{y} shuffled together: %{x:.4g}<extra></extra>",
-        ),
-        go.Bar(
-            _validate=False,
-            name="each shuffled alone, summed",
-            x=rows.loc[order, "alone_sum"].to_numpy(float),
-            y=labels,
-            orientation="h",
-            marker=dict(color=CURVE_COLOR),
-            hovertext=[esc(t) for t in rows.loc[order, "alone_text"]],
-            hovertemplate="%{hovertext}<br>sum: %{x:.4g}<extra></extra>",
-        ),
+    together = Bars(
+        rows["together"],
+        "shuffled together",
+        hover={g: f"{esc(g)} shuffled together: {v:.4g}" for g, v in rows["together"].items()},
+        color=ALL_COLOR,
     )
-    yaxis = dict(
-        title=dict(text="features shuffled"),
-        type="category",
-        categoryorder="array",
-        categoryarray=labels[::-1],
-        tickmode="array",
-        tickvals=labels,
-        ticktext=wrapped,
-        automargin=True,
+    alone = Bars(
+        rows["alone_sum"],
+        "each shuffled alone, summed",
+        hover={g: f"{esc(t)}<br>sum: {v:.4g}" for g, t, v in zip(rows.index, rows["alone_text"], rows["alone_sum"])},
+        color=CURVE_COLOR,
     )
-    return _style(
-        fig,
-        title or "Shuffled together or one at a time",
-        "group-pfi",
+    fig = bar_figure(
+        [together, alone],
+        title=title or "Shuffled together or one at a time",
+        x_title=f"PFI: increase in {loss}",
+        uirevision="group-pfi",
         subtitle=subtitle,
-        barmode="group",
-        height=max(260, 150 + sum(30 + 14 * label.count("<br>") for label in wrapped)),
-        xaxis=dict(title=f"PFI: increase in {loss}", zeroline=True),
-        yaxis=yaxis,
+        order=order,
+        y_title="features shuffled",
+        wrap=28,
         legend=LEGEND_BELOW,
-        margin=dict(l=10, r=10, t=85, b=90),
     )
+    fig.layout.margin = dict(l=10, r=10, t=85, b=90)
+    return fig
 
 
-def _sample_labels(res: compute.PermutationImportance, order: list) -> dict:
+def _sample_labels(res: compute.PermutationImportance) -> dict | None:
     """On a row sample, each bar's label is its standard error from that sample ("±0.012")."""
     sampled = getattr(res, "sampled", False) or getattr(res, "n_pairs", None) is not None
     if not sampled or res.row_std_error is None:
-        return {}
-    se = res.row_std_error.reindex(order).to_numpy(float)
-    return dict(
-        text=[f"±{v:.2g}" if np.isfinite(v) else "" for v in se],
-        textposition="outside",
-        textfont=dict(size=10, color="#6b7280"),
-        cliponaxis=False,
-    )
+        return None
+    return {f: (f"±{v:.2g}" if np.isfinite(v) else "") for f, v in res.row_std_error.items()}
 
 
 def sfimp_figure(sfimp: Mapping[str, Any], *, selected=None) -> go.Figure:
     """Shapley feature importance (SFIMP) per model, as Fig. 5a of seed 000.
 
-    Bars of each player's Shapley value (``error_x`` = its Monte-Carlo standard error, on a
-    row sample combined with the sample's: sqrt(std_error^2 + row_std_error^2)),
-    labelled with its share of the explained performance in percent; legend entries give each
-    model's error. Sorting, ``customdata`` and selection marking as :func:`pfi_figure`.
+    Bars of each player's Shapley value (``error_x`` = its standard error,
+    ``ShapleyImportance.total_std_error``), labelled with its share of the explained
+    performance in percent; legend entries give each model's error. Sorting, ``customdata``
+    and selection marking as :func:`pfi_figure`.
     """
     if not sfimp:
         return empty_figure("No Shapley feature importance computed yet.")
     models = list(sfimp)
-    order = _sort_features(pd.concat({m: r.values for m, r in sfimp.items()}, axis=1))
     loss = _loss_name(getattr(sfimp[models[0]], "params", None))
-    fig = _figure()
+    bars = []
     for k, (model, res) in enumerate(sfimp.items()):
-        values = res.values.reindex(order).to_numpy(float)
-        share = res.proportions.reindex(order).to_numpy(float)
-        text = ["" if np.isnan(s) else f"{round(100 * s) + 0:.0f}%" for s in share]
-        fig.add_trace(
-            go.Bar(
-                _validate=False,
-                name=f"{model}: error {res.model_error:.3g}",
-                x=values,
-                y=[str(f) for f in order],
-                orientation="h",
-                customdata=[_json_label(f) for f in order],
-                text=text,
-                textposition="inside",
-                insidetextanchor="start",
-                marker=dict(color=MODEL_COLORS[k % len(MODEL_COLORS)], line=_outline(order, selected)),
-                error_x=dict(type="data", array=res.total_std_error.reindex(order).to_numpy(float), thickness=1.2),
-                hovertemplate=(
-                    f"{esc(model)}<br>%{{y}}: SFIMP %{{x:.4g}} ± %{{error_x.array:.3g}}"
-                    "<br>share %{text}<extra></extra>"
-                ),
+        share = {f: ("" if np.isnan(s) else f"{round(100 * s) + 0:.0f}%") for f, s in res.proportions.items()}
+        error = res.total_std_error
+        hover = {
+            f: f"{esc(model)}<br>{esc(f)}: SFIMP {v:.4g} ± {error[f]:.3g}<br>share {share[f]}"
+            for f, v in res.values.items()
+        }
+        bars.append(
+            Bars(
+                res.values,
+                f"{model}: error {res.model_error:.3g}",
+                error,
+                hover=hover,
+                text=share,
+                text_position="inside",
+                color=MODEL_COLORS[k % len(MODEL_COLORS)],
             )
         )
-    yaxis, height = _bar_axis(order, selected, len(models))
-    title = f"SFIMP (drop in {loss}) ± std. error; labels: share of the total"
-    return _style(
-        fig,
-        title,
-        "sfimp",
-        barmode="group",
-        height=height,
-        yaxis=yaxis,
-        xaxis=dict(title=f"SFIMP (drop in {loss} the feature earns)", zeroline=True),
+    fig = bar_figure(
+        bars,
+        title=f"SFIMP (drop in {loss}) ± std. error; labels: share of the total",
+        x_title=f"SFIMP (drop in {loss} the feature earns)",
+        uirevision="sfimp",
+        selected=selected,
     )
+    fig.layout.showlegend = True  # each model's error
+    return fig
 
 
 def influence_figure(ciu: pd.DataFrame) -> go.Figure:
@@ -293,33 +241,43 @@ def influence_figure(ciu: pd.DataFrame) -> go.Figure:
     if ciu is None or ciu.empty:
         return empty_figure("No contextual influence computed yet.")
     order = list(ciu["influence"].abs().sort_values(ascending=False, na_position="last", kind="stable").index)
-    infl = ciu["influence"].reindex(order).to_numpy(float)
-    fig = _figure(
-        go.Bar(
-            _validate=False,
-            x=infl,
-            y=[str(f) for f in order],
-            orientation="h",
-            customdata=[_json_label(f) for f in order],
-            marker_color=[POSITIVE_COLOR if v >= 0 else NEGATIVE_COLOR for v in infl],
-            name="influence",
-            hovertemplate="%{y}: influence %{x:.4g}<extra></extra>",
-        )
-    )
-    yaxis, height = _bar_axis(order, None)
-    return _style(
-        fig,
-        "Contextual influence CI × (CU − φ0): green raises, red lowers the output",
+    influence = ciu["influence"]
+    bars = Bars(
+        influence,
         "influence",
-        height=height,
-        yaxis=yaxis,
-        showlegend=False,
-        xaxis=dict(title="contextual influence", zeroline=True, zerolinecolor="black"),
+        hover={f: f"{esc(f)}: influence {v:.4g}" for f, v in influence.items()},
+        color=lambda v: POSITIVE_COLOR if v >= 0 else NEGATIVE_COLOR,
     )
+    fig = bar_figure(
+        [bars],
+        title="Contextual influence CI × (CU − φ0): green raises, red lowers the output",
+        x_title="contextual influence",
+        uirevision="influence",
+        order=order,
+    )
+    fig.layout.xaxis.zerolinecolor = "black"
+    return fig
+
+
+@dataclass(frozen=True)
+class Bars:
+    """One series of horizontal bars of :func:`bar_figure`: a value per label (a feature, or
+    a group's name). ``error``: each bar's ± spread (``error_x``); ``hover``: each label's
+    hover text (escaped names and our markup; default: the series' name, the label, its value
+    to 4 significant digits and its error to 3); ``text``: a label on each bar, placed at
+    ``text_position``; ``color``: one colour, or a function of the value (a colour by sign)."""
+
+    values: pd.Series
+    name: str = "value"
+    error: pd.Series | None = None
+    hover: Mapping | None = None
+    text: Mapping | None = None
+    text_position: str = "outside"
+    color: str | Callable[[float], str] = ALL_COLOR
 
 
 def bar_figure(
-    values: pd.Series,
+    bars: pd.Series | Sequence[Bars],
     *,
     title: str,
     x_title: str,
@@ -329,42 +287,84 @@ def bar_figure(
     error: pd.Series | None = None,
     hover: Mapping | None = None,
     subtitle: str = "",
+    order: list | None = None,
+    y_title: str = "feature",
+    wrap: int | None = None,
+    legend: dict | None = None,
+    extra: Sequence = (),
 ) -> go.Figure:
-    """One value per feature as horizontal bars, largest at the top: click a bar to select its
-    feature (``customdata`` = the feature), the ``selected`` one outlined and its tick bold;
-    ``error``: a bar's ± spread (``error_x``); ``hover``: each feature's hover text (escaped
-    names and our markup; default: the feature and its value to 3 significant digits)."""
-    order = _sort_features(values.to_frame())
-    shown = values.reindex(order)
-    text = [hover[f] if hover is not None else f"{esc(f)}<br>{esc(name)} = {v:.3g}" for f, v in shown.items()]
-    fig = _figure(
-        go.Bar(
-            _validate=False,
-            x=shown.to_numpy(float),
-            y=[str(f) for f in order],
-            orientation="h",
-            customdata=[_json_label(f) for f in order],
-            hovertext=text,
-            hovertemplate="%{hovertext}<extra></extra>",
-            **(
-                {}
-                if error is None
-                else {"error_x": dict(type="data", array=error.reindex(order).to_numpy(float), thickness=1.2)}
-            ),
-            name=name,
-            marker=dict(color=ALL_COLOR, line=_outline(order, selected)),
+    """Horizontal bars, one row per label, largest at the top (by the mean over the series
+    unless ``order`` says otherwise): every bar chart of the page. Several series are grouped
+    side by side (one per model), with a legend. Click a bar to select its label
+    (``customdata`` = the label, as JSON), the ``selected`` one outlined and its tick bold.
+    ``bars``: a Series (one series, with ``name``, ``error`` and ``hover``) or :class:`Bars`.
+    ``wrap``: long labels broken onto lines of about that many characters; ``extra``: traces
+    drawn over the bars (PFI's permutations), on the same category axis."""
+    series = [Bars(bars, name, error, hover)] if isinstance(bars, pd.Series) else list(bars)
+    if order is None:
+        order = _sort_features(pd.concat({k: b.values for k, b in enumerate(series)}, axis=1))
+    labels = [str(f) for f in order]
+    several = len(series) > 1
+    fig = _figure()
+    for b in series:
+        values = b.values.reindex(order).to_numpy(float)
+        spread = None if b.error is None else b.error.reindex(order).to_numpy(float)
+        if b.hover is not None:
+            hover_text = [b.hover[f] for f in order]
+        else:
+            head = f"{esc(b.name)}<br>" if several else ""
+            hover_text = [
+                f"{head}{esc(f)}: {v:.4g}" + ("" if spread is None else f" ± {spread[i]:.3g}")
+                for i, (f, v) in enumerate(zip(order, values))
+            ]
+        color = [b.color(v) for v in values] if callable(b.color) else b.color
+        fig.add_trace(
+            go.Bar(
+                _validate=False,
+                name=b.name,
+                x=values,
+                y=labels,
+                orientation="h",
+                customdata=[_json_label(f) for f in order],
+                hovertext=hover_text,
+                hovertemplate="%{hovertext}<extra></extra>",
+                marker=dict(color=color, line=_outline(order, selected)),
+                **({} if spread is None else {"error_x": dict(type="data", array=spread, thickness=1.2)}),
+                **(
+                    {}
+                    if b.text is None
+                    else dict(
+                        text=[b.text.get(f, "") for f in order],
+                        textposition=b.text_position,
+                        **(
+                            dict(textfont=dict(size=10, color="#6b7280"), cliponaxis=False)
+                            if b.text_position == "outside"
+                            else dict(insidetextanchor="start")
+                        ),
+                    )
+                ),
+                **(dict(offsetgroup=b.name, legendgroup=b.name) if several else {}),
+            )
         )
-    )
-    yaxis, height = _bar_axis(order, selected)
+    for trace in extra:
+        fig.add_trace(trace)
+    yaxis, height = _bar_axis(order, selected, len(series))
+    yaxis["title"] = dict(text=y_title)
+    if wrap:  # long labels ("mean radius + worst radius + ...") on lines of about `wrap` characters
+        ticks = ["<br>".join(esc(line) for line in textwrap.wrap(label, wrap)) for label in labels]
+        yaxis["ticktext"] = ticks
+        height = max(height, 150 + sum(30 + 14 * t.count("<br>") for t in ticks))
     return _style(
         fig,
         title,
         uirevision,
         subtitle=subtitle,
+        barmode="group",
         height=height,
         yaxis=yaxis,
-        showlegend=False,
+        showlegend=several,
         xaxis=dict(title=x_title, zeroline=True),
+        **({} if legend is None else {"legend": legend}),
     )
 
 
