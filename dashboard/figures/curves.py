@@ -4,6 +4,7 @@ Fig. 4 and 6), ALE."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -240,6 +241,23 @@ def ice_figure(
     )
 
 
+@dataclass(frozen=True)
+class _Drawing:
+    """What a curves figure draws: the rows (eligible, drawn as background, highlighted,
+    selected, as positions in ``prof.rows``), the grid columns of the background lines,
+    the x positions, the row labels and each level's text (a strip)."""
+
+    eligible: np.ndarray
+    drawn: np.ndarray
+    cols: np.ndarray
+    largest: np.ndarray
+    smallest: np.ndarray
+    selected: int | None
+    position: np.ndarray
+    labels: np.ndarray
+    level_text: np.ndarray | None
+
+
 def _curves_figure(
     prof: FeatureProfile,
     kind: str,
@@ -263,77 +281,112 @@ def _curves_figure(
     is a dot per level, jittered sideways around the level's position (a strip), the PI/PD
     and the highlighted rows are marks on the level itself. Curves are a seeded random sample of at
     most ``max_curves`` eligible rows, over at most ``n_points`` evenly spaced grid positions
-    (first and last kept). The summary line keeps the full grid; highlight and selected
-    curves are separate traces on top, drawn whether or not they were sampled. Every curve
-    point's ``customdata`` is its row label.
+    (first and last kept). The summary line (``FeatureProfile.mean_curve``) keeps the full
+    grid; highlight and selected curves are separate traces on top, drawn whether or not
+    they were sampled. Every curve point's ``customdata`` is its row label.
     """
     n_obs = len(prof.rows)
     eligible = np.arange(n_obs) if mask is None else np.flatnonzero(_mask_array(prof, mask))
     if eligible.size == 0:
         return empty_figure(f"The subgroup selects none of the {n_obs} explained rows.")
+    rng = np.random.default_rng(random_state)
+    drawing = _drawing(prof, eligible, max_curves, n_points, highlight, selected, rng)
     curves = prof.curves(kind, centered=centered)
     summary = prof.mean_curve(kind, mask=_mask_array(prof, mask) if mask is not None else None, centered=centered)
-    x, labels = _x_values(prof), _labels_array(prof.rows)
+    fig = _figure(*_background(prof, kind, curves, drawing, rng))
+    fig.add_trace(_summary_trace(prof, kind, summary, drawing, scope="all" if mask is None else "subgroup"))
+    local = prof.local_importance if prof.has_target else np.full(len(prof.rows), np.nan)
+    for pos in drawing.largest:
+        label = f"largest integral: row {prof.rows[pos]} ({local[pos]:.3g})"
+        fig.add_trace(_row_trace(prof, curves, drawing, pos, label, LARGEST_COLOR, 2.5))
+    for pos in drawing.smallest:
+        label = f"smallest integral: row {prof.rows[pos]} ({local[pos]:.3g})"
+        fig.add_trace(_row_trace(prof, curves, drawing, pos, label, SMALLEST_COLOR, 2.5))
+    sel = drawing.selected
+    if sel is not None:
+        note = "" if np.isin(sel, eligible) else ", not in subgroup"
+        value = f" ({local[sel]:.3g}{note})" if local is not None else (f" ({note[2:]})" if note else "")
+        fig.add_trace(
+            _row_trace(prof, curves, drawing, sel, f"selected: row {prof.rows[sel]}{value}", SELECTED_COLOR, 4)
+        )
+    return _curves_layout(fig, prof, kind, drawing, masked=mask is not None, centered=centered)
 
-    rng = np.random.default_rng(random_state)
+
+def _drawing(prof: FeatureProfile, eligible, max_curves: int, n_points: int, highlight: int, selected, rng) -> _Drawing:
+    """The rows and grid columns to draw: a seeded sample of the eligible rows, evenly
+    spaced grid columns, the rows of the largest and smallest ICI integral (the tables' rule,
+    ``compute.rank_extremes``) and the selected row."""
     drawn = eligible
     if eligible.size > max_curves:
         drawn = np.sort(rng.choice(eligible, size=max(int(max_curves), 0), replace=False))
+    x = _x_values(prof)
     n_grid = x.size
     cols = np.arange(n_grid)
     if n_grid > n_points:
         cols = np.unique(np.round(np.linspace(0, n_grid - 1, max(int(n_points), 2))).astype(int))
-
     largest, smallest = np.array([], dtype=int), np.array([], dtype=int)
     if prof.has_target and highlight > 0:
         top, bottom = compute.rank_extremes(prof.local_importance[eligible], int(highlight))
-        largest, smallest = eligible[top], eligible[bottom]  # the tables' rule; a row is drawn once
-    sel = _position(prof.rows, selected)
-
-    fig = _figure()
+        largest, smallest = eligible[top], eligible[bottom]  # a row is drawn once
     strip = prof.categorical
-    missing = prof.has_missing_point  # the last grid point: drawn as dots apart from the lines
-    position = np.arange(n_grid, dtype=float) if strip else x  # levels at 0, 1, 2, ...
-    line_cols = cols[:-1] if missing else cols
+    return _Drawing(
+        eligible=eligible,
+        drawn=drawn,
+        cols=cols,
+        largest=largest,
+        smallest=smallest,
+        selected=_position(prof.rows, selected),
+        position=np.arange(n_grid, dtype=float) if strip else x,  # levels at 0, 1, 2, ...
+        labels=_labels_array(prof.rows),
+        level_text=np.array([esc(v) for v in x], dtype=object) if strip else None,
+    )
+
+
+def _hover(prof: FeatureProfile) -> str:
+    where = "%{text}" if prof.categorical else "%{x}"
+    return "row %{customdata}<br>" + f"{esc(prof.feature)} = " + where + "<br>y = %{y:.4g}<extra></extra>"
+
+
+def _background(prof: FeatureProfile, kind: str, curves: np.ndarray, d: _Drawing, rng) -> list:
+    """The sampled rows' curves as one trace (each followed by a gap), and their values at
+    "missing" as a strip of dots right of the lines."""
+    strip, missing, drawn = prof.categorical, prof.has_missing_point, d.drawn
+    line_cols = d.cols[:-1] if missing else d.cols
     width = line_cols.size + 1  # each curve is followed by a gap (NaN)
     xs = np.full((drawn.size, width), np.nan)
     ys = np.full((drawn.size, width), np.nan)
-    xs[:, :-1], ys[:, :-1] = position[line_cols], curves[np.ix_(drawn, line_cols)]
+    xs[:, :-1], ys[:, :-1] = d.position[line_cols], curves[np.ix_(drawn, line_cols)]
     if strip:  # seeded sideways jitter: the dots of one level spread into a strip
-        xs[:, :-1] += rng.uniform(-0.28, 0.28, size=(drawn.size, cols.size))
-    level_text = np.array([esc(v) for v in x], dtype=object) if strip else None
-    where = "%{text}" if strip else "%{x}"
-    hover = "row %{customdata}<br>" + f"{esc(prof.feature)} = " + where + "<br>y = %{y:.4g}<extra></extra>"
-    background: dict = dict(mode="lines", line=dict(color=CURVE_COLOR, width=1), opacity=CURVE_OPACITY)
+        xs[:, :-1] += rng.uniform(-0.28, 0.28, size=(drawn.size, d.cols.size))
+    style: dict = dict(mode="lines", line=dict(color=CURVE_COLOR, width=1), opacity=CURVE_OPACITY)
     if strip:
-        assert level_text is not None
+        assert d.level_text is not None
         texts = np.full((drawn.size, width), "", dtype=object)
-        texts[:, :-1] = level_text[line_cols]
-        background = dict(
-            mode="markers", marker=dict(color=CURVE_COLOR, size=4), opacity=0.45, text=texts.ravel().tolist()
-        )
+        texts[:, :-1] = d.level_text[line_cols]
+        style = dict(mode="markers", marker=dict(color=CURVE_COLOR, size=4), opacity=0.45, text=texts.ravel().tolist())
     # thousands of SVG markers (a strip over many levels) would be thousands of DOM nodes
-    many_dots = strip and drawn.size * cols.size > 5000
-    fig.add_trace(
+    many_dots = strip and drawn.size * d.cols.size > 5000
+    traces = [
         (go.Scattergl if many_dots else go.Scatter)(
             _validate=False,
             x=xs.ravel(),
             y=ys.ravel().astype(np.float32),
-            customdata=np.repeat(labels[drawn], width),
+            customdata=np.repeat(d.labels[drawn], width),
             connectgaps=False,
             name=f"{kind} curves ({drawn.size})" if not strip else f"{kind} values ({drawn.size} rows)",
-            hovertemplate=hover,
-            **background,
+            hovertemplate=_hover(prof),
+            **style,
         )
-    )
+    ]
     if missing:  # each drawn curve's value at "missing": a strip of dots right of the lines
+        x = _x_values(prof)
         span = float(x[-1] - x[0]) or 1.0
-        fig.add_trace(
+        traces.append(
             go.Scatter(
                 _validate=False,
                 x=x[-1] + rng.uniform(-0.015, 0.015, size=drawn.size) * span,
                 y=curves[drawn, -1],
-                customdata=labels[drawn],
+                customdata=d.labels[drawn],
                 mode="markers",
                 marker=dict(color=CURVE_COLOR, size=4),
                 opacity=0.45,
@@ -342,59 +395,59 @@ def _curves_figure(
                 hovertemplate=f"row %{{customdata}}<br>{esc(prof.feature)} missing<br>y = %{{y:.4g}}<extra></extra>",
             )
         )
+    return traces
+
+
+def _summary_trace(prof: FeatureProfile, kind: str, summary: np.ndarray, d: _Drawing, scope: str):
+    """The PD (ICE) or PI (ICI) line of the eligible rows, over the full grid."""
     what = {"ICI": "PI", "ICE": "PD"}[kind]
-    scope = "all" if mask is None else "subgroup"
-    summary_marker = dict(color=ALL_COLOR, size=26, symbol="line-ew", line=dict(width=4, color=ALL_COLOR))
-    fig.add_trace(
-        go.Scatter(
-            _validate=False,
-            **_line(
-                prof,
-                position,
-                summary,
-                "markers" if strip else "lines",
-                summary_marker if strip else dict(color=ALL_COLOR, symbol="line-ew-open", line=dict(width=4)),
-            ),
-            line=dict(color=ALL_COLOR, width=4),
-            text=level_text,
-            name=f"{what} ({scope}, n={eligible.size})",
-            hovertemplate=f"{what}: {where}, %{{y:.4g}}<extra></extra>",
-        )
+    strip = prof.categorical
+    where = "%{text}" if strip else "%{x}"
+    marker = dict(color=ALL_COLOR, size=26, symbol="line-ew", line=dict(width=4, color=ALL_COLOR))
+    return go.Scatter(
+        _validate=False,
+        **_line(
+            prof,
+            d.position,
+            summary,
+            "markers" if strip else "lines",
+            marker if strip else dict(color=ALL_COLOR, symbol="line-ew-open", line=dict(width=4)),
+        ),
+        line=dict(color=ALL_COLOR, width=4),
+        text=d.level_text,
+        name=f"{what} ({scope}, n={d.eligible.size})",
+        hovertemplate=f"{what}: {where}, %{{y:.4g}}<extra></extra>",
     )
 
-    def one(pos: int, name: str, color: str, line_width: float) -> None:
-        fig.add_trace(
-            go.Scatter(
-                _validate=False,
-                **_line(
-                    prof,
-                    position,
-                    curves[pos],
-                    "markers" if strip else "lines",
-                    dict(color=color, size=4 + 2 * line_width),
-                ),
-                customdata=np.repeat(labels[pos : pos + 1], n_grid + int(missing)).tolist(),
-                name=name,
-                line=dict(color=color, width=line_width),
-                text=level_text,
-                hovertemplate=hover,
-            )
-        )
 
-    local = prof.local_importance if prof.has_target else np.full(len(prof.rows), np.nan)
-    for pos in largest:
-        one(pos, f"largest integral: row {prof.rows[pos]} ({local[pos]:.3g})", LARGEST_COLOR, 2.5)
-    for pos in smallest:
-        one(pos, f"smallest integral: row {prof.rows[pos]} ({local[pos]:.3g})", SMALLEST_COLOR, 2.5)
-    if sel is not None:
-        note = "" if np.isin(sel, eligible) else ", not in subgroup"
-        value = f" ({local[sel]:.3g}{note})" if local is not None else (f" ({note[2:]})" if note else "")
-        one(sel, f"selected: row {prof.rows[sel]}{value}", SELECTED_COLOR, 4)
+def _row_trace(prof: FeatureProfile, curves: np.ndarray, d: _Drawing, pos: int, name: str, color: str, width: float):
+    """One row's curve on top (a highlighted or the selected row)."""
+    n_grid = d.position.size
+    return go.Scatter(
+        _validate=False,
+        **_line(
+            prof,
+            d.position,
+            curves[pos],
+            "markers" if prof.categorical else "lines",
+            dict(color=color, size=4 + 2 * width),
+        ),
+        customdata=np.repeat(d.labels[pos : pos + 1], n_grid + int(prof.has_missing_point)).tolist(),
+        name=name,
+        line=dict(color=color, width=width),
+        text=d.level_text,
+        hovertemplate=_hover(prof),
+    )
 
-    shown = np.concatenate([drawn, largest, smallest, [] if sel is None else [sel]]).astype(int)
-    n_shown = np.intersect1d(shown, eligible).size
-    label = "" if mask is None else " in the subgroup"
+
+def _curves_layout(fig, prof: FeatureProfile, kind: str, d: _Drawing, *, masked: bool, centered: bool) -> go.Figure:
+    """Title (how many of the eligible rows are drawn), axes and legend."""
+    x = _x_values(prof)
+    n_grid = x.size
+    shown = np.concatenate([d.drawn, d.largest, d.smallest, [] if d.selected is None else [d.selected]]).astype(int)
+    n_shown = np.intersect1d(shown, d.eligible).size
     loss = _loss_name(prof.params)
+    what = {"ICI": "PI", "ICE": "PD"}[kind]
     if kind == "ICI":
         ytitle = f"ICI: change in {loss}"
     else:
@@ -402,15 +455,14 @@ def _curves_figure(
     if centered:
         ytitle += f" (centred at {prof.feature} = {x[0]})"
     xaxis: dict = dict(title=str(prof.feature))
-    if strip:
+    if prof.categorical:
         xaxis.update(
             tickmode="array", tickvals=list(range(n_grid)), ticktext=[esc(v) for v in x], range=[-0.6, n_grid - 0.4]
         )
     title = (
-        f"{'centred ' if centered else ''}{kind} curves of {prof.feature}{label}: "
-        f"{n_shown} of {eligible.size} observations drawn, {what} on top"
+        f"{'centred ' if centered else ''}{kind} curves of {prof.feature}{' in the subgroup' if masked else ''}: "
+        f"{n_shown} of {d.eligible.size} observations drawn, {what} on top"
     )
-    sub = f"curves on {cols.size} of {n_grid} grid points" if cols.size < n_grid else None
     fig = _style(
         fig,
         title,
@@ -422,8 +474,8 @@ def _curves_figure(
         margin=dict(l=10, r=10, t=85, b=120),
         annotations=_missing_axis(prof),
     )
-    if sub:
-        fig.layout.title.subtitle.text = sub
+    if d.cols.size < n_grid:
+        fig.layout.title.subtitle.text = f"curves on {d.cols.size} of {n_grid} grid points"
     return fig
 
 
