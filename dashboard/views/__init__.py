@@ -9,6 +9,7 @@ planner, the callbacks, the HTML report and the CSV exports pick it up from the 
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import hashlib
 import html as html_lib
 import json
@@ -83,6 +84,7 @@ def _built_in(kind: str) -> TaskSpec:
     raise RuntimeError(f"a view needs {kind!r}, which is no built-in task ({[s.kind for s in tasks.BUILT_IN]})")
 
 
+@functools.cache
 def needed_specs() -> tuple[TaskSpec, ...]:
     """The tasks the job planner plans: the built-in ones the registered views read (in
     their order), then the views' own."""
