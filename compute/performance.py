@@ -204,7 +204,10 @@ def confusion_accuracy(matrix: pd.DataFrame) -> float:
 def calibration_curve(pred: Predictions, y, *, mask=None, n_bins: int = 10) -> pd.DataFrame:
     """The predicted probability of the output class against how often it occurs, in
     ``n_bins`` equal-width bins of the prediction (empty bins left out), as
-    :func:`sklearn.calibration.calibration_curve` with ``strategy="uniform"``.
+    :func:`sklearn.calibration.calibration_curve` with ``strategy="uniform"``: the same
+    edges (``linspace(0, 1, n_bins + 1)``) and a probability on an inner edge in the lower
+    bin (``searchsorted``'s left side), which matters for models whose probabilities fall on
+    edges (a k-nearest-neighbour classifier's are multiples of 1/k).
 
     Returns columns ``predicted`` (mean predicted probability), ``observed`` (share of the
     output class) and ``n`` (rows), one row per non-empty bin.
@@ -216,7 +219,7 @@ def calibration_curve(pred: Predictions, y, *, mask=None, n_bins: int = 10) -> p
     prob = pred.value[rows]
     actual = pred.positives(y)[rows].astype(float)
     edges = np.linspace(0.0, 1.0, n_bins + 1)
-    which = np.searchsorted(edges[1:-1], prob, side="right")
+    which = np.searchsorted(edges[1:-1], prob, side="left")
     n = np.bincount(which, minlength=n_bins)
     sums = np.bincount(which, weights=prob, minlength=n_bins)
     hits = np.bincount(which, weights=actual, minlength=n_bins)

@@ -10,6 +10,7 @@ from sklearn import metrics
 from sklearn.calibration import calibration_curve as sk_calibration
 from sklearn.ensemble import RandomForestClassifier
 from sklearn.linear_model import LinearRegression, LogisticRegression
+from sklearn.neighbors import KNeighborsClassifier
 from sklearn.svm import LinearSVC
 
 import compute
@@ -126,6 +127,27 @@ def test_calibration_curve_equals_sklearns(multiclass):
     curve = compute.calibration_curve(pred, y, n_bins=8)
     p = model.predict_proba(X)[:, list(model.classes_).index("mid")]
     observed, predicted = sk_calibration(y == "mid", p, n_bins=8, strategy="uniform")
+    assert_allclose(curve["observed"], observed, rtol=1e-12)
+    assert_allclose(curve["predicted"], predicted, rtol=1e-12)
+    assert curve["n"].sum() == len(X)
+
+
+@pytest.mark.parametrize("n_bins", [5, 10, 20])
+def test_calibration_bins_equal_sklearns_when_probabilities_fall_on_edges(n_bins):
+    """A 10-nearest-neighbour classifier's probabilities are tenths: with 5, 10 or 20 bins
+    most of them sit on an inner edge, where scikit-learn counts them in the lower bin (the
+    upper-bin rule gave 7 bins against scikit-learn's 8 for 10 bins)."""
+    rng = np.random.default_rng(5)
+    X = pd.DataFrame(rng.normal(size=(500, 2)), columns=["a", "b"])
+    y = pd.Series(np.where(X["a"] + rng.normal(scale=0.8, size=500) > 0, "yes", "no"))
+    model = KNeighborsClassifier(n_neighbors=10).fit(X, y)
+    pred = compute.predict_rows(model, X, output="yes")
+    p = model.predict_proba(X)[:, 1]
+    on_edge = np.isclose((p * n_bins) % 1, 0) & (p > 0) & (p < 1)
+    assert on_edge.mean() > 0.25  # the case this test is about
+    curve = compute.calibration_curve(pred, y, n_bins=n_bins)
+    observed, predicted = sk_calibration(y == "yes", p, n_bins=n_bins, strategy="uniform")
+    assert len(curve) == len(observed)
     assert_allclose(curve["observed"], observed, rtol=1e-12)
     assert_allclose(curve["predicted"], predicted, rtol=1e-12)
     assert curve["n"].sum() == len(X)
