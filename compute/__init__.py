@@ -16,6 +16,7 @@ from .caveats import (
     pfi_convergence,
 )
 from .ciu import ciu_from_profiles, contextual_importance, global_contextual_importance, output_range
+from .conditional import ConditionalImportance, conditional_importance
 from .effects import (
     ale_curve,
     ale_from_profile,
@@ -53,6 +54,8 @@ from .summary import ProfileSummary
 from .whatif import WhatIf, apply_edits, what_if
 
 __all__ = [
+    "conditional_importance",
+    "ConditionalImportance",
     "suggest_subgroups",
     "pfi_convergence",
     "leakage_check",

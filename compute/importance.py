@@ -161,6 +161,8 @@ class _Setup:
     n_jobs: int
     pair_donors: np.ndarray | None
     pair_losses: np.ndarray | None
+    # conditional importance: per item, a label per row; the permutations stay within labels
+    strata: tuple[np.ndarray | None, ...] | None = None
 
 
 def _setup(
@@ -230,7 +232,11 @@ def _permuted(setup: _Setup, local, at: np.ndarray, k: int) -> Segment:
     values as gathering from all of X)."""
     n, rows, columns = setup.rows.size, setup.rows, setup.items[k][1]
     perm_rng = np.random.default_rng(setup.seeds[k])
-    positions = np.concatenate([perm_rng.permutation(n) for _ in range(setup.n_repeats)])
+    labels = None if setup.strata is None else setup.strata[k]
+    if labels is None:
+        positions = np.concatenate([perm_rng.permutation(n) for _ in range(setup.n_repeats)])
+    else:
+        positions = np.concatenate([permutation_within(labels, perm_rng) for _ in range(setup.n_repeats)])
     if setup.pair_donors is not None:
         setup.pair_donors[k] = positions.reshape(setup.n_repeats, n)
 
@@ -315,6 +321,16 @@ def _aggregate(setup: _Setup, errors, row_se, model_error: float, base) -> Permu
         row_std_error=pd.Series(row_se, index=repeats.index, name="row_std_error"),
         pairs=pairs,
     )
+
+
+def permutation_within(labels: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """A random permutation of the rows that moves each row only among the rows with its
+    label (uniform within each label): position i gets the donor out[i]."""
+    order = np.argsort(labels, kind="stable")  # the rows, label by label
+    shuffled = np.lexsort((rng.random(labels.size), labels))  # label by label, shuffled within
+    out = np.empty(labels.size, dtype=np.int64)
+    out[order] = shuffled
+    return out
 
 
 def _draw(rng: np.random.Generator, n: int, n_obs: int | None) -> tuple[int, np.ndarray]:

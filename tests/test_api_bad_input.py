@@ -202,6 +202,7 @@ CALLS = {
             groups={"g": list(X.columns[:2])},
         ),
     ),
+    "conditional_importance": (compute.conditional_importance, lambda: dict(model=OLS, X=X, y=Y, n_repeats=2)),
     "confusion_accuracy": (
         compute.confusion_accuracy,
         lambda: dict(matrix=compute.confusion_matrix(compute.predict_rows(CLF, XC), YC)),
@@ -213,6 +214,7 @@ MODEL_FUNCTIONS = {
     "feature_profile": {"y", "output", "n_jobs", "chunk_rows", "random_state", "n_obs", "grid", "loss"},
     "feature_profiles": {"y", "output", "n_jobs", "chunk_rows", "random_state", "n_obs", "grid", "loss"},
     "permutation_importance": {"y", "output", "n_jobs", "chunk_rows", "random_state", "loss", "n_obs"},
+    "conditional_importance": {"y", "output", "n_jobs", "chunk_rows", "random_state", "loss", "n_obs"},
     "shapley_importance": {"y", "output", "n_jobs", "chunk_rows", "random_state", "n_obs", "loss"},
     "shapley_coalitions": {"y", "output", "n_jobs", "chunk_rows", "random_state", "n_obs", "loss"},
     "contextual_importance": {"output", "n_jobs", "chunk_rows", "random_state"},
@@ -1030,6 +1032,12 @@ def _cases():
         "'streams' must be whole numbers",
         "streams-neg",
     )
+    for value in (-1, 9, 2.5, "4", True):
+        add("conditional_importance", {"max_depth": value}, InputError, "'max_depth'", f"max_depth={value!r}")
+    for value in (0, -5, 1.5, None):
+        add("conditional_importance", {"min_leaf": value}, InputError, "'min_leaf'", f"min_leaf={value!r}")
+    add("conditional_importance", {"features": ["zz"]}, InputError, "zz", "cs-features")
+    add("conditional_importance", {"kind": "log"}, InputError, "'kind'", "cs-kind")
     add("permutation_importance", {"groups": ["a"]}, InputError, "'groups' parameter must map a name", "groups-list")
     add("permutation_importance", {"groups": {}}, InputError, "'groups' mapping is empty", "groups-empty")
     add("permutation_importance", {"groups": {"": ["a"]}}, InputError, "needs a non-empty text name", "groups-name")

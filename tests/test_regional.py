@@ -10,7 +10,7 @@ from sklearn.linear_model import LinearRegression
 
 import compute
 from compute.datasets import x3_interaction
-from compute.regional import _between
+from compute.splits import between as _between
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,274 @@
+"""``conditional_importance``: PFI that keeps the permuted rows in the data's distribution.
+
+Permuting a feature that depends on others makes rows that never occur (a tall child, a
+cheap mansion) and asks the model about them: the marginal PFI of Casalicchio, Molnar &
+Bischl (2018, Eq. 4 and 8) then measures the model's extrapolation as much as its reliance
+on the feature. Molnar, König, Bischl & Casalicchio, "Model-agnostic feature importance and
+effects with dependent features: a conditional subgroup approach" (Data Mining and
+Knowledge Discovery, 2023; arXiv:2006.04628) permute within subgroups instead: a shallow
+tree learns x_j from the other features, and within each of its leaves G_1..G_K x_j is
+(nearly) independent of them, so permuting it there keeps the joint distribution. Their
+conditional-subgroup PFI is the size-weighted mean of the subgroups' PFIs,
+
+    cs-PFI_j = sum_k (n_k / n) PFI_j^(G_k),
+    PFI_j^(G_k) = (1/n_k) sum_{i in G_k} L(f(x_j^(tau_k(i)), x_-j^(i)), y_i) - L(f(x^(i)), y_i),
+
+with tau_k a permutation of G_k: one permutation of all rows that moves each row only
+within its leaf (Eq. 8 of Casalicchio et al. with the permutation restricted), repeated
+``n_repeats`` times. The paper grows transformation trees (numeric x_j) and conditional
+inference trees (categorical), minbucket 30, and studies depths 1 to 5 (its code,
+github.com/christophM/paper_conditional_subgroups, also runs CART); we grow CART (the
+split search of :mod:`.splits`: squared error for a numeric x_j, Gini for a categorical
+one), so every leaf is a condition of the subgroup language and can be read or selected
+on the page. The equation numbers of the journal version could not be checked against a
+copy of the text; the estimator above is the one the authors' code computes.
+
+For a linear model f = sum_j b_j x_j and the squared error, the conditional PFI
+(difference) is 2 b_j^2 Var(x_j | x_-j), the marginal one 2 b_j^2 Var(x_j): with two
+features correlated at rho, the conditional one is (1 - rho^2) of the marginal one (the
+tests check this).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+import pandas as pd
+
+from .errors import InputError
+from .importance import _aggregate, _permuted_errors, _setup
+from .results import PermutationImportance
+from .sampling import is_categorical
+from .splits import Leaf, Split, SplitSearch, grow_tree
+from .subgroup import parse_subgroup
+from .validation import check_int
+
+__all__ = ["ConditionalImportance", "conditional_importance"]
+
+#: The paper's minbucket: the fewest rows in a subgroup.
+MIN_LEAF = 30
+#: The significance level of a split (as the paper's ctree, alpha = 0.05).
+ALPHA = 0.05
+
+
+@dataclass(frozen=True, eq=False)
+class ConditionalImportance:
+    """Conditional (cs-PFI) beside marginal PFI, per feature.
+
+    ``conditional`` and ``marginal`` are :class:`PermutationImportance` results on the same
+    rows, loss and seed (``marginal`` equals ``permutation_importance`` with the same
+    arguments). ``subgroups[feature]``: one row per leaf, columns ``condition`` (the
+    subgroup language), ``readable`` (for people), ``n`` (rows) and ``importance`` (the
+    PFI within the leaf, its permutations kept there; their ``n``-weighted mean is the
+    conditional PFI). ``conditioned_on[feature]``: the columns the feature's tree split on,
+    most variance explained first (empty: nothing in the data predicts the feature).
+    """
+
+    conditional: PermutationImportance
+    marginal: PermutationImportance
+    subgroups: dict
+    conditioned_on: dict
+    max_depth: int
+    min_leaf: int
+    alpha: float
+
+    @property
+    def features(self) -> list:
+        return self.conditional.features
+
+    @property
+    def importance(self) -> pd.Series:
+        """The conditional PFI per feature."""
+        return self.conditional.importance
+
+    @property
+    def std_error(self) -> pd.Series:
+        """Its Monte-Carlo standard error over the permutations (as
+        :attr:`PermutationImportance.std_error`)."""
+        return self.conditional.std_error
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per feature: ``importance`` (conditional), ``std_error``, ``marginal``,
+        ``marginal_std_error``, ``n_subgroups``."""
+        frame = pd.DataFrame(
+            {
+                "importance": self.conditional.importance,
+                "std_error": self.conditional.std_error,
+                "marginal": self.marginal.importance,
+                "marginal_std_error": self.marginal.std_error,
+                "n_subgroups": pd.Series({f: len(self.subgroups[f]) for f in self.features}),
+            }
+        )
+        frame.index.name = "feature"
+        return frame
+
+    def describe(self, feature) -> str:
+        """Where the feature was shuffled, for people: "x2 was shuffled within: x1 ≤ -0.52;
+        -0.52 < x1 ≤ 0.61; x1 > 0.61"."""
+        if feature not in self.subgroups:
+            raise KeyError(f"{feature!r} is not one of this result's features {self.features[:10]!r}.")
+        leaves = self.subgroups[feature]
+        if len(leaves) == 1:
+            return f"{feature} was shuffled among all rows (no other feature predicts it)"
+        return f"{feature} was shuffled within: " + "; ".join(leaves["readable"])
+
+
+def conditional_importance(
+    model,
+    X,
+    y,
+    *,
+    features=None,
+    n_repeats=5,
+    max_depth=4,
+    min_leaf=MIN_LEAF,
+    alpha=ALPHA,
+    loss=None,
+    kind="difference",
+    output=None,
+    n_obs=None,
+    random_state=0,
+    n_jobs=1,
+    chunk_rows=None,
+) -> ConditionalImportance:
+    """Conditional-subgroup PFI (cs-PFI; see the module docstring) with the marginal PFI
+    beside it.
+
+    Parameters
+    ----------
+    model, X, y, loss, kind, output, n_obs, random_state, n_jobs, chunk_rows :
+        As in :func:`compute.permutation_importance`; the marginal PFI is exactly that
+        call's result (its random streams), the conditional one uses further streams.
+    features : column label or list, optional
+        Default: every input of the model. Each feature's tree learns it from all the
+        model's other inputs.
+    n_repeats : int, default 5
+        Permutations per feature (for each of the two PFIs).
+    max_depth : int in 0..8, default 4
+        Depth of each feature's tree (at most 2**max_depth subgroups); 0 gives the
+        marginal PFI.
+    min_leaf : int, default 30 (the paper's minbucket)
+        The fewest rows in a subgroup.
+    alpha : float in (0, 1], default 0.05 (the paper's ctree)
+        A split is made only where it is significant at ``alpha`` (an F / chi-square test
+        of the split, Bonferroni over the splits searched; see :func:`.splits.grow_tree`):
+        on a feature nothing predicts, the tree stays one leaf instead of splitting on noise
+        (whose in-sample leaves would shrink the conditional PFI a little by chance). 1
+        splits wherever the tree can.
+
+    Returns
+    -------
+    :class:`ConditionalImportance`. Cost: 2 x features x n_repeats x rows model rows (as two
+    PFI calls) plus a tree per feature on the rows used (no model call).
+    """
+    max_depth = check_int(max_depth, "max_depth", low=0, high=8)
+    min_leaf = check_int(min_leaf, "min_leaf", low=1)
+    if isinstance(alpha, (bool, np.bool_)) or not isinstance(alpha, (int, float)) or not 0 < alpha <= 1:
+        raise InputError(f"The 'alpha' parameter must be a significance level in (0, 1] (got {alpha!r}).")
+    setup = _setup(
+        model,
+        X,
+        y,
+        loss=loss,
+        n_repeats=n_repeats,
+        kind=kind,
+        features=features,
+        output=output,
+        n_obs=n_obs,
+        random_state=random_state,
+        n_jobs=n_jobs,
+        chunk_rows=chunk_rows,
+    )
+    marginal = _aggregate(setup, *_permuted_errors(setup))
+    frame = setup.predictor.design.frame.iloc[setup.rows]
+    trees = [_subgroups(frame, name, max_depth, min_leaf, float(alpha)) for name, _ in setup.items]
+    n_items, n, entropy = len(setup.items), setup.rows.size, setup.seeds[0].entropy
+    conditional_setup = replace(
+        setup,
+        # the streams after the marginal ones: item k's conditional permutations are stream n_items + k
+        seeds=[np.random.SeedSequence(entropy, spawn_key=(n_items + k,)) for k in range(n_items)],
+        strata=tuple(labels for labels, _, _ in trees),
+        pair_donors=np.empty((n_items, setup.n_repeats, n), dtype=np.int32),
+        pair_losses=np.empty((n_items, setup.n_repeats, n)),
+    )
+    errors, row_se, model_error, base = _permuted_errors(conditional_setup)
+    conditional = _aggregate(conditional_setup, errors, row_se, model_error, base)
+    assert conditional_setup.pair_losses is not None
+    changes = conditional_setup.pair_losses.mean(axis=1)  # (items, rows): each row's mean loss change
+    subgroups, conditioned_on = {}, {}
+    for k, (name, _) in enumerate(setup.items):
+        labels, leaves, columns = trees[k]
+        rows = []
+        for label, leaf in enumerate(leaves):
+            inside = labels == label
+            change, own = changes[k, inside].mean(), base[inside].mean()
+            local = change if setup.kind == "difference" else (change + own) / own
+            placed = leaf.steps or len(leaves) == 1  # else: the rows no leaf's condition holds
+            rows.append(
+                {
+                    "condition": leaf.condition if placed else "",
+                    "readable": leaf.readable if placed else "rows no other subgroup's condition holds",
+                    "n": int(inside.sum()),
+                    "importance": local,
+                }
+            )
+        subgroups[name] = pd.DataFrame(rows, columns=["condition", "readable", "n", "importance"])
+        conditioned_on[name] = columns
+    return ConditionalImportance(
+        conditional=conditional.without_pairs(),
+        marginal=marginal,
+        subgroups=subgroups,
+        conditioned_on=conditioned_on,
+        max_depth=max_depth,
+        min_leaf=min_leaf,
+        alpha=float(alpha),
+    )
+
+
+def _subgroups(
+    frame: pd.DataFrame, feature, max_depth: int, min_leaf: int, alpha: float
+) -> tuple[np.ndarray, list[Leaf], list]:
+    """The leaf label of every row (0..K-1), the leaves, and the columns split on (most
+    gain first) of a CART learning ``feature`` from the other columns."""
+    target, others = frame[feature], frame.drop(columns=[feature])
+    n = len(frame)
+    if is_categorical(target):
+        codes, levels = pd.factorize(target.astype(object), use_na_sentinel=True)
+        codes = np.where(codes < 0, len(levels), codes)  # missing: a class of its own
+        values = np.eye(int(codes.max()) + 1)[codes]  # one-hot: squared error = Gini
+        fitted = np.arange(n)
+        df = max(values.shape[1] - 1, 1)
+    else:
+        numbers = target.to_numpy(dtype=float, na_value=np.nan)
+        fitted = np.flatnonzero(~np.isnan(numbers))  # rows missing the feature: placed by the conditions
+        values = np.where(np.isnan(numbers), 0.0, numbers)[:, None]
+        df = 1
+    gains: dict = {}
+
+    def record(split: Split, atoms: list[str], depth: int) -> None:
+        gains[split.column] = gains.get(split.column, 0.0) + split.gain
+
+    if others.shape[1] == 0 or fitted.size < 2 * min_leaf or max_depth == 0:
+        leaves = [Leaf(fitted, ())]
+    else:
+        search = SplitSearch(values, others, min_leaf)
+        test = alpha if alpha < 1 else None
+        leaves = grow_tree(search, fitted, max_depth, alpha=test, df=df, on_split=record)
+    labels = np.full(n, -1)
+    for label, leaf in enumerate(leaves):
+        labels[leaf.rows] = label
+    unplaced = np.flatnonzero(labels < 0)
+    if unplaced.size:
+        rows = others.iloc[unplaced]
+        for label, leaf in enumerate(leaves):
+            inside = parse_subgroup(leaf.condition, rows).to_numpy() if leaf.steps else np.ones(unplaced.size, bool)
+            labels[unplaced[inside & (labels[unplaced] < 0)]] = label
+        # a row no leaf's condition holds (a level the tree never saw): its own subgroup
+        if (labels < 0).any():
+            leaves = [*leaves, Leaf(np.flatnonzero(labels < 0), ())]
+            labels[labels < 0] = len(leaves) - 1
+    for label, leaf in enumerate(leaves):  # the rows each leaf holds, placed ones included
+        leaves[label] = replace(leaf, rows=np.flatnonzero(labels == label))
+    columns = sorted(gains, key=lambda c: -gains[c])
+    return labels, leaves, columns
