@@ -180,7 +180,7 @@ def conditional_importance(
         n_jobs=n_jobs,
         chunk_rows=chunk_rows,
     )
-    marginal = _aggregate(setup, *_permuted_errors(setup))
+    marginal = _aggregate(setup, _permuted_errors(setup))
     frame = setup.predictor.design.frame.iloc[setup.rows]
     trees = [_subgroups(frame, name, max_depth, min_leaf, float(alpha)) for name, _ in setup.items]
     n_items, n, entropy = len(setup.items), setup.rows.size, setup.seeds[0].entropy
@@ -188,17 +188,18 @@ def conditional_importance(
         setup,
         # the streams after the marginal ones: item k's conditional permutations are stream n_items + k
         seeds=[np.random.SeedSequence(entropy, spawn_key=(n_items + k,)) for k in range(n_items)],
-        strata=tuple(labels for labels, _, _ in trees),
+        strata=tuple(tree.labels for tree in trees),
         pair_donors=np.empty((n_items, setup.n_repeats, n), dtype=np.int32),
         pair_losses=np.empty((n_items, setup.n_repeats, n)),
     )
-    errors, row_se, model_error, base = _permuted_errors(conditional_setup)
-    conditional = _aggregate(conditional_setup, errors, row_se, model_error, base)
+    found = _permuted_errors(conditional_setup)
+    conditional = _aggregate(conditional_setup, found)
+    base = found.base
     assert conditional_setup.pair_losses is not None
     changes = conditional_setup.pair_losses.mean(axis=1)  # (items, rows): each row's mean loss change
     subgroups, conditioned_on = {}, {}
     for k, (name, _) in enumerate(setup.items):
-        labels, leaves, columns = trees[k]
+        labels, leaves, columns = trees[k].labels, trees[k].leaves, trees[k].columns
         rows = []
         for label, leaf in enumerate(leaves):
             inside = labels == label
@@ -226,11 +227,18 @@ def conditional_importance(
     )
 
 
-def _subgroups(
-    frame: pd.DataFrame, feature, max_depth: int, min_leaf: int, alpha: float
-) -> tuple[np.ndarray, list[Leaf], list]:
-    """The leaf label of every row (0..K-1), the leaves, and the columns split on (most
-    gain first) of a CART learning ``feature`` from the other columns."""
+@dataclass(frozen=True)
+class _Subgroups:
+    """A feature's tree: the leaf label of every row (0..K-1), the leaves and the columns
+    split on (most gain first)."""
+
+    labels: np.ndarray
+    leaves: list[Leaf]
+    columns: list
+
+
+def _subgroups(frame: pd.DataFrame, feature, max_depth: int, min_leaf: int, alpha: float) -> _Subgroups:
+    """The subgroups of a CART learning ``feature`` from the other columns."""
     target, others = frame[feature], frame.drop(columns=[feature])
     n = len(frame)
     if is_categorical(target):
@@ -270,5 +278,4 @@ def _subgroups(
             labels[labels < 0] = len(leaves) - 1
     for label, leaf in enumerate(leaves):  # the rows each leaf holds, placed ones included
         leaves[label] = replace(leaf, rows=np.flatnonzero(labels == label))
-    columns = sorted(gains, key=lambda c: -gains[c])
-    return labels, leaves, columns
+    return _Subgroups(labels, leaves, sorted(gains, key=lambda c: -gains[c]))

@@ -139,8 +139,7 @@ def permutation_block(
 
     """
     setup = _setup(model, X, y, streams=streams, keep_pairs=keep_pairs, **options)
-    errors, row_se, model_error, base = _permuted_errors(setup)
-    return _aggregate(setup, errors, row_se, model_error, base)
+    return _aggregate(setup, _permuted_errors(setup))
 
 
 @dataclass(frozen=True)
@@ -248,12 +247,22 @@ def _permuted(setup: _Setup, local, at: np.ndarray, k: int) -> Segment:
     )
 
 
-def _permuted_errors(setup: _Setup) -> tuple[np.ndarray, np.ndarray, float, np.ndarray]:
+@dataclass(frozen=True)
+class _Errors:
     """The permuted errors (items x repeats), each item's standard error over rows, the
-    model's error and each row's own loss. One stream: the unmodified rows, then every
-    item x repeat, cut into batches of whole items (at most BATCH_ROWS rows, so the loss
-    buffer stays bounded); threads (n_jobs) share the chunks, a few large model calls
-    replacing one or more per feature."""
+    model's error and each row's own loss."""
+
+    errors: np.ndarray
+    row_se: np.ndarray
+    model_error: float
+    base: np.ndarray
+
+
+def _permuted_errors(setup: _Setup) -> _Errors:
+    """The permuted errors and the unmodified rows' losses (an :class:`_Errors`). One
+    stream: the unmodified rows, then every item x repeat, cut into batches of whole items
+    (at most BATCH_ROWS rows, so the loss buffer stays bounded); threads (n_jobs) share the
+    chunks, a few large model calls replacing one or more per feature."""
     design, rows, n, n_repeats = setup.predictor.design, setup.rows, setup.rows.size, setup.n_repeats
     local, at = (design.subset(rows), np.arange(n)) if n < design.n_rows else (design, rows)
     unmodified = Segment(  # the sample's rows as they are (read from the same design as the permuted ones)
@@ -287,11 +296,12 @@ def _permuted_errors(setup: _Setup) -> tuple[np.ndarray, np.ndarray, float, np.n
         change = per.mean(axis=1) - base[None, :]  # (group, n): each row's loss change
         row_se[start : start + len(group)] = change.std(axis=1, ddof=1) / np.sqrt(n)
     assert model_error is not None  # the first batch always carries the unmodified rows
-    return errors, row_se, model_error, base
+    return _Errors(errors, row_se, model_error, base)
 
 
-def _aggregate(setup: _Setup, errors, row_se, model_error: float, base) -> PermutationImportance:
+def _aggregate(setup: _Setup, found: _Errors) -> PermutationImportance:
     """Eq. (8): each repeat's PFI against the model's error, as a difference or a ratio."""
+    errors, row_se, model_error, base = found.errors, found.row_se, found.model_error, found.base
     if setup.kind == "difference":
         values = errors - model_error
     elif model_error <= 1e-12 * max(float(errors.max()), 1e-300):
