@@ -28,6 +28,7 @@ from .effects import (
 )
 from .errors import ExplainError, InputError, ModelError, SubgroupError
 from .importance import permutation_importance, permutation_rows
+from .interaction import InteractionStrength, interaction_strength
 from .performance import (
     Performance,
     Predictions,
@@ -54,6 +55,8 @@ from .summary import ProfileSummary
 from .whatif import WhatIf, apply_edits, what_if
 
 __all__ = [
+    "interaction_strength",
+    "InteractionStrength",
     "conditional_importance",
     "ConditionalImportance",
     "suggest_subgroups",

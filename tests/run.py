@@ -36,6 +36,19 @@ def ensure_system_packages() -> None:
     )
 
 
+#: Peer libraries the tests compare with whose declared pins (numpy<2, pandas<2) clash with
+#: ours although their code runs on our versions: installed without dependencies (the
+#: dependencies they need are listed too), and the tests that use them then require them.
+PEERS = ("pyartemis==0.1.5", "seaborn==0.13.2", "tqdm==4.70.1", "networkx==3.6.1")
+
+
+def ensure_peers() -> None:
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", *PEERS], check=True, stdout=subprocess.DEVNULL
+    )
+    os.environ["WIP_REQUIRE_PEERS"] = "1"
+
+
 # The anchors' habits, before the tests: lint, formatting and types (configured in pyproject).
 CHECKS = (["ruff", "check", "."], ["ruff", "format", "--check", "."], ["mypy"])
 
@@ -52,6 +65,7 @@ def run_checks(root: str) -> int:
 
 def main() -> int:
     ensure_system_packages()
+    ensure_peers()
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     code = run_checks(root)
     if code:

@@ -202,6 +202,11 @@ CALLS = {
             groups={"g": list(X.columns[:2])},
         ),
     ),
+    "interaction_strength": (compute.interaction_strength, lambda: dict(model=OLS, X=X, n_obs=10, grid_size=3)),
+    "InteractionStrength.pd2": (
+        lambda result, a, b: result.pd2(a, b),
+        lambda: dict(result=compute.interaction_strength(OLS, X, n_obs=8, grid_size=3), a="a", b=X.columns[1]),
+    ),
     "conditional_importance": (compute.conditional_importance, lambda: dict(model=OLS, X=X, y=Y, n_repeats=2)),
     "confusion_accuracy": (
         compute.confusion_accuracy,
@@ -215,6 +220,7 @@ MODEL_FUNCTIONS = {
     "feature_profiles": {"y", "output", "n_jobs", "chunk_rows", "random_state", "n_obs", "grid", "loss"},
     "permutation_importance": {"y", "output", "n_jobs", "chunk_rows", "random_state", "loss", "n_obs"},
     "conditional_importance": {"y", "output", "n_jobs", "chunk_rows", "random_state", "loss", "n_obs"},
+    "interaction_strength": {"output", "n_jobs", "chunk_rows", "random_state", "n_obs"},
     "shapley_importance": {"y", "output", "n_jobs", "chunk_rows", "random_state", "n_obs", "loss"},
     "shapley_coalitions": {"y", "output", "n_jobs", "chunk_rows", "random_state", "n_obs", "loss"},
     "contextual_importance": {"output", "n_jobs", "chunk_rows", "random_state"},
@@ -1032,6 +1038,14 @@ def _cases():
         "'streams' must be whole numbers",
         "streams-neg",
     )
+    for value in ("some", [("a",)], [("a", "a")], [("a", "zz")], [3]):
+        add("interaction_strength", {"pairs": value}, InputError, "pair", f"pairs={value!r}")
+    for value in (1, 0, 101, 2.5, "5", True):
+        add("interaction_strength", {"grid_size": value}, InputError, "'grid_size'", f"grid_size={value!r}")
+    add("interaction_strength", {"features": "zz"}, InputError, "zz", "h-features")
+    add("InteractionStrength.pd2", {"a": "zz"}, InputError, "was not computed", "pd2-unknown")
+    for value in (0, 1.5, "0.1", True):
+        add("conditional_importance", {"alpha": value}, InputError, "'alpha'", f"alpha={value!r}")
     for value in (-1, 9, 2.5, "4", True):
         add("conditional_importance", {"max_depth": value}, InputError, "'max_depth'", f"max_depth={value!r}")
     for value in (0, -5, 1.5, None):

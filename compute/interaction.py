@@ -1,0 +1,282 @@
+"""``interaction_strength``: Friedman's H statistics, which features act together.
+
+Friedman & Popescu (2008), "Predictive learning via rule ensembles", Annals of Applied
+Statistics 2(3), Sec. 8.1. With F the model's prediction (a classifier's probability of the
+output class) and partial dependences evaluated at the explained rows x_1..x_n, each
+averaged over the same rows and centred to mean zero over them (a tilde):
+
+    PD_j(v)       = (1/n) sum_l F(x_l with x_j := v)
+    PD_-j(w)      = (1/n) sum_l F(x_l with x_-j := w)
+    PD_jk(v, u)   = (1/n) sum_l F(x_l with x_j := v, x_k := u)
+
+    H^2_jk = sum_i [PD~_jk(x_ij, x_ik) - PD~_j(x_ij) - PD~_k(x_ik)]^2 / sum_i PD~_jk(x_ij, x_ik)^2
+    H^2_j  = sum_i [F~(x_i) - PD~_j(x_ij) - PD~_-j(x_i,-j)]^2 / sum_i F~(x_i)^2
+
+(the two-variable statistic, their Eq. 44, and x_j against all other features). H^2 is the
+share of the joint effect's variance that the sum of the one-feature effects does not
+explain: 0 for an additive model, 1 when the joint effect is pure interaction. A weak
+joint effect can make the ratio large on noise, so each statistic also comes unnormalised
+(Greenwell et al.'s and the hstats package's proposal, as pyartemis computes it):
+
+    h_jk = sqrt( (1/n) sum_i [PD~_jk - PD~_j - PD~_k]^2 )
+
+in the units of the prediction: how far the joint effect is from additive, on average.
+
+Cost. One pass per feature: the n x n block F(x_l with x_j := x_aj) gives PD_j (mean over l)
+and PD_-j (mean over a) at once, and a feature with u distinct values needs only u x n rows
+(a binary feature: 2n). One pass per pair: u_jk x n rows (its distinct value pairs), plus
+the 2-D partial dependence on a ``grid_size`` x ``grid_size`` grid for the heatmap (the
+pairs' grid cost: grid points x n). Rows: a seeded sample of ``n_obs`` rows (default 300:
+n^2 = 90,000 model rows per feature and per pair).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import combinations
+
+import numpy as np
+import pandas as pd
+
+from .errors import InputError
+from .prediction import RowSpec, Segment, predict_segments
+from .sampling import make_grid, sample_rows
+from .validation import check_features, check_frame, check_int, check_n_jobs, check_rng, make_predictor
+
+__all__ = ["InteractionStrength", "interaction_strength"]
+
+#: Pairs evaluated by default: every pair of at most this many features (those interacting most).
+MAX_PAIR_FEATURES = 8
+
+
+@dataclass(frozen=True, eq=False)
+class InteractionStrength:
+    """Friedman's H statistics (see the module docstring).
+
+    ``overall``: one row per feature (index: the feature), columns ``h2`` (H^2_j, against all
+    other features) and ``h`` (unnormalised, prediction units). ``pairs``: columns
+    ``feature_1``, ``feature_2``, ``h2``, ``h``, the strongest first by ``h`` (a pure but
+    negligible interaction has H^2 = 1: the ratio alone would put it first).
+    ``n_rows`` of ``n_total`` rows explained (``rows``: their labels); ``model_rows``: the
+    rows the model was called on.
+    """
+
+    overall: pd.DataFrame
+    pairs: pd.DataFrame
+    grids: dict  # (a, b) -> (grid of a, grid of b, 2-D PD: len(grid a) x len(grid b))
+    n_rows: int
+    n_total: int
+    rows: pd.Index
+    model_rows: int
+    output: object = None
+
+    @property
+    def features(self) -> pd.Series:
+        """H^2 of each feature with all the others."""
+        return self.overall["h2"].rename("h2")
+
+    @property
+    def sampled(self) -> bool:
+        return self.n_rows < self.n_total
+
+    def pd2(self, a, b) -> pd.DataFrame:
+        """The 2-D partial dependence of a computed pair on its grid (uncentred, in the
+        prediction's units): index the grid of ``a``, columns the grid of ``b``."""
+        if (a, b) in self.grids:
+            grid_a, grid_b, values = self.grids[(a, b)]
+            frame = pd.DataFrame(values, index=pd.Index(grid_a, name=a), columns=pd.Index(grid_b, name=b))
+            return frame
+        if (b, a) in self.grids:
+            return self.pd2(b, a).T
+        raise InputError(
+            f"The pair ({a!r}, {b!r}) was not computed; computed pairs: "
+            f"{[tuple(p) for p in self.pairs[['feature_1', 'feature_2']].to_numpy()][:10]!r}."
+        )
+
+
+def interaction_strength(
+    model,
+    X,
+    *,
+    features=None,
+    pairs=None,
+    n_obs=300,
+    grid_size=20,
+    output=None,
+    random_state=0,
+    n_jobs=1,
+    chunk_rows=None,
+) -> InteractionStrength:
+    """Friedman's H^2 per feature (against all others) and per pair, with the unnormalised
+    statistic and the pairs' 2-D partial dependence.
+
+    Parameters
+    ----------
+    model, X, output, n_jobs, chunk_rows :
+        As in :func:`compute.feature_profile`.
+    features : column label or list, optional
+        The features whose overall statistic is computed; default every input of the model.
+    pairs : list of (a, b), "all" or None
+        The pairs to compute. Default: every pair of ``features`` when there are at most 8,
+        else every pair of the 8 with the largest overall ``h`` (Friedman & Popescu's
+        advice: look for the partners of the features that interact at all).
+    n_obs : int or None, default 300
+        A seeded random sample of rows to explain (and average over); None: every row
+        (the cost grows with its square).
+    grid_size : int, default 20
+        Points per feature of the pairs' 2-D partial dependence (quantiles; a categorical
+        feature's levels).
+    random_state : int, Generator or None, default 0
+
+    Returns
+    -------
+    :class:`InteractionStrength`.
+    """
+    X = check_frame(X)
+    predictor, Xm = make_predictor(model, X, output)
+    features = check_features(features, Xm.columns)
+    n_obs = check_int(n_obs, "n_obs", low=2, none_ok=True)
+    grid_size = check_int(grid_size, "grid_size", low=2, high=100)
+    chunk_rows = check_int(chunk_rows, "chunk_rows", low=1, none_ok=True)
+    n_jobs = check_n_jobs(n_jobs)
+    rng = check_rng(random_state)
+    rows = np.sort(sample_rows(len(X), n_obs, rng))
+    design = predictor.design
+    local = design.subset(rows)
+    n = rows.size
+    codes = {f: _codes(local.frame[f].to_numpy()) for f in Xm.columns}
+
+    def run(segments):
+        values, _ = predict_segments(predictor, segments, chunk_rows=chunk_rows, n_jobs=n_jobs)
+        return values
+
+    # one pass per feature: block[v, l] = F(x_l with x_j := the v-th distinct value)
+    blocks = run([_replaced(local, {f: codes[f][1]}, n) for f in features])
+    model_rows = blocks.size
+    pd1: dict = {}
+    overall: list = []
+    start = 0
+    for f in features:
+        inverse, reps = codes[f]
+        block = blocks[start : start + reps.size * n].reshape(reps.size, n)
+        start += block.size
+        counts = np.bincount(inverse, minlength=reps.size)
+        prediction = block[inverse, np.arange(n)]  # row l with its own value: F(x_l)
+        pd_j = block.mean(axis=1)[inverse]
+        pd_rest = counts @ block / n
+        pd1[f] = pd_j
+        overall.append((f, prediction, _centred(prediction), _centred(pd_j) + _centred(pd_rest)))
+    scale = float(np.abs(overall[0][2]).max()) if overall else 0.0
+    overall = [(f, *_statistic(joint, additive, scale)) for f, _, joint, additive in overall]
+    frame = pd.DataFrame(overall, columns=["feature", "h2", "h"]).set_index("feature")
+
+    chosen = _pairs(pairs, features, frame, Xm.columns)
+    for a, b in chosen:  # partners outside ``features``: their own PD
+        for f in (a, b):
+            if f not in pd1:
+                inverse, reps = codes[f]
+                block = run([_replaced(local, {f: reps}, n)]).reshape(reps.size, n)
+                model_rows += block.size
+                pd1[f] = block.mean(axis=1)[inverse]
+    grids = {f: _grid(X[f], grid_size, design) for f in {f for pair in chosen for f in pair}}
+    pair_rows, found = [], {}
+    for a, b in chosen:
+        combo, combo_reps = _codes(codes[a][0] * (codes[b][1].size) + codes[b][0])
+        (ga, va), (gb, vb) = grids[a], grids[b]
+        joint = _replaced(local, {a: combo_reps, b: combo_reps}, n)
+        mesh = _mesh(local, a, va, b, vb, n)
+        values = run([joint, mesh])
+        model_rows += values.size
+        pd_ab = values[: combo_reps.size * n].reshape(combo_reps.size, n).mean(axis=1)[combo]
+        surface = values[combo_reps.size * n :].reshape(len(ga) * len(gb), n).mean(axis=1).reshape(len(ga), len(gb))
+        h2, h = _statistic(_centred(pd_ab), _centred(pd1[a]) + _centred(pd1[b]), scale)
+        pair_rows.append((a, b, h2, h))
+        found[(a, b)] = (ga, gb, surface)
+    pair_frame = pd.DataFrame(pair_rows, columns=["feature_1", "feature_2", "h2", "h"])
+    pair_frame = pair_frame.sort_values("h", ascending=False, kind="stable").reset_index(drop=True)
+    return InteractionStrength(
+        overall=frame,
+        pairs=pair_frame,
+        grids=found,
+        n_rows=n,
+        n_total=len(X),
+        rows=X.index[rows],
+        model_rows=int(model_rows),
+        output=predictor.output,
+    )
+
+
+def _codes(values) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's distinct-value number (missing values are one value) and the first row
+    holding each distinct value."""
+    inverse, _ = pd.factorize(pd.Series(values), use_na_sentinel=False)
+    return np.asarray(inverse), np.unique(inverse, return_index=True)[1]
+
+
+def _replaced(local, sources: dict, n: int) -> Segment:
+    """Rows (v, l) for v over the positions in each ``sources`` value (all the same length):
+    row l of the sample with each column c := its value at row sources[c][v]."""
+    first = next(iter(sources.values()))
+    size = len(first) * n
+
+    def rows_of(a, b):
+        t = np.arange(a, b)
+        return RowSpec(local, t % n, {c: local.column_values(c, pos[t // n]) for c, pos in sources.items()})
+
+    return Segment(size, lambda a, b: rows_of(a, b).block(), None, rows_of)
+
+
+def _mesh(local, a, values_a, b, values_b, n: int) -> Segment:
+    """Rows (p, q, l): row l of the sample with a := values_a[p], b := values_b[q]."""
+    na, nb = len(values_a), len(values_b)
+
+    def rows_of(lo, hi):
+        t = np.arange(lo, hi)
+        cell = t // n
+        return RowSpec(local, t % n, {a: values_a[cell // nb], b: values_b[cell % nb]})
+
+    return Segment(na * nb * n, lambda lo, hi: rows_of(lo, hi).block(), None, rows_of)
+
+
+def _grid(column: pd.Series, size: int, design) -> tuple[np.ndarray, object]:
+    """The pair heatmap's grid of a feature: its points (for people) and cast values."""
+    grid = make_grid(column, size)
+    return grid.values, design.cast(column.name, grid.values)
+
+
+def _centred(values: np.ndarray) -> np.ndarray:
+    return values - values.mean()
+
+
+def _statistic(joint: np.ndarray, additive: np.ndarray, scale: float) -> tuple[float, float]:
+    """H^2 and the unnormalised h; H^2 is 0 when the joint effect is constant (below 1e-9
+    of the predictions' spread ``scale``: nothing to interact, only rounding left)."""
+    gap = float(((joint - additive) ** 2).sum())
+    total = float((joint**2).sum())
+    h = float(np.sqrt(gap / joint.size))
+    if np.sqrt(total / joint.size) <= 1e-9 * scale:
+        return 0.0, h
+    return gap / total, h
+
+
+def _pairs(pairs, features: list, overall: pd.DataFrame, columns) -> list[tuple]:
+    if pairs is None:
+        top = overall["h"].sort_values(ascending=False, kind="stable").index[:MAX_PAIR_FEATURES]
+        keep = [f for f in features if f in set(top)]
+        return list(combinations(keep, 2))
+    if isinstance(pairs, str):
+        if pairs != "all":
+            raise InputError(
+                f"The 'pairs' parameter must be a list of (feature, feature), 'all' or None (got {pairs!r})."
+            )
+        return list(combinations(features, 2))
+    chosen = []
+    for pair in pairs:
+        if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+            raise InputError(f"Each item of 'pairs' must be two features (got {pair!r}).")
+        a, b = check_features(list(pair), columns, name="pairs")
+        if a == b:
+            raise InputError(f"A pair needs two different features (got {pair!r}).")
+        if (a, b) not in chosen and (b, a) not in chosen:
+            chosen.append((a, b))
+    return chosen
