@@ -66,7 +66,7 @@ class ConditionalImportance:
     """
 
     conditional: PermutationImportance
-    marginal: PermutationImportance
+    marginal: PermutationImportance | None
     subgroups: dict
     conditioned_on: dict
     max_depth: int
@@ -90,16 +90,12 @@ class ConditionalImportance:
 
     def to_frame(self) -> pd.DataFrame:
         """One row per feature: ``importance`` (conditional), ``std_error``, ``marginal``,
-        ``marginal_std_error``, ``n_subgroups``."""
-        frame = pd.DataFrame(
-            {
-                "importance": self.conditional.importance,
-                "std_error": self.conditional.std_error,
-                "marginal": self.marginal.importance,
-                "marginal_std_error": self.marginal.std_error,
-                "n_subgroups": pd.Series({f: len(self.subgroups[f]) for f in self.features}),
-            }
-        )
+        ``marginal_std_error`` (computed with ``marginal=True``), ``n_subgroups``."""
+        columns = {"importance": self.conditional.importance, "std_error": self.conditional.std_error}
+        if self.marginal is not None:
+            columns |= {"marginal": self.marginal.importance, "marginal_std_error": self.marginal.std_error}
+        columns["n_subgroups"] = pd.Series({f: len(self.subgroups[f]) for f in self.features})
+        frame = pd.DataFrame(columns)
         frame.index.name = "feature"
         return frame
 
@@ -124,6 +120,7 @@ def conditional_importance(
     max_depth=4,
     min_leaf=MIN_LEAF,
     alpha=ALPHA,
+    marginal=True,
     loss=None,
     kind="difference",
     output=None,
@@ -157,10 +154,15 @@ def conditional_importance(
         (whose in-sample leaves would shrink the conditional PFI a little by chance). 1
         splits wherever the tree can.
 
+    marginal : bool, default True
+        Also compute the marginal PFI (a caller that has it already, with the same
+        arguments, saves half the cost); False leaves ``marginal`` None.
+
     Returns
     -------
     :class:`ConditionalImportance`. Cost: 2 x features x n_repeats x rows model rows (as two
-    PFI calls) plus a tree per feature on the rows used (no model call).
+    PFI calls; half without ``marginal``) plus a tree per feature on the rows used (no model
+    call).
     """
     max_depth = check_int(max_depth, "max_depth", low=0, high=8)
     min_leaf = check_int(min_leaf, "min_leaf", low=1)
@@ -180,7 +182,9 @@ def conditional_importance(
         n_jobs=n_jobs,
         chunk_rows=chunk_rows,
     )
-    marginal = _aggregate(setup, _permuted_errors(setup))
+    if not isinstance(marginal, (bool, np.bool_)):
+        raise InputError(f"The 'marginal' parameter must be True or False (got {marginal!r}).")
+    marginal_pfi = _aggregate(setup, _permuted_errors(setup)) if marginal else None
     frame = setup.predictor.design.frame.iloc[setup.rows]
     trees = [_subgroups(frame, name, max_depth, min_leaf, float(alpha)) for name, _ in setup.items]
     n_items, n, entropy = len(setup.items), setup.rows.size, setup.seeds[0].entropy
@@ -218,7 +222,7 @@ def conditional_importance(
         conditioned_on[name] = columns
     return ConditionalImportance(
         conditional=conditional.without_pairs(),
-        marginal=marginal,
+        marginal=marginal_pfi,
         subgroups=subgroups,
         conditioned_on=conditioned_on,
         max_depth=max_depth,

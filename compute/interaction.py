@@ -100,6 +100,7 @@ def interaction_strength(
     *,
     features=None,
     pairs=None,
+    top=MAX_PAIR_FEATURES,
     n_obs=300,
     grid_size=20,
     output=None,
@@ -117,9 +118,10 @@ def interaction_strength(
     features : column label or list, optional
         The features whose overall statistic is computed; default every input of the model.
     pairs : list of (a, b), "all" or None
-        The pairs to compute. Default: every pair of ``features`` when there are at most 8,
-        else every pair of the 8 with the largest overall ``h`` (Friedman & Popescu's
-        advice: look for the partners of the features that interact at all).
+        The pairs to compute. Default: every pair of the ``top`` features with the largest
+        overall ``h`` (Friedman & Popescu's advice: look for the partners of the features
+        that interact at all); every pair of ``features`` when there are at most ``top``.
+    top : int, default 8
     n_obs : int or None, default 300
         A seeded random sample of rows to explain (and average over); None: every row
         (the cost grows with its square).
@@ -137,6 +139,7 @@ def interaction_strength(
     features = check_features(features, Xm.columns)
     n_obs = check_int(n_obs, "n_obs", low=2, none_ok=True)
     grid_size = check_int(grid_size, "grid_size", low=2, high=100)
+    top = check_int(top, "top", low=2, high=100)
     chunk_rows = check_int(chunk_rows, "chunk_rows", low=1, none_ok=True)
     n_jobs = check_n_jobs(n_jobs)
     rng = check_rng(random_state)
@@ -170,7 +173,7 @@ def interaction_strength(
     overall = [(f, *_statistic(joint, additive, scale)) for f, _, joint, additive in overall]
     frame = pd.DataFrame(overall, columns=["feature", "h2", "h"]).set_index("feature")
 
-    chosen = _pairs(pairs, features, frame, Xm.columns)
+    chosen = _pairs(pairs, features, frame, Xm.columns, top)
     for a, b in chosen:  # partners outside ``features``: their own PD
         for f in (a, b):
             if f not in pd1:
@@ -259,10 +262,10 @@ def _statistic(joint: np.ndarray, additive: np.ndarray, scale: float) -> tuple[f
     return gap / total, h
 
 
-def _pairs(pairs, features: list, overall: pd.DataFrame, columns) -> list[tuple]:
+def _pairs(pairs, features: list, overall: pd.DataFrame, columns, top: int) -> list[tuple]:
     if pairs is None:
-        top = overall["h"].sort_values(ascending=False, kind="stable").index[:MAX_PAIR_FEATURES]
-        keep = [f for f in features if f in set(top)]
+        strongest = set(overall["h"].sort_values(ascending=False, kind="stable").index[:top])
+        keep = [f for f in features if f in strongest]
         return list(combinations(keep, 2))
     if isinstance(pairs, str):
         if pairs != "all":

@@ -1043,6 +1043,9 @@ def _cases():
     for value in (1, 0, 101, 2.5, "5", True):
         add("interaction_strength", {"grid_size": value}, InputError, "'grid_size'", f"grid_size={value!r}")
     add("interaction_strength", {"features": "zz"}, InputError, "zz", "h-features")
+    for value in (1, 101, "3"):
+        add("interaction_strength", {"top": value}, InputError, "'top'", f"top={value!r}")
+    add("conditional_importance", {"marginal": "yes"}, InputError, "'marginal'", "cs-marginal")
     add("InteractionStrength.pd2", {"a": "zz"}, InputError, "was not computed", "pd2-unknown")
     for value in (0, 1.5, "0.1", True):
         add("conditional_importance", {"alpha": value}, InputError, "'alpha'", f"alpha={value!r}")

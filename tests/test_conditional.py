@@ -78,6 +78,9 @@ def test_marginal_is_permutation_importance_and_the_subgroups_add_up():
     result = compute.conditional_importance(model, X, y, **args)
     pfi = compute.permutation_importance(model, X, y, **args)
     pd.testing.assert_frame_equal(result.marginal.repeats, pfi.repeats)
+    alone = compute.conditional_importance(model, X, y, marginal=False, **args)
+    assert alone.marginal is None and "marginal" not in alone.to_frame()
+    pd.testing.assert_frame_equal(alone.conditional.repeats, result.conditional.repeats)
     assert result.conditional.rows.equals(pfi.rows) and result.conditional.model_error == pfi.model_error
     for feature in result.features:
         leaves = result.subgroups[feature]
