@@ -55,7 +55,9 @@ class Field:
     ``clean(raw)``: a valid value from any JSON value or URL text, else ``default``;
     ``read(raw)``: the control's value as a value of the field, raising ``ValueError`` or
     ``TypeError`` on one that is not (the click is then ignored; ``clean`` bounds it);
-    ``text(value)``: the value as URL text (left out of the URL when it is the default)."""
+    ``text(value)``: the value as URL text (left out of the URL when it is the default).
+    ``clicks``: components (id, ``"clickData"``) whose clicked point's ``customdata`` is
+    read as a value of the field too (a cell of a matrix selecting a pair)."""
 
     name: str
     default: Any
@@ -63,6 +65,7 @@ class Field:
     read: Callable[[Any], Any]
     text: Callable[[Any], str] = str
     control: tuple[str, str] | None = None
+    clicks: tuple[tuple[str, str], ...] = ()
 
 
 def int_field(name: str, default: int, *, low: int, high: int, control: tuple[str, str] | None = None) -> Field:

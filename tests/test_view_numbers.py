@@ -98,7 +98,12 @@ def _shown(out: dict) -> tuple[list[pd.Series], list[np.ndarray], str]:
                             e = _numeric(err)
                             if e is not None and len(e) == len(labels):
                                 series.append(pd.Series(e, index=labels))
-                for values in (x, y, getattr(trace, "z", None), getattr(trace, "base", None), *errors):
+                z = getattr(trace, "z", None)
+                if z is not None and np.ndim(z) == 2 and _labels(x) is not None and _labels(y) is not None:
+                    cells = np.asarray(z, dtype=float)  # a heatmap's cells by "row label × column label"
+                    index = [f"{r} × {c}" for r in _labels(y) for c in _labels(x)]
+                    series.append(pd.Series(cells.ravel(), index=index).dropna())
+                for values in (x, y, z, getattr(trace, "base", None), *errors):
                     arr = _numeric(values)
                     if arr is None:
                         continue

@@ -33,6 +33,7 @@ VARIANTS = {
     "pfi_all": {"pfi_all": True},
     "exclude": {"exclude": ["3", "11"]},
     "ale_k": {"ale_k": 8},
+    "pair": {"pair": json.dumps(["bmi", "s5"])},
     "edit": {"edit": {"bmi": 30.0, "s5": 4.2}},
 }
 

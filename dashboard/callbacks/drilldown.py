@@ -163,6 +163,23 @@ def field_reducer(field: Field):
     return reducer
 
 
+def click_input(field: Field, component: str) -> str:
+    """The controller's input name of a click that sets a view's state field (``Field.clicks``)."""
+    return "click_" + field.name + "_" + re.sub(r"\W", "_", component)
+
+
+def click_reducer(field: Field, component: str):
+    """The reducer of such a click: the clicked point's customdata, read as the field's."""
+    name = click_input(field, component)
+
+    def reducer(state, inputs):
+        value = _click_value(inputs.get(name))
+        return state if value is None else {**state, field.name: field.read(value)}
+
+    reducer.__name__ = f"click_{field.name}"
+    return reducer
+
+
 def _select(state, row):
     """Select an observation; what-if edits belong to the row they were made on."""
     row = str(row)
@@ -271,6 +288,7 @@ REDUCERS = {
     **{select.id: selection_reducer(select) for select in views.selects()},
     # the views' own state fields, set by their controls (View(state=...))
     **{field.control[0]: field_reducer(field) for field in view_fields() if field.control},
+    **{cid: click_reducer(field, cid) for field in view_fields() for cid, _ in field.clicks},
 }
 
 
@@ -365,6 +383,7 @@ CONTROLLER_INPUTS = {
     "state": State(ids.STATE, "data"),
     **{select_input(select): Input(select.id, select.prop) for select in views.selects()},
     **{field_input(field): Input(*field.control) for field in view_fields() if field.control},
+    **{click_input(field, cid): Input(cid, prop) for field in view_fields() for cid, prop in field.clicks},
 }
 CONTROLLER_OUTPUTS = {
     "state": Output(ids.STATE, "data"),

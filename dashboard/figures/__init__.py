@@ -28,6 +28,7 @@ One module per family (:mod:`.theme`, :mod:`.common`, :mod:`.bars`, :mod:`.curve
 from __future__ import annotations
 
 from .bars import (  # noqa: F401
+    Bars,
     bar_figure,
     convergence_figure,
     global_ci_figure,

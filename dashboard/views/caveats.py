@@ -22,11 +22,14 @@ from .. import components, figures, planning
 from .base import PFI, Lru, View, empty
 
 KIND = "pfi_groups"
+CS_KIND = "cs_pfi"  # conditional (cs-) PFI beside the bars
 THRESHOLD = 0.7  # dependence (|rank correlation|, correlation ratio or Cramér's V) called strong
 GRAPH = "caveats-group-graph"
 LEAK = "caveats-leak"
 TABLE = "caveats-dependence-table"
 INFO = "caveats-info"
+CS_GRAPH = "caveats-conditional-graph"
+CS_INFO = "caveats-conditional-info"
 _DEPENDENCE = Lru(8)
 
 
@@ -113,6 +116,92 @@ TASK = planning.TaskSpec(
     KIND, params, run, models="focus", label="dependent features shuffled together", rows=True, cost=cost
 )
 
+
+def cs_params(state: dict, ws) -> dict | None:
+    """Conditional PFI on the bars' rows, with the bars' repetitions and row budget (the
+    planner adds the rows: ``TaskSpec(rows=True)``)."""
+    if len(ws.features) < 2:
+        return None
+    return {
+        "n_repeats": int(state["repeats"]),
+        "n_obs": planning.pfi_sample(len(ws.features), bool(state.get("pfi_all"))),
+        "max_depth": 4,
+    }
+
+
+def cs_cost(ws, task, data) -> list[int]:
+    """Model rows: the PFI rows, once per repetition and feature, and once as they are."""
+    rows = min(len(data), task.params.get("n_obs") or len(data))
+    return [rows * len(ws.model(task.model).features) * int(task.params["n_repeats"]) + rows]
+
+
+def cs_run(model, X, y, ws, params, n_jobs, inside=None):
+    """The task (in the isolated job): each feature shuffled within the subgroups of a tree
+    learning it from the others (``compute.conditional_importance``); the marginal PFI is
+    the bars'. ``inside`` (the bars come from the all-rows permutations): on the selected
+    rows, with the same budget."""
+    chosen, target = (X, y) if inside is None else (X[inside], y[inside])
+    return compute.conditional_importance(
+        model,
+        chosen,
+        target,
+        loss=ws.loss,
+        output=ws.output,
+        n_repeats=params["n_repeats"],
+        n_obs=params.get("n_obs"),
+        max_depth=params["max_depth"],
+        marginal=False,
+        random_state=planning.SEED,
+        n_jobs=n_jobs,
+    )
+
+
+CS_TASK = planning.TaskSpec(
+    CS_KIND,
+    cs_params,
+    cs_run,
+    models="focus",
+    label="each feature shuffled within similar rows (conditional PFI)",
+    rows=True,
+    cost=cs_cost,
+)
+
+
+def conditional_rows(cs: compute.ConditionalImportance, pfi: compute.PermutationImportance) -> pd.DataFrame:
+    """Per feature: the bars' (marginal) PFI, the conditional one and their standard errors."""
+    return pd.DataFrame(
+        {
+            "marginal": pfi.importance,
+            "marginal_std_error": pfi.std_error,
+            "conditional": cs.importance,
+            "conditional_std_error": cs.std_error,
+        }
+    ).dropna(subset=["conditional"])
+
+
+def conditional_reading(cs: compute.ConditionalImportance, frame: pd.DataFrame, feature) -> str:
+    """One line on the feature whose importance drops most once the others are known (the
+    chosen feature when its drop is as large), or on none dropping."""
+    drop = frame["marginal"] - frame["conditional"]
+    noise = 2 * np.hypot(frame["marginal_std_error"].fillna(0), frame["conditional_std_error"].fillna(0))
+    real = drop[(drop > noise) & (frame["marginal"] > 0)]
+    if real.empty:
+        return (
+            "Shuffled within similar rows (the conditional PFI), no feature loses importance beyond the "
+            "permutations' noise: the bars do not lean on rows that never occur."
+        )
+    name = feature if feature in real.index and real[feature] >= 0.5 * real.max() else real.idxmax()
+    row = frame.loc[name]
+    known = ", ".join(map(str, cs.conditioned_on.get(name, [])[:2])) or "the other features"
+    share = 1 - row["conditional"] / row["marginal"]
+    how = "most" if share >= 0.5 else "part"
+    return (
+        f"{name}: {row['marginal']:.3g} → {row['conditional']:.3g} once {known} "
+        f"{'is' if ',' not in known else 'are'} known: {how} of its importance ({share:.0%}) came from "
+        "shuffled rows that never occur. " + cs.describe(name) + "."
+    )
+
+
 SKILL = {
     "squared_error": "R²",
     "log_loss": "log-loss skill (McFadden's R²)",
@@ -168,11 +257,38 @@ def pair_rows(inp, dep) -> list[dict]:
     return rows
 
 
+def conditional_outputs(inp, pfi: compute.PermutationImportance) -> dict:
+    """The conditional-PFI figure and its one-line reading."""
+    if len(inp.ws.features) < 2:
+        return {"cs_figure": empty("One feature: nothing to condition on."), "cs_info": ""}
+    cs = inp.results(CS_KIND).get(inp.state["model"])
+    if cs is None:
+        return {"cs_figure": empty("Shuffling each feature within similar rows…"), "cs_info": ""}
+    frame = conditional_rows(cs, pfi)
+    loss = LOSS_LABELS.get(pfi.loss, pfi.loss)
+    figure = figures.bar_figure(
+        [
+            figures.Bars(frame["marginal"], "shuffled among all rows (the bars above)", frame["marginal_std_error"]),
+            figures.Bars(
+                frame["conditional"], "shuffled within similar rows (conditional)", frame["conditional_std_error"]
+            ),
+        ],
+        title="Importance once the other features are known",
+        x_title=f"increase in {loss} when shuffled",
+        uirevision="cs-pfi",
+        selected=inp.feature,
+        subtitle=f"{inp.state['model']}; mean over {cs.conditional.n_repeats} permutations ± standard error; "
+        f"{inp.selection}",
+    )
+    return {"cs_figure": figure, "cs_info": conditional_reading(cs, frame, inp.feature)}
+
+
 def render(ctx, inp) -> dict:
     model = inp.state["model"]
     pfi = inp.pfi.get(model)
     if pfi is None:
         return {**_empty("Waiting for the permutations…")}
+    conditional = conditional_outputs(inp, pfi)
     leak = leak_text(inp, pfi)
     dep = dependence(inp)
     flagged = dep.flagged(THRESHOLD)
@@ -198,7 +314,7 @@ def render(ctx, inp) -> dict:
             subtitle=f"{model}; mean over {found['pfi'].n_repeats} permutations; {inp.selection}",
         )
         info = takeaway(frame)
-    return {"leak": leak, "figure": figure, "data": data, "columns": columns, "info": info}
+    return {"leak": leak, "figure": figure, "data": data, "columns": columns, "info": info, **conditional}
 
 
 def group_rows(found: dict, pfi: compute.PermutationImportance) -> pd.DataFrame:
@@ -230,7 +346,15 @@ def takeaway(frame: pd.DataFrame) -> str:
 
 
 def _empty(message: str) -> dict:
-    return {"leak": "", "figure": empty(message), "data": [], "columns": [], "info": ""}
+    return {
+        "leak": "",
+        "figure": empty(message),
+        "data": [],
+        "columns": [],
+        "info": "",
+        "cs_figure": empty(message),
+        "cs_info": "",
+    }
 
 
 def library(inp) -> dict:
@@ -242,6 +366,9 @@ def library(inp) -> dict:
     found: dict = {
         f"strength {r['feature']} ~ {r['depends on']}": r["strength"] for r in pair_rows(inp, dependence(inp))
     }
+    cs = inp.results(CS_KIND).get(inp.state["model"])
+    if cs is not None and len(inp.ws.features) >= 2:
+        found["conditional"] = conditional_rows(cs, pfi)["conditional"]
     groups = inp.results(KIND).get(inp.state["model"])
     if groups is not None and groups["groups"]:
         frame = compute.grouped_against_alone(groups["pfi"], pfi, groups["groups"])
@@ -254,7 +381,10 @@ VIEW = View(
     section="overview",
     order=14,
     title="Can these importances be trusted?",
-    question="Is a feature too good to be true, and do dependent features share or inflate their bars?",
+    question=(
+        "Is a feature too good to be true, do dependent features share or inflate their bars, and what is each "
+        "worth once the others are known?"
+    ),
     method=(
         "Seed 001 (Permutation Feature Importance: Deep Dive), caveats 3 and the bike-sharing example: strongly "
         "dependent features (|Spearman rank correlation|, correlation ratio or Cramér's V >= 0.7) share importance "
@@ -262,7 +392,11 @@ VIEW = View(
         "of model-agnostic interpretation methods', on feature dependence); grouped PFI is the PFI of "
         "Casalicchio et al. (2018), Eq. 8, with the group's columns permuted jointly (as dalex's variable_groups). "
         "A near-perfect model (skill >= 0.95 against a constant prediction) whose "
-        "importance sits on one or two features is flagged for a leakage check."
+        "importance sits on one or two features is flagged for a leakage check. Conditional PFI: Molnar, König, "
+        "Bischl & Casalicchio (2023), 'Model-agnostic feature importance and effects with dependent features: a "
+        "conditional subgroup approach' (cs-PFI): each feature is shuffled within the leaves of a tree (depth 4, "
+        "30 rows per leaf, splits significant at 5 %) that learns it from the other features, so the shuffled rows "
+        "stay like the data; the result is what the feature adds once the others are known."
     ),
     outputs={
         "leak": (LEAK, "children"),
@@ -270,6 +404,8 @@ VIEW = View(
         "data": (TABLE, "data"),
         "columns": (TABLE, "columns"),
         "info": (INFO, "children"),
+        "cs_figure": (CS_GRAPH, "figure"),
+        "cs_info": (CS_INFO, "children"),
     },
     placeholder=_empty,
     render=render,
@@ -278,9 +414,11 @@ VIEW = View(
         components.table(TABLE, page_size=8),
         components.graph(GRAPH, height=None, filename="grouped-pfi"),
         html.Div(id=INFO, className="help"),
+        components.graph(CS_GRAPH, height=None, filename="conditional-pfi"),
+        html.Div(id=CS_INFO, className="help"),
     ],
     needs=frozenset({PFI}),
-    tasks=(TASK,),
+    tasks=(TASK, CS_TASK),
     reads=frozenset({"ws", "model", "feature", "subgroup", "exclude", "repeats", "pfi_all"}),
     library=library,
 )

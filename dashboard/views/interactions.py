@@ -1,0 +1,233 @@
+"""Which features act together? Friedman's H statistics (``compute.interaction_strength``):
+per feature against all others (bars), per pair (a matrix) and the selected pair's 2-D
+partial dependence (a heatmap). The pair is part of the state (``pair`` in the URL), set by
+the dropdown or a click on a cell of the matrix; it only chooses which computed pair to
+draw: the task's pairs are planned from the state's rows and the budget alone."""
+
+from __future__ import annotations
+
+import json
+from math import comb
+
+import pandas as pd
+from dash import dcc, html
+
+import compute
+
+from .. import components, figures, planning
+from ..figures.heatmaps import pair_key, pair_matrix_figure, pd2_figure
+from ..figures.theme import esc
+from ..state import Field
+from .base import View, empty
+
+KIND = "interactions"
+N_OBS = 200  # rows explained (and averaged over): the statistic costs n^2 model rows per feature
+GRID = 12  # points per feature of the pair heatmap
+TOP = 6  # pairs of the 6 features interacting most (15 pairs)
+BARS = "interactions-graph"
+MATRIX = "interactions-matrix"
+PD2 = "interactions-pd2"
+PAIR_SELECT = "interactions-pair"
+INFO = "interactions-info"
+
+
+def _pair(raw) -> str:
+    """A pair as canonical JSON text (two labels of at most 200 characters), else ValueError."""
+    value = json.loads(raw) if isinstance(raw, str) else raw
+    if (
+        not isinstance(value, list)
+        or len(value) != 2
+        or not all(isinstance(v, str) and 0 < len(v) <= 200 for v in value)
+        or value[0] == value[1]
+    ):
+        raise ValueError("not a pair of feature names")
+    return pair_key(*value)
+
+
+def _clean_pair(raw) -> str:
+    try:
+        return _pair(raw)
+    except (ValueError, TypeError):
+        return ""
+
+
+# the selected pair: "" for the strongest; a pair the result does not hold draws the strongest
+PAIR = Field("pair", "", _clean_pair, _pair, str, control=(PAIR_SELECT, "value"), clicks=((MATRIX, "clickData"),))
+
+
+def params(state: dict, ws) -> dict | None:
+    """The task's parameters from the state alone (the planner adds the rows: ``rows=True``)."""
+    if len(ws.features) < 2:
+        return None
+    return {"n_obs": N_OBS, "grid_size": GRID, "top": TOP}
+
+
+def cost(ws, task, data) -> list[int]:
+    """Model rows: n distinct values x n rows per feature, and per pair its value pairs x n
+    plus the grid x n (at most n x n + grid^2 x n)."""
+    n = min(len(data), task.params["n_obs"])
+    p = len(ws.model(task.model).features)
+    pairs = comb(min(p, task.params["top"]), 2)
+    return [n * n * p + pairs * (n + task.params["grid_size"] ** 2) * n]
+
+
+def run(model, X, y, ws, params, n_jobs, inside=None):
+    """The task (in the isolated job): H statistics on a seeded sample of the selected rows."""
+    chosen = X if inside is None else X[inside]
+    return compute.interaction_strength(
+        model,
+        chosen,
+        n_obs=params["n_obs"],
+        grid_size=params["grid_size"],
+        top=params["top"],
+        output=ws.output,
+        random_state=planning.SEED,
+        n_jobs=n_jobs,
+    )
+
+
+TASK = planning.TaskSpec(
+    KIND, params, run, models="focus", label="which features act together (H statistics)", rows=True, cost=cost
+)
+
+
+def chosen_pair(result: compute.InteractionStrength, state: dict) -> tuple | None:
+    """The state's pair when the result holds it, else the strongest pair."""
+    if result.pairs.empty:
+        return None
+    by_text = {pair_key(a, b): (a, b) for a, b in result.pairs[["feature_1", "feature_2"]].itertuples(index=False)} | {
+        pair_key(b, a): (a, b) for a, b in result.pairs[["feature_1", "feature_2"]].itertuples(index=False)
+    }
+    first = result.pairs.iloc[0]
+    return by_text.get(state.get("pair") or "", (first["feature_1"], first["feature_2"]))
+
+
+def _sample_text(result: compute.InteractionStrength, inp) -> str:
+    rows = f"{result.n_rows:,} rows" if not result.sampled else f"a {result.n_rows:,}-row sample of {result.n_total:,}"
+    return f"{inp.state['model']}; on {rows} ({inp.selection})"
+
+
+def reading(result: compute.InteractionStrength, pair: tuple | None) -> str:
+    """One line: the strongest pair and what H² and h say, or that nothing interacts."""
+    if pair is None:
+        return ""
+    strongest = result.pairs.iloc[0]
+    if strongest["h2"] < 0.05:
+        return (
+            f"The model is close to additive: no pair's joint effect is more than {strongest['h2']:.0%} "
+            "interaction, so each feature's curve tells its story alone."
+        )
+    a, b = strongest["feature_1"], strongest["feature_2"]
+    return (
+        f"{a} and {b} act together most: {strongest['h2']:.0%} of their joint effect on the prediction is "
+        f"interaction (H² = {strongest['h2']:.3g}; its size h = {strongest['h']:.3g} in prediction units), so "
+        f"{a}'s effect depends on {b}. Look at their curves on subgroups of {b} (or {a})."
+    )
+
+
+def render(ctx, inp) -> dict:
+    result = inp.results(KIND).get(inp.state["model"])
+    if result is None:
+        return _empty("Measuring which features act together…")
+    pair = chosen_pair(result, inp.state)
+    unit = "predicted probability" if result.output is not None else "prediction"
+    sample = _sample_text(result, inp)
+    hover = {
+        f: f"{esc(f)}<br>H² = {row['h2']:.3g} (share of its effect that is interaction)<br>h = {row['h']:.3g}"
+        for f, row in result.overall.iterrows()
+    }
+    bars = figures.bar_figure(
+        result.features,
+        title="How much of each feature's effect is interaction with the others",
+        x_title="H² (0: acts alone, 1: only together with others)",
+        uirevision="interactions",
+        name="H²",
+        selected=inp.feature,
+        hover=hover,
+        subtitle=sample,
+    )
+    options = [
+        {"label": f"{a} × {b}  (H² {h2:.2f})", "value": pair_key(a, b)}
+        for a, b, h2 in result.pairs[["feature_1", "feature_2", "h2"]].itertuples(index=False)
+    ]
+    if pair is None:
+        return {
+            "bars": bars,
+            "matrix": empty("One feature: no pair."),
+            "pd2": empty("One feature: no pair."),
+            "options": [],
+            "info": "",
+        }
+    surface = result.pd2(*pair)
+    return {
+        "bars": bars,
+        "matrix": pair_matrix_figure(result.pairs, selected=pair, subtitle=f"{sample}; click a cell to draw it"),
+        "pd2": pd2_figure(
+            surface,
+            value_title=f"average {unit}" + (f" of {result.output}" if result.output is not None else ""),
+            subtitle=f"{sample}; H² = {_h2(result, pair):.3g}",
+        ),
+        "options": options,
+        "info": reading(result, pair),
+    }
+
+
+def _h2(result: compute.InteractionStrength, pair: tuple) -> float:
+    frame = result.pairs.set_index(["feature_1", "feature_2"])["h2"]
+    return float(frame.get(pair, frame.get((pair[1], pair[0]), float("nan"))))
+
+
+def _empty(message: str) -> dict:
+    return {"bars": empty(message), "matrix": empty(message), "pd2": empty(message), "options": [], "info": ""}
+
+
+def library(inp) -> dict:
+    """H² per feature and per pair (``compute.interaction_strength``)."""
+    result = inp.results(KIND).get(inp.state["model"])
+    if result is None:
+        return {}
+    pairs = pd.Series(
+        result.pairs["h2"].to_numpy(),
+        index=[f"{a} × {b}" for a, b in result.pairs[["feature_1", "feature_2"]].itertuples(index=False)],
+    )
+    return {"H² per feature": result.features, "H² per pair": pairs}
+
+
+VIEW = View(
+    name="interactions",
+    section="overview",
+    order=16,
+    title="Which features act together?",
+    question="Does a feature's effect depend on another feature, and on which?",
+    method=(
+        "Friedman & Popescu (2008), 'Predictive learning via rule ensembles', Sec. 8.1: H²_jk (Eq. 44) is the share "
+        "of the variance of the pair's centred 2-D partial dependence not explained by the sum of their 1-D partial "
+        "dependences; H²_j compares the prediction with the feature's partial dependence plus that of all the "
+        "others. Partial dependences are evaluated at, and averaged over, a seeded sample of 200 of the selected "
+        "rows (the statistic costs rows² model rows per feature and per pair); pairs of the 6 features "
+        "interacting most. h: the same gap unnormalised, in prediction units (the hstats package's proposal)."
+    ),
+    outputs={
+        "bars": (BARS, "figure"),
+        "matrix": (MATRIX, "figure"),
+        "pd2": (PD2, "figure"),
+        "options": (PAIR_SELECT, "options"),
+        "info": (INFO, "children"),
+    },
+    placeholder=_empty,
+    render=render,
+    body=lambda: [
+        html.Div(id=INFO, className="help"),
+        components.graph(BARS, height=None, filename="interaction-strength"),
+        components.graph(MATRIX, height=None, filename="interaction-pairs"),
+        components.graph(PD2, height=None, filename="pair-partial-dependence"),
+    ],
+    extra=lambda: html.Label(
+        ["pair ", dcc.Dropdown(id=PAIR_SELECT, options=[], clearable=False, style={"width": "260px"})],
+        style={"display": "flex", "alignItems": "center", "gap": "6px"},
+    ),
+    tasks=(TASK,),
+    reads=frozenset({"ws", "model", "feature", "subgroup", "exclude", "pair"}),
+    state=(PAIR,),
+    library=library,
+)
