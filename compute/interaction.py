@@ -47,6 +47,8 @@ __all__ = ["InteractionStrength", "interaction_strength"]
 
 #: Pairs evaluated by default: every pair of at most this many features (those interacting most).
 MAX_PAIR_FEATURES = 8
+#: A pair's interaction matters when its h is at least this share of the largest pair's.
+MATERIAL = 0.05
 
 
 @dataclass(frozen=True, eq=False)
@@ -55,8 +57,9 @@ class InteractionStrength:
 
     ``overall``: one row per feature (index: the feature), columns ``h2`` (H^2_j, against all
     other features) and ``h`` (unnormalised, prediction units). ``pairs``: columns
-    ``feature_1``, ``feature_2``, ``h2``, ``h``, the strongest first by ``h`` (a pure but
-    negligible interaction has H^2 = 1: the ratio alone would put it first).
+    ``feature_1``, ``feature_2``, ``h2``, ``h``, the strongest first: by ``h2`` among the
+    pairs whose ``h`` is at least 5 % of the largest, then the rest (a pure but negligible
+    interaction has H^2 = 1: the ratio alone would put it first).
     ``n_rows`` of ``n_total`` rows explained (``rows``: their labels); ``model_rows``: the
     rows the model was called on.
     """
@@ -196,7 +199,15 @@ def interaction_strength(
         pair_rows.append((a, b, h2, h))
         found[(a, b)] = (ga, gb, surface)
     pair_frame = pd.DataFrame(pair_rows, columns=["feature_1", "feature_2", "h2", "h"])
-    pair_frame = pair_frame.sort_values("h", ascending=False, kind="stable").reset_index(drop=True)
+    # strongest first: by H^2 among the pairs whose interaction matters (h at least 5 % of the
+    # largest), then the others; a pure but negligible interaction (H^2 = 1, h tiny) goes last
+    material = pair_frame["h"] >= MATERIAL * pair_frame["h"].max() if len(pair_frame) else pair_frame["h"]
+    pair_frame = (
+        pair_frame.assign(_material=material)
+        .sort_values(["_material", "h2", "h"], ascending=False, kind="stable")
+        .drop(columns="_material")
+        .reset_index(drop=True)
+    )
     return InteractionStrength(
         overall=frame,
         pairs=pair_frame,
@@ -252,11 +263,14 @@ def _centred(values: np.ndarray) -> np.ndarray:
 
 
 def _statistic(joint: np.ndarray, additive: np.ndarray, scale: float) -> tuple[float, float]:
-    """H^2 and the unnormalised h; H^2 is 0 when the joint effect is constant (below 1e-9
-    of the predictions' spread ``scale``: nothing to interact, only rounding left)."""
+    """H^2 and the unnormalised h. Both are 0 where the gap is rounding (h below 1e-9 of
+    the predictions' largest centred value ``scale``: an additive model leaves 1e-16), and
+    H^2 is 0 when the joint effect itself is (nothing to interact)."""
     gap = float(((joint - additive) ** 2).sum())
     total = float((joint**2).sum())
     h = float(np.sqrt(gap / joint.size))
+    if h <= 1e-9 * scale:
+        return 0.0, 0.0
     if np.sqrt(total / joint.size) <= 1e-9 * scale:
         return 0.0, h
     return gap / total, h

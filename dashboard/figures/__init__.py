@@ -30,6 +30,7 @@ from __future__ import annotations
 from .bars import (  # noqa: F401
     Bars,
     bar_figure,
+    conditional_pfi_figure,
     convergence_figure,
     global_ci_figure,
     group_pfi_figure,

@@ -151,6 +151,34 @@ def convergence_figure(
     )
 
 
+def conditional_pfi_figure(rows: pd.DataFrame, *, loss: str, subtitle: str = "", selected=None) -> go.Figure:
+    """Conditional PFI beside the marginal (the PFI bars): per feature (``rows`` indexed by
+    feature, columns ``marginal``, ``conditional`` and their ``*_std_error``) a grey bar for
+    the feature shuffled among all rows and a blue one for it shuffled within similar rows."""
+    if rows.empty:
+        return empty_figure("No conditional importance computed.", height=200)
+    marginal = Bars(
+        rows["marginal"], "shuffled among all rows (the bars above)", rows["marginal_std_error"], color=CURVE_COLOR
+    )
+    conditional = Bars(
+        rows["conditional"],
+        "shuffled within similar rows (conditional)",
+        rows["conditional_std_error"],
+        color=ALL_COLOR,
+    )
+    fig = bar_figure(
+        [marginal, conditional],
+        title="Importance once the other features are known",
+        x_title=f"increase in {loss} when shuffled",
+        uirevision="cs-pfi",
+        selected=selected,
+        subtitle=subtitle,
+        legend=LEGEND_BELOW,
+    )
+    fig.layout.margin = dict(l=10, r=10, t=85, b=100)
+    return fig
+
+
 def group_pfi_figure(rows: pd.DataFrame, *, loss: str, title: str = "", subtitle: str = "") -> go.Figure:
     """Grouped PFI against the parts (seed 001, caveat 3): per group (``rows`` indexed by the
     group's label, columns ``together``, ``alone_sum`` and ``alone_text``) one bar for the

@@ -21,12 +21,17 @@ def pair_key(a, b) -> str:
     return json.dumps([str(a), str(b)])
 
 
-def pair_matrix_figure(pairs: pd.DataFrame, *, selected: tuple | None = None, subtitle: str = "") -> go.Figure:
-    """Friedman's H² of every computed pair as a symmetric matrix, each cell written out;
-    a click on a cell selects the pair (``customdata``: :func:`pair_key`)."""
+def pair_matrix_figure(
+    pairs: pd.DataFrame, *, selected: tuple | None = None, order: list | None = None, subtitle: str = ""
+) -> go.Figure:
+    """Friedman's H² of every computed pair as a symmetric matrix on a fixed 0-1 scale, each
+    cell written out; a click on a cell selects the pair (``customdata``: :func:`pair_key`).
+    ``order``: the features' order (default: as the pairs name them)."""
     if pairs is None or pairs.empty:
         return empty_figure("No pair of features to compare.")
-    features = list(dict.fromkeys([*pairs["feature_1"], *pairs["feature_2"]]))
+    named = set(pairs["feature_1"]) | set(pairs["feature_2"])
+    features = [f for f in (order or []) if f in named]
+    features += [f for f in dict.fromkeys([*pairs["feature_1"], *pairs["feature_2"]]) if f not in features]
     labels = [str(f) for f in features]
     k = len(features)
     z = np.full((k, k), np.nan)
@@ -37,7 +42,7 @@ def pair_matrix_figure(pairs: pd.DataFrame, *, selected: tuple | None = None, su
     for a, b, h2, h in pairs[["feature_1", "feature_2", "h2", "h"]].itertuples(index=False):
         for i, j in ((position[a], position[b]), (position[b], position[a])):
             z[i, j] = h2
-            text[i, j] = f"{h2:.2f}"
+            text[i, j] = "0" if h2 == 0 else f"{h2:.2g}"
             hover[i, j] = (
                 f"{esc(a)} × {esc(b)}<br>H² = {h2:.3g}: share of their joint effect that is interaction"
                 f"<br>h = {h:.3g}: its size, in prediction units"
@@ -54,7 +59,7 @@ def pair_matrix_figure(pairs: pd.DataFrame, *, selected: tuple | None = None, su
         customdata=keys,
         colorscale=INTERACTION_SCALE,
         zmin=0.0,
-        zmax=max(1e-9, float(np.nanmax(z))) if np.isfinite(z).any() else 1.0,
+        zmax=1.0,  # a share: 0.02 is near white whatever the largest pair
         colorbar=dict(title=dict(text="H²"), thickness=12),
         xgap=2,
         ygap=2,
@@ -71,7 +76,7 @@ def pair_matrix_figure(pairs: pd.DataFrame, *, selected: tuple | None = None, su
         "pair-matrix",
         subtitle=subtitle,
         height=max(300, size),
-        xaxis=dict(title="feature", type="category", tickangle=-30),
+        xaxis=dict(title="feature", type="category"),
         yaxis=dict(title="feature", type="category", autorange="reversed"),
         shapes=shapes,
     )
@@ -95,8 +100,8 @@ def pd2_figure(surface: pd.DataFrame, *, value_title: str, subtitle: str = "") -
     """The 2-D partial dependence of a pair (``InteractionStrength.pd2``): rows the first
     feature's grid, columns the second's."""
     a, b = surface.index.name, surface.columns.name
-    y = [_axis_value(v) for v in surface.index]
-    x = [_axis_value(v) for v in surface.columns]
+    y = _axis_values(surface.index)
+    x = _axis_values(surface.columns)
     values = surface.to_numpy(float)
     hover = [
         [
@@ -127,8 +132,18 @@ def pd2_figure(surface: pd.DataFrame, *, value_title: str, subtitle: str = "") -
     )
 
 
-def _axis_value(value):
-    """A grid point for an axis: numbers as they are, levels (and missing) as text."""
-    if isinstance(value, (int, float, np.integer, np.floating)) and not (isinstance(value, float) and np.isnan(value)):
-        return value
-    return level_label(value)
+#: A numeric feature with at most this many grid points is drawn as levels (0 and 1, not a
+#: continuous axis from -0.5 to 1.5).
+FEW_VALUES = 5
+
+
+def _axis_values(values: pd.Index) -> list:
+    """Grid points for an axis: numbers as they are, levels (and missing) as text; a few
+    numbers as text too, so the axis shows exactly them."""
+    numeric = [
+        isinstance(v, (int, float, np.integer, np.floating)) and not (isinstance(v, float) and np.isnan(v))
+        for v in values
+    ]
+    if all(numeric) and len(values) > FEW_VALUES:
+        return list(values)
+    return [value_text(v) if is_number else level_label(v) for v, is_number in zip(values, numeric, strict=True)]

@@ -196,7 +196,8 @@ def conditional_reading(cs: compute.ConditionalImportance, frame: pd.DataFrame, 
     share = 1 - row["conditional"] / row["marginal"]
     how = "most" if share >= 0.5 else "part"
     return (
-        f"{name}: {row['marginal']:.3g} → {row['conditional']:.3g} once {known} "
+        f"{name}: {figures.shown_number(row['marginal'], 3)} → {figures.shown_number(row['conditional'], 3)} "
+        f"once {known} "
         f"{'is' if ',' not in known else 'are'} known: {how} of its importance ({share:.0%}) came from "
         "shuffled rows that never occur. " + cs.describe(name) + "."
     )
@@ -266,16 +267,9 @@ def conditional_outputs(inp, pfi: compute.PermutationImportance) -> dict:
         return {"cs_figure": empty("Shuffling each feature within similar rows…"), "cs_info": ""}
     frame = conditional_rows(cs, pfi)
     loss = LOSS_LABELS.get(pfi.loss, pfi.loss)
-    figure = figures.bar_figure(
-        [
-            figures.Bars(frame["marginal"], "shuffled among all rows (the bars above)", frame["marginal_std_error"]),
-            figures.Bars(
-                frame["conditional"], "shuffled within similar rows (conditional)", frame["conditional_std_error"]
-            ),
-        ],
-        title="Importance once the other features are known",
-        x_title=f"increase in {loss} when shuffled",
-        uirevision="cs-pfi",
+    figure = figures.conditional_pfi_figure(
+        frame,
+        loss=loss,
         selected=inp.feature,
         subtitle=f"{inp.state['model']}; mean over {cs.conditional.n_repeats} permutations ± standard error; "
         f"{inp.selection}",

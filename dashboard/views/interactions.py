@@ -113,14 +113,16 @@ def reading(result: compute.InteractionStrength, pair: tuple | None) -> str:
         return ""
     strongest = result.pairs.iloc[0]
     if strongest["h2"] < 0.05:
+        share = "1 %" if strongest["h2"] < 0.01 else f"{strongest['h2']:.0%}"
         return (
-            f"The model is close to additive: no pair's joint effect is more than {strongest['h2']:.0%} "
-            "interaction, so each feature's curve tells its story alone."
+            f"The model is close to additive: no pair's joint effect is more than {share} interaction, so "
+            "each feature's curve tells its story alone."
         )
     a, b = strongest["feature_1"], strongest["feature_2"]
     return (
         f"{a} and {b} act together most: {strongest['h2']:.0%} of their joint effect on the prediction is "
-        f"interaction (H² = {strongest['h2']:.3g}; its size h = {strongest['h']:.3g} in prediction units), so "
+        f"interaction (H² = {figures.shown_number(strongest['h2'], 3)}; its size h = "
+        f"{figures.shown_number(strongest['h'], 3)} in prediction units), so "
         f"{a}'s effect depends on {b}. Look at their curves on subgroups of {b} (or {a})."
     )
 
@@ -156,18 +158,24 @@ def render(ctx, inp) -> dict:
             "matrix": empty("One feature: no pair."),
             "pd2": empty("One feature: no pair."),
             "options": [],
+            "placeholder": "",
             "info": "",
         }
     surface = result.pd2(*pair)
+    order = [f for f in result.overall.index]  # the data's column order
     return {
         "bars": bars,
-        "matrix": pair_matrix_figure(result.pairs, selected=pair, subtitle=f"{sample}; click a cell to draw it"),
+        "matrix": pair_matrix_figure(
+            result.pairs, selected=pair, order=order, subtitle=f"{sample}; click a cell to draw it"
+        ),
         "pd2": pd2_figure(
             surface,
             value_title=f"average {unit}" + (f" of {result.output}" if result.output is not None else ""),
-            subtitle=f"{sample}; H² = {_h2(result, pair):.3g}",
+            subtitle=f"{sample}; H² = {figures.shown_number(_h2(result, pair), 3)}",
         ),
         "options": options,
+        # the pair drawn, when the state names none (or one this result does not hold)
+        "placeholder": f"{pair[0]} × {pair[1]}",
         "info": reading(result, pair),
     }
 
@@ -178,7 +186,14 @@ def _h2(result: compute.InteractionStrength, pair: tuple) -> float:
 
 
 def _empty(message: str) -> dict:
-    return {"bars": empty(message), "matrix": empty(message), "pd2": empty(message), "options": [], "info": ""}
+    return {
+        "bars": empty(message),
+        "matrix": empty(message),
+        "pd2": empty(message),
+        "options": [],
+        "placeholder": "",
+        "info": "",
+    }
 
 
 def library(inp) -> dict:
@@ -212,6 +227,7 @@ VIEW = View(
         "matrix": (MATRIX, "figure"),
         "pd2": (PD2, "figure"),
         "options": (PAIR_SELECT, "options"),
+        "placeholder": (PAIR_SELECT, "placeholder"),
         "info": (INFO, "children"),
     },
     placeholder=_empty,
