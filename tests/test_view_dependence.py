@@ -56,7 +56,7 @@ def test_x3_demo_interactions_show_x3_with_each_other_feature_strongest(ctx):
     assert out["pd2"].layout.xaxis.title.text == str(first["feature_2"])
     assert out["pd2"].layout.yaxis.title.text == str(first["feature_1"])
     assert "act together most" in out["info"]
-    assert "a 200-row sample of 500" in matrix.layout.title.subtitle.text  # the budget is stated
+    assert "a seeded sample of 200 of all 500 rows" in matrix.layout.title.subtitle.text  # the budget is stated
     assert [o["value"] for o in out["options"]][0] == json.dumps([first["feature_1"], first["feature_2"]])
     assert out["bars"].layout.xaxis.title.text.startswith("H²")
 

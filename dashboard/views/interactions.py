@@ -44,15 +44,16 @@ def _pair(raw) -> str:
     return pair_key(*value)
 
 
-def _clean_pair(raw) -> str:
+def _clean_pair(raw) -> str | None:
     try:
         return _pair(raw)
     except (ValueError, TypeError):
-        return ""
+        return None
 
 
-# the selected pair: "" for the strongest; a pair the result does not hold draws the strongest
-PAIR = Field("pair", "", _clean_pair, _pair, str, control=(PAIR_SELECT, "value"), clicks=((MATRIX, "clickData"),))
+# the selected pair: None for the strongest (the dropdown then shows it as its placeholder); a
+# pair the result does not hold draws the strongest
+PAIR = Field("pair", None, _clean_pair, _pair, str, control=(PAIR_SELECT, "value"), clicks=((MATRIX, "clickData"),))
 
 
 def params(state: dict, ws) -> dict | None:
@@ -103,8 +104,9 @@ def chosen_pair(result: compute.InteractionStrength, state: dict) -> tuple | Non
 
 
 def _sample_text(result: compute.InteractionStrength, inp) -> str:
-    rows = f"{result.n_rows:,} rows" if not result.sampled else f"a {result.n_rows:,}-row sample of {result.n_total:,}"
-    return f"{inp.state['model']}; on {rows} ({inp.selection})"
+    if not result.sampled:
+        return f"{inp.state['model']}; {inp.selection}"
+    return f"{inp.state['model']}; a seeded sample of {result.n_rows:,} of {inp.selection}"
 
 
 def reading(result: compute.InteractionStrength, pair: tuple | None) -> str:
@@ -148,6 +150,8 @@ def render(ctx, inp) -> dict:
         hover=hover,
         subtitle=sample,
     )
+    # on the same 0-1 scale as the matrix, at least to 0.1: 0.03 looks small
+    bars.layout.xaxis.range = [0, max(0.1, 1.1 * float(result.features.max()))]
     options = [
         {"label": f"{a} × {b}  (H² {h2:.2f})", "value": pair_key(a, b)}
         for a, b, h2 in result.pairs[["feature_1", "feature_2", "h2"]].itertuples(index=False)
