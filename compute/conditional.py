@@ -198,28 +198,12 @@ def conditional_importance(
     )
     found = _permuted_errors(conditional_setup)
     conditional = _aggregate(conditional_setup, found)
-    base = found.base
     assert conditional_setup.pair_losses is not None
     changes = conditional_setup.pair_losses.mean(axis=1)  # (items, rows): each row's mean loss change
-    subgroups, conditioned_on = {}, {}
-    for k, (name, _) in enumerate(setup.items):
-        labels, leaves, columns = trees[k].labels, trees[k].leaves, trees[k].columns
-        rows = []
-        for label, leaf in enumerate(leaves):
-            inside = labels == label
-            change, own = changes[k, inside].mean(), base[inside].mean()
-            local = change if setup.kind == "difference" else (change + own) / own
-            placed = leaf.steps or len(leaves) == 1  # else: the rows no leaf's condition holds
-            rows.append(
-                {
-                    "condition": leaf.condition if placed else "",
-                    "readable": leaf.readable if placed else "rows no other subgroup's condition holds",
-                    "n": int(inside.sum()),
-                    "importance": local,
-                }
-            )
-        subgroups[name] = pd.DataFrame(rows, columns=["condition", "readable", "n", "importance"])
-        conditioned_on[name] = columns
+    subgroups = {
+        name: _leaf_table(trees[k], changes[k], found.base, setup.kind) for k, (name, _) in enumerate(setup.items)
+    }
+    conditioned_on = {name: trees[k].columns for k, (name, _) in enumerate(setup.items)}
     return ConditionalImportance(
         conditional=conditional.without_pairs(),
         marginal=marginal_pfi,
@@ -229,6 +213,25 @@ def conditional_importance(
         min_leaf=min_leaf,
         alpha=float(alpha),
     )
+
+
+def _leaf_table(tree: _Subgroups, changes: np.ndarray, base: np.ndarray, kind: str) -> pd.DataFrame:
+    """One row per leaf: its condition, readable text, rows and the PFI within it (the mean
+    loss change of its rows, or their mean permuted loss over their mean loss)."""
+    rows = []
+    for label, leaf in enumerate(tree.leaves):
+        inside = tree.labels == label
+        change, own = changes[inside].mean(), base[inside].mean()
+        placed = leaf.steps or len(tree.leaves) == 1  # else: the rows no leaf's condition holds
+        rows.append(
+            {
+                "condition": leaf.condition if placed else "",
+                "readable": leaf.readable if placed else "rows no other subgroup's condition holds",
+                "n": int(inside.sum()),
+                "importance": change if kind == "difference" else (change + own) / own,
+            }
+        )
+    return pd.DataFrame(rows, columns=["condition", "readable", "n", "importance"])
 
 
 @dataclass(frozen=True)

@@ -32,8 +32,9 @@ n^2 = 90,000 model rows per feature and per pair).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import combinations
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -147,67 +148,13 @@ def interaction_strength(
     n_jobs = check_n_jobs(n_jobs)
     rng = check_rng(random_state)
     rows = np.sort(sample_rows(len(X), n_obs, rng))
-    design = predictor.design
-    local = design.subset(rows)
-    n = rows.size
-    codes = {f: _codes(local.frame[f].to_numpy()) for f in Xm.columns}
-
-    def run(segments):
-        values, _ = predict_segments(predictor, segments, chunk_rows=chunk_rows, n_jobs=n_jobs)
-        return values
-
-    # one pass per feature: block[v, l] = F(x_l with x_j := the v-th distinct value)
-    blocks = run([_replaced(local, {f: codes[f][1]}, n) for f in features])
-    model_rows = blocks.size
-    pd1: dict = {}
-    overall: list = []
-    start = 0
-    for f in features:
-        inverse, reps = codes[f]
-        block = blocks[start : start + reps.size * n].reshape(reps.size, n)
-        start += block.size
-        counts = np.bincount(inverse, minlength=reps.size)
-        prediction = block[inverse, np.arange(n)]  # row l with its own value: F(x_l)
-        pd_j = block.mean(axis=1)[inverse]
-        pd_rest = counts @ block / n
-        pd1[f] = pd_j
-        overall.append((f, prediction, _centred(prediction), _centred(pd_j) + _centred(pd_rest)))
-    scale = float(np.abs(overall[0][2]).max()) if overall else 0.0
-    overall = [(f, *_statistic(joint, additive, scale)) for f, _, joint, additive in overall]
-    frame = pd.DataFrame(overall, columns=["feature", "h2", "h"]).set_index("feature")
-
+    local = predictor.design.subset(rows)
+    sample = _Sample(predictor, local, {f: _codes(local.frame[f].to_numpy()) for f in Xm.columns}, chunk_rows, n_jobs)
+    frame = sample.overall(features)
     chosen = _pairs(pairs, features, frame, Xm.columns, top)
-    for a, b in chosen:  # partners outside ``features``: their own PD
-        for f in (a, b):
-            if f not in pd1:
-                inverse, reps = codes[f]
-                block = run([_replaced(local, {f: reps}, n)]).reshape(reps.size, n)
-                model_rows += block.size
-                pd1[f] = block.mean(axis=1)[inverse]
-    grids = {f: _grid(X[f], grid_size, design) for f in {f for pair in chosen for f in pair}}
-    pair_rows, found = [], {}
-    for a, b in chosen:
-        combo, combo_reps = _codes(codes[a][0] * (codes[b][1].size) + codes[b][0])
-        (ga, va), (gb, vb) = grids[a], grids[b]
-        joint = _replaced(local, {a: combo_reps, b: combo_reps}, n)
-        mesh = _mesh(local, a, va, b, vb, n)
-        values = run([joint, mesh])
-        model_rows += values.size
-        pd_ab = values[: combo_reps.size * n].reshape(combo_reps.size, n).mean(axis=1)[combo]
-        surface = values[combo_reps.size * n :].reshape(len(ga) * len(gb), n).mean(axis=1).reshape(len(ga), len(gb))
-        h2, h = _statistic(_centred(pd_ab), _centred(pd1[a]) + _centred(pd1[b]), scale)
-        pair_rows.append((a, b, h2, h))
-        found[(a, b)] = (ga, gb, surface)
-    pair_frame = pd.DataFrame(pair_rows, columns=["feature_1", "feature_2", "h2", "h"])
-    # strongest first: by H^2 among the pairs whose interaction matters (h at least 5 % of the
-    # largest), then the others; a pure but negligible interaction (H^2 = 1, h tiny) goes last
-    material = pair_frame["h"] >= MATERIAL * pair_frame["h"].max() if len(pair_frame) else pair_frame["h"]
-    pair_frame = (
-        pair_frame.assign(_material=material)
-        .sort_values(["_material", "h2", "h"], ascending=False, kind="stable")
-        .drop(columns="_material")
-        .reset_index(drop=True)
-    )
+    grids = {f: _grid(X[f], grid_size, predictor.design) for f in {f for pair in chosen for f in pair}}
+    pair_frame, found = sample.pairs(chosen, grids)
+    n, model_rows = sample.n, sample.model_rows
     return InteractionStrength(
         overall=frame,
         pairs=pair_frame,
@@ -218,6 +165,78 @@ def interaction_strength(
         model_rows=int(model_rows),
         output=predictor.output,
     )
+
+
+@dataclass
+class _Sample:
+    """The explained rows and the passes over them; ``model_rows`` counts the rows predicted.
+    ``codes[f]``: each row's distinct-value number of f and the first row of each value."""
+
+    predictor: Any
+    local: Any  # the sample's Design
+    codes: dict
+    chunk_rows: int | None
+    n_jobs: int
+    model_rows: int = 0
+    pd1: dict = field(default_factory=dict)  # f -> PD_f at each row's own value
+    scale: float = 0.0  # the largest centred prediction: what rounding is measured against
+
+    @property
+    def n(self) -> int:
+        return self.local.n_rows
+
+    def run(self, segments) -> np.ndarray:
+        values, _ = predict_segments(self.predictor, segments, chunk_rows=self.chunk_rows, n_jobs=self.n_jobs)
+        self.model_rows += values.size
+        return values
+
+    def overall(self, features: list) -> pd.DataFrame:
+        """H^2_j and h_j: one pass per feature, block[v, l] = F(x_l with x_j := the v-th
+        distinct value); PD_j is its mean over l, PD_-j its mean over the rows' values."""
+        n = self.n
+        blocks = self.run([_replaced(self.local, {f: self.codes[f][1]}, n) for f in features])
+        found, start = [], 0
+        for f in features:
+            inverse, reps = self.codes[f]
+            block = blocks[start : start + reps.size * n].reshape(reps.size, n)
+            start += block.size
+            prediction = block[inverse, np.arange(n)]  # row l with its own value: F(x_l)
+            self.pd1[f] = block.mean(axis=1)[inverse]
+            pd_rest = np.bincount(inverse, minlength=reps.size) @ block / n
+            found.append((f, _centred(prediction), _centred(self.pd1[f]) + _centred(pd_rest)))
+        self.scale = float(np.abs(found[0][1]).max()) if found else 0.0
+        rows = [(f, *_statistic(joint, additive, self.scale)) for f, joint, additive in found]
+        return pd.DataFrame(rows, columns=["feature", "h2", "h"]).set_index("feature")
+
+    def pairs(self, chosen: list, grids: dict) -> tuple[pd.DataFrame, dict]:
+        """H^2_jk and h_jk of each pair (one pass: its distinct value pairs, then its grid),
+        strongest first, and each pair's 2-D partial dependence on the grid."""
+        n = self.n
+        for f in {f for pair in chosen for f in pair} - set(self.pd1):  # partners outside ``features``
+            inverse, reps = self.codes[f]
+            self.pd1[f] = self.run([_replaced(self.local, {f: reps}, n)]).reshape(reps.size, n).mean(axis=1)[inverse]
+        rows, found = [], {}
+        for a, b in chosen:
+            combo, combo_reps = _codes(self.codes[a][0] * (self.codes[b][1].size) + self.codes[b][0])
+            (ga, va), (gb, vb) = grids[a], grids[b]
+            values = self.run(
+                [_replaced(self.local, {a: combo_reps, b: combo_reps}, n), _mesh(self.local, a, va, b, vb, n)]
+            )
+            pd_ab = values[: combo_reps.size * n].reshape(combo_reps.size, n).mean(axis=1)[combo]
+            surface = values[combo_reps.size * n :].reshape(len(ga) * len(gb), n).mean(axis=1)
+            rows.append((a, b, *_statistic(_centred(pd_ab), _centred(self.pd1[a]) + _centred(self.pd1[b]), self.scale)))
+            found[(a, b)] = (ga, gb, surface.reshape(len(ga), len(gb)))
+        frame = pd.DataFrame(rows, columns=["feature_1", "feature_2", "h2", "h"])
+        # strongest first: by H^2 among the pairs whose interaction matters (h at least 5 % of
+        # the largest), then the others; a pure but negligible interaction (H^2 = 1) goes last
+        material = frame["h"] >= MATERIAL * frame["h"].max() if len(frame) else frame["h"]
+        frame = (
+            frame.assign(_material=material)
+            .sort_values(["_material", "h2", "h"], ascending=False, kind="stable")
+            .drop(columns="_material")
+            .reset_index(drop=True)
+        )
+        return frame, found
 
 
 def _codes(values) -> tuple[np.ndarray, np.ndarray]:
