@@ -166,8 +166,7 @@ def conditional_importance(
     """
     max_depth = check_int(max_depth, "max_depth", low=0, high=8)
     min_leaf = check_int(min_leaf, "min_leaf", low=1)
-    if isinstance(alpha, (bool, np.bool_)) or not isinstance(alpha, (int, float)) or not 0 < alpha <= 1:
-        raise InputError(f"The 'alpha' parameter must be a significance level in (0, 1] (got {alpha!r}).")
+    _check_options(alpha, marginal)
     setup = _setup(
         model,
         X,
@@ -182,8 +181,6 @@ def conditional_importance(
         n_jobs=n_jobs,
         chunk_rows=chunk_rows,
     )
-    if not isinstance(marginal, (bool, np.bool_)):
-        raise InputError(f"The 'marginal' parameter must be True or False (got {marginal!r}).")
     marginal_pfi = _aggregate(setup, _permuted_errors(setup)) if marginal else None
     frame = setup.predictor.design.frame.iloc[setup.rows]
     trees = [_subgroups(frame, name, max_depth, min_leaf, float(alpha)) for name, _ in setup.items]
@@ -213,6 +210,13 @@ def conditional_importance(
         min_leaf=min_leaf,
         alpha=float(alpha),
     )
+
+
+def _check_options(alpha, marginal) -> None:
+    if isinstance(alpha, (bool, np.bool_)) or not isinstance(alpha, (int, float)) or not 0 < alpha <= 1:
+        raise InputError(f"The 'alpha' parameter must be a significance level in (0, 1] (got {alpha!r}).")
+    if not isinstance(marginal, (bool, np.bool_)):
+        raise InputError(f"The 'marginal' parameter must be True or False (got {marginal!r}).")
 
 
 def _leaf_table(tree: _Subgroups, changes: np.ndarray, base: np.ndarray, kind: str) -> pd.DataFrame:
