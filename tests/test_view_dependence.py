@@ -98,3 +98,11 @@ def test_conditional_pfi_sits_beside_the_bars_and_reads_the_largest_drop(ctx):
     assert max(drop.values()) > 0
     assert "once" in out["cs_info"] and "was shuffled within" in out["cs_info"]
     assert fig.layout.xaxis.title.text.startswith("increase in")
+
+
+def test_the_report_carries_both_views(ctx):
+    results = _results(ctx, "demo-x3", feature="X1")
+    html = views.report_html(ctx, results)
+    assert "Which features act together?" in html and "Which pairs act together (Friedman's H²)" in html
+    assert "Importance once the other features are known" in html
+    assert "act together most" in html  # the reading, as a note
