@@ -776,6 +776,40 @@ def test_caveats_show_convergence_dependence_and_grouped_pfi(server, tab):
         box.screenshot(path=str(OUTPUT / f"{name}.png"))
 
 
+def test_a_click_on_the_pair_matrix_draws_that_pair_and_keeps_it_in_the_url(server, tab):
+    """Issue 27: the X3 demo's strongest pairs are (X1, X3) and (X2, X3); a click on the
+    (X1, X2) cell of the matrix draws that pair's 2-D partial dependence, names it in the
+    dropdown and the URL, and a reload keeps it."""
+    tab.goto(server["url"] + "/?ws=demo-x3")
+    open_section(tab, "overview")
+    ready = (
+        "() => { const g = document.querySelector('#interactions-matrix .js-plotly-plot');"
+        " return g && g._fullData && g._fullData.some(t => t.type === 'heatmap'); }"
+    )
+    tab.wait_for_function(ready, timeout=120_000)
+    assert "act together most" in tab.inner_text("#interactions-info")
+    title = "() => document.querySelector('#interactions-pd2 .js-plotly-plot')._fullLayout.title.text"
+    first = tab.evaluate(title)
+    assert "X3" in first, first
+    tab.evaluate("() => document.querySelector('#interactions-matrix').scrollIntoView({block: 'center'})")
+    where = tab.evaluate(
+        """() => { const g = document.querySelector('#interactions-matrix .js-plotly-plot');
+        const L = g._fullLayout, t = g._fullData[0], x = Array.from(t.x), y = Array.from(t.y);
+        const r = g.getBoundingClientRect();
+        return {x: r.left + L._size.l + L.xaxis.l2p(x.indexOf('X2')),
+                y: r.top + L._size.t + L.yaxis.l2p(y.indexOf('X1'))}; }"""
+    )
+    tab.mouse.click(where["x"], where["y"])
+    tab.wait_for_function(f"() => ({title})().includes('X1 and X2')", timeout=60_000)
+    assert "pair=" in tab.url
+    assert "X1 × X2" in tab.inner_text("#interactions-pair")
+    shot(tab, "interactions-x1-x2")
+    tab.reload()
+    open_section(tab, "overview")
+    kept = f"() => {{ try {{ return ({title})().includes('X1 and X2'); }} catch (e) {{ return false; }} }}"
+    tab.wait_for_function(kept, timeout=120_000)
+
+
 def test_a_pipeline_with_an_imputer_loads_data_with_missing_values_and_shows_them(server, tab, upload_files):
     """Issue 12: the Titanic-like pipeline (imputers inside) on its CSV with missing ages and
     ports loads, says so, and every section renders; ICE and ICI of age show the missing point."""

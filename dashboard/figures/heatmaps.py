@@ -117,7 +117,7 @@ def pd2_figure(surface: pd.DataFrame, *, value_title: str, subtitle: str = "") -
         hovertext=hover,
         hovertemplate="%{hovertext}<extra></extra>",
         colorscale="Viridis",
-        colorbar=dict(title=dict(text=value_title), thickness=12),
+        colorbar=dict(title=dict(text=esc(value_title)), thickness=12),
     )
     categorical_x = any(isinstance(v, str) for v in x)
     categorical_y = any(isinstance(v, str) for v in y)
