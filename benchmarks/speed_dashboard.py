@@ -166,7 +166,7 @@ def warm_cache(ctx, ws: Workspace) -> dict:
         assert error is None and sub["subgroup"] == condition, error
         todo = _pending(ctx, ws, sub)
         if todo:
-            assert all(t["kind"] in ("pfi", "pfi_groups") for t in todo), todo
+            assert all(t["kind"] != "profiles" for t in todo), todo  # a subgroup's own: the row tasks only
             cold[f"pfi[{condition}]"] = _run(ctx, ws, todo)
     resolved = resolve_state(ctx, state, None)
     results, request = resolved.results, resolved.request
@@ -300,7 +300,7 @@ def stage_shares(runs: dict) -> dict:
 # --- where the time goes: an untimed pass with the view helpers wrapped ---------------------------
 def _wrapped_targets(ctx):
     import compute
-    from dashboard import figures, jobs
+    from dashboard import figures
 
     names = [
         (figures, n)
@@ -318,7 +318,7 @@ def _wrapped_targets(ctx):
             "table_data",
         )
     ]
-    names += [(jobs, "select_rows")]
+    names += [(planning, "select_rows")]
     names += [(compute.ProfileSummary, n) for n in ("conditional_pfi", "global_ci", "influential", "ciu")]
     names += [(compute, "ale_from_profile"), (ctx.store, "get"), (ctx.store, "workspace"), (ctx.store, "data")]
     return names

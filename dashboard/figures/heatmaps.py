@@ -49,6 +49,7 @@ def pair_matrix_figure(
             )
             keys[i, j] = pair_key(a, b)
     trace = go.Heatmap(
+        _validate=False,
         z=z,
         x=labels,
         y=labels,
@@ -111,6 +112,7 @@ def pd2_figure(surface: pd.DataFrame, *, value_title: str, subtitle: str = "") -
         for va, row in zip(surface.index, values, strict=True)
     ]
     trace = go.Heatmap(
+        _validate=False,
         z=values,
         x=x,
         y=y,
