@@ -13,26 +13,7 @@ import sys
 import threading
 
 from dashboard.config import from_env, parse_args
-from dashboard.server import create_app
-
-
-def _warm(app) -> None:
-    """Train the default demo and compute its first views, so the page opens on results."""
-    from dashboard import jobs
-    from dashboard.callbacks.compute import resolve_state, run_request
-    from dashboard.callbacks.drilldown import normalize
-    from dashboard.state import default_state
-
-    ctx = app._wip_context
-    try:
-        state, _ = normalize(ctx, default_state())
-        _, request, _ = resolve_state(ctx, state, None)
-        if isinstance(request, dict):
-            run_request(ctx, request)
-        logging.getLogger("wip").info("demo warmed: %s", state["ws"])
-    except Exception:  # warming is a convenience; the page computes on demand anyway
-        logging.getLogger("wip").exception("warming the demo failed")
-    del jobs
+from dashboard.server import create_app, warm
 
 
 def main(argv=None) -> None:
@@ -40,7 +21,7 @@ def main(argv=None) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     app = create_app(config)
     if config.warm:
-        threading.Thread(target=_warm, args=(app,), daemon=True).start()
+        threading.Thread(target=warm, args=(app,), daemon=True).start()
     print(f"Why it performs: http://{config.host}:{config.port}/ (cache {config.cache_path})", file=sys.stderr)
     app.run(host=config.host, port=config.port, debug=config.debug)
 

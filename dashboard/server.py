@@ -14,12 +14,12 @@ from werkzeug.exceptions import RequestEntityTooLarge
 
 from . import jobs, layout, planning
 from .callbacks import register_all
-from .callbacks.compute import run_parts
+from .callbacks.compute import resolve_state, run_parts, run_request
 from .config import Config
 from .http_guard import UPLOAD_PATH, guard_routes, limit_requests, upload_name
 from .loading import DATA_SUFFIXES, MODEL_SUFFIXES, preload
 from .quota import WRITING, UploadQuota, client_key
-from .state import Context, make_context
+from .state import Context, default_state, make_context, normalize
 from .store import ForkSafeCache
 
 log = logging.getLogger(__name__)
@@ -52,6 +52,24 @@ def create_app(config: Config) -> Dash:
     app.server.test_client().get("/")
     app._wip_context = ctx  # type: ignore[attr-defined]  # for tests and benchmarks (read-only handle; no per-user data)
     return app
+
+
+def warm(app: Dash, state: dict | None = None) -> bool:
+    """Compute the first views of a state (default: the default demo's) into the cache, so
+    the page opens on results; True when everything it needs is cached afterwards. Warming
+    is a convenience: a failure is logged and the page computes on demand."""
+    ctx = app._wip_context
+    try:
+        state, _ = normalize(ctx, state or default_state())
+        request = resolve_state(ctx, state, None).request
+        if isinstance(request, dict):
+            run_request(ctx, request)
+        done = not isinstance(resolve_state(ctx, state, None).request, dict)
+        logging.getLogger("wip").info("warmed %s: %s", state["ws"], "done" if done else "not all computed")
+        return done
+    except Exception:
+        logging.getLogger("wip").exception("warming failed")
+        return False
 
 
 def content_security_policy(app: Dash) -> str:

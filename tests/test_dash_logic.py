@@ -997,3 +997,14 @@ def test_hover_line_names_the_hovered_row(ctx, data):
     assert text.startswith(f"row {row}: X1 = ") and "X3 = " in text
     assert hover_text(ctx, {"row": "not-a-row"}, {"ws": "demo-x3"}) == ""
     assert hover_text(ctx, None, {"ws": "demo-x3"}) == ""
+
+
+def test_warming_computes_the_default_demos_first_views(tmp_path):
+    """`python app.py` warms the default demo in a thread (a failure there is only logged, so
+    a broken warm-up went unnoticed once: it unpacked resolve_state's result by position)."""
+    from dashboard.server import warm
+
+    app = create_app(Config(cache_dir=str(tmp_path / "warm-cache"), max_curves=200))
+    assert warm(app) is True
+    state, _ = normalize(app._wip_context, default_state())
+    assert not isinstance(resolve_state(app._wip_context, state, None).request, dict)
