@@ -17,7 +17,7 @@ import pandas as pd
 from dash import Input, Output, State, callback_context, html, no_update
 
 import compute
-from compute.losses import CLASSIFICATION_LOSSES, DEFAULT_LOSS, LOSS_LABELS, REGRESSION_LOSSES
+from compute.losses import CLASSIFICATION_LOSSES, LOSS_LABELS, REGRESSION_LOSSES
 
 from .. import ids
 from ..isolation import isolated
@@ -26,14 +26,11 @@ from ..loading import (
     FORMATS_TEXT,
     MODEL_SUFFIXES,
     LoadError,
-    booster_classes,
-    check_model_data,
-    infer_task,
     load_model,
-    load_warnings,
     model_untrusted_types,
     read_data,
 )
+from ..loading.inspect import inspect_model
 from ..quota import client_key
 from ..store import ModelEntry, Workspace, new_workspace_id
 
@@ -285,7 +282,8 @@ def _load_workspace(
             data_name = data_file["name"]
         if not target:
             raise LoadError("Choose the target column.", field="target")
-        entries, warnings = [], []
+        entries: list[ModelEntry] = []
+        warnings: list[str] = []
         tasks: set[str] = set()
         loaded = []
         for f in models:
@@ -294,44 +292,29 @@ def _load_workspace(
                 raise LoadError(ctx.store.upload_gone(f["id"], str(f["name"])[:200]), field="model")
             name = Path(f["name"]).stem
             model: Any = load_model(path, name=f["name"], policy=ctx.policy, accepted_types=tuple(accepted or ()))
-            classes: tuple = ()
-            if getattr(model, "needs_classes", False):  # an XGBoost/LightGBM classifier: labels not in its file
-                found, note = booster_classes(model, data[target], labels)
-                model.set_classes(found)
-                classes = tuple(found)
-                if note:
-                    warnings.append(note)
-            task = infer_task(model)
-            if tasks and task not in tasks:
-                raise LoadError(
-                    "The models mix classifiers and regressors; load models of one task together.", field="model"
-                )
-            tasks.add(task)
-            loss = loss or DEFAULT_LOSS[task]
-            if task == "classification" and output not in (None, ""):
-                # the page offers classes as text: the model's own label with that spelling
-                output = next((c for c in model.classes_ if str(c) == str(output)), output)
-                output = output.item() if hasattr(output, "item") else output
-            elif task == "regression":
-                output = None
-            X, y = check_model_data(
+            checked = inspect_model(
                 model,
                 data,
                 target,
                 name=f["name"],
-                output=None if output == "" else output,
                 loss=loss,
+                output=output,
+                labels=labels,
                 order_confirmed=order_confirmed,
             )
-            warnings.extend(load_warnings(model))
-            warnings.extend(n for n in X.attrs.get("notes", []) if n not in warnings)
-            loaded.append((f, name, path, classes, X))
-        output = None if output == "" else output
+            if tasks and checked.task not in tasks:
+                raise LoadError(
+                    "The models mix classifiers and regressors; load models of one task together.", field="model"
+                )
+            tasks.add(checked.task)
+            task, loss, output = checked.task, checked.loss, checked.output
+            warnings.extend(w for w in checked.warnings if w not in warnings)
+            loaded.append((f, name, path, checked))
         data_rel, data_sha = ctx.store.keep_data(data)
         names: set[str] = set()
         base_models = list(current.models) if (current is not None and not data_file) else []
         names.update(m.name for m in base_models)
-        for _f, name, path, classes, X in loaded:
+        for _f, name, path, checked in loaded:
             unique = name
             k = 2
             while unique in names:
@@ -344,8 +327,8 @@ def _load_workspace(
                     path=rel,
                     sha=sha,
                     accepted_types=tuple(accepted or ()),
-                    features=tuple(str(c) for c in X.columns),
-                    classes=classes,
+                    features=checked.features,
+                    classes=checked.classes,
                 )
             )
         all_models = tuple(base_models) + tuple(entries)
