@@ -1,6 +1,7 @@
 """Why it performs: the feature-importance dashboard.
 
     python app.py [--port 8050 --cache-dir .wip-cache ...]   # development server, demo warmed
+    python app.py report --model M --data D --target T --out review.html   # a review, no browser
     gunicorn -c gunicorn.conf.py app:server                  # production (options from WIP_* env)
 
 Options: ``python app.py --help``; each has a ``WIP_*`` environment variable (README).
@@ -12,11 +13,15 @@ import logging
 import sys
 import threading
 
+from dashboard.cli import report_main
 from dashboard.config import from_env, parse_args
 from dashboard.server import create_app, warm
 
 
 def main(argv=None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["report"]:  # python app.py report --model ... --data ... --target ... --out ...
+        sys.exit(report_main(argv[1:]))
     config = parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     app = create_app(config)

@@ -19,6 +19,7 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
+from . import session_models
 from . import tasks as built_in
 from .loading import load_model
 from .planning import Task, TaskSpec, missing
@@ -167,9 +168,11 @@ def job_ended(store: Store, token: str) -> bool:
         return True
 
 
-def _load(store, ws, name: str, models: dict, policy):
+def load(store, ws, name: str, models: dict, policy):
     """The model of that name, loaded once per job."""
     entry = ws.model(name)
+    if entry.name not in models and session_models.is_session_model(entry.path):
+        models[entry.name] = session_models.get(entry.path, entry.name)
     if entry.name not in models:
         path = store.path(entry.path)
         # the file passed the upload limit when it arrived (demo models are ours)
@@ -192,7 +195,7 @@ def _probe(store, ws, task, data, models, policy) -> float | None:
     """Seconds per row of the first task's model on a few hundred rows (None if it fails:
     the task itself will then report the failure)."""
     try:
-        model = _load(store, ws, task.model, models, policy)
+        model = load(store, ws, task.model, models, policy)
         X = data[list(ws.model(task.model).features)].iloc[:PROBE_ROWS]
         predict = getattr(model, "predict_proba", None) if ws.task == "classification" else None
         predict = predict or model.predict
@@ -249,5 +252,5 @@ def _run_task(job: Job, task: Task, models: dict, policy) -> None:
         return
     if task.model not in models:
         job.say(f"loading model {task.model}", 0)
-    model = _load(job.store, job.ws, task.model, models, policy)
+    model = load(job.store, job.ws, task.model, models, policy)
     executor(spec)(job, task, model)

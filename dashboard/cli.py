@@ -1,0 +1,114 @@
+"""The command line's review: ``python app.py report --model FILE [--model FILE ...] --data FILE
+--target COL --out review.html [--json numbers.json]``.
+
+Files named on the command line are the operator's own: besides the formats the upload
+form takes (.skops, .onnx, XGBoost, LightGBM, CatBoost), a pickle or joblib file is loaded
+here, with a warning (loading one runs its code). Exit status 0 when the report is
+written, 2 with a one-line reason on bad input (a missing column, an unreadable model)."""
+
+from __future__ import annotations
+
+import argparse
+import pickle
+import sys
+import time
+from pathlib import Path
+
+import compute
+
+from .config import Config
+from .doors import open_workspace, write_report
+from .loading import MODEL_SUFFIXES, LoadError, read_data
+from .state import make_context
+
+PICKLES = (".pkl", ".pickle", ".joblib")
+
+
+def report_main(argv: list[str] | None = None, *, stderr=None) -> int:
+    """Run the review; returns the exit status."""
+    err = stderr or sys.stderr
+    parser = argparse.ArgumentParser(
+        prog="python app.py report", description="Write the dashboard's review of models on a data set, no browser."
+    )
+    parser.add_argument("--model", action="append", type=Path, help="a model file (repeat for more)")
+    parser.add_argument("--data", type=Path, help="the data (.csv or .parquet) with the target column")
+    parser.add_argument("--target", help="the outcome column of the data")
+    parser.add_argument("--session", type=Path, help=argparse.SUPPRESS)  # dashboard.report's objects, pickled
+    parser.add_argument("--out", required=True, type=Path, help="the HTML report to write")
+    parser.add_argument("--json", type=Path, default=None, help="also write the numbers behind it here")
+    parser.add_argument("--loss", default=None, help="the loss PFI uses (default: squared error or log loss)")
+    parser.add_argument("--cache-dir", default=".wip-cache", help="where results are cached (default .wip-cache)")
+    args = parser.parse_args(argv)
+    if args.session is None and not (args.model and args.data and args.target):
+        parser.error("give --model (one or more), --data and --target")
+    try:
+        ctx = make_context(Config(cache_dir=args.cache_dir))
+        if args.session is not None:  # objects of the Python session that called dashboard.report
+            with open(args.session, "rb") as handle:
+                given = pickle.load(handle)  # written by dashboard.api for this process: the caller's own
+            models, data, target = given["models"], given["data"], given["target"]
+            title = given.get("title") or f"{data.attrs.get('name', 'data')}: {', '.join(models)}"
+        else:
+            data = read_data(args.data, name=args.data.name, policy=ctx.policy)
+            models = {_name(path, i): _model(path, err) for i, path in enumerate(args.model)}
+            target, title = args.target, f"{args.data.name}: {', '.join(models)}"
+        ws = open_workspace(ctx, models, data, target, title=title, loss=args.loss)
+        for note in ws.warnings:
+            print(f"note: {note}", file=err)
+        bar = ProgressBar(err)
+        write_report(ctx, ws, args.out, json_path=args.json, progress=bar)
+        bar.finish()
+    except (LoadError, compute.ExplainError, OSError) as exc:
+        print(f"error: {_one_line(exc)}", file=err)
+        return 2
+    print(f"wrote {args.out}" + (f" and {args.json}" if args.json else ""), file=err)
+    return 0
+
+
+def _name(path: Path, i: int) -> str:
+    return path.stem or f"model {i + 1}"
+
+
+def _model(path: Path, err):
+    """A model file: its path for the formats the upload form reads (loaded in the job), the
+    object itself for a pickle (loaded here: the operator's own file)."""
+    suffix = path.suffix.lower()
+    if not path.is_file():
+        raise LoadError(f"{path}: no such model file.", field="model")
+    if suffix in PICKLES:  # before MODEL_SUFFIXES, which names them to refuse them at upload
+        import joblib  # noqa: PLC0415 - a third-party loader only this door needs
+
+        print(f"warning: loading {path.name} runs the code it holds; load only your own files.", file=err)
+        return joblib.load(path)
+    if suffix in MODEL_SUFFIXES:
+        return path
+    raise LoadError(f"{path.name}: not a model file ({', '.join((*MODEL_SUFFIXES, *PICKLES))}).", field="model")
+
+
+def _one_line(exc: Exception) -> str:
+    text = " ".join(str(exc).split())
+    return text[:500] if text else type(exc).__name__
+
+
+class ProgressBar:
+    """A bar on the terminal: ``[#####.....]  50 %  label``, redrawn in place."""
+
+    def __init__(self, out, width: int = 30):
+        self.out, self.width, self.last = out, width, 0.0
+
+    def __call__(self, done: int, total: int, label: str) -> None:
+        now = time.monotonic()
+        if now - self.last < 0.2 and done < total:
+            return
+        self.last = now
+        share = min(max(done / max(total, 1), 0.0), 1.0)
+        filled = int(round(share * self.width))
+        line = f"\r[{'#' * filled}{'.' * (self.width - filled)}] {share:4.0%}  {label[:70]:<70}"
+        print(line, end="", file=self.out, flush=True)
+
+    def finish(self) -> None:
+        print(file=self.out)
+
+
+if __name__ == "__main__":  # python -m dashboard.cli ...: the review (dashboard.report runs it so)
+    sys.exit(report_main(sys.argv[1:]))

@@ -1,0 +1,217 @@
+"""The ways in besides the upload form: a data set from Python objects or from files the
+operator names, and a review written without a browser.
+
+:func:`open_workspace` turns models (fitted objects of this session, or model files) and a
+data frame into a workspace, checked as an upload is (``inspect_model``, in an isolated
+process: model code runs only there). :func:`write_report` computes every section of a
+drill-down state and writes the page's one-file HTML report, and the numbers behind it as
+JSON. Both run in a process that has never run a model (a fresh interpreter: the command
+line, or the one :func:`dashboard.report` starts), so the job processes forked from it are
+safe from a running OpenMP pool."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+import compute
+
+from . import jobs, planning, session_models
+from .callbacks.compute import run_request
+from .isolation import isolated
+from .loading import MODEL_SUFFIXES, LoadError
+from .loading.inspect import Checked, inspect_model
+from .state import Context, default_state, normalize
+from .store import ModelEntry, Workspace, new_workspace_id
+from .views import REGISTRY, load_inputs, plan_state, report_html
+
+Progress = Callable[[int, int, str], None]
+
+
+def open_workspace(
+    ctx: Context,
+    models: Mapping[str, object],
+    data: pd.DataFrame,
+    target: str,
+    *,
+    title: str = "",
+    loss: str | None = None,
+    output=None,
+    data_role: str = "unknown",
+) -> Workspace:
+    """A saved workspace of ``models`` (name -> a fitted object of this session, or the
+    ``Path`` of a model file the upload form takes) on ``data``, whose ``target`` column is
+    the outcome. Raises ``LoadError`` (with ``field``: "model", "data" or "target") or
+    ``compute.ExplainError`` naming what is wrong."""
+    if not isinstance(data, pd.DataFrame) or data.empty:
+        raise LoadError("The data must be a non-empty pandas DataFrame.", field="data")
+    if not isinstance(target, str) or target not in data.columns:
+        shown = ", ".join(map(str, list(data.columns)[:12]))
+        raise LoadError(f"The target column {target!r} is not in the data (its columns: {shown}).", field="target")
+    if not models:
+        raise LoadError("Give at least one model.", field="model")
+    entries = []
+    for name, model in models.items():
+        if isinstance(model, Path):
+            suffix = model.suffix.lower()
+            if suffix not in MODEL_SUFFIXES:
+                known = ", ".join(MODEL_SUFFIXES)
+                raise LoadError(f"{model.name}: not a model file this door reads ({known}).", field="model")
+            rel, sha = ctx.store.keep_model(model, suffix)
+        else:
+            if not (hasattr(model, "predict") or hasattr(model, "predict_proba")):
+                raise LoadError(f"The model {name!r} has no predict or predict_proba.", field="model")
+            rel, sha = session_models.keep(model)
+        entries.append(ModelEntry(name=str(name), path=rel, sha=sha))
+    data_rel, data_sha = ctx.store.keep_data(data)
+    draft = Workspace(
+        id=new_workspace_id(),
+        title=title or f"{data.attrs.get('name', 'data')}: {', '.join(e.name for e in entries)}",
+        data_path=data_rel,
+        data_sha=data_sha,
+        target=target,
+        task="regression",
+        loss=loss or "squared_error",
+        models=tuple(entries),
+        data_role=data_role,
+    )
+    checked = isolated(_inspect_all, ctx, draft, loss, output, what="Checking the models", limits=ctx.load_limits)
+    tasks = {c.task for c in checked}
+    if len(tasks) > 1:
+        raise LoadError("The models mix classifiers and regressors; give models of one task together.", field="model")
+    first = checked[0]
+    ws = Workspace(
+        id=draft.id,
+        title=draft.title,
+        data_path=data_rel,
+        data_sha=data_sha,
+        target=target,
+        task=first.task,
+        loss=first.loss,
+        output=first.output,
+        models=tuple(
+            ModelEntry(name=e.name, path=e.path, sha=e.sha, features=c.features, classes=c.classes)
+            for e, c in zip(entries, checked, strict=True)
+        ),
+        features=first.features,
+        warnings=tuple(dict.fromkeys(w for c in checked for w in c.warnings)),
+        data_role=data_role,
+    )
+    ctx.store.save_workspace(ws)
+    return ws
+
+
+def _inspect_all(ctx: Context, ws: Workspace, loss, output) -> list[Checked]:
+    """Each model loaded as a job loads it and checked against the data (in the isolated process)."""
+    data, found = ctx.store.data(ws), []
+    loaded: dict = {}
+    for entry in ws.models:
+        model = jobs.load(ctx.store, ws, entry.name, loaded, ctx.policy)
+        checked = inspect_model(model, data, ws.target, name=entry.name, loss=loss, output=output)
+        loss, output = checked.loss, checked.output  # the first model's choice holds for the others
+        found.append(checked)
+    return found
+
+
+def write_report(
+    ctx: Context,
+    ws: Workspace,
+    out: Path,
+    *,
+    json_path: Path | None = None,
+    progress: Progress | None = None,
+) -> dict:
+    """Compute every section of the data set's drill-down (PFI and its caveats, SFIMP,
+    the curves of the most important feature, subgroups found, performance) and write the
+    page's HTML report to ``out``; the numbers behind it (:func:`report_numbers`) to
+    ``json_path`` when given. Returns those numbers."""
+    state = _computed(ctx, {**default_state(), "ws": ws.id, "sfimp": True}, progress)
+    inp = load_inputs(ctx, {"state": state, "keys": plan_state(ctx, ws, state)["keys"]})
+    pfi = inp.pfi.get(state["model"]) if inp is not None else None
+    if pfi is not None:  # the curves and subgroups found of the feature the model relies on most
+        state = _computed(ctx, {**state, "feature": str(pfi.importance.idxmax())}, progress)
+    results = {"state": state, "keys": plan_state(ctx, ws, state)["keys"]}
+    html = report_html(ctx, results)
+    if html is None:
+        raise LoadError("The data set could not be read back from the cache.", field="data")
+    out.write_text(html, encoding="utf-8")
+    numbers = report_numbers(ctx, results)
+    if json_path is not None:
+        json_path.write_text(json.dumps(numbers, indent=1, default=_plain), encoding="utf-8")
+    return numbers
+
+
+def _computed(ctx: Context, state: dict, progress: Progress | None) -> dict:
+    """The cleaned state, with every result it needs computed into the cache."""
+    state, error = normalize(ctx, state)
+    if error:
+        raise LoadError(error, field="data")
+
+    def told(values) -> None:
+        if progress is not None:
+            done, total, label = values
+            progress(int(done), int(total), str(label))
+
+    outcome = run_request(ctx, {"state": state}, set_progress=told)
+    if outcome.get("error"):
+        raise compute.ModelError(outcome["error"])
+    return state
+
+
+def report_numbers(ctx: Context, results: dict) -> dict:
+    """The numbers behind the report: the data set, each model's PFI with its standard
+    error, and every view's numbers as the library defines them (``View.library``)."""
+    inp = load_inputs(ctx, results)
+    if inp is None:
+        return {}
+    state = inp.state
+    pfi = {
+        model: {
+            str(f): {"importance": float(v), "std_error": float(se)}
+            for f, v, se in zip(found.importance.index, found.importance, found.std_error, strict=True)
+        }
+        for model, found in inp.pfi.items()
+    }
+    views = {}
+    for view in REGISTRY:
+        if view.library is None:
+            continue
+        shown = view.library(inp)
+        if shown:
+            views[view.name] = {name: _plain(value) for name, value in shown.items()}
+    return {
+        "data": {
+            "title": inp.ws.title,
+            "rows": len(inp.data),
+            "target": inp.ws.target,
+            "task": inp.ws.task,
+            "loss": inp.ws.loss,
+            "models": [m.name for m in inp.ws.models],
+        },
+        "state": {k: state[k] for k in ("model", "feature", "subgroup", "repeats") if k in state},
+        "pfi": pfi,
+        "views": views,
+        "seed": planning.SEED,
+    }
+
+
+def _plain(value):
+    """A number, Series, array or frame as JSON values (NaN as null)."""
+    if isinstance(value, pd.Series):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, pd.DataFrame):
+        return {str(k): _plain(value[k]) for k in value.columns}
+    if isinstance(value, np.ndarray):
+        return [_plain(v) for v in value.tolist()]
+    if isinstance(value, (np.floating, float)):
+        return None if not math.isfinite(float(value)) else float(value)
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value

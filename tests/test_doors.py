@@ -1,0 +1,130 @@
+"""Issue 26: the review without a browser, from the command line and from Python objects."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import joblib
+import numpy as np
+import pandas as pd
+import pytest
+import skops.io as sio
+from sklearn.ensemble import RandomForestRegressor
+from sklearn.linear_model import Ridge
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+
+import compute
+import dashboard
+from dashboard import planning, session_models
+
+ROOT = Path(__file__).resolve().parent.parent
+TARGET = "churn"
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("doors")
+    rng = np.random.default_rng(0)
+    n = 400
+    X = pd.DataFrame({"income": rng.normal(size=n), "age": rng.normal(size=n), "tenure": rng.normal(size=n)})
+    X["spend"] = 0.9 * X["income"] + 0.3 * rng.normal(size=n)
+    y = 2 * X["income"] + X["age"] * X["tenure"] + rng.normal(scale=0.3, size=n)
+    forest = RandomForestRegressor(n_estimators=20, random_state=0).fit(X, y)
+    ridge = make_pipeline(StandardScaler(), Ridge()).fit(X, y)
+    sio.dump(forest, folder / "forest.skops")
+    joblib.dump(ridge, folder / "ridge.joblib")
+    X.assign(**{TARGET: y}).to_csv(folder / "data.csv", index=False)
+    return {"folder": folder, "X": X, "y": y, "forest": forest, "ridge": ridge}
+
+
+def _cli(files, *args: str) -> subprocess.CompletedProcess:
+    folder = files["folder"]
+    return subprocess.run(
+        [sys.executable, str(ROOT / "app.py"), "report", "--cache-dir", str(folder / "cache"), *args],
+        capture_output=True,
+        text=True,
+        cwd=folder,
+        timeout=600,
+    )
+
+
+def _library_pfi(model, X, y) -> compute.PermutationImportance:
+    """What the dashboard computes for its PFI bars: the default repetitions and seed, the row budget."""
+    return compute.permutation_importance(
+        model, X, y, n_repeats=10, random_state=planning.SEED, n_obs=planning.pfi_sample(X.shape[1])
+    )
+
+
+def test_the_command_line_writes_the_report_and_its_numbers(files):
+    folder = files["folder"]
+    done = _cli(
+        files,
+        *("--model", "forest.skops", "--model", "ridge.joblib", "--data", "data.csv", "--target", TARGET),
+        *("--out", "review.html", "--json", "review.json"),
+    )
+    assert done.returncode == 0, done.stderr
+    assert "warning: loading ridge.joblib runs the code it holds" in done.stderr  # a pickle: the operator's own
+    assert re.search(r"\[#+\] 100%", done.stderr)  # the progress bar reached its end
+    html = (folder / "review.html").read_text()
+    for title in ("Permutation feature importance", "Shapley feature importance (SFIMP)", "Subgroups found for you"):
+        assert f"<h3>{title}</h3>" in html
+    # the figures carry the data's column names, and the report looks at the most important feature
+    assert all(f'"{c}"' in html for c in files["X"].columns)
+    numbers = json.loads((folder / "review.json").read_text())
+    assert numbers["data"]["models"] == ["forest", "ridge"] and numbers["state"]["feature"] == "income"
+    for name in ("forest", "ridge"):
+        pfi = _library_pfi(files[name], files["X"], files["y"])
+        got = pd.DataFrame(numbers["pfi"][name]).T
+        np.testing.assert_allclose(got["importance"], pfi.importance[got.index], rtol=1e-12)
+        np.testing.assert_allclose(got["std_error"], pfi.std_error[got.index], rtol=1e-12)
+    assert numbers["views"]["subgroup_finder"] and numbers["views"]["sfimp"]
+
+
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        (("--model", "forest.skops", "--data", "data.csv", "--target", "revenue"), "'revenue'"),
+        (("--model", "missing.skops", "--data", "data.csv", "--target", TARGET), "missing.skops"),
+        (("--model", "forest.skops", "--data", "nowhere.csv", "--target", TARGET), "nowhere.csv"),
+        (("--model", "data.csv", "--data", "data.csv", "--target", TARGET), "data.csv: not a model file"),
+    ],
+)
+def test_bad_input_exits_non_zero_with_one_line_naming_it(files, args, named):
+    done = _cli(files, *args, "--out", "bad.html")
+    assert done.returncode == 2, done.stderr
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and named in errors[0], done.stderr
+    assert not (files["folder"] / "bad.html").exists()
+
+
+def test_report_from_python_objects(files, tmp_path):
+    """dashboard.report hands the objects to a fresh interpreter; the numbers are the library's."""
+    numbers = dashboard.report(
+        {"ridge": files["ridge"]},
+        files["X"].assign(**{TARGET: files["y"]}),
+        TARGET,
+        tmp_path / "py.html",
+        cache_dir=tmp_path / "cache",
+        progress=False,
+    )
+    pfi = _library_pfi(files["ridge"], files["X"], files["y"])
+    got = pd.DataFrame(numbers["pfi"]["ridge"]).T
+    np.testing.assert_allclose(got["importance"], pfi.importance[got.index], rtol=1e-12)
+    assert "<h3>Which features act together?</h3>" in (tmp_path / "py.html").read_text()
+    with pytest.raises(dashboard.ReportError, match="'revenue' is not in the data"):
+        dashboard.report(files["ridge"], files["X"], "revenue", tmp_path / "x.html", cache_dir=tmp_path / "cache")
+    with pytest.raises(dashboard.ReportError, match="could not be handed"):
+        dashboard.report({"m": lambda X: X}, files["X"], "income", tmp_path / "y.html", cache_dir=tmp_path / "cache")
+
+
+def test_a_session_model_another_process_does_not_hold_says_so():
+    path, sha = session_models.keep(Ridge())
+    assert session_models.is_session_model(path) and len(sha) == 64
+    assert session_models.get(path, "ridge") is not None
+    with pytest.raises(compute.ModelError, match="Python session that opened this data set"):
+        session_models.get("memory:" + "0" * 32, "gone")
