@@ -1,6 +1,7 @@
 """Why it performs: the feature-importance dashboard.
 
     python app.py [--port 8050 --cache-dir .wip-cache ...]   # development server, demo warmed
+    python app.py --model M [--model M2] --data D --target T   # opens on the operator's own data set
     python app.py report --model M --data D --target T --out review.html   # a review, no browser
     gunicorn -c gunicorn.conf.py app:server                  # production (options from WIP_* env)
 
@@ -9,12 +10,16 @@ Options: ``python app.py --help``; each has a ``WIP_*`` environment variable (RE
 
 from __future__ import annotations
 
+import argparse
 import logging
 import sys
 import threading
+from pathlib import Path
 
-from dashboard.cli import report_main
+import compute
+from dashboard.cli import open_files, report_main
 from dashboard.config import from_env, parse_args
+from dashboard.loading import LoadError
 from dashboard.server import create_app, warm
 
 
@@ -22,12 +27,26 @@ def main(argv=None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["report"]:  # python app.py report --model ... --data ... --target ... --out ...
         sys.exit(report_main(argv[1:]))
-    config = parse_args(argv)
+    own = argparse.ArgumentParser(add_help=False)  # the operator's own data set, opened at start
+    own.add_argument("--model", action="append", type=Path)
+    own.add_argument("--data", type=Path)
+    own.add_argument("--target")
+    files, rest = own.parse_known_args(argv)
+    config = parse_args(rest)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     app = create_app(config)
-    if config.warm:
-        threading.Thread(target=warm, args=(app,), daemon=True).start()
-    print(f"Why it performs: http://{config.host}:{config.port}/ (cache {config.cache_path})", file=sys.stderr)
+    start, path = None, "/"
+    if files.model or files.data or files.target:
+        if not (files.model and files.data and files.target):
+            sys.exit("error: give --model (one or more), --data and --target together")
+        try:
+            ws = open_files(app._wip_context, files.model, files.data, files.target)
+        except (LoadError, compute.ExplainError, OSError) as exc:
+            sys.exit(f"error: {' '.join(str(exc).split())[:500]}")
+        start, path = {"ws": ws.id}, f"/?ws={ws.id}"
+    if config.warm or start:
+        threading.Thread(target=warm, args=(app, start), daemon=True).start()
+    print(f"Why it performs: http://{config.host}:{config.port}{path} (cache {config.cache_path})", file=sys.stderr)
     app.run(host=config.host, port=config.port, debug=config.debug)
 
 

@@ -1,4 +1,5 @@
-"""The Python door: ``dashboard.report(models, data, target, path)``.
+"""The Python doors: ``dashboard.show(models, data, target)`` and ``dashboard.report(models,
+data, target, path)``.
 
 The caller's objects (fitted models, a data frame) are pickled to a private file and
 handed to a fresh interpreter that opens them as a data set and writes the review
@@ -10,16 +11,37 @@ dashboard`` stays light."""
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import pickle
+import shutil
+import signal
+import socket
 import subprocess
 import sys
 import tempfile
+import time
+import webbrowser
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class Pickled:
+    """A model as bytes: ``how`` "pickle" (``pickle.dumps``) or "joblib" (a joblib file's
+    bytes), unpickled by ``dashboard.session_models`` in the job process that runs it."""
+
+    blob: bytes
+    how: str = "pickle"
+
+
+class ShowError(ValueError):
+    """The dashboard could not show the data set: the message says why (a missing column,
+    a model that cannot be used, a server that did not start)."""
 
 
 class ReportError(ValueError):
@@ -48,7 +70,7 @@ def report(
     most important feature, performance). Returns the numbers behind the report (also
     written to ``json_path`` when given): each model's PFI with its standard error and
     every view's numbers. Raises :class:`ReportError` with a one-line reason."""
-    named = dict(models) if isinstance(models, Mapping) else {type(models).__name__: models}
+    named = _pickled(models)
     out = Path(path)
     with tempfile.TemporaryDirectory(prefix="wip-report-") as folder:
         session = Path(folder) / "session.pkl"
@@ -69,6 +91,142 @@ def report(
             reasons = [line[len("error: ") :] for line in done.stderr.splitlines() if line.startswith("error: ")]
             raise ReportError(reasons[-1] if reasons else done.stderr.strip()[-500:] or "the review failed")
         return json.loads(numbers.read_text(encoding="utf-8"))
+
+
+class Shown:
+    """A data set ``dashboard.show`` opened: its page's ``url``, and ``stop()`` to end the
+    server (which every data set shown in this session shares)."""
+
+    def __init__(self, server: _Server, url: str, ws: str, warnings: list[str]):
+        self.server, self.url, self.ws, self.warnings = server, url, ws, warnings
+
+    def stop(self) -> None:
+        self.server.stop()
+
+    def __repr__(self) -> str:
+        return f"Shown(url={self.url!r})"
+
+    def _repr_html_(self) -> str:  # a notebook shows the page inline, with a link for a full tab
+        return (
+            f'<p><a href="{self.url}" target="_blank">Open the dashboard in a new tab</a></p>'
+            f'<iframe src="{self.url}" width="100%" height="900" style="border:1px solid #ddd"></iframe>'
+        )
+
+
+class _Server:
+    """The dashboard's server process of this session (``python -m dashboard.serve``)."""
+
+    def __init__(self, port: int | None, cache_dir):
+        self.inbox = Path(tempfile.mkdtemp(prefix="wip-show-"))  # private: 0700
+        self.port = port or _free_port()
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "dashboard.serve", "--inbox", str(self.inbox), "--port", str(self.port)]
+            + ["--cache-dir", str(cache_dir)],
+            cwd=ROOT,
+            env=_env(),
+            stdout=subprocess.PIPE,
+            text=True,
+            start_new_session=True,  # its job processes end with it (stop() ends the group)
+        )
+        line = self.process.stdout.readline() if self.process.stdout else ""
+        if line.strip() != "READY":
+            self.stop()
+            raise ShowError(f"The dashboard's server did not start (it said {line.strip()[:200]!r}).")
+        atexit.register(self.stop)
+
+    @property
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def open(self, given: dict, timeout: float = 600.0) -> dict:
+        """Hand a data set to the server; its reply (``ws`` or ``error``)."""
+        name = f"{time.monotonic_ns()}-{os.getpid()}"
+        partial = self.inbox / f"{name}.tmp"
+        with open(os.open(partial, os.O_WRONLY | os.O_CREAT, 0o600), "wb") as handle:
+            pickle.dump(given, handle, protocol=5)
+        partial.replace(self.inbox / f"{name}.pkl")
+        answer = self.inbox / f"{name}.json"
+        deadline = time.monotonic() + timeout
+        while not answer.exists():
+            if not self.alive:
+                raise ShowError("The dashboard's server stopped while opening the data set.")
+            if time.monotonic() > deadline:
+                raise ShowError(f"The dashboard's server took more than {timeout:g} s to open the data set.")
+            time.sleep(0.05)
+        reply = json.loads(answer.read_text())
+        answer.unlink(missing_ok=True)
+        return reply
+
+    def stop(self) -> None:
+        if self.alive:
+            try:
+                os.killpg(self.process.pid, signal.SIGTERM)
+                self.process.wait(timeout=10)
+            except (ProcessLookupError, subprocess.TimeoutExpired):
+                os.killpg(self.process.pid, signal.SIGKILL)
+        shutil.rmtree(self.inbox, ignore_errors=True)
+
+
+_SERVER: _Server | None = None
+
+
+def show(
+    models,
+    data,
+    target: str,
+    *,
+    port: int | None = None,
+    open_browser: bool = False,
+    title: str = "",
+    cache_dir=".wip-cache",
+) -> Shown:
+    """Show ``models`` on ``data`` (its ``target`` column the outcome) in the dashboard and
+    return at once: a :class:`Shown` with the page's ``url`` and ``stop()``. In a notebook
+    the page shows inline (with a link for a full tab). ``models``: one fitted model or a
+    ``{name: model}`` dict (anything with ``predict``/``predict_proba``). The objects are
+    handed to a server process of their own (a fresh interpreter), whose isolated job
+    processes run them; calling ``show`` again adds a data set to the same server.
+    Raises :class:`ShowError` with a one-line reason."""
+    global _SERVER
+    named = _pickled(models)
+    if _SERVER is None or not _SERVER.alive or (port is not None and port != _SERVER.port):
+        if _SERVER is not None:
+            _SERVER.stop()
+        _SERVER = _Server(port, cache_dir)
+    try:
+        reply = _SERVER.open({"models": named, "data": data, "target": target, "title": title})
+    except (pickle.PicklingError, TypeError, AttributeError) as exc:
+        raise ShowError(
+            f"The models and data could not be handed to the dashboard ({type(exc).__name__}: {exc})."
+        ) from exc
+    if "error" in reply:
+        raise ShowError(reply["error"])
+    url = f"http://127.0.0.1:{_SERVER.port}/?ws={reply['ws']}"
+    shown = Shown(_SERVER, url, reply["ws"], list(reply.get("warnings", [])))
+    if open_browser:
+        webbrowser.open(url)
+    return shown
+
+
+def _pickled(models) -> dict:
+    """{name: the model's pickled bytes}: the dashboard's processes unpickle a model only in
+    the job process that runs it (never where its library would start a thread pool that
+    later forks hang on)."""
+    named = dict(models) if isinstance(models, Mapping) else {type(models).__name__: models}
+    out = {}
+    for name, model in named.items():
+        try:
+            out[str(name)] = Pickled(pickle.dumps(model, protocol=5))
+        except Exception as exc:  # a lambda in a pipeline, an open connection: the object stays here
+            what = f"{type(exc).__name__}: {exc}"
+            raise ReportError(f"The model {name!r} could not be handed to the dashboard's process ({what}).") from exc
+    return out
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
 
 
 def _env() -> dict:

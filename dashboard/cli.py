@@ -16,10 +16,12 @@ from pathlib import Path
 
 import compute
 
+from .api import Pickled
 from .config import Config
 from .doors import open_workspace, write_report
 from .loading import MODEL_SUFFIXES, LoadError, read_data
 from .state import make_context
+from .store import Workspace
 
 PICKLES = (".pkl", ".pickle", ".joblib")
 
@@ -48,11 +50,9 @@ def report_main(argv: list[str] | None = None, *, stderr=None) -> int:
                 given = pickle.load(handle)  # written by dashboard.api for this process: the caller's own
             models, data, target = given["models"], given["data"], given["target"]
             title = given.get("title") or f"{data.attrs.get('name', 'data')}: {', '.join(models)}"
+            ws = open_workspace(ctx, models, data, target, title=title, loss=args.loss)
         else:
-            data = read_data(args.data, name=args.data.name, policy=ctx.policy)
-            models = {_name(path, i): _model(path, err) for i, path in enumerate(args.model)}
-            target, title = args.target, f"{args.data.name}: {', '.join(models)}"
-        ws = open_workspace(ctx, models, data, target, title=title, loss=args.loss)
+            ws = open_files(ctx, args.model, args.data, args.target, loss=args.loss, err=err)
         for note in ws.warnings:
             print(f"note: {note}", file=err)
         bar = ProgressBar(err)
@@ -63,6 +63,14 @@ def report_main(argv: list[str] | None = None, *, stderr=None) -> int:
         return 2
     print(f"wrote {args.out}" + (f" and {args.json}" if args.json else ""), file=err)
     return 0
+
+
+def open_files(ctx, model_paths: list[Path], data_path: Path, target: str, *, loss=None, err=None) -> Workspace:
+    """A workspace of model files and a data file named by the operator (see the module
+    docstring); raises ``LoadError`` or ``compute.ExplainError`` naming what is wrong."""
+    data = read_data(data_path, name=data_path.name, policy=ctx.policy)
+    models = {_name(path, i): _model(path, err or sys.stderr) for i, path in enumerate(model_paths)}
+    return open_workspace(ctx, models, data, target, title=f"{data_path.name}: {', '.join(models)}", loss=loss)
 
 
 def _name(path: Path, i: int) -> str:
@@ -76,10 +84,8 @@ def _model(path: Path, err):
     if not path.is_file():
         raise LoadError(f"{path}: no such model file.", field="model")
     if suffix in PICKLES:  # before MODEL_SUFFIXES, which names them to refuse them at upload
-        import joblib  # noqa: PLC0415 - a third-party loader only this door needs
-
         print(f"warning: loading {path.name} runs the code it holds; load only your own files.", file=err)
-        return joblib.load(path)
+        return Pickled(path.read_bytes(), "joblib")  # loaded in the job process, as a session's model
     if suffix in MODEL_SUFFIXES:
         return path
     raise LoadError(f"{path.name}: not a model file ({', '.join((*MODEL_SUFFIXES, *PICKLES))}).", field="model")

@@ -44,9 +44,9 @@ def open_workspace(
     output=None,
     data_role: str = "unknown",
 ) -> Workspace:
-    """A saved workspace of ``models`` (name -> a fitted object of this session, or the
-    ``Path`` of a model file the upload form takes) on ``data``, whose ``target`` column is
-    the outcome. Raises ``LoadError`` (with ``field``: "model", "data" or "target") or
+    """A saved workspace of ``models`` (name -> a fitted object of this session, its
+    ``Pickled`` bytes, or the ``Path`` of a model file the upload form takes) on ``data``,
+    whose ``target`` column is the outcome. Raises ``LoadError`` (with ``field``: "model", "data" or "target") or
     ``compute.ExplainError`` naming what is wrong."""
     if not isinstance(data, pd.DataFrame) or data.empty:
         raise LoadError("The data must be a non-empty pandas DataFrame.", field="data")
@@ -64,9 +64,16 @@ def open_workspace(
                 raise LoadError(f"{model.name}: not a model file this door reads ({known}).", field="model")
             rel, sha = ctx.store.keep_model(model, suffix)
         else:
-            if not (hasattr(model, "predict") or hasattr(model, "predict_proba")):
+            if not isinstance(model, session_models.Pickled) and not (
+                hasattr(model, "predict") or hasattr(model, "predict_proba")
+            ):
                 raise LoadError(f"The model {name!r} has no predict or predict_proba.", field="model")
-            rel, sha = session_models.keep(model)
+            try:
+                rel, sha = session_models.keep(model)
+            except Exception as exc:  # a lambda in a pipeline, an open connection
+                what = f"{type(exc).__name__}: {exc}"
+                message = f"The model {name!r} cannot be handed to the job processes ({what})."
+                raise LoadError(message, field="model") from exc
         entries.append(ModelEntry(name=str(name), path=rel, sha=sha))
     data_rel, data_sha = ctx.store.keep_data(data)
     draft = Workspace(

@@ -1,31 +1,35 @@
 """Models that live in the Python session that opened the dashboard (``dashboard.show``,
 ``dashboard.report``, a pickle named on the command line): the user's own objects, never
-a visitor's file. A workspace names such a model by a ``memory:`` path; the job processes,
-forked from this process, find the object here (they inherit it), so the model still runs
-only in an isolated, limited process. Another process (a later server on the same cache)
-does not have it and says so."""
+a visitor's file. A workspace names such a model by a ``memory:`` path. The model is kept
+here as its pickled bytes and unpickled only in a job process (forked from this one, it
+inherits the bytes): the web process never runs, nor even imports, the model's library (a
+booster's OpenMP pool started here would hang every job forked afterwards), and the model
+still runs only in an isolated, limited process. Another process (a later server on the
+same cache) does not have it and says so."""
 
 from __future__ import annotations
 
 import hashlib
+import io
 import pickle
-import uuid
 
 import compute
 
+from .api import Pickled
+
 PREFIX = "memory:"
-_MODELS: dict[str, object] = {}
+_BLOBS: dict[str, Pickled] = {}
+_LOADED: dict[str, object] = {}  # this process's unpickled models (a job process's)
 
 
 def keep(model) -> tuple[str, str]:
-    """Register ``model``; returns its ``memory:`` path and its content hash (the same
-    fitted model twice: one key, so its cached results are found again in this session)."""
-    try:
-        sha = hashlib.sha256(pickle.dumps(model, protocol=5)).hexdigest()
-    except Exception:  # an object that does not pickle: a key of its own (nothing cached across)
-        sha = hashlib.sha256(uuid.uuid4().bytes).hexdigest()
+    """Register a model (an object, pickled here, or :class:`Pickled` bytes); returns its
+    ``memory:`` path and the bytes' hash (the same model twice: one key, so its cached
+    results are found again). An object that does not pickle raises ``pickle``'s error."""
+    given = model if isinstance(model, Pickled) else Pickled(pickle.dumps(model, protocol=5))
+    sha = hashlib.sha256(given.how.encode() + b":" + given.blob).hexdigest()
     path = PREFIX + sha[:32]
-    _MODELS[path] = model
+    _BLOBS[path] = given
     return path, sha
 
 
@@ -34,11 +38,21 @@ def is_session_model(path: str) -> bool:
 
 
 def get(path: str, name: str):
-    """The registered model, or a clear error when this process does not hold it."""
-    try:
-        return _MODELS[path]
-    except KeyError:
+    """The model, unpickled in this process at its first use; a clear error when this
+    process does not hold it."""
+    if path in _LOADED:
+        return _LOADED[path]
+    given = _BLOBS.get(path)
+    if given is None:
         raise compute.ModelError(
             f"The model {name!r} was an object of the Python session that opened this data set, which is no "
             "longer running; open it again from Python (dashboard.show) or the command line."
-        ) from None
+        )
+    if given.how == "joblib":
+        import joblib  # noqa: PLC0415 - only a joblib file named on the command line needs it
+
+        model = joblib.load(io.BytesIO(given.blob))
+    else:
+        model = pickle.loads(given.blob)  # the session's own object, handed over by its owner
+    _LOADED[path] = model
+    return model

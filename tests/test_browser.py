@@ -810,6 +810,65 @@ def test_a_click_on_the_pair_matrix_draws_that_pair_and_keeps_it_in_the_url(serv
     tab.wait_for_function(kept, timeout=120_000)
 
 
+SHOW_SCRIPT = """
+import sys
+import numpy as np, pandas as pd
+import dashboard
+rng = np.random.default_rng(0)
+X = pd.DataFrame({"monthly income": rng.normal(size=400), "age in years": rng.normal(size=400),
+                  "tenure": rng.normal(size=400)})
+y = 3 * X["monthly income"] + X["age in years"] + 0.1 * rng.normal(size=400)
+if sys.argv[1] == "xgboost":
+    import xgboost as xgb  # trained here, in the caller's process, as a notebook would
+    model = xgb.XGBRegressor(n_estimators=40, max_depth=3).fit(X, y)
+else:
+    from sklearn.compose import make_column_transformer
+    from sklearn.linear_model import Ridge
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+    model = make_pipeline(make_column_transformer((StandardScaler(), list(X.columns))), Ridge()).fit(X, y)
+model.predict(X)
+shown = dashboard.show({sys.argv[1]: model}, X.assign(spend=y), "spend", cache_dir=sys.argv[2])
+print(shown.url, flush=True)
+sys.stdin.read()  # serve until the test closes our input
+shown.stop()
+"""
+
+
+@pytest.mark.parametrize("kind", ["pipeline", "xgboost"])
+def test_show_serves_an_in_memory_model_with_the_datas_column_names(tab, tmp_path, kind):
+    """Issue 26: dashboard.show from a script (an in-memory scikit-learn pipeline, an
+    in-memory XGBoost model trained in that process) returns at once with a URL whose page
+    draws the PFI bars of the data's own columns."""
+    script = tmp_path / "show.py"
+    script.write_text(SHOW_SCRIPT)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    proc = subprocess.Popen(
+        [sys.executable, str(script), kind, str(tmp_path / "cache")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        url = proc.stdout.readline().strip()
+        assert url.startswith("http://127.0.0.1:") and "?ws=" in url, url
+        tab.goto(url)
+        open_section(tab, "overview")
+        tab.wait_for_function(
+            "() => { const g = document.querySelector('#pfi-graph .js-plotly-plot');"
+            " return g && g._fullData && g._fullData.some(t => t.type === 'bar'); }",
+            timeout=120_000,
+        )
+        labels = tab.evaluate("() => Array.from(document.querySelector('#pfi-graph .js-plotly-plot')._fullData[0].y)")
+        assert set(labels) == {"monthly income", "age in years", "tenure"}, labels
+        assert tab.inner_text("#pfi-graph").count("monthly income") >= 1
+        shot(tab, f"show-{kind}")
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=30)
+
+
 def test_a_pipeline_with_an_imputer_loads_data_with_missing_values_and_shows_them(server, tab, upload_files):
     """Issue 12: the Titanic-like pipeline (imputers inside) on its CSV with missing ages and
     ports loads, says so, and every section renders; ICE and ICI of age show the missing point."""

@@ -42,7 +42,7 @@ def pair_matrix_figure(
     for a, b, h2, h in pairs[["feature_1", "feature_2", "h2", "h"]].itertuples(index=False):
         for i, j in ((position[a], position[b]), (position[b], position[a])):
             z[i, j] = h2
-            text[i, j] = "0" if h2 == 0 else f"{h2:.2g}"
+            text[i, j] = "0" if h2 == 0 else ("<0.001" if h2 < 0.001 else f"{h2:.2g}")
             hover[i, j] = (
                 f"{esc(a)} × {esc(b)}<br>H² = {h2:.3g}: share of their joint effect that is interaction"
                 f"<br>h = {h:.3g}: its size, in prediction units"
