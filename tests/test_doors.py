@@ -9,10 +9,12 @@ import sys
 from pathlib import Path
 
 import joblib
+import nbformat
 import numpy as np
 import pandas as pd
 import pytest
 import skops.io as sio
+from nbclient import NotebookClient
 from sklearn.ensemble import RandomForestRegressor
 from sklearn.linear_model import Ridge
 from sklearn.pipeline import make_pipeline
@@ -128,3 +130,28 @@ def test_a_session_model_another_process_does_not_hold_says_so():
     assert session_models.get(path, "ridge") is not None
     with pytest.raises(compute.ModelError, match="Python session that opened this data set"):
         session_models.get("memory:" + "0" * 32, "gone")
+
+
+def test_show_in_a_notebook_puts_the_page_inline(tmp_path):
+    """A real Jupyter kernel (nbclient) runs a notebook that calls dashboard.show on an
+    in-memory pipeline: the cell's output holds the page as an inline frame and a link."""
+
+    cells = [
+        "import numpy as np, pandas as pd\n"
+        "from sklearn.linear_model import Ridge\n"
+        "from sklearn.pipeline import make_pipeline\n"
+        "from sklearn.preprocessing import StandardScaler\n"
+        "rng = np.random.default_rng(1)\n"
+        "df = pd.DataFrame({'size': rng.normal(size=200), 'rooms': rng.normal(size=200)})\n"
+        "df['price'] = 2 * df['size'] + rng.normal(size=200)\n"
+        "model = make_pipeline(StandardScaler(), Ridge()).fit(df[['size', 'rooms']], df['price'])",
+        f"import dashboard\nshown = dashboard.show(model, df, 'price', cache_dir={str(tmp_path / 'cache')!r})\nshown",
+        "shown.stop()\nprint('stopped', shown.server.alive)",
+    ]
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    NotebookClient(notebook, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(ROOT)}}).execute()
+    shown = notebook.cells[1].outputs
+    html = next(o["data"]["text/html"] for o in shown if "text/html" in o.get("data", {}))
+    assert re.search(r'<iframe src="http://127\.0\.0\.1:\d+/\?ws=[\w-]+"', html), html
+    assert "Open the dashboard in a new tab" in html
+    assert "stopped False" in notebook.cells[2].outputs[0]["text"]
