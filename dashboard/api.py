@@ -33,7 +33,8 @@ ROOT = Path(__file__).resolve().parent.parent
 @dataclass(frozen=True)
 class Pickled:
     """A model as bytes: ``how`` "pickle" (``pickle.dumps``) or "joblib" (a joblib file's
-    bytes), unpickled by ``dashboard.session_models`` in the job process that runs it."""
+    bytes), unpickled by ``dashboard.session_models`` in the job process that runs it; or
+    "file:SUFFIX", a booster's own file format, loaded as that file is."""
 
     blob: bytes
     how: str = "pickle"
@@ -216,11 +217,23 @@ def _pickled(models) -> dict:
     out = {}
     for name, model in named.items():
         try:
-            out[str(name)] = Pickled(pickle.dumps(model, protocol=5))
+            out[str(name)] = _native(model) or Pickled(pickle.dumps(model, protocol=5))
         except Exception as exc:  # a lambda in a pipeline, an open connection: the object stays here
             what = f"{type(exc).__name__}: {exc}"
             raise ReportError(f"The model {name!r} could not be handed to the dashboard's process ({what}).") from exc
     return out
+
+
+def _native(model) -> Pickled | None:
+    """A raw XGBoost or LightGBM booster (no scikit-learn methods) as its own file format's
+    bytes: the dashboard loads it as it loads that file (column names, categories, task
+    from the objective, every check); None for anything else."""
+    kind = (type(model).__module__.split(".")[0], type(model).__name__)
+    if kind == ("xgboost", "Booster"):
+        return Pickled(bytes(model.save_raw(raw_format="ubj")), "file:.ubj")
+    if kind == ("lightgbm", "Booster"):
+        return Pickled(model.model_to_string().encode(), "file:.txt")
+    return None
 
 
 def _free_port() -> int:

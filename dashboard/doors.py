@@ -11,6 +11,7 @@ safe from a running OpenMP pool."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from collections.abc import Callable, Mapping
@@ -57,6 +58,8 @@ def open_workspace(
         raise LoadError("Give at least one model.", field="model")
     entries = []
     for name, model in models.items():
+        if isinstance(model, session_models.Pickled) and model.how.startswith("file:"):
+            model = _as_file(ctx, model)  # a raw booster: its own file format
         if isinstance(model, Path):
             suffix = model.suffix.lower()
             if suffix not in MODEL_SUFFIXES:
@@ -111,6 +114,18 @@ def open_workspace(
     )
     ctx.store.save_workspace(ws)
     return ws
+
+
+def _as_file(ctx: Context, given) -> Path:
+    """A booster's file bytes as a file in the cache (kept by content, as an upload)."""
+    suffix = given.how[len("file:") :]
+    if suffix not in MODEL_SUFFIXES:
+        raise LoadError(f"Not a model file format this door reads ({suffix}).", field="model")
+    folder = ctx.store.path("sessions")
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / (hashlib.sha256(given.blob).hexdigest()[:32] + suffix)
+    path.write_bytes(given.blob)
+    return path
 
 
 def _inspect_all(ctx: Context, ws: Workspace, loss, output) -> list[Checked]:

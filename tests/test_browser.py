@@ -821,13 +821,18 @@ y = 3 * X["monthly income"] + X["age in years"] + 0.1 * rng.normal(size=400)
 if sys.argv[1] == "xgboost":
     import xgboost as xgb  # trained here, in the caller's process, as a notebook would
     model = xgb.XGBRegressor(n_estimators=40, max_depth=3).fit(X, y)
+elif sys.argv[1] == "xgboost-booster":  # a raw Booster: no scikit-learn methods
+    import xgboost as xgb
+    model = xgb.train({"max_depth": 3}, xgb.DMatrix(X, label=y), num_boost_round=40)
+    model.predict(xgb.DMatrix(X))
 else:
     from sklearn.compose import make_column_transformer
     from sklearn.linear_model import Ridge
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
     model = make_pipeline(make_column_transformer((StandardScaler(), list(X.columns))), Ridge()).fit(X, y)
-model.predict(X)
+if hasattr(model, "fit"):
+    model.predict(X)
 shown = dashboard.show({sys.argv[1]: model}, X.assign(spend=y), "spend", cache_dir=sys.argv[2])
 print(shown.url, flush=True)
 sys.stdin.read()  # serve until the test closes our input
@@ -835,11 +840,11 @@ shown.stop()
 """
 
 
-@pytest.mark.parametrize("kind", ["pipeline", "xgboost"])
+@pytest.mark.parametrize("kind", ["pipeline", "xgboost", "xgboost-booster"])
 def test_show_serves_an_in_memory_model_with_the_datas_column_names(tab, tmp_path, kind):
     """Issue 26: dashboard.show from a script (an in-memory scikit-learn pipeline, an
-    in-memory XGBoost model trained in that process) returns at once with a URL whose page
-    draws the PFI bars of the data's own columns."""
+    in-memory XGBoost model trained in that process, a raw XGBoost Booster) returns at once
+    with a URL whose page draws the PFI bars of the data's own columns."""
     script = tmp_path / "show.py"
     script.write_text(SHOW_SCRIPT)
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
