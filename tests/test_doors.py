@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import joblib
@@ -155,3 +159,63 @@ def test_show_in_a_notebook_puts_the_page_inline(tmp_path):
     assert re.search(r'<iframe src="http://127\.0\.0\.1:\d+/\?ws=[\w-]+"', html), html
     assert "Open the dashboard in a new tab" in html
     assert "stopped False" in notebook.cells[2].outputs[0]["text"]
+
+
+def test_show_again_adds_a_data_set_to_the_same_server(files, tmp_path):
+    import requests
+
+    data = files["X"].assign(**{TARGET: files["y"]})
+    first = dashboard.show({"ridge": files["ridge"]}, data, TARGET, cache_dir=tmp_path / "cache")
+    try:
+        second = dashboard.show(files["ridge"], data.iloc[:200], TARGET, cache_dir=tmp_path / "cache")
+        assert second.server is first.server and second.ws != first.ws
+        for shown in (first, second):
+            assert requests.get(shown.url, timeout=30).status_code == 200
+        with pytest.raises(dashboard.ShowError, match="'revenue' is not in the data"):
+            dashboard.show(files["ridge"], data, "revenue", cache_dir=tmp_path / "cache")
+        assert first.server.alive  # a refused data set leaves the server serving
+    finally:
+        first.stop()
+    assert not first.server.alive
+
+
+def test_the_command_line_opens_the_server_on_the_operators_data(files):
+    import requests
+
+    folder = files["folder"]
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, str(ROOT / "app.py"), "--model", "forest.skops", "--data", "data.csv", "--target", TARGET]
+        + ["--port", str(port), "--cache-dir", str(folder / "cache-serve"), "--no-warm"],
+        cwd=folder,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        url = ""
+        for line in proc.stderr:
+            found = re.search(r"http://127\.0\.0\.1:\d+/\?ws=[\w-]+", line)
+            if found:
+                url = found.group()
+                break
+        assert url, "no URL printed"
+        for _ in range(100):
+            try:
+                response = requests.get(url, timeout=5)
+                break
+            except requests.ConnectionError:
+                time.sleep(0.1)
+        assert response.status_code == 200
+        ws = url.split("ws=")[1]
+        record = json.loads((folder / "cache-serve" / "workspaces" / f"{ws}.json").read_text())
+        assert record["target"] == TARGET and record["features"] == list(files["X"].columns)
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=20)
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
