@@ -4,6 +4,7 @@ Sampling (:mod:`.sampling`), intervention (:mod:`.intervention`), prediction
 (:mod:`.prediction`) and aggregation (:mod:`.aggregation`); public entry points below.
 """
 
+from . import findings
 from .aggregation import rank_extremes
 from .caveats import (
     Dependence,
@@ -55,6 +56,7 @@ from .summary import ProfileSummary
 from .whatif import WhatIf, apply_edits, what_if
 
 __all__ = [
+    "findings",
     "interaction_strength",
     "InteractionStrength",
     "conditional_importance",

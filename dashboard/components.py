@@ -30,7 +30,15 @@ def table(table_id: str, *, page_size: int = 12, row_selectable=None):
     )
 
 
-def panel(title: str, *children, help_text: str | None = None, extra=None, class_name: str = "panel", method: str = ""):
+def panel(
+    title: str,
+    *children,
+    help_text: str | None = None,
+    extra=None,
+    class_name: str = "panel",
+    method: str = "",
+    panel_id: str | None = None,
+):
     """A view's panel: its title, its tools, its question in plain words and (hover or focus
     the "method" mark) the method with its paper and equation."""
     header: list = [html.H3(title)]
@@ -41,6 +49,8 @@ def panel(title: str, *children, help_text: str | None = None, extra=None, class
         note = [html.Span(" method", title=method, className="method-note", tabIndex="0")] if method else []
         body.append(html.P([help_text, *note], className="help question"))
     body.extend(children)
+    if panel_id:
+        return html.Section(body, className=class_name, id=panel_id)
     return html.Section(body, className=class_name)
 
 

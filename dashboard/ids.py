@@ -37,6 +37,7 @@ EXCLUDED_INFO = "excluded-info"
 OBS_INFO = "obs-info"
 
 SECTION_TABS = "section-tabs"  # dcc.Tabs: the open section of the page
+VIEW_LINK = "view-link"  # {"type": VIEW_LINK, "view": name, "section": key}: opens the section, scrolls to the view
 LOAD_PANEL = "load-panel"  # html.Details: "Load your own model and data"
 LOAD_CLOSED = "load-closed"  # dcc.Store: written when a load succeeds (closes the panel)
 

@@ -874,6 +874,31 @@ def test_show_serves_an_in_memory_model_with_the_datas_column_names(tab, tmp_pat
         proc.wait(timeout=30)
 
 
+def test_findings_open_the_overview_and_each_link_opens_its_view(server, tab):
+    """Issue 28: the Overview opens on what was found (the X3 demo: its features and the X3
+    split); a finding's link opens the section of the view that shows it and scrolls there."""
+    tab.goto(server["url"] + "/?ws=demo-x3")
+    open_section(tab, "overview")
+    tab.wait_for_selector("#findings-list li.finding-subgroups", timeout=120_000)
+    text = tab.inner_text("#findings-list")
+    assert "relies most on X2" in text and "X3 ==" in text and "act together" in text, text
+    first_panel = tab.evaluate("() => document.querySelector('.views section.panel').id")
+    assert first_panel == "view-findings"
+    shot(tab, "findings")
+    tab.click("#findings-list li.finding-subgroups a")
+    tab.wait_for_selector("#section-tab-subgroups.selected")
+    tab.wait_for_function(
+        "() => { const p = document.getElementById('view-subgroup_finder');"
+        " const r = p && p.getBoundingClientRect(); return r && r.top < window.innerHeight && r.bottom > 0; }"
+    )
+    open_section(tab, "overview")
+    tab.click("#findings-list li.finding-interactions a")
+    tab.wait_for_function(
+        "() => { const p = document.getElementById('view-interactions');"
+        " const r = p && p.getBoundingClientRect(); return r && r.top < window.innerHeight && r.bottom > 0; }"
+    )
+
+
 def test_a_pipeline_with_an_imputer_loads_data_with_missing_values_and_shows_them(server, tab, upload_files):
     """Issue 12: the Titanic-like pipeline (imputers inside) on its CSV with missing ages and
     ports loads, says so, and every section renders; ICE and ICI of age show the missing point."""

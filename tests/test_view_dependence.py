@@ -4,6 +4,7 @@ bars, the pair matrix, a pair's 2-D partial dependence, the pair chosen by a cli
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -106,3 +107,29 @@ def test_the_report_carries_both_views(ctx):
     assert "Which features act together?" in html and "Which pairs act together (Friedman's H²)" in html
     assert "Importance once the other features are known" in html
     assert "act together most" in html  # the reading, as a note
+
+
+def _texts(component) -> list[str]:
+    if isinstance(component, str):
+        return [component]
+    if isinstance(component, (list, tuple)):
+        return [t for c in component for t in _texts(c)]
+    children = getattr(component, "children", None)
+    return [] if children is None else _texts(children)
+
+
+def test_the_x3_demo_findings_name_the_features_and_the_x3_split(ctx):
+    results = _results(ctx, "demo-x3", feature="X1")
+    out = views.render(ctx, "findings", results)
+    sentences = [t for t in _texts(out["list"]) if not t.startswith("see ")]
+    text = " ".join(sentences)
+    assert "relies most on X2" in text and "X1" in text
+    # the top feature's importance comes from one side of the X3 split (X1: X3 == 0, X2: X3 == 1)
+    split = r"(X1's importance comes from rows where X3 == 0|X2's importance comes from rows where X3 == 1)"
+    assert re.search(split + r": its PFI there is [\d,]+", text), text
+    assert "X1 and X3 act together" in text
+    assert 3 <= len([s for s in sentences if s.strip()]) <= 7
+    links = [c.id for c in out["list"][0].children for c in c.children if getattr(c, "id", None)]
+    assert {link["view"] for link in links} >= {"pfi", "subgroup_finder", "interactions"}
+    html = views.report_html(ctx, results)
+    assert "<h3>What we found</h3>" in html and "act together" in html.split("<h3>What we found</h3>")[1][:3000]

@@ -314,6 +314,24 @@ function(iciClick, iceClick) {
 }
 """
 
+# A link to a view (a finding's "see the chart"): open its section, then scroll its panel
+# into view once the section is drawn.
+VIEW_LINK_JS = """
+function(clicks) {
+    const trig = (dash_clientside.callback_context.triggered || [])[0];
+    if (!trig || !trig.value) { return dash_clientside.no_update; }
+    const id = JSON.parse(trig.prop_id.split('.')[0]);
+    let tries = 0;
+    const scroll = function() {
+        const panel = document.getElementById('view-' + id.view);
+        if (panel) { panel.scrollIntoView({block: 'start'}); panel.focus({preventScroll: true}); }
+        else if (tries++ < 40) { setTimeout(scroll, 50); }
+    };
+    setTimeout(scroll, 30);
+    return id.section;
+}
+"""
+
 # The same mapping for hovers (WebGL drops customdata from hover events as well).
 HOVERED_ROW_JS = CLICKED_ROW_JS
 
@@ -425,6 +443,13 @@ def register(app, ctx) -> None:
         Output(ids.SUGGESTED_PICK, "data"),
         Input(button, "n_clicks"),
         State(button, "id"),
+        prevent_initial_call=True,
+    )
+    link = {"type": ids.VIEW_LINK, "view": ALL, "section": ALL}
+    app.clientside_callback(
+        VIEW_LINK_JS,
+        Output(ids.SECTION_TABS, "value"),
+        Input(link, "n_clicks"),
         prevent_initial_call=True,
     )
     app.clientside_callback(

@@ -245,6 +245,11 @@ def render_all(ctx, results) -> dict[str, dict]:
     return {v.name: render(ctx, v, results, inp) for v in REGISTRY}
 
 
+def panel_id(name: str) -> str:
+    """The page id of a view's panel (a link to the view scrolls to it)."""
+    return f"view-{name}"
+
+
 def panels(panel, section: str | None = None) -> list:
     """One panel per view (of one section), in page order (``panel`` is ``dashboard.components.panel``)."""
     from dash import dcc
@@ -258,6 +263,7 @@ def panels(panel, section: str | None = None) -> list:
             method=v.method,
             extra=None if v.extra is None else v.extra(),
             class_name="panel wide" if v.wide else "panel",
+            panel_id=panel_id(v.name),
         )
         for v in REGISTRY
         if section is None or v.section == section

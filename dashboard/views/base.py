@@ -149,6 +149,10 @@ class Inputs:
     def summary(self) -> compute.ProfileSummary | None:
         return self._once_found("summary", lambda: self._get(self.keys["summary"]), _present)
 
+    def profile_of(self, feature) -> compute.FeatureProfile | None:
+        """Any feature's cached ICE/ICI profile (the profiles task computes every feature's)."""
+        return self._get(self.keys["profiles"].get(feature))
+
     @property
     def profile(self) -> compute.FeatureProfile | None:
         return self._once_found("profile", lambda: self._get(self.keys["profiles"].get(self.feature)), _present)

@@ -209,16 +209,23 @@ SKILL = {
 }
 
 
-def leak_text(inp, pfi: compute.PermutationImportance) -> str:
+def leak_check(inp, pfi: compute.PermutationImportance) -> compute.LeakageCheck | None:
+    """The leak check on the rows PFI used (None where it does not apply)."""
     if pfi.kind != "difference" or pfi.loss not in LOSS_LABELS:
-        return ""
+        return None
     target = inp.data[inp.ws.target]
     # the rows PFI used (its sample, on large data): the model's error there
     y = (target.loc[pfi.rows] if pfi.rows is not None else target[pfi_rows(inp)]).to_numpy()
     n_classes = int(target.nunique()) if inp.ws.task == "classification" else None
     try:
-        check = compute.leakage_check(pfi, y, n_classes=n_classes)
+        return compute.leakage_check(pfi, y, n_classes=n_classes)
     except compute.InputError:
+        return None
+
+
+def leak_text(inp, pfi: compute.PermutationImportance) -> str:
+    check = leak_check(inp, pfi)
+    if check is None:
         return ""
     name = SKILL.get(pfi.loss, f"skill against a constant prediction ({LOSS_LABELS[pfi.loss]})")
     carriers = " and ".join(f"'{c}'" for c in check.carriers)

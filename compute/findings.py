@@ -1,0 +1,177 @@
+"""What we found, in plain sentences: each a function of computed results that says what
+the numbers say (with their uncertainty) or nothing when there is nothing to say.
+
+Every function returns a :class:`Finding` or None. ``topic`` names the kind of result it
+reads ("importance", "subgroups", "interactions", "dependence", "leak"), so a page can link
+the sentence to the view that shows it; ``numbers`` holds the numbers the sentence states.
+Numbers are written to 3 significant digits, whole numbers from 100 up (thousands
+separated)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from .caveats import LeakageCheck
+from .conditional import ConditionalImportance
+from .interaction import InteractionStrength
+from .regional import SubgroupSuggestions
+from .results import PermutationImportance
+
+__all__ = [
+    "Finding",
+    "acting_together",
+    "inflated_by_dependence",
+    "leak_warning",
+    "reliance",
+    "where_importance_comes_from",
+]
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One sentence and the numbers it states."""
+
+    topic: str
+    text: str
+    numbers: dict = field(default_factory=dict)
+
+
+def number(value: float) -> str:
+    """3 significant digits (a whole number from 100 up: "1,094", not "1,090"), thousands
+    separated, no exponent for everyday magnitudes."""
+    value = float(value)
+    if value == 0 or not np.isfinite(value):
+        return "0" if value == 0 else str(value)
+    if 100 <= abs(value) < 1e6:
+        return f"{value:,.0f}"
+    rounded = float(f"{value:.3g}")
+    if abs(rounded) >= 1e6 or abs(rounded) < 1e-4:
+        return f"{rounded:.3g}"
+    decimals = max(0, 2 - int(np.floor(np.log10(abs(rounded)))))
+    return f"{rounded:,.{decimals}f}"
+
+
+def reliance(pfi: PermutationImportance, *, model: str, loss: str) -> Finding | None:
+    """Which features the model's performance relies on most, their share of the total
+    positive importance, and which the data cannot tell apart from the first: a feature
+    whose PFI is within two standard errors of the difference (the row standard error when
+    there is one: it covers the choice of rows as well as of permutations). None when no
+    feature's shuffle raises the error."""
+    importance = pfi.importance
+    positive = importance.clip(lower=0)
+    total = float(positive.sum())
+    if pfi.kind != "difference" or total <= 0:
+        return None
+    error = pfi.row_std_error if pfi.row_std_error is not None else pfi.std_error
+    error = error.reindex(importance.index).fillna(0.0)
+    order = importance.sort_values(ascending=False, kind="stable").index
+    top = order[0]
+    gap = importance[top] - importance
+    tied = [f for f in order[1:] if importance[f] > 0 and gap[f] <= 2 * np.hypot(error[top], error[f])]
+    shown = [top, *tied]
+    share = float(positive[shown].sum() / total)
+    parts = ", ".join(f"{f} ({number(importance[f])} ± {number(error[f])})" for f in shown)
+    numbers = {"features": [str(f) for f in shown], "share": share, "importance": importance[shown].to_dict()}
+    if tied:
+        text = (
+            f"{model}'s performance relies most on {_names(shown)}, which these data cannot tell apart: "
+            f"shuffling one raises the {loss} by {parts}; together {share:.0%} of all features' importance."
+        )
+        return Finding("importance", text, numbers)
+    runner = order[1] if len(order) > 1 and importance[order[1]] > 0 else None
+    nxt = "" if runner is None else f"; next is {runner} ({number(importance[runner])} ± {number(error[runner])})"
+    text = (
+        f"{model}'s performance relies most on {top}: shuffling it raises the {loss} by "
+        f"{number(importance[top])} ± {number(error[top])}, {share:.0%} of all features' importance{nxt}."
+    )
+    return Finding("importance", text, numbers)
+
+
+def where_importance_comes_from(found: SubgroupSuggestions, *, min_share: float = 0.1) -> Finding | None:
+    """The split across which a feature's importance differs most, when it explains at
+    least ``min_share`` of how the importance varies from row to row."""
+    if not found.splits or found.splits[0].share < min_share:
+        return None
+    split = found.splits[0]
+    big, small = (
+        (split.left, split.right) if split.importance_left >= split.importance_right else (split.right, split.left)
+    )
+    high, low = max(split.importance_left, split.importance_right), min(split.importance_left, split.importance_right)
+    text = (
+        f"{found.feature}'s importance comes from rows where {big}: its PFI there is {number(high)}, against "
+        f"{number(low)} where {small} (this split explains {split.share:.0%} of how its importance varies "
+        "from row to row)."
+    )
+    return Finding("subgroups", text, {"feature": str(found.feature), "high": high, "low": low, "share": split.share})
+
+
+def acting_together(found: InteractionStrength, *, min_h2: float = 0.05) -> Finding | None:
+    """The strongest pair's interaction when at least ``min_h2`` of its joint effect is
+    interaction (pairs are listed strongest first)."""
+    if found.pairs.empty or found.pairs["h2"].iloc[0] < min_h2:
+        return None
+    first = found.pairs.iloc[0]
+    a, b, h2 = first["feature_1"], first["feature_2"], float(first["h2"])
+    others = found.pairs.iloc[1:]
+    also = others[others["h2"] >= min_h2]
+    more = (
+        ""
+        if also.empty
+        else f"; also {also.iloc[0]['feature_1']} and {also.iloc[0]['feature_2']} ({also.iloc[0]['h2']:.0%})"
+    )
+    text = (
+        f"{a} and {b} act together: {h2:.0%} of their joint effect on the prediction is interaction "
+        f"(Friedman's H² = {number(h2)}), so {a}'s effect depends on {b}{more}."
+    )
+    return Finding("interactions", text, {"pair": [str(a), str(b)], "h2": h2})
+
+
+def inflated_by_dependence(
+    cs: ConditionalImportance, marginal: PermutationImportance, *, min_drop: float = 0.25
+) -> Finding | None:
+    """The feature whose importance falls most once the features it depends on are known
+    (conditional against marginal PFI), when the fall is beyond two standard errors and at
+    least ``min_drop`` of its marginal importance."""
+    frame = pd.DataFrame(
+        {
+            "marginal": marginal.importance,
+            "conditional": cs.importance,
+            "error": np.hypot(marginal.std_error.fillna(0), cs.std_error.fillna(0)),
+        }
+    ).dropna(subset=["marginal", "conditional"])
+    drop = frame["marginal"] - frame["conditional"]
+    real = drop[(drop > 2 * frame["error"]) & (frame["marginal"] > 0) & (drop >= min_drop * frame["marginal"])]
+    if real.empty:
+        return None
+    name = real.idxmax()
+    row = frame.loc[name]
+    known = ", ".join(map(str, cs.conditioned_on.get(name, [])[:2])) or "the other features"
+    share = float(real[name] / row["marginal"])
+    text = (
+        f"{name}'s importance is inflated by dependence: {number(row['marginal'])} when shuffled among all rows, "
+        f"{number(row['conditional'])} once {known} {'is' if ',' not in known else 'are'} known ({share:.0%} of it "
+        "came from shuffled rows that never occur)."
+    )
+    return Finding(
+        "dependence", text, {"feature": str(name), "marginal": row["marginal"], "conditional": row["conditional"]}
+    )
+
+
+def leak_warning(check: LeakageCheck) -> Finding | None:
+    """A near-perfect model whose importance sits on one or two features (seed 001)."""
+    if not check.flagged:
+        return None
+    text = (
+        f"Worth a look before trusting the model: it is near-perfect (skill {number(check.skill)}; 1 is perfect) and "
+        f"{_names(check.carriers)} carr{'ies' if len(check.carriers) == 1 else 'y'} {check.carried:.0%} of its "
+        "importance: could that be known only with or after the outcome (a leak)?"
+    )
+    return Finding("leak", text, {"skill": check.skill, "carriers": [str(c) for c in check.carriers]})
+
+
+def _names(items) -> str:
+    items = [str(i) for i in items]
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
