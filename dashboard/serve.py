@@ -61,9 +61,9 @@ def main(argv=None) -> None:
     parser.add_argument("--cache-dir", default=".wip-cache")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    for noisy in ("werkzeug", "dash.dash"):  # no request log or banner in the caller's notebook
-        logging.getLogger(noisy).setLevel(logging.ERROR)
     app = create_app(Config(cache_dir=args.cache_dir, host="127.0.0.1", port=args.port, warm=False))
+    for noisy in ("werkzeug", "dash.dash", app.logger.name):  # no request log or banner in the caller's notebook
+        logging.getLogger(noisy).setLevel(logging.ERROR)
     stop = threading.Event()
     threading.Thread(target=watch_inbox, args=(app, args.inbox, stop), daemon=True).start()
     print("READY", flush=True)
