@@ -370,11 +370,29 @@ PFI_PART = TaskSpec(
 
 # --- Shapley feature importance -------------------------------------------------------------
 SFIMP_PARTS = 4  # batches of coalitions an exact SFIMP is split into
+SFIMP_AUTO = 500_000  # model rows (all models) below which SFIMP is computed without being asked
+
+
+def sfimp_rows(ws: Workspace, n_rows: int, all_rows: bool = False) -> int:
+    """The model rows SFIMP costs for every model of the data set (at most: on all rows)."""
+    total = 0
+    for m in ws.models:
+        p = len(m.features)
+        rows = min(n_rows, sfimp_sample(p, all_rows) or n_rows)
+        total += (1 << p) * SFIMP_PERMUTATIONS * rows if p <= SFIMP_EXACT else SFIMP_BUDGET
+    return total
+
+
+def sfimp_by_itself(ws: Workspace, n_rows: int) -> bool:
+    """SFIMP is computed without being asked when it is cheap (SFIMP_AUTO model rows for all
+    the models: the small demos): no empty panel where a few seconds give the chart."""
+    return sfimp_rows(ws, n_rows) <= SFIMP_AUTO
 
 
 def _sfimp_plan(p: PlanInput, spec: TaskSpec) -> Planned:
-    """Only when the state asks for SFIMP (its button): one task per model."""
-    if not p.state.get("sfimp"):
+    """When the state asks for SFIMP (its button), or by itself when it is cheap: one task
+    per model."""
+    if not (p.state.get("sfimp") or sfimp_by_itself(p.ws, p.n_rows)):
         return Planned({spec.kind: {}}, [])
     keys: dict[str, str] = {}
     tasks = []

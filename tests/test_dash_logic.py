@@ -25,7 +25,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 import compute
-from dashboard import figures, ids, planning, views
+from dashboard import figures, ids, planning, tasks, views
 from dashboard.callbacks.compute import finish_job, resolve_state, run_request
 from dashboard.callbacks.drilldown import (
     build_condition,
@@ -296,8 +296,12 @@ def test_new_subgroup_needs_only_pfi_tasks(ctx, state, results):
     request = resolve_state(ctx, sub, None).request
     assert request["state"]["subgroup"] == "X1 > 0.123"
     todo = planning.missing(ctx.store, plan_state(ctx, ctx.store.workspace(sub["ws"]), sub)["tasks"])
-    # the row tasks: PFI and every declared task that runs on the rows PFI uses (from the registry)
+    # the row tasks: PFI and every declared task that runs on the rows PFI uses (from the registry),
+    # and SFIMP where it is computed by itself (a cheap demo)
     row_kinds = {"pfi"} | {spec.kind for spec in views.task_specs() if spec.rows}
+    ws = ctx.store.workspace(sub["ws"])
+    if tasks.sfimp_by_itself(ws, len(ctx.store.data(ws))):
+        row_kinds.add("sfimp")
     assert sorted(t["kind"] for t in todo) == sorted(row_kinds)
 
 
@@ -835,15 +839,21 @@ def test_help_does_not_print_secret_key(tmp_path, capsys):
 def test_sfimp_and_repetitions_can_be_switched_back(ctx):
     """Issue 11, defect 8: SFIMP toggles off again and repetitions go back to the default, so
     later subgroups no longer pay for them."""
-    state = normalize(ctx, {**default_state(), "ws": "demo-x3"})[0]
+    state = normalize(ctx, {**default_state(), "ws": "demo-diabetes"})[0]
     on, _ = update_state(ctx, state, ids.SFIMP_RUN, {})
     off, _ = update_state(ctx, on, ids.SFIMP_RUN, {})
     assert (on["sfimp"], off["sfimp"]) == (True, False)
     more, _ = update_state(ctx, state, ids.REPEATS_MORE, {})
     back, _ = update_state(ctx, more, ids.REPEATS_RESET, {})
     assert (more["repeats"], back["repeats"]) == (20, 10)
-    ws = ctx.store.workspace("demo-x3")
+    ws = ctx.store.workspace("demo-diabetes")
     assert plan_state(ctx, ws, off)["keys"]["sfimp"] == {}
+    assert plan_state(ctx, ws, on)["keys"]["sfimp"]
+    # the X3 demo's SFIMP is cheap (3 features: 8 coalitions): computed without being asked
+    x3 = ctx.store.workspace("demo-x3")
+    assert plan_state(ctx, x3, normalize(ctx, {**default_state(), "ws": "demo-x3"})[0])["keys"]["sfimp"]
+    words = views.render(ctx, "sfimp", {"state": off, "keys": plan_state(ctx, ws, off)["keys"]})["figure"]
+    assert "costs about" in words.layout.annotations[0].text and "model rows" in words.layout.annotations[0].text
 
 
 @pytest.mark.parametrize(

@@ -4,22 +4,31 @@ from __future__ import annotations
 
 from dash import html
 
-from .. import components, figures, ids, planning
+from .. import components, figures, ids, planning, tasks
 from .base import SFIMP, Select, View, empty
 
 SFIMP_GRAPH = "sfimp-graph"  # clicking it selects the feature
 
 
 def render(ctx, inp) -> dict:
-    if not inp.state.get("sfimp"):
+    by_itself = tasks.sfimp_by_itself(inp.ws, len(inp.data))
+    if not inp.state.get("sfimp") and not by_itself:
+        cost = tasks.sfimp_rows(inp.ws, len(inp.data))
         return {
-            "figure": empty("Press “Compute SFIMP” (it costs many model calls)."),
+            "figure": empty(
+                f"Shapley feature importance shares the model's performance out among the features, interactions "
+                f"split fairly, where PFI counts an interaction once per feature. It costs about {cost:,} model "
+                "rows here: press “Compute SFIMP”."
+            ),
             "info": "",
             "button": "Compute SFIMP",
+            "button_style": {},
         }
     sfimp = inp.sfimp
+    # computed by itself (cheap): no button to press or to hide it with
+    button, style = ("Compute SFIMP", {"display": "none"}) if by_itself else ("Hide SFIMP", {})
     if not sfimp:
-        return {"figure": empty("Waiting for SFIMP…"), "info": "", "button": "Hide SFIMP"}
+        return {"figure": empty("Waiting for SFIMP…"), "info": "", "button": button, "button_style": style}
     info = "; ".join(
         f"{name}: {'exact' if s.exact else f'{s.n_orderings} orderings'}, {s.n_rows:,} model rows, "
         f"error {s.model_error:.4g} vs {s.baseline_error:.4g} with no feature"
@@ -34,7 +43,8 @@ def render(ctx, inp) -> dict:
             "error of the permutations and orderings with the sample's (each row's own Shapley values, their "
             "spread over the rows). 'Use all rows' (under the PFI bars) computes on every row. " + info
         )
-    return {"figure": figures.sfimp_figure(sfimp, selected=inp.feature), "info": info, "button": "Hide SFIMP"}
+    figure = figures.sfimp_figure(sfimp, selected=inp.feature)
+    return {"figure": figure, "info": info, "button": button, "button_style": style}
 
 
 def library(inp) -> dict:
@@ -59,8 +69,9 @@ VIEW = View(
         "figure": (SFIMP_GRAPH, "figure"),
         "info": (ids.SFIMP_INFO, "children"),
         "button": (ids.SFIMP_RUN, "children"),
+        "button_style": (ids.SFIMP_RUN, "style"),
     },
-    placeholder=lambda message: {"figure": empty(message), "info": "", "button": "Compute SFIMP"},
+    placeholder=lambda message: {"figure": empty(message), "info": "", "button": "Compute SFIMP", "button_style": {}},
     render=render,
     body=lambda: [
         components.graph(SFIMP_GRAPH, height=None, filename="sfimp"),
