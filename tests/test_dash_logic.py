@@ -942,11 +942,17 @@ def test_pfi_bars_are_the_librarys_permutation_importance(ctx, sub_state, sub_re
 
 
 def test_impact_table_is_the_librarys_ice_impact(ctx, results, profiles):
-    rows = views.render(ctx, "impact", results)["data"]
-    for row in rows:
+    out = views.render(ctx, "impact", results)
+    for row in out["data"]:
         ref = compute.ice_impact(profiles[row["feature"]])
-        assert_allclose(float(row["impact"]), ref["impact"], rtol=1e-3)  # the table rounds to 4 digits
-        assert_allclose(float(row["pd_importance"]), compute.pd_importance(profiles[row["feature"]]), rtol=1e-3)
+        assert_allclose(float(row["impact"]), ref["impact"], rtol=1e-12)
+        assert_allclose(float(row["differs across rows"]), ref["heterogeneity"], rtol=1e-12)
+        assert_allclose(float(row["PD spread"]), compute.pd_importance(profiles[row["feature"]]), rtol=1e-12)
+    # headers in words (issue 28), each with its method in the header's tooltip
+    names = [c["name"] for c in out["columns"]]
+    words = ["impact", "direction", "impact within the data", "differs across rows", "bend", "PD spread"]
+    assert names == ["feature", *words]
+    assert "ICE non-linearity" in out["tooltips"]["bend"] and "FIRM" in out["tooltips"]["PD spread"]
 
 
 def test_global_ci_bars_are_the_summarys(ctx, sub_results, summary, x3_zero):
