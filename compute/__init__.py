@@ -32,11 +32,13 @@ from .importance import permutation_importance, permutation_rows
 from .interaction import InteractionStrength, interaction_strength
 from .performance import (
     Performance,
+    PerformanceGap,
     Predictions,
     calibration_curve,
     confusion_accuracy,
     confusion_matrix,
     model_performance,
+    performance_gap,
     predict_rows,
 )
 from .profile import feature_profile, feature_profiles
@@ -56,6 +58,8 @@ from .summary import ProfileSummary
 from .whatif import WhatIf, apply_edits, what_if
 
 __all__ = [
+    "performance_gap",
+    "PerformanceGap",
     "findings",
     "interaction_strength",
     "InteractionStrength",

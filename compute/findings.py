@@ -17,6 +17,7 @@ import pandas as pd
 from .caveats import LeakageCheck
 from .conditional import ConditionalImportance
 from .interaction import InteractionStrength
+from .performance import PerformanceGap
 from .regional import SubgroupSuggestions
 from .results import PermutationImportance
 
@@ -27,6 +28,7 @@ __all__ = [
     "leak_warning",
     "reliance",
     "where_importance_comes_from",
+    "worse_where",
 ]
 
 
@@ -158,6 +160,21 @@ def inflated_by_dependence(
     return Finding(
         "dependence", text, {"feature": str(name), "marginal": row["marginal"], "conditional": row["conditional"]}
     )
+
+
+def worse_where(gap: PerformanceGap, *, subgroup: str, loss: str) -> Finding | None:
+    """Whether the model does worse (or better) on the subgroup than on the rest, when the
+    95 % interval of the difference excludes zero."""
+    if not gap.clear:
+        return None
+    low, high = gap.interval
+    side = "worse" if gap.difference > 0 else "better"
+    text = (
+        f"The model does {side} where {subgroup}: its {loss} there is {number(gap.inside)} against "
+        f"{number(gap.outside)} on the other rows (difference {number(gap.difference)}, 95 % interval "
+        f"{number(low)} to {number(high)}; {gap.n_inside:,} and {gap.n_outside:,} rows)."
+    )
+    return Finding("performance", text, {"inside": gap.inside, "outside": gap.outside, "difference": gap.difference})
 
 
 def leak_warning(check: LeakageCheck) -> Finding | None:

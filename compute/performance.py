@@ -169,6 +169,47 @@ def model_performance(pred: Predictions, y, *, mask=None, loss: str | None = Non
     return Performance(int(rows.sum()), loss_obj.name, error, metrics)
 
 
+@dataclass(frozen=True)
+class PerformanceGap:
+    """The model's error on some rows against the rest: ``inside`` and ``outside`` (mean
+    pointwise loss), ``difference`` (inside minus outside), its standard error (Welch: the
+    rows' losses as two independent samples) and the 95 % interval (normal)."""
+
+    loss: str
+    inside: float
+    outside: float
+    n_inside: int
+    n_outside: int
+    difference: float
+    std_error: float
+
+    @property
+    def interval(self) -> tuple[float, float]:
+        return self.difference - 1.96 * self.std_error, self.difference + 1.96 * self.std_error
+
+    @property
+    def clear(self) -> bool:
+        """The 95 % interval excludes 0: the model really does better on one side."""
+        low, high = self.interval
+        return low > 0 or high < 0
+
+
+def performance_gap(pred: Predictions, y, mask, *, loss: str | None = None) -> PerformanceGap:
+    """How much worse (or better) the model is on the rows of ``mask`` than on the others,
+    in the loss PFI uses, with the difference's standard error; both sides need 2 rows."""
+    rows = _rows(pred, mask)
+    if rows.sum() < 2 or (~rows).sum() < 2:
+        raise InputError("Comparing the model's error needs at least 2 rows inside the subgroup and 2 outside.")
+    predictor = pred._predictor()
+    loss_obj = resolve_loss(loss, predictor)
+    losses = loss_obj.fn(encode_target(y, len(pred.rows), predictor, loss_obj), pred.raw)
+    a, b = losses[rows], losses[~rows]
+    se = float(np.sqrt(a.var(ddof=1) / a.size + b.var(ddof=1) / b.size))
+    return PerformanceGap(
+        loss_obj.name, float(a.mean()), float(b.mean()), int(a.size), int(b.size), float(a.mean() - b.mean()), se
+    )
+
+
 def confusion_matrix(pred: Predictions, y, *, mask=None, threshold: float = 0.5) -> pd.DataFrame:
     """Counts of actual (rows) against predicted (columns) for the output class against
     the rest: predicted positive when its probability is at least ``threshold`` (a

@@ -174,6 +174,10 @@ CALLS = {
     ),
     "model_performance": (compute.model_performance, lambda: dict(pred=compute.predict_rows(OLS, X), y=Y)),
     "confusion_matrix": (compute.confusion_matrix, lambda: dict(pred=compute.predict_rows(CLF, XC), y=YC)),
+    "performance_gap": (
+        compute.performance_gap,
+        lambda: dict(pred=compute.predict_rows(OLS, X), y=Y, mask=np.arange(len(X)) < len(X) // 2),
+    ),
     "calibration_curve": (compute.calibration_curve, lambda: dict(pred=compute.predict_rows(CLF, XC), y=YC)),
     "rank_extremes": (compute.rank_extremes, lambda: dict(values=np.arange(5.0), k=2)),
     "what_if": (compute.what_if, lambda: dict(model=OLS, X=X, instance="r0", edits={"a": 1.0})),
@@ -1049,6 +1053,8 @@ def _cases():
     add("InteractionStrength.pd2", {"a": "zz"}, InputError, "was not computed", "pd2-unknown")
     for value in (0, 1.5, "0.1", True):
         add("conditional_importance", {"alpha": value}, InputError, "'alpha'", f"alpha={value!r}")
+    add("performance_gap", {"mask": np.ones(3, bool)}, InputError, "'mask'", "gap-mask-shape")
+    add("performance_gap", {"mask": np.arange(len(X)) < 1}, InputError, "at least 2 rows", "gap-one-row")
     for value in (-1, 9, 2.5, "4", True):
         add("conditional_importance", {"max_depth": value}, InputError, "'max_depth'", f"max_depth={value!r}")
     for value in (0, -5, 1.5, None):

@@ -131,3 +131,30 @@ def test_leak_warning_only_when_flagged():
 )
 def test_numbers_are_written_for_people(value, text):
     assert findings.number(value) == text
+
+
+def test_performance_gap_is_welchs_difference_and_its_sentence_needs_a_clear_interval():
+    from sklearn.linear_model import LinearRegression
+
+    rng = np.random.default_rng(3)
+    n = 600
+    X = pd.DataFrame({"a": rng.normal(size=n), "g": rng.integers(0, 2, size=n)})
+    noise = np.where(X["g"] == 1, 2.0, 0.5) * rng.normal(size=n)  # the model is worse where g == 1
+    y = 2 * X["a"] + noise
+    model = LinearRegression().fit(X, y)
+    pred = compute.predict_rows(model, X)
+    inside = (X["g"] == 1).to_numpy()
+    gap = compute.performance_gap(pred, y, inside)
+    losses = (y - model.predict(X)) ** 2
+    a, b = losses[inside], losses[~inside]
+    assert gap.inside == pytest.approx(a.mean(), rel=1e-12) and gap.outside == pytest.approx(b.mean(), rel=1e-12)
+    assert gap.std_error == pytest.approx(np.sqrt(a.var(ddof=1) / a.size + b.var(ddof=1) / b.size), rel=1e-12)
+    found = findings.worse_where(gap, subgroup="g == 1", loss="squared error")
+    assert found.text.startswith("The model does worse where g == 1: its squared error there is")
+    assert "95 % interval" in found.text and gap.clear
+    # the same noise everywhere and a subgroup drawn at random: no clear difference, no sentence
+    even = 2 * X["a"] + rng.normal(size=n)
+    flat = compute.performance_gap(compute.predict_rows(LinearRegression().fit(X, even), X), even, rng.random(n) < 0.5)
+    assert not flat.clear and findings.worse_where(flat, subgroup="random", loss="squared error") is None
+    with pytest.raises(compute.InputError, match="at least 2 rows"):
+        compute.performance_gap(pred, y, np.arange(n) < 1)

@@ -13,7 +13,7 @@ from compute import findings
 from compute.losses import LOSS_LABELS
 
 from .. import ids
-from . import caveats, interactions
+from . import caveats, interactions, performance, subgroup_finder
 from .base import PFI, PROFILES, View
 
 LIST = "findings-list"
@@ -25,6 +25,7 @@ SHOWN_IN = {
     "interactions": ("interactions", "overview", "see which features act together"),
     "dependence": ("pfi_caveats", "overview", "see the conditional importance"),
     "leak": ("pfi_caveats", "overview", "see the leak check"),
+    "performance": ("performance", "overview", "see the model's error by rows"),
 }
 
 
@@ -39,14 +40,21 @@ def found(inp) -> list[compute.findings.Finding]:
     top = pfi.importance.idxmax()
     profile = inp.profile_of(top)
     if profile is not None and profile.has_target:
-        suggestions = compute.suggest_subgroups(profile, inp.data, mask=inp.mask, condition=inp.state["subgroup"])
-        out.append(findings.where_importance_comes_from(suggestions))
+        suggestions = subgroup_finder.suggestions(inp, profile)  # the splits that view lists, for the top feature
+        if suggestions is not None:
+            out.append(findings.where_importance_comes_from(suggestions))
     together = inp.results(interactions.KIND).get(model)
     if together is not None:
         out.append(findings.acting_together(together))
     cs = inp.results(caveats.CS_KIND).get(model)
     if cs is not None:
         out.append(findings.inflated_by_dependence(cs, pfi))
+    predictions = inp.results(performance.KIND).get(model)
+    if predictions is not None and inp.mask is not None:
+        inside = inp.mask.reindex(predictions.rows).fillna(False).to_numpy(bool)
+        if 2 <= inside.sum() <= inside.size - 2:
+            gap = compute.performance_gap(predictions, inp.data[inp.ws.target], inside, loss=pfi.loss)
+            out.append(findings.worse_where(gap, subgroup=inp.state["subgroup"], loss=loss))
     check = caveats.leak_check(inp, pfi)
     if check is not None:
         out.append(findings.leak_warning(check))
@@ -101,7 +109,8 @@ VIEW = View(
         "2018, Eq. 8) and their standard errors (features within two standard errors of the first are named "
         "together), the strongest split of the top feature's ICI curves (Eq. 9; subgroups found), Friedman's H² "
         "of the strongest pair (Friedman & Popescu 2008, Eq. 44), conditional against marginal PFI (Molnar et al. "
-        "2023) and seed 001's leak check. A sentence appears only when its numbers say something."
+        "2023), the model's error on the subgroup against the rest (a Welch interval) and seed 001's leak check. "
+        "A sentence appears only when its numbers say something."
     ),
     outputs={"list": (LIST, "children"), "info": (INFO, "children")},
     render=render,

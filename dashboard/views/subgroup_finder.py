@@ -22,16 +22,20 @@ SHOWN = 5  # suggestions listed
 WEAK = 0.10  # below this share no split is called an interaction
 
 
-def suggestions(inp) -> compute.SubgroupSuggestions | None:
-    """The splits on other features that explain the feature's ICI curves best, on the
-    rows looked at (``compute.suggest_subgroups``); None with no other feature."""
-    prof = inp.profile
-    mask = inp.profile_mask
+def suggestions(inp, prof=None) -> compute.SubgroupSuggestions | None:
+    """The splits on other features that explain the feature's ICI curves best (the chosen
+    feature's, or ``prof``'s), on the rows looked at (``compute.suggest_subgroups``); None
+    with no other feature."""
+    if prof is None:
+        prof = inp.profile
+        mask = inp.profile_mask
+    else:
+        mask = None if inp.mask is None else inp.mask.reindex(prof.rows).fillna(False).to_numpy(bool)
     excluded = [str(e) for e in inp.state.get("exclude") or ()]
     if excluded:
         keep = ~prof.rows.astype(str).isin(excluded)
         mask = keep if mask is None else mask & keep
-    others = [f for f in inp.ws.features if f != inp.feature]
+    others = [f for f in inp.ws.features if f != prof.feature]
     if not others:
         return None
     return compute.suggest_subgroups(prof, inp.data, features=others, mask=mask, condition=inp.state["subgroup"])
