@@ -1133,8 +1133,12 @@ def test_a_job_whose_process_is_killed_says_so_and_retry_computes(server, tab, u
     tab.click("#load-button")
     tab.wait_for_function("() => !location.search.includes('demo-x3') && location.search.includes('ws=')")
     tab.wait_for_selector("#cancel:not([disabled])")  # the views' job runs
-    workers = psutil.Process(server["proc"].pid).children()
-    jobs = [job for w in workers for job in w.children()]
+    jobs: list = []
+    deadline = time.monotonic() + 20  # Cancel is enabled as the job is asked for: its process forks soon after
+    while not jobs and time.monotonic() < deadline:
+        workers = psutil.Process(server["proc"].pid).children()
+        jobs = [job for w in workers for job in w.children()]
+        time.sleep(0.05)
     assert jobs, "no job process under the workers"
     for job in jobs:
         job.kill()
