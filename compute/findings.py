@@ -132,11 +132,13 @@ def acting_together(found: InteractionStrength, *, min_h2: float = 0.05) -> Find
 
 
 def inflated_by_dependence(
-    cs: ConditionalImportance, marginal: PermutationImportance, *, min_drop: float = 0.25
+    cs: ConditionalImportance, marginal: PermutationImportance, *, min_drop: float = 0.25, prefer=None
 ) -> Finding | None:
     """The feature whose importance falls most once the features it depends on are known
     (conditional against marginal PFI), when the fall is beyond two standard errors and at
-    least ``min_drop`` of its marginal importance."""
+    least ``min_drop`` of its marginal importance; ``prefer`` (a chosen feature) when its
+    fall is at least half the largest. ``numbers``: the feature, both PFIs, the share of
+    the marginal PFI that fell, and the columns it was conditioned on."""
     frame = pd.DataFrame(
         {
             "marginal": marginal.importance,
@@ -148,7 +150,7 @@ def inflated_by_dependence(
     real = drop[(drop > 2 * frame["error"]) & (frame["marginal"] > 0) & (drop >= min_drop * frame["marginal"])]
     if real.empty:
         return None
-    name = real.idxmax()
+    name = prefer if prefer in real.index and real[prefer] >= 0.5 * real.max() else real.idxmax()
     row = frame.loc[name]
     known = ", ".join(map(str, cs.conditioned_on.get(name, [])[:2])) or "the other features"
     share = float(real[name] / row["marginal"])
@@ -157,9 +159,14 @@ def inflated_by_dependence(
         f"{number(row['conditional'])} once {known} {'is' if ',' not in known else 'are'} known ({share:.0%} of it "
         "came from shuffled rows that never occur)."
     )
-    return Finding(
-        "dependence", text, {"feature": str(name), "marginal": row["marginal"], "conditional": row["conditional"]}
-    )
+    numbers = {
+        "feature": name,
+        "marginal": row["marginal"],
+        "conditional": row["conditional"],
+        "share": share,
+        "known": known,
+    }
+    return Finding("dependence", text, numbers)
 
 
 def worse_where(gap: PerformanceGap, *, subgroup: str, loss: str) -> Finding | None:

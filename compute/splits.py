@@ -41,7 +41,6 @@ class Split:
     threshold: float | None = None  # a numeric "<= t" / "> t" split: left is "<= t"
     missing_right: bool = False  # the right side holds the rows missing the column
     risk: float = float("nan")  # the node's risk R(N)
-    candidates: int = 1  # the splits of the node searched (at most), for a multiple-test bound
 
 
 class SplitSearch:
@@ -80,8 +79,13 @@ class SplitSearch:
         best = next((b for b in found if _parses(b, self.frame)), None)
         if best is None:
             return None
-        candidates = sum(max(pd.Series(s.to_numpy()[node]).nunique(dropna=False) - 1, 0) for _, s, _ in self.columns)
-        return replace(best, risk=risk, candidates=max(int(candidates), 1))
+        return replace(best, risk=risk)
+
+    def candidates(self, node: np.ndarray) -> int:
+        """The splits of the node searched (at most: one per distinct value of each column),
+        for a multiple-test bound."""
+        found = sum(max(pd.Series(s.to_numpy()[node]).nunique(dropna=False) - 1, 0) for _, s, _ in self.columns)
+        return max(int(found), 1)
 
     def _gain(self, s_left, q_left, n_left, total, q_total, n, risk):
         """Gain of splits given the left sums (vectorised over candidates)."""
@@ -322,7 +326,7 @@ def grow_tree(
         best = None
         if depth < max_depth and node.size >= 2 * search.min_leaf and root > 0:
             best = search.best_split(node)
-        if best is not None and alpha is not None and not _significant(best, node.size, alpha, df):
+        if best is not None and alpha is not None and not _significant(best, search.candidates(node), alpha, df):
             best = None
         if best is None or best.gain <= 1e-12 * max(root, 1e-300):
             leaves.append(Leaf(node, tuple(steps)))
@@ -338,10 +342,12 @@ def grow_tree(
     return leaves
 
 
-def _significant(split: Split, n: int, alpha: float, df: int) -> bool:
-    """The split's Bonferroni-adjusted p-value is below ``alpha`` (see :func:`grow_tree`)."""
+def _significant(split: Split, candidates: int, alpha: float, df: int) -> bool:
+    """The split's Bonferroni-adjusted p-value (over ``candidates`` splits) is below ``alpha``
+    (see :func:`grow_tree`)."""
+    n = split.left.size + split.right.size
     rest = split.risk - split.gain
     if rest <= 1e-12 * max(split.risk, 1e-300):
         return True  # the split leaves no variance: as significant as it gets
     statistic = (n - 2) * split.gain / rest
-    return bool(chdtrc(df, statistic) * split.candidates < alpha)
+    return bool(chdtrc(df, statistic) * candidates < alpha)

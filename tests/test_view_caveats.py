@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers.components import texts as _texts
 from numpy.testing import assert_allclose
 
 import compute
@@ -34,16 +35,6 @@ def _results(ctx, ws_id: str, **changes) -> dict:
     planned = plan_state(ctx, ws, state)
     jobs.run(ctx.store, ws, planning.missing(ctx.store, planned["tasks"]), policy=ctx.policy)
     return {"state": state, "keys": planned["keys"]}
-
-
-def _texts(component) -> list[str]:
-    """Every string in a Dash component tree."""
-    if isinstance(component, str):
-        return [component]
-    if isinstance(component, (list, tuple)):
-        return [t for c in component for t in _texts(c)]
-    children = getattr(component, "children", None)
-    return [] if children is None else _texts(children)
 
 
 def _buttons(component) -> list[dict]:

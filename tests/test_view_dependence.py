@@ -8,6 +8,7 @@ import re
 
 import numpy as np
 import pytest
+from helpers.components import texts as _texts
 
 import compute
 from dashboard import jobs, planning, views
@@ -107,15 +108,6 @@ def test_the_report_carries_both_views(ctx):
     assert "Which features act together?" in html and "Which pairs act together (Friedman's H²)" in html
     assert "Importance once the other features are known" in html
     assert "act together most" in html  # the reading, as a note
-
-
-def _texts(component) -> list[str]:
-    if isinstance(component, str):
-        return [component]
-    if isinstance(component, (list, tuple)):
-        return [t for c in component for t in _texts(c)]
-    children = getattr(component, "children", None)
-    return [] if children is None else _texts(children)
 
 
 def test_the_x3_demo_findings_name_the_features_and_the_x3_split(ctx):

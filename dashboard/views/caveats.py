@@ -15,6 +15,7 @@ import pandas as pd
 from dash import html
 
 import compute
+from compute import findings
 from compute.importance import permutation_block
 from compute.losses import LOSS_LABELS
 
@@ -179,25 +180,21 @@ def conditional_rows(cs: compute.ConditionalImportance, pfi: compute.Permutation
     ).dropna(subset=["conditional"])
 
 
-def conditional_reading(cs: compute.ConditionalImportance, frame: pd.DataFrame, feature) -> str:
+def conditional_reading(cs: compute.ConditionalImportance, pfi: compute.PermutationImportance, feature) -> str:
     """One line on the feature whose importance drops most once the others are known (the
-    chosen feature when its drop is as large), or on none dropping."""
-    drop = frame["marginal"] - frame["conditional"]
-    noise = 2 * np.hypot(frame["marginal_std_error"].fillna(0), frame["conditional_std_error"].fillna(0))
-    real = drop[(drop > noise) & (frame["marginal"] > 0)]
-    if real.empty:
+    chosen feature when its drop is as large; ``compute.findings.inflated_by_dependence``),
+    or on none dropping."""
+    found = findings.inflated_by_dependence(cs, pfi, min_drop=0.0, prefer=feature)
+    if found is None:
         return (
             "Shuffled within similar rows (the conditional PFI), no feature loses importance beyond the "
             "permutations' noise: the bars do not lean on rows that never occur."
         )
-    name = feature if feature in real.index and real[feature] >= 0.5 * real.max() else real.idxmax()
-    row = frame.loc[name]
-    known = ", ".join(map(str, cs.conditioned_on.get(name, [])[:2])) or "the other features"
-    share = 1 - row["conditional"] / row["marginal"]
+    name, share, known = found.numbers["feature"], found.numbers["share"], found.numbers["known"]
     how = "most" if share >= 0.5 else "part"
     return (
-        f"{name}: {figures.shown_number(row['marginal'], 3)} → {figures.shown_number(row['conditional'], 3)} "
-        f"once {known} "
+        f"{name}: {figures.shown_number(found.numbers['marginal'], 3)} → "
+        f"{figures.shown_number(found.numbers['conditional'], 3)} once {known} "
         f"{'is' if ',' not in known else 'are'} known: {how} of its importance ({share:.0%}) came from "
         "shuffled rows that never occur. " + cs.describe(name) + "."
     )
@@ -281,7 +278,7 @@ def conditional_outputs(inp, pfi: compute.PermutationImportance) -> dict:
         subtitle=f"{inp.state['model']}; mean over {cs.conditional.n_repeats} permutations ± standard error; "
         f"{inp.selection}",
     )
-    return {"cs_figure": figure, "cs_info": conditional_reading(cs, frame, inp.feature)}
+    return {"cs_figure": figure, "cs_info": conditional_reading(cs, pfi, inp.feature)}
 
 
 def render(ctx, inp) -> dict:
