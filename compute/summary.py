@@ -193,6 +193,18 @@ class ProfileSummary:
         return frame.sort_values("CI", ascending=False, kind="stable")
 
     # --- influential rows ------------------------------------------------------------------------
+    def most_influential(self, mask=None):
+        """The label of the explained row in ``mask`` (all of them when it holds none) whose
+        ICI integrals, summed over the features, are largest: the row whose loss the features
+        move most when their values are replaced (Casalicchio et al. 2018, Eq. 4 summed over
+        the features); ties to the earlier row, NaN integrals counted as 0."""
+        inside = self._inside(mask)
+        if not inside.any():
+            inside = np.ones(len(self.rows), dtype=bool)
+        total = np.nansum(self.local.to_numpy(float), axis=1)
+        positions = np.flatnonzero(inside)
+        return self.rows[positions[int(np.argmax(total[positions]))]]
+
     def influential(self, feature, k: int = 10, mask=None) -> pd.DataFrame:
         """The ``k`` most and ``k`` least influential explained rows in ``mask`` for
         ``feature`` (largest / smallest ICI integral; ties to the earlier row, as

@@ -22,7 +22,7 @@ import pandas as pd
 import compute
 from compute.sampling import is_categorical
 
-from .store import ModelEntry, Store, Workspace, result_key
+from .store import Lru, ModelEntry, Store, Workspace, result_key
 
 SEED = 0
 QUANTILE_GRID = 60
@@ -391,10 +391,53 @@ def row_label(value, index: pd.Index):
 
 
 def plan_state(ctx, ws, state: dict, *, specs: tuple[TaskSpec, ...]) -> dict:
-    """Cache keys and tasks of a (cleaned, normalised) state. Everything in the plan, keys
-    and parameters alike, derives from the state and the server's configuration: a client
-    can only reach, or cause, results of a state it can name. ``specs``: the tasks the
-    registered views need (``views.plan_state`` passes the registry's)."""
+    """Cache keys and tasks of a (cleaned, normalised) state, and the state the views show
+    (``state``: with no observation selected, the default one once the curves are cached;
+    see :func:`default_observation`). Everything in the plan, keys and parameters alike,
+    derives from the state, the server's configuration and results the server computed for
+    it: a client can only reach, or cause, results of a state it can name. ``specs``: the
+    tasks the registered views need (``views.plan_state`` passes the registry's)."""
     data = ctx.store.data(ws)  # read once per process and data set (the store keeps it)
-    p = PlanInput(ws, state, len(data), max_curves=ctx.config.max_curves, grid_budget=ctx.config.grid_budget, data=data)
-    return plan(p, specs)
+
+    def planned_for(shown: dict) -> dict:
+        settings = {"max_curves": ctx.config.max_curves, "grid_budget": ctx.config.grid_budget}
+        return plan(PlanInput(ws, shown, len(data), data=data, **settings), specs)
+
+    planned = planned_for(state)
+    shown = with_default_observation(ctx.store, state, planned["keys"], data)
+    if shown is not state:
+        planned = planned_for(shown)
+    return {**planned, "state": shown}
+
+
+#: The default observation per (store, summary key, rows): results are immutable.
+_DEFAULT_ROWS = Lru(64)
+
+
+def with_default_observation(store: Store, state: dict, keys: dict, data: pd.DataFrame) -> dict:
+    """The state with its observation: the selected one, else :func:`default_observation`
+    (``obs_default`` then says so) once the focus model's curve summary is cached; the
+    state itself while it is not."""
+    key = keys.get("summary")
+    if state.get("obs") is not None or not key:
+        return state
+    condition, excluded = state.get("subgroup") or "", tuple(state.get("exclude") or ())
+    tag = (str(store.root), key, rows_id(condition, excluded))
+
+    def find():
+        summary = store.get(key)
+        if summary is None:
+            return None
+        return str(default_observation(summary, select_rows(data, condition, excluded)))
+
+    row = _DEFAULT_ROWS.get(tag, find)
+    return state if row is None else {**state, "obs": row, "obs_default": True}
+
+
+def default_observation(summary, mask: pd.Series | None = None):
+    """The observation every per-row view explains when none is selected: among the rows
+    the curves explain (within the selected rows, ``mask`` over the data, when they hold
+    any), the most influential one over all features (``ProfileSummary.most_influential``).
+    It depends on the rows, not on the feature: a feature switch keeps the row, and its
+    cached what-if and contributions."""
+    return summary.most_influential(mask)

@@ -32,6 +32,7 @@ import secrets
 import shutil
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
@@ -496,3 +497,26 @@ def _atomic_write(target: Path, write) -> None:
     finally:
         if tmp.exists():
             tmp.unlink()
+
+
+class Lru:
+    """A small thread-safe per-process LRU: ``get(key, compute)`` returns the cached value
+    or computes it. A None result is not kept (a missing result is read again), nor one
+    ``keep`` refuses."""
+
+    def __init__(self, size: int):
+        self.size, self.lock = size, threading.Lock()
+        self.items: OrderedDict = OrderedDict()
+
+    def get(self, key, compute, keep: Callable[[Any], bool] | None = None):
+        with self.lock:
+            if key in self.items:
+                self.items.move_to_end(key)
+                return self.items[key]
+        value = compute()
+        if value is not None and (keep is None or keep(value)):
+            with self.lock:
+                self.items[key] = value
+                while len(self.items) > self.size:
+                    self.items.popitem(last=False)
+        return value

@@ -474,13 +474,14 @@ def test_pfi_table_has_group_columns_with_counts(ctx, sub_results, summary, x3_z
 
 
 def test_observation_view_defaults_to_largest_integral(ctx, results, summary):
-    """With no observation selected the CIU view shows the largest ICI integral's row."""
+    """With no observation selected the CIU view shows the row whose ICI integrals sum
+    highest over the features, and says it is the default."""
     info = views.render(ctx, "ciu", results)["info"]
     rows = views.render(ctx, "observation", results)["data"]
-    best = summary.local["X1"].idxmax()
-    assert f"row {best}," in info
+    best = summary.local.sum(axis=1).idxmax()
+    assert f"row {best} (shown by default: the most influential row" in info
     ici = next(r["value"] for r in rows if r["column"] == "ICI integral (X1)")
-    assert ici == f"{summary.local['X1'].max():.4g}"  # shown to 4 significant digits
+    assert ici == f"{summary.local.loc[best, 'X1']:.4g}"  # shown to 4 significant digits
 
 
 def test_ale_view_has_default_k_intervals_none_empty(ctx, results, profiles):

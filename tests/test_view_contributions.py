@@ -65,12 +65,13 @@ def test_waterfall_and_table_are_the_librarys_and_add_up(ctx):
     assert "= mean" in out["info"] and "exact over all coalitions" in out["info"]
 
 
-def test_without_a_selection_the_view_offers_cius_row(ctx):
+def test_without_a_selection_the_view_waits_for_the_default_row(ctx):
+    """Before the curves name the default observation the panel waits for them; it never
+    says "No observation selected" (test_view_whatif checks the row it then explains)."""
     results = _results(ctx, "demo-x3")
     out = views.render(ctx, "contributions", {**results})
-    text = " ".join(p if isinstance(p, str) else "" for p in out["info"])
-    assert "Select an observation" in text
-    assert out["data"] == []
+    assert out["data"] == [] and out["info"] == ""
+    assert out["figure"].layout.annotations[0].text == "Waiting for the ICE/ICI pass…"
 
 
 def test_a_classifier_is_explained_in_percentage_points(ctx):

@@ -11,7 +11,8 @@ from numpy.testing import assert_allclose
 
 import compute
 from dashboard import ids, jobs, planning, views
-from dashboard.callbacks.drilldown import controller_outputs, normalize, update_state
+from dashboard.callbacks.compute import resolve_state, run_request
+from dashboard.callbacks.drilldown import controller_outputs, edit_values, normalize, update_state
 from dashboard.config import Config
 from dashboard.loading import load_model
 from dashboard.server import create_app
@@ -201,12 +202,61 @@ def test_a_classifier_what_if_in_percentage_points(ctx):
     assert out["figure"].layout.yaxis.title.text.startswith("probability of")
 
 
-def test_without_a_selection_the_view_offers_a_row(ctx):
-    results = _results(ctx, "demo-x3", kinds=("profiles",))
-    out = views.render(ctx, "whatif", results)
-    text = " ".join(p if isinstance(p, str) else "" for p in out["info"])
-    assert "Select an observation" in text and out["form"] == []
-    assert out["reset_style"] == {"display": "none"}
+def test_without_a_selection_every_observation_panel_explains_the_default_row(ctx):
+    """Issue 28: no "No observation selected" beside a panel showing a row. Once the curves
+    are cached the planner resolves the default observation (the most influential row over
+    all features), plans the what-if and contributions for it, and every panel of the
+    section (CIU too) names that row and says it is the default."""
+    state = _state(ctx, "demo-x3", feature="X2")
+    ws = ctx.store.workspace("demo-x3")
+    before = plan_state(ctx, ws, state)
+    assert before["state"]["obs"] is None  # the curves are not cached yet: no row to name
+    assert not [t for t in before["tasks"] if t["kind"] in (whatif.KIND, contributions.KIND)]
+    blank = views.render(ctx, "whatif", {"state": state, "keys": before["keys"]})
+    assert "No observation" not in str(blank) and blank["form"] == []
+    jobs.run(ctx.store, ws, planning.missing(ctx.store, before["tasks"]), policy=ctx.policy)
+
+    summary = ctx.store.get(before["keys"]["summary"])
+    total = summary.local.sum(axis=1)  # brute force: the row whose ICI integrals sum highest
+    expected = total.index[int(np.argmax(total.to_numpy()))]
+    local = summary.local["X2"]
+    after = plan_state(ctx, ws, state)
+    assert after["state"]["obs"] == str(expected) and after["state"]["obs_default"]
+    # a feature switch keeps the row (and its cached what-if and contributions)
+    assert plan_state(ctx, ws, {**state, "feature": "X1"})["state"]["obs"] == str(expected)
+    planned = {t["kind"]: t for t in after["tasks"]}
+    assert planned[whatif.KIND]["params"]["obs"] == str(expected)
+    assert planned[contributions.KIND]["params"]["obs"] == str(expected)
+    # a subgroup moves the default into it
+    data = ctx.store.data(ws)
+    other = 1 - data.loc[expected, "X3"]
+    inside = _state(ctx, "demo-x3", feature="X2", subgroup=f"X3 == {other}")
+    row = plan_state(ctx, ws, inside)["state"]["obs"]
+    assert data.loc[planning.row_label(row, data.index), "X3"] == other
+    in_group = total[data.loc[total.index, "X3"] == other]
+    assert row == str(in_group.index[int(np.argmax(in_group.to_numpy()))])
+
+    jobs.run(ctx.store, ws, planning.missing(ctx.store, after["tasks"]), policy=ctx.policy)
+    results = {"state": state, "keys": after["keys"]}
+    named = f"row {expected} (shown by default: the most influential row, its ICI integrals summed over the features)"
+    texts = {name: str(views.render(ctx, name, results)) for name in ("whatif", "contributions", "ciu")}
+    for name, text in texts.items():
+        assert named[1:] in text, name  # "Row 412 (…" opening a sentence
+        assert "No observation" not in text and "no observation" not in text, name
+    table = views.render(ctx, "observation", results)["data"]
+    assert {"column": "ICI integral (X2)", "value": f"{local.loc[expected]:.4g}"} in table
+    form = views.render(ctx, "whatif", results)["form"]
+    assert form and all(f.children[1].id["row"] == str(expected) for f in form)
+
+
+def test_editing_the_default_row_selects_it():
+    """The what-if form of the default row sends its row with the edit: the edit selects it."""
+    state = {**default_state(), "ws": "demo-x3", "obs": None}
+    sent = {"row": "42", "edit": {"X1": 0.5}}
+    edited = edit_values(state, {"whatif": sent})
+    assert edited["obs"] == "42" and edited["edit"] == {"X1": 0.5}
+    moved_on = {**state, "obs": "7"}
+    assert edit_values(moved_on, {"whatif": sent}) == moved_on  # a form of another row
 
 
 def test_export_is_the_librarys_table(ctx):
@@ -225,3 +275,19 @@ def test_the_report_carries_the_what_if_and_its_contributions(ctx):
     page = views.report_html(ctx, results)
     assert "What if this observation were different?" in page and "Why this prediction" in page
     assert "with bmi" in page and "(as edited)" in page
+
+
+def test_one_job_computes_the_default_rows_what_if(tmp_path):
+    """The job that computes the curves also computes the what-if and contributions of the
+    default observation they name: after it the page needs no second job."""
+    ctx = create_app(Config(cache_dir=str(tmp_path / "cache"), max_curves=200))._wip_context
+    state = _state(ctx, "demo-x3")
+    first = resolve_state(ctx, state, None)
+    assert isinstance(first.request, dict) and first.results["state"]["obs"] is None
+    assert run_request(ctx, first.request).get("ok")
+    after = resolve_state(ctx, state, None)
+    assert not isinstance(after.request, dict) and not after.results.get("pending")
+    shown = plan_state(ctx, ctx.store.workspace("demo-x3"), state)
+    assert shown["state"]["obs_default"]
+    for kind in (whatif.KIND, contributions.KIND):
+        assert ctx.store.has(shown["keys"][kind]["random forest"]), kind

@@ -90,7 +90,7 @@ def resolve_state(ctx, state: dict | None, done: dict | None) -> Resolution:
     if not todo and not _readable(ctx, planned["keys"], state):
         todo = _derive(ctx, ws, planning.missing(ctx.store, planned["tasks"]))  # damaged entries were dropped
     rid = request_id(planned["tasks"])
-    sigs = signatures(ctx.store, state, planned["keys"])
+    sigs = signatures(ctx.store, planned["state"], planned["keys"])
     if not todo:
         return Resolution({"state": state, "keys": planned["keys"], "sigs": sigs}, no_update, None)
     if isinstance(done, dict) and done.get("request") == rid:
@@ -138,6 +138,11 @@ def run_request(ctx, request, set_progress=None, client: str | None = None) -> d
                 ctx.slots.check_budget(client, ctx.config.client_results_bytes)
             with _slot(ctx, client, progress):
                 stored = _compute(ctx, ws, todo, request, progress)
+                # the curves just computed name the default observation: its what-if and
+                # contributions are planned now, and computed in the same job
+                more = planning.missing(ctx.store, plan_state(ctx, ws, state)["tasks"])
+                if more:
+                    stored += _compute(ctx, ws, more, request, progress)
             if client is not None:
                 ctx.slots.charge(client, stored)
         return {"request": rid, "ok": True}

@@ -195,7 +195,9 @@ def edit_values(state, inputs):
     """The what-if form's values (every field: normalize keeps those that differ from the
     row's own), for the row the form was drawn for."""
     sent = inputs.get("whatif") or {}
-    if state.get("obs") is None or str(sent.get("row")) != str(state["obs"]):
+    if state.get("obs") is None and sent.get("row") is not None:  # the form of the default observation:
+        return {**state, "obs": str(sent["row"]), "edit": dict(sent.get("edit") or {})}  # editing selects it
+    if str(sent.get("row")) != str(state.get("obs")):
         return state  # a form of another row (the selection moved on)
     return {**state, "edit": dict(sent.get("edit") or {})}
 

@@ -128,7 +128,13 @@ def load_inputs(ctx, results) -> Inputs | None:
         tag = (str(ctx.store.root), ctx.config, json.dumps(results["state"], sort_keys=True, default=str))
     except (TypeError, ValueError):
         return None
-    return _INPUTS.get(tag, lambda: _make_inputs(ctx, results["state"]))
+    # an Inputs still without its observation (the curves not cached yet) is not kept: the
+    # next request finds the default one
+    return _INPUTS.get(tag, lambda: _make_inputs(ctx, results["state"]), keep=_settled)
+
+
+def _settled(inp: Inputs) -> bool:
+    return inp.state.get("obs") is not None
 
 
 def _make_inputs(ctx, raw_state) -> Inputs | None:
@@ -138,7 +144,8 @@ def _make_inputs(ctx, raw_state) -> Inputs | None:
         return None
     data = ctx.store.data(ws)
     mask = planning.select_rows(data, state["subgroup"]) if state.get("subgroup") else None
-    return Inputs(ctx, state, ws, data, mask, plan_state(ctx, ws, state)["keys"])
+    planned = plan_state(ctx, ws, state)
+    return Inputs(ctx, planned["state"], ws, data, mask, planned["keys"])
 
 
 def input_id(view: View) -> str:

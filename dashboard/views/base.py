@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import html as html_lib
 import re
-import threading
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -28,6 +26,7 @@ import compute
 
 from .. import figures, planning, tasks
 from ..state import Field, add_fields, state_fields
+from ..store import Lru
 
 # the built-in tasks a view can need (``View(needs=...)``; their specs in dashboard.tasks)
 PROFILES, PFI, SFIMP = tasks.PROFILES.kind, tasks.PFI.kind, tasks.SFIMP.kind
@@ -247,28 +246,6 @@ def csv_download(frame: pd.DataFrame, filename: str, **to_csv) -> dict:
     export goes through here (a registry-wide test checks the downloads)."""
     stem = _FILENAME_UNSAFE.sub("_", filename.removesuffix(".csv"))[:120].strip("._ ") or "export"
     return dcc.send_data_frame(_inert(frame).to_csv, f"{stem}.csv", **to_csv)
-
-
-class Lru:
-    """A small thread-safe per-process LRU: ``get(key, compute)`` returns the cached value
-    or computes it (a None result is not cached, so a missing result is read again)."""
-
-    def __init__(self, size: int):
-        self.size, self.lock = size, threading.Lock()
-        self.items: OrderedDict = OrderedDict()
-
-    def get(self, key, compute):
-        with self.lock:
-            if key in self.items:
-                self.items.move_to_end(key)
-                return self.items[key]
-        value = compute()
-        if value is not None:
-            with self.lock:
-                self.items[key] = value
-                while len(self.items) > self.size:
-                    self.items.popitem(last=False)
-        return value
 
 
 _RESULTS = Lru(12)  # unsealed results: a profile is read by several views

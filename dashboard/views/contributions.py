@@ -10,15 +10,14 @@ selected model; CIU (Främling 2022) explains the same row in the panel beside i
 
 from __future__ import annotations
 
-from dash import dcc, html
+from dash import html
 
 import compute
 
 from .. import components, figures, planning
-from ..state import search_from_state
 from . import whatif
 from .base import ALL_FIELDS, PROFILES, View, csv_download, empty
-from .selection import selected_row
+from .selection import observation_text
 
 GRAPH = "contributions-graph"
 TABLE = "contributions-table"
@@ -70,21 +69,9 @@ TASK = planning.TaskSpec(
 def render(ctx, inp) -> dict:
     state = inp.state
     found = inp.results(KIND).get(state["model"])
-    if state.get("obs") is None or found is None:
-        if state.get("obs") is not None:
-            return {"figure": empty("Computing the contributions…"), "data": [], "columns": [], "info": ""}
-        prompt: list = [
-            "Select an observation (click an ICI or ICE curve, or a row of a table) to see its prediction "
-            "as a sum of feature contributions."
-        ]
-        if inp.summary is not None:
-            row, _ = selected_row(inp.summary, state, inp.mask)
-            prompt += [
-                " Or ",
-                dcc.Link(f"explain row {row}", href=search_from_state({**state, "obs": str(row)})),
-                ", the row CIU shows.",
-            ]
-        return {"figure": empty("No observation selected."), "data": [], "columns": [], "info": prompt}
+    if state.get("obs") is None or found is None:  # the default observation comes with the curves
+        waiting = "Computing the contributions…" if state.get("obs") is not None else "Waiting for the ICE/ICI pass…"
+        return {"figure": empty(waiting), "data": [], "columns": [], "info": ""}
     res: compute.ShapleyContributions = found
     row = planning.row_label(state["obs"], inp.data.index)
     values = inp.data.loc[row].copy()
@@ -115,7 +102,8 @@ def render(ctx, inp) -> dict:
     rows, cols = figures.table_data(frame, index_name="feature", digits=3)
     how = "exact over all coalitions" if res.exact else f"{res.n_orderings:,} sampled feature orderings"
     info = (
-        f"{what[0].upper()}{what[1:]} {figures.prediction_text(res.prediction * scale, unit)} = mean "
+        f"{observation_text(state, row)[0].upper()}{observation_text(state, row)[1:]}"
+        f"{' as edited' if edit else ''}: {what} {figures.prediction_text(res.prediction * scale, unit)} = mean "
         f"{figures.prediction_text(res.base_value * scale, unit)}"
         f" over {res.n_background} background rows + the contributions ({how}; the standard errors come from the "
         f"background sample). Interventional Shapley values: each feature's average effect on this prediction "
@@ -167,7 +155,7 @@ VIEW = View(
     ],
     tasks=(TASK,),
     exports={EXPORT: export_csv},
-    needs=frozenset({PROFILES}),  # the prompt names the row CIU shows
+    needs=frozenset({PROFILES}),  # the default observation comes with the curves
     reads=ALL_FIELDS,
     library=library,
 )

@@ -23,20 +23,26 @@ def selected_label(inp, rows: pd.Index):
 
 
 def selected_row(summary, state: dict, mask) -> tuple:
-    """The observation CIU explains and how it was chosen: the selected one if it is among
-    the explained rows, else the most influential row of the feature (in the subgroup), by
-    the summary's one ranking rule."""
+    """The observation CIU explains and how it was chosen: the state's observation (the
+    selected one, or the default one the planner resolved, ``obs_default``) when the curves
+    explain it, else the default rule (``planning.default_observation``) on their rows."""
     value = state.get("obs")
     row = None if value is None else planning.row_label(value, summary.rows)
     if row is not None and row in summary.rows:
-        return row, f"row {row}"
-    inside = None
-    if mask is not None:
-        inside = mask.reindex(summary.rows).fillna(False).to_numpy(bool)
-        inside = inside if inside.any() else None
-    row = summary.influential(state["feature"], 1, inside).index[0]
-    where = " in the subgroup" if inside is not None else ""
-    note = " (the selected one is not among the explained rows)" if value is not None else ""
-    return row, (
-        f"no observation selected{note}: showing row {row}, the largest ICI integral{where} for {state['feature']}"
-    )
+        return row, observation_text(state, row)
+    row = planning.default_observation(summary, mask)
+    note = f"row {value}, the one selected, is not among the rows the curves explain; " if value is not None else ""
+    return row, f"row {row} ({note}shown by default: {_rule(state)})"
+
+
+def _rule(state: dict) -> str:
+    where = " of the subgroup" if state.get("subgroup") else ""
+    return f"the most influential row{where}, its ICI integrals summed over the features"
+
+
+def observation_text(state: dict, row) -> str:
+    """How every per-row view names its observation: ``row 12``, or, shown by default,
+    ``row 429 (shown by default: the most influential row, …)``."""
+    if state.get("obs_default"):
+        return f"row {row} (shown by default: {_rule(state)})"
+    return f"row {row}"

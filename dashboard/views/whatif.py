@@ -20,9 +20,8 @@ import compute
 from compute.sampling import is_categorical
 
 from .. import components, figures, ids, planning
-from ..state import search_from_state
 from .base import ALL_FIELDS, PROFILES, View, csv_download, empty
-from .selection import selected_row
+from .selection import observation_text
 
 GRAPH = "whatif-graph"
 CIU_GRAPH = "whatif-ciu-graph"
@@ -114,14 +113,9 @@ def _units(ws) -> Units:
 
 def render(ctx, inp) -> dict:
     state = inp.state
-    if state.get("obs") is None:
-        prompt: list = ["Select an observation (click an ICI or ICE curve, or a row of a table) to change its values."]
-        if inp.summary is not None:
-            row, _ = selected_row(inp.summary, state, inp.mask)
-            prompt += [" Or ", dcc.Link(f"start from row {row}", href=search_from_state({**state, "obs": str(row)}))]
-            prompt.append(", the row CIU shows.")
-        blank = empty("No observation selected.")
-        return {"form": [], "figure": blank, "ciu": blank, "info": prompt, "reset_style": {"display": "none"}}
+    if state.get("obs") is None:  # the default observation comes with the curves
+        blank = empty("Waiting for the ICE/ICI pass…")
+        return {"form": [], "figure": blank, "ciu": blank, "info": "", "reset_style": {"display": "none"}}
     data, edit = inp.data, state.get("edit") or {}
     row = planning.row_label(state["obs"], data.index)
     features = list(inp.ws.model(state["model"]).features)
@@ -162,17 +156,18 @@ def render(ctx, inp) -> dict:
     )
     before, after = res.original_prediction * scale, res.prediction * scale
     text = figures.prediction_text
+    named = observation_text(state, row)
     if res.edits:
         info = (
-            f"{what[0].upper()}{what[1:]} of row {row}: {text(before, unit)} → {text(after, unit)} "
+            f"{what[0].upper()}{what[1:]} of {named}: {text(before, unit)} → {text(after, unit)} "
             f"({text(res.change * scale, unit, '+')}) with {changes}. The contributions panel explains the edited row; "
             "this page's link keeps the edit."
         )
     else:
         info = (
-            f"{what[0].upper()}{what[1:]} of row {row}: {text(before, unit)}. Change a value below (press Enter "
-            "or leave the box) to see the prediction, the curve and CIU move. Numbers are kept within the range "
-            "observed in the data."
+            f"{what[0].upper()}{what[1:]} of {named}: {text(before, unit)}. Change a value below (press Enter "
+            "or leave the box) to see the prediction, the curve and CIU move; click a curve or a table row to "
+            "choose another row. Numbers are kept within the range observed in the data."
         )
     return {"form": form, "figure": figure, "ciu": ciu, "info": info, "reset_style": reset_style}
 
@@ -251,7 +246,7 @@ VIEW = View(
     tasks=(TASK,),
     wide=True,
     exports={EXPORT: export_csv},
-    needs=frozenset({PROFILES}),  # the prompt names the row CIU shows
+    needs=frozenset({PROFILES}),  # the default observation comes with the curves
     reads=ALL_FIELDS,
     library=library,
 )
