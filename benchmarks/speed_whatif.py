@@ -1,4 +1,5 @@
-"""Issue 14 target: a what-if edit answers in < 1 s for the demo forest.
+"""Issue 28 target: a what-if edit answers in a median < 0.5 s (p95 < 1 s) for the demo
+forest, from Enter to the new prediction drawn (issue 14's target was < 1 s).
 
     python benchmarks/speed_whatif.py [--edits N]
 
@@ -10,8 +11,10 @@
 2. End to end, as a user sees it: Debian's Chromium against ``gunicorn -w 2`` (the
    production settings). Each edit types a new value of X2 (never seen before, so nothing
    is cached) and presses Enter; timed until the what-if panel states the new prediction.
+   The request computes the what-if itself in a warm model process (``dashboard.warm``);
+   the contributions of the edited row follow in a background job.
 
-Median and p95 are printed with the ratio to the target.
+Median and p95 are printed with the ratios to the targets.
 """
 
 from __future__ import annotations
@@ -29,7 +32,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.speed_dashboard import CHROMIUM, CHROMIUM_ARGS, start_gunicorn, stop_gunicorn  # noqa: E402
-from dashboard.callbacks.compute import run_request  # noqa: E402
+from dashboard import warm  # noqa: E402
+from dashboard.callbacks.compute import resolve_state, run_request  # noqa: E402
 from dashboard.config import Config  # noqa: E402
 from dashboard.loading import load_model  # noqa: E402
 from dashboard.server import create_app  # noqa: E402
@@ -39,7 +43,8 @@ from dashboard.state import (
 )
 from dashboard.views import contributions, whatif  # noqa: E402
 
-TARGET = 1.0
+TARGET = 0.5  # median, s
+TARGET_P95 = 1.0
 ROW = "5"
 
 
@@ -56,7 +61,7 @@ def in_process(edits: list[float]) -> None:
     X = ctx.store.data(ws)[list(entry.features)]
     base, _ = normalize(ctx, {**default_state(), "ws": ws.id, "obs": ROW, "feature": "X2"})
     run_request(ctx, {"state": base})  # the page's first visit: profiles, PFI
-    t_whatif, t_contrib, t_job, n_rows = [], [], [], 0
+    t_whatif, t_contrib, t_job, t_quick, n_rows = [], [], [], [], 0
     for value in edits:
         params = {"obs": ROW, "edit": {"X2": value}, "grid": whatif.GRID}
         start = time.perf_counter()
@@ -70,6 +75,10 @@ def in_process(edits: list[float]) -> None:
         start = time.perf_counter()
         assert run_request(ctx, {"state": state}).get("ok")
         t_job.append(time.perf_counter() - start)
+        state, _ = normalize(ctx, {**base, "edit": {"X2": value + 0.002}})
+        start = time.perf_counter()
+        resolve_state(ctx, state, None, client="127.0.0.1")  # the page's request: what-if in a warm process
+        t_quick.append(time.perf_counter() - start)
     rows = X.iloc[np.arange(n_rows) % len(X)]
     start = time.perf_counter()
     model.predict(rows)
@@ -78,6 +87,8 @@ def in_process(edits: list[float]) -> None:
     print(f"  what_if           {_stats(t_whatif)}   ({n_rows:,} model rows; raw predict {raw:.3f} s)")
     print(f"  contributions     {_stats(t_contrib)}")
     print(f"  job (run_request) {_stats(t_job)}   (isolated process, model load, both tasks, cache writes)")
+    print(f"  request (warm)    {_stats(t_quick)}   (plan, what-if in the warm model process, cache write)")
+    warm.stop_all()
 
 
 def end_to_end(edits: list[float]) -> list[float]:
@@ -119,13 +130,14 @@ def end_to_end(edits: list[float]) -> list[float]:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--edits", type=int, default=8)
+    parser.add_argument("--edits", type=int, default=24)
     args = parser.parse_args(argv)
     edits = [round(float(v), 4) for v in np.linspace(-2.5, 2.5, args.edits)]
     in_process(edits)
     times = end_to_end(edits)
-    median = statistics.median(times)
-    print(f"target < {TARGET:.1f} s: median {median:.2f} s = {median / TARGET:.2f} x target")
+    median, p95 = statistics.median(times), float(np.percentile(times, 95))
+    print(f"target median < {TARGET:.1f} s: {median:.2f} s = {median / TARGET:.2f} x target")
+    print(f"target p95 < {TARGET_P95:.1f} s: {p95:.2f} s = {p95 / TARGET_P95:.2f} x target")
     return 0
 
 

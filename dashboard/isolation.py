@@ -39,7 +39,7 @@ class Limits:
     option: str = ""  # the operator option that sets them, named in messages
 
 
-def _die_with_parent(parent: int) -> None:
+def die_with_parent(parent: int) -> None:
     """Linux: get SIGKILL when the parent dies."""
     try:
         import ctypes
@@ -64,7 +64,7 @@ def mapped_bytes() -> int:
     return 0
 
 
-def _limit_memory(limit: int | None) -> None:
+def limit_memory(limit: int | None) -> None:
     """Allow ``limit`` bytes of address space beyond what the process maps when it starts.
 
     An absolute limit would leave a model a budget that depends on the web worker it was
@@ -82,9 +82,9 @@ def _limit_memory(limit: int | None) -> None:
 def _child(fn, args, parent: int, write_fd: int, limits: Limits) -> None:
     code = 0
     try:
-        _die_with_parent(parent)
+        die_with_parent(parent)
         try:
-            _limit_memory(limits.memory_bytes)
+            limit_memory(limits.memory_bytes)
             result = ("ok", fn(*args))
         except BaseException as exc:  # noqa: BLE001 - handed to the parent
             result = ("error", exc)

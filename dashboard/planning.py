@@ -97,6 +97,10 @@ class TaskSpec:
 
     ``version`` is part of every cache key the spec writes: bump it when ``run`` changes
     what it returns, and the cache serves no stale result.
+
+    ``quick=True``: the task answers a click (one row's what-if): the request that needs it
+    computes it at once in a warm model process (:mod:`dashboard.warm`) rather than in a
+    background job, which takes it over if that fails or takes too long.
     """
 
     kind: str
@@ -112,6 +116,7 @@ class TaskSpec:
     reads: Callable[[dict, dict], list] | None = None
     execute: Callable[..., None] | None = None
     derive: Callable[..., bool] | None = None
+    quick: bool = False
 
     def __post_init__(self):
         if self.models not in ("all", "focus"):

@@ -22,7 +22,7 @@ from dash import Input, Output, State, callback_context, no_update
 
 import compute
 
-from .. import ids, jobs, planning
+from .. import ids, jobs, planning, warm
 from ..isolation import isolated
 from ..quota import client_key
 from ..state import clean_state, normalize
@@ -78,8 +78,26 @@ def _derive(ctx, ws, todo: list[dict]) -> list[dict]:
         return todo
 
 
-def resolve_state(ctx, state: dict | None, done: dict | None) -> Resolution:
-    """The state's results when all are cached, else a job request for the missing ones."""
+def _quick(ctx, ws, todo: list[dict], client: str | None) -> list[dict]:
+    """The missing tasks less the quick ones (a what-if) computed here and now in a warm
+    model process (:mod:`dashboard.warm`); what it could not do goes to the job."""
+    quick = [t for t in todo if jobs.spec_for(t["kind"]).quick]
+    if not quick:
+        return todo
+    if client is not None:
+        try:
+            ctx.slots.check_budget(client, ctx.config.client_results_bytes)
+        except compute.ExplainError:  # over its budget: the job says so
+            return todo
+    left, written = warm.run_quick(ctx, ws, quick)
+    if client is not None:
+        ctx.slots.charge(client, written)
+    return [t for t in todo if t not in quick or t in left]
+
+
+def resolve_state(ctx, state: dict | None, done: dict | None, client: str | None = None) -> Resolution:
+    """The state's results when all are cached, else a job request for the missing ones.
+    ``client``: the page's own request (its address): quick tasks are computed at once."""
     state, ws = _trusted_state(ctx, state)
     if state is None:
         return Resolution(no_update, no_update, no_update)
@@ -87,6 +105,8 @@ def resolve_state(ctx, state: dict | None, done: dict | None) -> Resolution:
         return Resolution({"error": f"Data set {state['ws']!r} is not available."}, no_update, None)
     planned = plan_state(ctx, ws, state)
     todo = _derive(ctx, ws, planning.missing(ctx.store, planned["tasks"]))
+    if client is not None:
+        todo = _quick(ctx, ws, todo, client)
     if not todo and not _readable(ctx, planned["keys"], state):
         todo = _derive(ctx, ws, planning.missing(ctx.store, planned["tasks"]))  # damaged entries were dropped
     rid = request_id(planned["tasks"])
@@ -309,7 +329,7 @@ def register(app, ctx) -> None:
     )
     def resolve(state, retry):
         # Retry resolves the same state again: what is still missing gets a new job (a new nonce)
-        return resolve_state(ctx, state, None).outputs() | {"retry": HIDDEN}
+        return resolve_state(ctx, state, None, client_key(callback_context.remote)).outputs() | {"retry": HIDDEN}
 
     @app.callback(
         Output(ids.JOB_DONE, "data"),

@@ -58,7 +58,9 @@ def cost(ws, task, data) -> list[int]:
     return [2 * GRID * len(ws.model(task.model).features) + 2 + len(data)]
 
 
-TASK = planning.TaskSpec(KIND, params, what_if, models="focus", label="what-if for the selected row", cost=cost)
+TASK = planning.TaskSpec(
+    KIND, params, what_if, models="focus", label="what-if for the selected row", cost=cost, quick=True
+)
 
 
 def _field(data: pd.DataFrame, feature, row, edit: dict) -> html.Div:
