@@ -439,13 +439,14 @@ def test_result_key_depends_on_content_only(ctx):
 
 
 # --- views -----------------------------------------------------------------------------------
-def test_ici_green_curve_is_largest_integral(ctx, results, profiles):
-    """The green ICI curve is the row with the largest ICI integral of the feature."""
+def test_ici_largest_integral_curve_is_the_largest(ctx, results, profiles):
+    """The ICI curve in the largest-integral colour is the row with the largest ICI integral
+    of the feature."""
     ici = views.render(ctx, "ici", results)["figure"]
-    green = [t for t in ici.data if t.line.color == figures.LARGEST_COLOR]
+    largest = [t for t in ici.data if t.line.color == figures.LARGEST_COLOR]
     prof = profiles["X1"]
-    assert len(green) == 1
-    assert green[0].customdata[0] == prof.rows[np.argmax(prof.local_importance)]
+    assert len(largest) == 1
+    assert largest[0].customdata[0] == prof.rows[np.argmax(prof.local_importance)]
 
 
 def test_pi_figure_has_subgroup_and_complement(ctx, sub_results, profiles, x3_zero):
@@ -558,17 +559,21 @@ def test_export_ciu_of_unexplained_obs_falls_back(ctx, state, summary, data):
     """Export CIU with an obs outside the explained rows exports the row the view shows."""
     outside = next(r for r in data.index if r not in summary.rows)
     results = _resolved(ctx, {**state, "obs": str(outside)})
-    best = summary.local["X1"].idxmax()
-    assert f"row {best}," in views.render(ctx, "ciu", results)["info"]
+    best = summary.local.sum(axis=1).idxmax()
+    info = views.render(ctx, "ciu", results)["info"]
+    assert f"row {best} (row {outside}, the one selected, is not among the rows the curves explain;" in info
     assert export_table(ctx, ids.EXPORT_CIU, results)["filename"] == f"ciu-row-{best}.csv"
 
 
 def test_export_ciu_default_row_is_the_views(ctx, sub_state, sub_results, summary, x3_zero):
     """With a subgroup and no obs, the CIU CSV is of the row the CIU view shows."""
     results = _resolved(ctx, {**sub_state, "feature": "X2"})
-    local = summary.local["X2"]
-    best = local[x3_zero.reindex(local.index).to_numpy(bool)].idxmax()
-    assert f"row {best}," in views.render(ctx, "ciu", results)["info"]
+    total = summary.local.sum(axis=1)
+    best = total[x3_zero.reindex(total.index).to_numpy(bool)].idxmax()
+    assert (
+        f"row {best} (shown by default: the most influential row of the subgroup"
+        in views.render(ctx, "ciu", results)["info"]
+    )
     assert export_table(ctx, ids.EXPORT_CIU, results)["filename"] == f"ciu-row-{best}.csv"
 
 

@@ -215,7 +215,11 @@ def placeholder(view: View, message: str) -> dict:
         return view.placeholder(message)
     out = {}
     for name, (_, prop) in view.outputs.items():
-        out[name] = empty(message) if prop == "figure" else {"data": [], "columns": [], "style": {}}.get(prop, "")
+        out[name] = (
+            empty(message)
+            if prop == "figure"
+            else {"data": [], "columns": [], "style": {}, "tooltip_header": {}}.get(prop, "")
+        )
     return out
 
 
@@ -342,7 +346,7 @@ def report_html(ctx, results, base_url: str = "") -> str | None:
         "dt{color:#4b5563}dd{margin:0}.method{color:#6b7280;font-size:13px}"
     )
     return (
-        "<!doctype html><html><head><meta charset='utf-8'>"
+        "<!doctype html><html lang='en'><head><meta charset='utf-8'>"
         f"<title>Why it performs: {esc(inp.ws.title)}</title><style>{style}</style></head><body>"
         f"<h1>Why the model performs as it does</h1>{_report_summary(inp, link)}" + "".join(parts) + "</body></html>"
     )

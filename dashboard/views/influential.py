@@ -15,6 +15,18 @@ ICI_TABLE = "ici-table"  # clicking it selects the observation
 N_INFLUENTIAL = 10
 
 
+def words(feature) -> dict:
+    """The table's columns in words, and (the header's tooltip) the method behind each."""
+    return {
+        "ici_integral": (
+            "error increase",
+            f"ICI integral (local PFI, Casalicchio et al. 2018, Eq. 9): how much this row's error grows, on "
+            f"average, when {feature} takes the other rows' values; its share of {feature}'s PFI",
+        ),
+        "rank": ("which end", f"the {N_INFLUENTIAL} rows {feature} matters most for, and the {N_INFLUENTIAL} least"),
+    }
+
+
 def render(ctx, inp) -> dict:
     summary, prof = inp.summary, inp.profile
     excluded = inp.state.get("exclude") or []
@@ -25,13 +37,15 @@ def render(ctx, inp) -> dict:
         else ""
     )
     if summary is None or prof is None:
-        return {"data": [], "columns": [], "negative": [], "excluded": info}
+        return {"data": [], "columns": [], "tooltips": {}, "negative": [], "excluded": info}
     table = summary.influential(inp.feature, N_INFLUENTIAL, eligible_mask(inp))
-    rows, cols = figures.table_data(table, index_name="row")
+    named = words(inp.feature)
+    rows, cols = figures.table_data(table.rename(columns={k: w for k, (w, _) in named.items()}), index_name="row")
     for record, label in zip(rows, table.index):  # DataTable's active_cell.row_id: sort/page proof
         record["id"] = str(label)
     negative = [str(r) for r in summary.rows[summary.local[inp.feature].to_numpy() < 0]]
-    return {"data": rows, "columns": cols, "negative": negative, "excluded": info}
+    tooltips = {w: method for w, method in named.values()}
+    return {"data": rows, "columns": cols, "tooltips": tooltips, "negative": negative, "excluded": info}
 
 
 def export_csv(ctx, inp):
@@ -66,6 +80,7 @@ VIEW = View(
     outputs={
         "data": (ICI_TABLE, "data"),
         "columns": (ICI_TABLE, "columns"),
+        "tooltips": (ICI_TABLE, "tooltip_header"),
         "negative": (ids.NEGATIVE, "data"),
         "excluded": (ids.EXCLUDED_INFO, "children"),
     },
