@@ -26,12 +26,34 @@ log = logging.getLogger(__name__)
 _FORM_OVERHEAD = 64 * 1024
 
 
+# Dash's page, in English for screen readers and translation tools (WCAG 3.1.1: the page
+# names its language; Dash's default <html> names none).
+INDEX_STRING = """<!DOCTYPE html>
+<html lang="en">
+    <head>
+        {%metas%}
+        <title>{%title%}</title>
+        {%favicon%}
+        {%css%}
+    </head>
+    <body>
+        {%app_entry%}
+        <footer>
+            {%config%}
+            {%scripts%}
+            {%renderer%}
+        </footer>
+    </body>
+</html>"""
+
+
 def create_app(config: Config) -> Dash:
     ctx = make_context(config)
     manager, celery_app = background_manager(config)
     app = Dash(
         __name__,
         title="Why it performs",
+        index_string=INDEX_STRING,
         assets_folder=str(_assets_folder()),
         background_callback_manager=manager,
         suppress_callback_exceptions=False,
