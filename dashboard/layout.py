@@ -81,10 +81,10 @@ def load_panel(config) -> html.Details:
                     ),
                     html.Div(
                         [
-                            html.Label("Target column"),
+                            html.Label("Target column", htmlFor=ids.TARGET_SELECT),
                             dcc.Dropdown(id=ids.TARGET_SELECT, options=[], placeholder="choose the target column"),
                             error_line(ids.TARGET_ERROR),
-                            html.Label("Loss"),
+                            html.Label("Loss", htmlFor=ids.LOSS_SELECT),
                             dcc.Dropdown(id=ids.LOSS_SELECT, options=[], placeholder="default from the task"),
                             html.Label(
                                 "Class labels, in the model's order (XGBoost/LightGBM classifiers)",
@@ -97,18 +97,23 @@ def load_panel(config) -> html.Details:
                                 placeholder="default: 0, 1, … or the target's values sorted",
                                 className="text-input",
                             ),
-                            html.Label("Class to explain (classifiers)"),
+                            html.Label("Class to explain (classifiers)", htmlFor=ids.OUTPUT_SELECT),
                             dcc.Dropdown(id=ids.OUTPUT_SELECT, options=[], placeholder="default: the last class"),
-                            html.Label("Did the models see these rows in training?"),
-                            dcc.RadioItems(
-                                id=ids.DATA_ROLE,
-                                options=[
-                                    {"label": " no: held-out (test) data", "value": "held-out"},
-                                    {"label": " yes: the training data", "value": "training"},
-                                    {"label": " not sure", "value": "unknown"},
+                            html.Fieldset(  # the legend names the group of radio buttons
+                                [
+                                    html.Legend("Did the models see these rows in training?"),
+                                    dcc.RadioItems(
+                                        id=ids.DATA_ROLE,
+                                        options=[
+                                            {"label": " no: held-out (test) data", "value": "held-out"},
+                                            {"label": " yes: the training data", "value": "training"},
+                                            {"label": " not sure", "value": "unknown"},
+                                        ],
+                                        value="unknown",
+                                        className="data-role",
+                                    ),
                                 ],
-                                value="unknown",
-                                className="data-role",
+                                className="field-group",
                             ),
                         ],
                         className="load-field",
@@ -226,10 +231,14 @@ def condition_builder():
             html.Div(
                 [
                     html.Label("Subgroup"),
+                    # each control's own name for screen readers (the placeholders show it on screen)
+                    html.Label("Condition column", htmlFor=ids.COND_COLUMN, className="visually-hidden"),
                     dcc.Dropdown(id=ids.COND_COLUMN, options=[], placeholder="column", style={"width": "150px"}),
+                    html.Label("Condition operator", htmlFor=ids.COND_OP, className="visually-hidden"),
                     dcc.Dropdown(
                         id=ids.COND_OP, options=OPERATORS, value="==", clearable=False, style={"width": "110px"}
                     ),
+                    html.Label("Condition value", htmlFor=ids.COND_VALUE, className="visually-hidden"),
                     dcc.Input(
                         id=ids.COND_VALUE,
                         type="text",
@@ -273,7 +282,7 @@ def views():
                 className="section-tab",
                 selected_className="section-tab selected",
                 children=[
-                    html.P(question, className="section-question"),
+                    html.H2(question, className="section-question"),  # under the page's h1, over the panels' h3
                     html.Div([*extra, *panels(panel, key)], className="views"),
                 ],
             )
@@ -297,9 +306,7 @@ def page(config) -> html.Div:
             dcc.Store(id=ids.HOVERED_ROW),
             dcc.Download(id=ids.DOWNLOAD),
             header(),
-            load_panel(config),
-            html.Div(id=ids.WS_NOTES, className="ws-notes"),
-            views(),
+            html.Main([load_panel(config), html.Div(id=ids.WS_NOTES, className="ws-notes"), views()]),
         ],
         className="page",
     )

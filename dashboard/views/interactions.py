@@ -242,8 +242,11 @@ VIEW = View(
         components.graph(MATRIX, height=None, filename="interaction-pairs"),
         components.graph(PD2, height=None, filename="pair-partial-dependence"),
     ],
-    extra=lambda: html.Label(
-        ["pair ", dcc.Dropdown(id=PAIR_SELECT, options=[], clearable=False, style={"width": "260px"})],
+    extra=lambda: html.Div(  # the label beside its dropdown, tied by id (a wrapping label would name its first input)
+        [
+            html.Label("pair", htmlFor=PAIR_SELECT),
+            dcc.Dropdown(id=PAIR_SELECT, options=[], clearable=False, style={"width": "260px"}),
+        ],
         style={"display": "flex", "alignItems": "center", "gap": "6px"},
     ),
     tasks=(TASK,),
