@@ -165,15 +165,17 @@ def test_ici_summary_is_pi_without_customdata(prof):
 
 
 def test_ici_highlights_largest_and_smallest_integral(prof):
-    """Green = the row with the largest local importance, red = the smallest."""
+    """The largest-integral style (colour, dash, symbol) marks the row with the largest local
+    importance, the smallest-integral style the smallest."""
     fig = F.ici_figure(prof)
-    (green,) = [t for t in fig.data if t.line.color == F.LARGEST_COLOR]
-    (red,) = [t for t in fig.data if t.line.color == F.SMALLEST_COLOR]
+    (largest,) = [t for t in fig.data if (t.line.dash, t.marker.symbol) == F.LARGEST_STYLE]
+    (smallest,) = [t for t in fig.data if (t.line.dash, t.marker.symbol) == F.SMALLEST_STYLE]
+    assert largest.line.color == F.LARGEST_COLOR and smallest.line.color == F.SMALLEST_COLOR
     big, small = prof.extremes(1)
-    assert set(np.asarray(green.customdata).tolist()) == {big[0]}
-    assert set(np.asarray(red.customdata).tolist()) == {small[0]}
-    assert_allclose(np.asarray(green.y, float), prof.ici[prof.rows.get_loc(big[0])])
-    assert f"row {big[0]}" in green.name
+    assert set(np.asarray(largest.customdata).tolist()) == {big[0]}
+    assert set(np.asarray(smallest.customdata).tolist()) == {small[0]}
+    assert_allclose(np.asarray(largest.y, float), prof.ici[prof.rows.get_loc(big[0])])
+    assert f"row {big[0]}" in largest.name
 
 
 def test_ici_highlights_within_mask(prof, x3):
@@ -181,10 +183,10 @@ def test_ici_highlights_within_mask(prof, x3):
     mask = x3[0].X3.to_numpy() == 1
     fig = F.ici_figure(prof, mask=mask, highlight=2)
     sub = prof.subset(mask)
-    greens = [np.asarray(t.customdata)[0] for t in fig.data if t.line.color == F.LARGEST_COLOR]
-    reds = [np.asarray(t.customdata)[0] for t in fig.data if t.line.color == F.SMALLEST_COLOR]
+    largest = [np.asarray(t.customdata)[0] for t in fig.data if t.line.color == F.LARGEST_COLOR]
+    smallest = [np.asarray(t.customdata)[0] for t in fig.data if t.line.color == F.SMALLEST_COLOR]
     big, small = sub.extremes(2)
-    assert greens == list(big) and reds == list(small)
+    assert largest == list(big) and smallest == list(small)
     (pi,) = named(fig, "PI")
     assert_allclose(np.asarray(pi.y, float), sub.pi)
     assert {cd[0] for _, _, cd in segments(fig.data[0])} == set(sub.rows)
@@ -371,7 +373,8 @@ def test_ciu_out_of_range_marker(ciu_table):
 
 
 def test_influence_sorted_by_magnitude_and_signed_colours(ciu_table):
-    """Influence bars are sorted by |influence|, positive green and negative red."""
+    """Influence bars are sorted by |influence|, positive in the raising colour, negative in
+    the lowering one."""
     table = ciu_table.assign(influence=[0.3, -0.5, 0.1])
     (bar,) = F.influence_figure(table).data
     assert list(bar.y) == ["X2", "X1", "X3"]

@@ -16,16 +16,17 @@ import compute
 
 from .common import _bar_axis, _json_label, _loss_name, _outline, _sort_features
 from .theme import (
-    ALL_COLOR,
+    BAR_COLOR,
     CURVE_COLOR,
     LEGEND_BELOW,
-    MODEL_COLORS,
     NEGATIVE_COLOR,
     POSITIVE_COLOR,
     _figure,
     _style,
     empty_figure,
     esc,
+    model_style,
+    signed,
 )
 
 
@@ -37,7 +38,8 @@ def pfi_figure(
     Seed 000, Eq. (4) estimated by Eq. (8): one bar per model and feature (mean over the
     permutations, ``error_x`` = std) and a faint dot per permutation (repeat) so the spread
     is visible. Features are sorted by the mean importance across models, largest on top;
-    each bar's and dot's ``customdata`` is the feature name.
+    each bar's and dot's ``customdata`` is the feature name. Model k has its colour, hatch
+    and dot symbol (:func:`.theme.model_style`), so no model is told by colour alone.
     """
     if not pfi:
         return empty_figure("No permutation importance computed yet.")
@@ -45,8 +47,11 @@ def pfi_figure(
     order = _sort_features(pd.concat({m: res.importance for m, res in pfi.items()}, axis=1))
     first = pfi[models[0]]
     kind, loss, n_repeats = first.kind, first.loss, first.n_repeats
-    colors = {m: MODEL_COLORS[k % len(MODEL_COLORS)] for k, m in enumerate(models)}
-    bars = [Bars(res.importance, str(m), res.std, text=_sample_labels(res), color=colors[m]) for m, res in pfi.items()]
+    style = {m: model_style(k) for k, m in enumerate(models)}
+    bars = [
+        Bars(res.importance, str(m), res.std, text=_sample_labels(res), color=style[m].color, pattern=style[m].pattern)
+        for m, res in pfi.items()
+    ]
     axis_text = (
         f"increase in {loss} when the feature is permuted"
         if kind == "difference"
@@ -66,7 +71,7 @@ def pfi_figure(
                 y=np.repeat([str(f) for f in order], repeats.shape[1]),
                 customdata=np.repeat(np.array(names, dtype=object), repeats.shape[1]).tolist(),
                 mode="markers",
-                marker=dict(color=colors[model], size=4, opacity=0.45, line_width=0),
+                marker=dict(color=style[model].color, symbol=style[model].symbol, size=4, opacity=0.45, line_width=0),
                 showlegend=False,
                 offsetgroup=str(model) if len(models) > 1 else None,
                 legendgroup=str(model),
@@ -93,7 +98,8 @@ def convergence_figure(
 ) -> go.Figure:
     """PFI after 1..R permutations (the running mean) with its confidence band, for the
     ``top`` features of the final ranking (and the selected feature), seed 001, caveat 2.
-    Each band is one closed, filled polygon under its line."""
+    Each band is one closed, filled polygon under its line; each line has its own colour and
+    marker symbol, named in the legend."""
     final = conv.importance.iloc[:, -1].sort_values(ascending=False, kind="stable")
     shown = list(final.index[:top])
     if selected is not None and selected in final.index and selected not in shown:
@@ -101,7 +107,7 @@ def convergence_figure(
     r = np.asarray(conv.importance.columns, dtype=float)
     fig = _figure()
     for k, feature in enumerate(shown):
-        color = MODEL_COLORS[k % len(MODEL_COLORS)]
+        color, symbol = model_style(k).color, model_style(k).symbol
         lower, upper = conv.lower.loc[feature].to_numpy(float), conv.upper.loc[feature].to_numpy(float)
         keep = np.isfinite(lower) & np.isfinite(upper)
         if keep.sum() >= 2:
@@ -129,7 +135,7 @@ def convergence_figure(
                 y=conv.importance.loc[feature].to_numpy(float),
                 mode="lines+markers",
                 line=dict(color=color, width=width),
-                marker=dict(size=5),
+                marker=dict(size=7 if feature == selected else 6, symbol=symbol),
                 name=str(feature),
                 legendgroup=str(feature),
                 customdata=np.stack([lower, upper], axis=1),
@@ -153,18 +159,20 @@ def convergence_figure(
 
 def conditional_pfi_figure(rows: pd.DataFrame, *, loss: str, subtitle: str = "", selected=None) -> go.Figure:
     """Conditional PFI beside the marginal (the PFI bars): per feature (``rows`` indexed by
-    feature, columns ``marginal``, ``conditional`` and their ``*_std_error``) a grey bar for
-    the feature shuffled among all rows and a blue one for it shuffled within similar rows."""
+    feature, columns ``marginal``, ``conditional`` and their ``*_std_error``) a solid bar for
+    the feature shuffled among all rows (as the PFI bars) and a hatched one for it shuffled
+    within similar rows."""
     if rows.empty:
         return empty_figure("No conditional importance computed.", height=200)
     marginal = Bars(
-        rows["marginal"], "shuffled among all rows (the bars above)", rows["marginal_std_error"], color=CURVE_COLOR
+        rows["marginal"], "shuffled among all rows (the bars above)", rows["marginal_std_error"], color=BAR_COLOR
     )
     conditional = Bars(
         rows["conditional"],
-        "shuffled within similar rows (conditional)",
+        "shuffled within similar rows (conditional, hatched)",
         rows["conditional_std_error"],
-        color=ALL_COLOR,
+        color=BAR_COLOR,
+        pattern="/",
     )
     fig = bar_figure(
         [marginal, conditional],
@@ -182,7 +190,8 @@ def conditional_pfi_figure(rows: pd.DataFrame, *, loss: str, subtitle: str = "",
 def group_pfi_figure(rows: pd.DataFrame, *, loss: str, title: str = "", subtitle: str = "") -> go.Figure:
     """Grouped PFI against the parts (seed 001, caveat 3): per group (``rows`` indexed by the
     group's label, columns ``together``, ``alone_sum`` and ``alone_text``) one bar for the
-    columns shuffled together and one for the sum of the members' own PFI bars."""
+    columns shuffled together (solid) and one for the sum of the members' own PFI bars (grey,
+    hatched)."""
     if rows.empty:
         return empty_figure("No strongly dependent features: nothing to shuffle together.", height=200)
     order = list(rows.sort_values("together", ascending=False).index)
@@ -190,13 +199,14 @@ def group_pfi_figure(rows: pd.DataFrame, *, loss: str, title: str = "", subtitle
         rows["together"],
         "shuffled together",
         hover={g: f"{esc(g)} shuffled together: {v:.4g}" for g, v in rows["together"].items()},
-        color=ALL_COLOR,
+        color=BAR_COLOR,
     )
     alone = Bars(
         rows["alone_sum"],
-        "each shuffled alone, summed",
+        "each shuffled alone, summed (hatched)",
         hover={g: f"{esc(t)}<br>sum: {v:.4g}" for g, t, v in zip(rows.index, rows["alone_text"], rows["alone_sum"])},
         color=CURVE_COLOR,
+        pattern="x",
     )
     fig = bar_figure(
         [together, alone],
@@ -226,8 +236,8 @@ def sfimp_figure(sfimp: Mapping[str, Any], *, selected=None) -> go.Figure:
 
     Bars of each player's Shapley value (``error_x`` = its standard error,
     ``ShapleyImportance.total_std_error``), labelled with its share of the explained
-    performance in percent; legend entries give each model's error. Sorting, ``customdata``
-    and selection marking as :func:`pfi_figure`.
+    performance in percent; legend entries give each model's error. Sorting, ``customdata``,
+    selection marking and each model's colour and hatch as :func:`pfi_figure`.
     """
     if not sfimp:
         return empty_figure("No Shapley feature importance computed yet.")
@@ -249,7 +259,8 @@ def sfimp_figure(sfimp: Mapping[str, Any], *, selected=None) -> go.Figure:
                 hover=hover,
                 text=share,
                 text_position="inside",
-                color=MODEL_COLORS[k % len(MODEL_COLORS)],
+                color=model_style(k).color,
+                pattern=model_style(k).pattern,
             )
         )
     fig = bar_figure(
@@ -264,8 +275,9 @@ def sfimp_figure(sfimp: Mapping[str, Any], *, selected=None) -> go.Figure:
 
 
 def influence_figure(ciu: pd.DataFrame) -> go.Figure:
-    """Contextual influence CI * (CU - phi0), Eq. (10) of seed 003: signed bars, positive
-    green and negative red, sorted by absolute influence (largest on top)."""
+    """Contextual influence CI * (CU - phi0), Eq. (10) of seed 003: signed bars sorted by
+    absolute influence (largest on top), each labelled with its signed value ("+0.12",
+    "−0.05"); positive ones (raise the output) in POSITIVE_COLOR, negative in NEGATIVE_COLOR."""
     if ciu is None or ciu.empty:
         return empty_figure("No contextual influence computed yet.")
     order = list(ciu["influence"].abs().sort_values(ascending=False, na_position="last", kind="stable").index)
@@ -273,17 +285,24 @@ def influence_figure(ciu: pd.DataFrame) -> go.Figure:
     bars = Bars(
         influence,
         "influence",
-        hover={f: f"{esc(f)}: influence {v:.4g}" for f, v in influence.items()},
+        hover={f: f"{esc(f)}: influence {v:.4g} ({'raises' if v >= 0 else 'lowers'})" for f, v in influence.items()},
+        text={f: signed(v, ".2g") for f, v in influence.items() if np.isfinite(v)},
         color=lambda v: POSITIVE_COLOR if v >= 0 else NEGATIVE_COLOR,
     )
     fig = bar_figure(
         [bars],
-        title="Contextual influence CI × (CU − φ0): green raises, red lowers the output",
+        title="Contextual influence CI × (CU − φ0): + raises, − lowers the output",
         x_title="contextual influence",
         uirevision="influence",
         order=order,
     )
     fig.layout.xaxis.zerolinecolor = "black"
+    values = influence.to_numpy(float)
+    values = values[np.isfinite(values)]
+    if values.size:  # room for the signed labels beside the bars, clear of the feature names
+        low, high = min(0.0, float(values.min())), max(0.0, float(values.max()))
+        pad = 0.18 * max(high - low, 1e-12)
+        fig.layout.xaxis.range = [low - (pad if low < 0 else pad / 10), high + (pad if high > 0 else pad / 10)]
     return fig
 
 
@@ -293,7 +312,9 @@ class Bars:
     a group's name). ``error``: each bar's ± spread (``error_x``); ``hover``: each label's
     hover text (escaped names and our markup; default: the series' name, the label, its value
     to 4 significant digits and its error to 3); ``text``: a label on each bar, placed at
-    ``text_position``; ``color``: one colour, or a function of the value (a colour by sign)."""
+    ``text_position``; ``color``: one colour, or a function of the value (a colour by sign:
+    give the sign in ``text`` too); ``pattern``: a hatch shape (plotly's ``marker.pattern``),
+    so series differ by more than colour."""
 
     values: pd.Series
     name: str = "value"
@@ -301,7 +322,8 @@ class Bars:
     hover: Mapping | None = None
     text: Mapping | None = None
     text_position: str = "outside"
-    color: str | Callable[[float], str] = ALL_COLOR
+    color: str | Callable[[float], str] = BAR_COLOR
+    pattern: str = ""
 
 
 def bar_figure(
@@ -356,7 +378,7 @@ def bar_figure(
                 customdata=[_json_label(f) for f in order],
                 hovertext=hover_text,
                 hovertemplate="%{hovertext}<extra></extra>",
-                marker=dict(color=color, line=_outline(order, selected)),
+                marker=dict(color=color, line=_outline(order, selected), **_pattern(b.pattern)),
                 **({} if spread is None else {"error_x": dict(type="data", array=spread, thickness=1.2)}),
                 **(
                     {}
@@ -394,6 +416,11 @@ def bar_figure(
         xaxis=dict(title=x_title, zeroline=True),
         **({} if legend is None else {"legend": legend}),
     )
+
+
+def _pattern(shape: str) -> dict:
+    """A bar's hatch: white lines over its colour (the legend shows it too); none for ""."""
+    return dict(pattern=dict(shape=shape, fillmode="overlay", fgcolor="white", size=7, solidity=0.35)) if shape else {}
 
 
 def global_ci_figure(global_ci: pd.DataFrame, *, selected=None) -> go.Figure:

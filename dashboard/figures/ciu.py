@@ -7,7 +7,18 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from .common import _bar_axis, _json_label
-from .theme import ALL_COLOR, CI_OPACITY, LEGEND_BELOW, MARGIN, SMALLEST_COLOR, _figure, _style, empty_figure, esc
+from .theme import (
+    BAR_COLOR,
+    BEFORE_COLOR,
+    CI_OPACITY,
+    LEGEND_BELOW,
+    MARGIN,
+    WARNING_COLOR,
+    _figure,
+    _style,
+    empty_figure,
+    esc,
+)
 
 
 def ciu_figure(
@@ -15,10 +26,12 @@ def ciu_figure(
 ) -> go.Figure:
     """Contextual importance and utility of one instance, as Fig. 3 of seed 003.
 
-    CI is a half-transparent bar; CU a solid bar of length CI * CU inside it (overlay), so
-    the solid share of each bar is the utility. Features sorted by CI, largest on top;
+    CI is a half-transparent bar; CU a solid, narrower bar of length CI * CU inside it
+    (overlay), so the solid share of each bar is the utility (opacity and width tell them
+    apart, not hue). Features sorted by CI, largest on top;
     features whose CI or CU left [0, 1] (``out_of_range``) carry a marker. ``reference``
-    (the same row before a what-if edit) adds its CI and CI x CU as open markers.
+    (the same row before a what-if edit) adds its CI and CI x CU as open markers, in the
+    what-if curve's "before" colour.
     """
     if ciu is None or ciu.empty:
         return empty_figure("No contextual importance computed yet.")
@@ -38,7 +51,7 @@ def ciu_figure(
             _validate=False,
             x=df["CI"].to_numpy(float),
             name="CI (contextual importance)",
-            marker=dict(color=ALL_COLOR),
+            marker=dict(color=BAR_COLOR),
             opacity=CI_OPACITY,
             **common,
         )
@@ -48,7 +61,7 @@ def ciu_figure(
             _validate=False,
             x=(df["CI"] * df["CU"]).to_numpy(float),
             name="CI × CU (contextual utility)",
-            marker=dict(color=ALL_COLOR),
+            marker=dict(color=BAR_COLOR),
             width=0.5,
             **common,
         )
@@ -65,7 +78,7 @@ def ciu_figure(
                 text=["out of range"] * int(flagged.sum()),
                 textposition="middle right",
                 cliponaxis=False,  # the label may stand right of the plot area
-                marker=dict(symbol="triangle-left", color=SMALLEST_COLOR, size=10),
+                marker=dict(symbol="triangle-left", color=WARNING_COLOR, size=10),
                 name="out of range",
                 hovertext=np.array(hover, dtype=object)[flagged],
                 hovertemplate="%{hovertext}<extra></extra>",
@@ -84,7 +97,7 @@ def ciu_figure(
                     y=y,
                     customdata=names,
                     mode="markers",
-                    marker=dict(symbol=symbol, color="#111827", size=11, line=dict(width=2)),
+                    marker=dict(symbol=symbol, color=BEFORE_COLOR, size=11, line=dict(width=2)),
                     name=name,
                     hovertemplate="%{y}: " + name + " %{x:.3g}<extra></extra>",
                 )

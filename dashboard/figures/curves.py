@@ -29,10 +29,15 @@ from .theme import (
     CURVE_COLOR,
     CURVE_OPACITY,
     GROUP_COLORS,
+    GROUP_DASHES,
     LARGEST_COLOR,
+    LARGEST_STYLE,
     LEGEND_BELOW,
     SELECTED_COLOR,
+    SELECTED_STYLE,
     SMALLEST_COLOR,
+    SMALLEST_STYLE,
+    SYMBOLS,
     _figure,
     _merge,
     _stacked,
@@ -51,7 +56,9 @@ def pi_figure(
     distribution of Fig. 6 on top. ``groups`` maps a label to a boolean mask over
     ``prof.rows``; each group's curve is ``prof.subset(mask).pi`` (same grid, no new
     predictions); empty groups are skipped. ``x_all``: the feature's values in the whole
-    data (default: the explained rows' values ``prof.x``).
+    data (default: the explained rows' values ``prof.x``). All rows' curve is a solid black
+    line; group k has its colour and its dash (``GROUP_DASHES``), or its own marker symbol
+    where a categorical feature's levels are dots.
     """
     if not prof.has_target:
         return empty_figure("PI curves need the target: this data has no target column.")
@@ -123,14 +130,14 @@ def pi_figure(
         if not mask.any():
             continue
         sub = prof.subset(mask)
+        color, dash = GROUP_COLORS[k % len(GROUP_COLORS)], GROUP_DASHES[k % len(GROUP_DASHES)]
+        symbol = SYMBOLS[(k + 2) % len(SYMBOLS)]  # circle and square: all rows, models
         fig.add_trace(
             go.Scatter(
                 _validate=False,
-                **_line(
-                    prof, x, sub.pi, mode, dict(color=GROUP_COLORS[k % len(GROUP_COLORS)], size=10, symbol="diamond")
-                ),
+                **_line(prof, x, sub.pi, mode, dict(color=color, size=10, symbol=symbol)),
                 name=f"{label} (n={len(sub.rows)})",
-                line=dict(color=GROUP_COLORS[k % len(GROUP_COLORS)], width=2.5),
+                line=dict(color=color, width=2.5, dash=dash),
                 hovertemplate=f"{esc(label)}: PI(%{{x}}) = %{{y:.4g}}<extra></extra>",
                 **bottom,
             )
@@ -192,7 +199,9 @@ def ici_figure(
     """ICI curves with the PI curve on top, as Fig. 6 of seed 000.
 
     The ``highlight`` observations with the largest ICI integral (local importance) are
-    green, those with the smallest red; the ``selected`` row is drawn on top of everything.
+    drawn in LARGEST_COLOR, solid with upward triangles, those with the smallest in
+    SMALLEST_COLOR, dashed with downward triangles; the ``selected`` row is drawn on top of
+    everything, dotted with diamonds (theme's ``*_STYLE``), each named in the legend.
     ``mask`` restricts the eligible observations to a subgroup, whose PI is then drawn.
     ``centered`` subtracts each curve's value at the first grid point. See
     :func:`_curves_figure` for sampling and thinning.
@@ -298,17 +307,16 @@ def _curves_figure(
     local = prof.local_importance if prof.has_target else np.full(len(prof.rows), np.nan)
     for pos in drawing.largest:
         label = f"largest integral: row {prof.rows[pos]} ({local[pos]:.3g})"
-        fig.add_trace(_row_trace(prof, curves, drawing, pos, label, LARGEST_COLOR, 2.5))
+        fig.add_trace(_row_trace(prof, curves, drawing, pos, label, (LARGEST_COLOR, *LARGEST_STYLE), 2.5))
     for pos in drawing.smallest:
         label = f"smallest integral: row {prof.rows[pos]} ({local[pos]:.3g})"
-        fig.add_trace(_row_trace(prof, curves, drawing, pos, label, SMALLEST_COLOR, 2.5))
+        fig.add_trace(_row_trace(prof, curves, drawing, pos, label, (SMALLEST_COLOR, *SMALLEST_STYLE), 2.5))
     sel = drawing.selected
     if sel is not None:
         note = "" if np.isin(sel, eligible) else ", not in subgroup"
         value = f" ({local[sel]:.3g}{note})" if local is not None else (f" ({note[2:]})" if note else "")
-        fig.add_trace(
-            _row_trace(prof, curves, drawing, sel, f"selected: row {prof.rows[sel]}{value}", SELECTED_COLOR, 4)
-        )
+        name = f"selected: row {prof.rows[sel]}{value}"
+        fig.add_trace(_row_trace(prof, curves, drawing, sel, name, (SELECTED_COLOR, *SELECTED_STYLE), 4))
     return _curves_layout(fig, prof, kind, drawing, masked=mask is not None, centered=centered)
 
 
@@ -420,21 +428,35 @@ def _summary_trace(prof: FeatureProfile, kind: str, summary: np.ndarray, d: _Dra
     )
 
 
-def _row_trace(prof: FeatureProfile, curves: np.ndarray, d: _Drawing, pos: int, name: str, color: str, width: float):
-    """One row's curve on top (a highlighted or the selected row)."""
+#: a highlighted curve's marker symbols: at most this many along it
+ROW_MARKS = 10
+
+
+def _row_trace(prof: FeatureProfile, curves: np.ndarray, d: _Drawing, pos: int, name: str, style: tuple, width: float):
+    """One row's curve on top (a highlighted or the selected row). ``style``: (colour, dash,
+    marker symbol); a line carries its symbol every few grid points (``marker.maxdisplayed``:
+    plotly.js staggers the traces, so two curves of one row both show), a strip's dots are
+    that symbol."""
+    color, dash, symbol = style
     n_grid = d.position.size
+    if prof.categorical:
+        drawn = _line(prof, d.position, curves[pos], "markers", dict(color=color, symbol=symbol, size=4 + 2 * width))
+    else:
+        drawn = _line(prof, d.position, curves[pos], "lines", dict(color=color, symbol=symbol, size=9))
+        drawn["mode"] = "lines+markers"
+        if prof.has_missing_point:  # symbols every few points, and the lone point at "missing"
+            sizes = np.zeros(n_grid + 1)
+            step = max(1, -(-(n_grid - 1) // ROW_MARKS))
+            sizes[: n_grid - 1 : step], sizes[-1] = 9, 11
+            drawn["marker"] = {**drawn["marker"], "size": sizes}
+        else:
+            drawn["marker"] = {**drawn["marker"], "maxdisplayed": ROW_MARKS}
     return go.Scatter(
         _validate=False,
-        **_line(
-            prof,
-            d.position,
-            curves[pos],
-            "markers" if prof.categorical else "lines",
-            dict(color=color, size=4 + 2 * width),
-        ),
+        **drawn,
         customdata=np.repeat(d.labels[pos : pos + 1], n_grid + int(prof.has_missing_point)).tolist(),
         name=name,
-        line=dict(color=color, width=width),
+        line=dict(color=color, width=width, dash=dash),
         text=d.level_text,
         hovertemplate=_hover(prof),
     )

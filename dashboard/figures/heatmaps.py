@@ -11,9 +11,15 @@ import plotly.graph_objects as go
 from .common import level_label, value_text
 from .theme import _figure, _style, empty_figure, esc
 
-#: A sequential scale from white (no interaction) to dark blue, readable without colour
-#: names (every cell also carries its number).
+#: A sequential scale from white (no interaction) to dark blue: one hue whose lightness falls
+#: steadily with H², so it reads the same with any colour vision and in greyscale (every cell
+#: also carries its number; tests/test_dash_colours.py checks the lightness).
 INTERACTION_SCALE = [[0.0, "#f8fafc"], [0.5, "#60a5fa"], [1.0, "#1e3a8a"]]
+#: The 2-D partial dependence: Viridis, perceptually uniform and colour-blind safe (its
+#: lightness rises steadily); a grid of at most WRITTEN_SIDE x WRITTEN_SIDE cells also has its
+#: values written (in a wider one plotly shrinks the numbers past reading).
+PD2_SCALE = "Viridis"
+WRITTEN_SIDE = 10
 
 
 def pair_key(a, b) -> str:
@@ -99,7 +105,8 @@ def _cell_outline(i: int, j: int) -> dict:
 
 def pd2_figure(surface: pd.DataFrame, *, value_title: str, subtitle: str = "") -> go.Figure:
     """The 2-D partial dependence of a pair (``InteractionStrength.pd2``): rows the first
-    feature's grid, columns the second's."""
+    feature's grid, columns the second's; on a small grid each cell's value is written
+    (a 20-point grid's numbers would be too small to read: hover shows them)."""
     a, b = surface.index.name, surface.columns.name
     y = _axis_values(surface.index)
     x = _axis_values(surface.columns)
@@ -118,7 +125,8 @@ def pd2_figure(surface: pd.DataFrame, *, value_title: str, subtitle: str = "") -
         y=y,
         hovertext=hover,
         hovertemplate="%{hovertext}<extra></extra>",
-        colorscale="Viridis",
+        colorscale=PD2_SCALE,
+        **(dict(texttemplate="%{z:.3g}") if max(values.shape) <= WRITTEN_SIDE else {}),
         colorbar=dict(title=dict(text=esc(value_title)), thickness=12),
     )
     categorical_x = any(isinstance(v, str) for v in x)

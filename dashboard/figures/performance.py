@@ -13,12 +13,15 @@ import plotly.graph_objects as go
 from .common import level_label
 from .theme import (
     ALL_COLOR,
+    BEFORE_COLOR,
     CURVE_COLOR,
     MIN_HEIGHT,
+    MINUS,
     NEGATIVE_COLOR,
     POSITIVE_COLOR,
     PX_PER_FEATURE,
     SELECTED_COLOR,
+    SYMBOLS,
     _figure,
     _style,
     esc,
@@ -31,7 +34,8 @@ def calibration_figure(
     """Calibration curves: the predicted probability of ``output`` (x) against how often it
     occurs (y), one line per ``(name, curve, colour, dash)``; ``curve`` is
     :func:`compute.calibration_curve`'s frame. The dotted diagonal is a perfectly calibrated
-    model; marker area grows with the rows in the bin."""
+    model; marker area grows with the rows in the bin. Curves of one colour (one model) share
+    a marker symbol, each colour its own, so a model is told by its symbol too."""
     fig = _figure(
         go.Scatter(
             _validate=False,
@@ -43,6 +47,7 @@ def calibration_figure(
             hoverinfo="skip",
         )
     )
+    symbols = {c: SYMBOLS[k % len(SYMBOLS)] for k, c in enumerate(dict.fromkeys(c for _, _, c, _ in curves))}
     for name, curve, color, dash in curves:
         n = curve["n"].to_numpy(float)
         fig.add_trace(
@@ -54,7 +59,9 @@ def calibration_figure(
                 mode="lines+markers",
                 name=name,
                 line=dict(color=color, dash=dash, width=2),
-                marker=dict(color=color, size=np.clip(4 + 12 * np.sqrt(n / max(n.max(), 1)), 4, 16)),
+                marker=dict(
+                    color=color, symbol=symbols[color], size=np.clip(4 + 12 * np.sqrt(n / max(n.max(), 1)), 4, 16)
+                ),
                 hovertemplate=f"{esc(name)}<br>predicted %{{x:.2f}}, observed %{{y:.2f}} (%{{customdata:,}} rows)"
                 "<extra></extra>",
             )
@@ -85,7 +92,8 @@ def scatter_figure(
     zero_line: bool = False,
     categorical: bool = False,
 ) -> go.Figure:
-    """Points ``(name, x, y, colour)`` per group, e.g. predicted against observed
+    """Points ``(name, x, y, colour)`` per group, group k with marker symbol k (circle,
+    square, ...) besides its colour, e.g. predicted against observed
     (``diagonal``: the line y = x) or residuals against a feature (``zero_line``). A
     categorical x is drawn on a category axis. SVG up to SVG_MAX_POINTS points in all: a
     browser without a GPU (a virtual desktop, headless Chromium 13x and later) has no WebGL
@@ -109,7 +117,7 @@ def scatter_figure(
                 hoverinfo="skip",
             )
         )
-    for name, x, y, color in groups:
+    for k, (name, x, y, color) in enumerate(groups):
         points: Any = [level_label(v) for v in x] if categorical else np.asarray(x, float)
         fig.add_trace(
             trace(
@@ -118,7 +126,7 @@ def scatter_figure(
                 y=np.asarray(y, float),
                 mode="markers",
                 name=name,
-                marker=dict(color=color, size=5, opacity=0.55, line_width=0),
+                marker=dict(color=color, symbol=SYMBOLS[k % len(SYMBOLS)], size=6, opacity=0.55, line_width=0),
                 hovertemplate=f"{esc(name)}<br>{esc(x_title)}: %{{x}}<br>{esc(y_title)}: %{{y:.4g}}<extra></extra>",
             )
         )
@@ -155,7 +163,9 @@ def waterfall_figure(
     """A horizontal waterfall from the mean prediction (bottom) to this prediction (top):
     one bar per player, ``labels`` naming it ("age = 38"), the ``top`` largest by absolute
     value and the rest summed into one bar. Values are multiplied by ``scale`` (100 for
-    probabilities in percentage points, ``unit`` "pp")."""
+    probabilities in percentage points, ``unit`` "pp"). Each contribution's label carries its
+    sign ("+1.2", "−0.8"), not only its colour (raises POSITIVE_COLOR, lowers
+    NEGATIVE_COLOR); the mean and this prediction are black."""
     order = contributions.abs().sort_values(ascending=False, kind="stable").index
     shown = list(order[:top])
     rest = contributions.drop(index=shown)
@@ -168,7 +178,8 @@ def waterfall_figure(
     suffix = f" {unit}" if unit else ""
 
     def fmt(v: float, sign: str = "") -> str:
-        return f"{v:{sign}.1f}{suffix}" if unit == "pp" else f"{v:{sign}.3g}{suffix}"
+        text = f"{v:{sign}.1f}{suffix}" if unit == "pp" else f"{v:{sign}.3g}{suffix}"
+        return MINUS + text[1:] if text.startswith("-") else text
 
     text = [fmt(v, "+") for v in values]
     fig = _figure(
@@ -217,13 +228,14 @@ def whatif_figure(
     y_title: str = "prediction",
     scale: float = 1.0,
 ) -> go.Figure:
-    """One row's ICE curve over a feature before (dashed) and after (solid) a what-if edit,
-    each with a marker where the row's own value puts it. ``curves``: (2, n_grid);
+    """One row's ICE curve over a feature before (dashed, dark grey, an open circle) and after
+    (solid, the selected row's colour, a filled circle) a what-if edit, each with a marker
+    where the row's own value puts it; the legend shows each one's dash and marker. ``curves``: (2, n_grid);
     ``points``: ((x before, y before), (x after, y after)); a categorical feature's levels
     are dots (its levels have no order to draw a line through)."""
     x = np.array([level_label(v) for v in grid], dtype=object) if categorical else np.asarray(grid, dtype=float)
     fig = _figure()
-    styles = (("before the edit", "#9ca3af", "dash"), ("as edited", SELECTED_COLOR, "solid"))
+    styles = (("before the edit", BEFORE_COLOR, "dash"), ("as edited", SELECTED_COLOR, "solid"))
     for k, (name, color, dash) in enumerate(styles):
         fig.add_trace(
             go.Scatter(
@@ -232,13 +244,13 @@ def whatif_figure(
                 y=np.asarray(curves[k], dtype=float) * scale,
                 mode="markers" if categorical else "lines",
                 line=dict(color=color, dash=dash, width=2),
-                marker=dict(color=color, size=8),
+                marker=dict(color=color, size=8, symbol="circle" if k else "circle-open"),
                 name=f"{name}: curve",
                 showlegend=False,
                 hovertemplate=f"{esc(feature)} = %{{x}}<br>{esc(y_title)}: %{{y:.4g}}<extra>{name}</extra>",
             )
         )
-    for k, (name, color, _) in enumerate(styles):
+    for k, (name, color, dash) in enumerate(styles):
         (px, py) = points[k]
         shown = level_label(px) if categorical else px
         fig.add_trace(
@@ -246,7 +258,8 @@ def whatif_figure(
                 _validate=False,
                 x=[shown],
                 y=[py * scale],
-                mode="markers",
+                mode="markers" if categorical else "lines+markers",  # one point: the legend shows the dash
+                line=dict(color=color, dash=dash, width=2),
                 marker=dict(color=color, size=13, symbol="circle" if k else "circle-open", line=dict(width=2)),
                 name=f"{name}: {feature} = {shown if categorical else f'{px:.4g}'}, {py * scale:.4g}",
                 hovertemplate=f"{name}<br>{esc(feature)} = %{{x}}<br>{esc(y_title)}: %{{y:.4g}}<extra></extra>",

@@ -4,9 +4,51 @@ text is escaped (:func:`_style`)."""
 from __future__ import annotations
 
 import html
+from dataclasses import dataclass
 
 import numpy as np
 import plotly.graph_objects as go
+
+# Colours that carry a meaning come from Okabe & Ito (2008), "Color Universal Design": eight
+# colours told apart with protan, deutan and tritan vision alike. One thing keeps one colour on
+# every chart, and colour is never its only mark: lines also differ in dash and marker symbol,
+# bars in hatch pattern, signed bars carry their sign in text (tests/test_dash_colours.py
+# checks both, and the colours' distances under simulated colour blindness).
+OKABE_ITO = dict(
+    black="#000000",
+    orange="#E69F00",
+    sky_blue="#56B4E9",
+    bluish_green="#009E73",
+    yellow="#F0E442",  # too light on white for a line or a bar: unused
+    blue="#0072B2",
+    vermillion="#D55E00",
+    reddish_purple="#CC79A7",
+)
+BAR_COLOR = OKABE_ITO["blue"]  # one series of bars: a single model's importance, CI and CU
+ALL_COLOR = OKABE_ITO["black"]  # the summary of all (eligible) rows: PI, PD and ALE lines, a prediction
+CURVE_COLOR = "#8c8c8c"  # background ICI/ICE curves and marginal distribution
+CURVE_OPACITY = 0.25
+# model k (bars, lines, calibration curves); the first three stay apart under every simulated
+# colour blindness, and every model also has its own hatch (bars) and symbol (lines, dots)
+MODEL_COLORS = tuple(
+    OKABE_ITO[c] for c in ("blue", "orange", "bluish_green", "reddish_purple", "sky_blue", "vermillion", "black")
+)
+MODEL_PATTERNS = ("", "/", ".", "x", "\\", "+", "-")
+SYMBOLS = ("circle", "square", "diamond", "triangle-up", "x", "cross", "star")
+# the subgroup, its complement, ... (PI curves, residual plots), each with its own dash
+GROUP_COLORS = tuple(OKABE_ITO[c] for c in ("vermillion", "blue", "bluish_green", "reddish_purple", "orange"))
+GROUP_DASHES = ("dashdot", "dot", "longdash", "longdashdot", "dash")  # "dash": the global PFI line
+# more and less: raises / lowers the output, largest / smallest ICI integral. Vermillion and a
+# dark blue (Paul Tol's high-contrast blue, darker than Okabe-Ito's): told apart in every
+# simulated colour blindness and in lightness too (a greyscale print), each 3:1 against white
+POSITIVE_COLOR = LARGEST_COLOR = OKABE_ITO["vermillion"]
+NEGATIVE_COLOR = SMALLEST_COLOR = "#004488"
+SELECTED_COLOR = OKABE_ITO["sky_blue"]  # the selected observation (its ICI/ICE curve, as edited)
+BEFORE_COLOR = "#374151"  # the selected observation before a what-if edit (dashed, open markers)
+WARNING_COLOR = OKABE_ITO["vermillion"]  # a mark that says "look here" (CIU out of range), always with text
+# how the highlighted curves differ besides colour: (dash, marker symbol)
+LARGEST_STYLE, SMALLEST_STYLE, SELECTED_STYLE = ("solid", "triangle-up"), ("dash", "triangle-down"), ("dot", "diamond")
+MINUS = "\u2212"  # the minus sign of a signed label ("−0.8"): a screen reader says "minus"
 
 # The look of plotly's "plotly_white", spelled out: naming the template makes plotly.py copy
 # and validate all of it for every figure (~90 ms each, most of a view switch's time).
@@ -25,7 +67,7 @@ TEMPLATE = dict(
         paper_bgcolor="white",
         plot_bgcolor="white",
         font=dict(color="#2a3f5f"),
-        colorway=["#636efa", "#EF553B", "#00cc96", "#ab63fa", "#FFA15A", "#19d3f3", "#FF6692", "#B6E880"],
+        colorway=list(MODEL_COLORS),
         hoverlabel=dict(align="left"),
         hovermode="closest",
         xaxis=_AXIS,
@@ -33,15 +75,6 @@ TEMPLATE = dict(
     )
 )
 MARGIN = dict(l=10, r=10, t=85, b=40)
-ALL_COLOR = "#4c72b0"  # all data: PI/PD summary line, single-model bars
-CURVE_COLOR = "#8c8c8c"  # background ICI/ICE curves and marginal distribution
-CURVE_OPACITY = 0.25
-MODEL_COLORS = ("#4c72b0", "#dd8452", "#8172b3", "#937860", "#da8bc3", "#64b5cd", "#8c8c8c")
-GROUP_COLORS = ("#e7298a", "#7570b3", "#e6ab02", "#66a61e", "#a6761d", "#17becf")
-LARGEST_COLOR = "#1a9850"  # largest ICI integral (Fig. 6)
-SMALLEST_COLOR = "#d73027"  # smallest ICI integral (Fig. 6)
-SELECTED_COLOR = "#ff7f00"  # the selected observation
-POSITIVE_COLOR, NEGATIVE_COLOR = LARGEST_COLOR, SMALLEST_COLOR
 CI_OPACITY = 0.35  # CIU: CI transparent, CU solid (seed 003, Fig. 3)
 PX_PER_FEATURE, MIN_HEIGHT = 28, 300
 MISSING_LABEL = "(missing)"
@@ -50,6 +83,28 @@ DIAMOND = "diamond"
 
 # a legend of several long entries: below the plot, clear of the title and subtitle
 LEGEND_BELOW = dict(orientation="h", yref="container", yanchor="bottom", y=0.0, xanchor="left", x=0.0)
+
+
+@dataclass(frozen=True)
+class SeriesStyle:
+    """How one series (a model's bars, dots and lines) is told apart: colour, hatch, symbol."""
+
+    color: str
+    pattern: str
+    symbol: str
+
+
+def model_style(k: int) -> SeriesStyle:
+    """Model (or series) k's colour, bar hatch and marker symbol."""
+    return SeriesStyle(
+        MODEL_COLORS[k % len(MODEL_COLORS)], MODEL_PATTERNS[k % len(MODEL_PATTERNS)], SYMBOLS[k % len(SYMBOLS)]
+    )
+
+
+def signed(value: float, spec: str = ".3g") -> str:
+    """A signed number as a label: "+1.2", "−0.8" (the minus sign, not a hyphen)."""
+    text = f"{value:+{spec}}"
+    return MINUS + text[1:] if text.startswith("-") else text
 
 
 def esc(value) -> str:

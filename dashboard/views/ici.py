@@ -40,8 +40,8 @@ VIEW = View(
     question="For which rows does the feature matter? Click a curve to select that row everywhere.",
     method=(
         "Individual conditional importance (ICI), Casalicchio et al. (2018), Sec. 3-4: one curve per row, the"
-        " change in its error when the feature is set to x; green: largest integral (local PFI), red: "
-        "smallest."
+        " change in its error when the feature is set to x; solid with upward triangles: the largest integral"
+        " (local PFI), dashed with downward triangles: the smallest, dotted with diamonds: the selected row."
     ),
     outputs={"figure": (ids.ICI_GRAPH, "figure"), "info": (ids.ICI_INFO, "children")},
     render=render,

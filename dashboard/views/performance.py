@@ -163,7 +163,8 @@ def render(ctx, inp, controls) -> dict:
     else:
         at = np.concatenate([_sample(mask) for _, mask in chosen[:2]])
         residual = pred.residuals(y)
-        parts = [(part, _sample(mask), color) for (part, mask), color in zip(chosen[:2], figures.GROUP_COLORS)]
+        colors = figures.GROUP_COLORS if len(chosen) > 1 else (figures.ALL_COLOR,)  # all rows: as PI's "all"
+        parts = [(part, _sample(mask), color) for (part, mask), color in zip(chosen[:2], colors)]
         target = str(inp.ws.target)
         fit = figures.scatter_figure(
             [(part, y.to_numpy(float)[at], pred.raw[at], color) for part, at, color in parts],
