@@ -5,6 +5,11 @@
 // page (Dash renders components late and again) and write only attributes that differ, so
 // they settle at once.
 (function () {
+  // by the attribute: an element without one reads tabIndex -1 and yet takes no focus
+  function setTabIndex(element, index) {
+    if (element.getAttribute("tabindex") !== String(index)) { element.setAttribute("tabindex", String(index)); }
+  }
+
   // dcc.Dropdown (Dash 4, src/fragments/Dropdown.tsx): the trigger <button> has tabindex=-1
   // and a read-only <input class="dash-dropdown-focus-target" aria-hidden="true" tabindex=0>
   // before it takes Tab and hands focus on to the button (plotly/dash#3740, for Safari's
@@ -14,11 +19,6 @@
   // for every other button of the page, with "Keyboard navigation" on.
   // The button is also named by its value only (aria-labelledby: its value spans), which
   // hides the <label for=its id> from screen readers: the label is put first.
-  // by the attribute: an element without one reads tabIndex -1 and yet takes no focus
-  function setTabIndex(element, index) {
-    if (element.getAttribute("tabindex") !== String(index)) { element.setAttribute("tabindex", String(index)); }
-  }
-
   function mendDropdowns(root) {
     root.querySelectorAll(".dash-dropdown-focus-target").forEach(function (proxy) {
       setTabIndex(proxy, -1);
@@ -79,9 +79,9 @@
   }
 
   // The what-if form (dashboard/views/whatif.py) writes each field's <label> without `for`:
-  // its inputs have pattern-matching ids, whose DOM id is Dash's JSON of the dict. Until that
-  // view names it (html.Label(key, htmlFor=components.dom_id(field_id))), the label is tied
-  // here to the one control of its field.
+  // its inputs have pattern-matching ids, whose DOM id is Dash's JSON of the dict (keys
+  // sorted, no spaces: json.dumps(field_id, sort_keys=True, separators=(",", ":"))). Until
+  // that view passes it as htmlFor, the label is tied here to the one control of its field.
   function mendWhatIfLabels(root) {
     root.querySelectorAll(".whatif-field > label:not([for])").forEach(function (label) {
       var control = label.parentElement.querySelector("input:not(.dash-dropdown-focus-target), button.dash-dropdown");
