@@ -169,7 +169,7 @@ def conditional_pfi_figure(rows: pd.DataFrame, *, loss: str, subtitle: str = "",
     )
     conditional = Bars(
         rows["conditional"],
-        "shuffled within similar rows (conditional, hatched)",
+        "shuffled within similar rows (conditional)",
         rows["conditional_std_error"],
         color=BAR_COLOR,
         pattern="/",
@@ -203,7 +203,7 @@ def group_pfi_figure(rows: pd.DataFrame, *, loss: str, title: str = "", subtitle
     )
     alone = Bars(
         rows["alone_sum"],
-        "each shuffled alone, summed (hatched)",
+        "each shuffled alone, summed",
         hover={g: f"{esc(t)}<br>sum: {v:.4g}" for g, t, v in zip(rows.index, rows["alone_text"], rows["alone_sum"])},
         color=CURVE_COLOR,
         pattern="x",
