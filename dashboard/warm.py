@@ -189,8 +189,8 @@ _POOL_LOCK = threading.Lock()
 _COLD: dict = {}  # keys whose process was too slow or failed -> until when the job is used
 
 
-def _key(ctx, ws, model: str) -> tuple:
-    return (str(ctx.store.root), ws.id, model, os.getpid())
+def _key(ctx, ws, model: str) -> str:
+    return json.dumps([str(ctx.store.root), ws.id, model, os.getpid()])
 
 
 def _process(ctx, ws, model: str) -> WarmProcess | None:

@@ -21,6 +21,7 @@ from dashboard.views import plan_state, whatif
 
 @pytest.fixture()
 def ctx(tmp_path):
+    warm.stop_all()  # none left by other tests (their pages' requests start warm processes too)
     app_ctx = create_app(Config(cache_dir=str(tmp_path / "cache"), max_curves=200))._wip_context
     yield app_ctx
     warm.stop_all()
