@@ -100,3 +100,5 @@ LOAD_STATUS = "load-status"
 LOAD_CANCEL = "load-cancel"
 SUGGESTED = "suggested-subgroup"  # pattern-matching type: {"type", "condition"}, a button per suggested subgroup
 SUGGESTED_PICK = "suggested-pick"  # dcc.Store: {"condition", "t"} from the clicked suggestion
+PAGE = "page"  # the page's root: its class says presentation mode
+PRESENT = "present-toggle"  # the toolbar's presentation-mode button

@@ -180,6 +180,13 @@ def header():
             html.Div(
                 [
                     html.Button("Download HTML report", id=ids.EXPORT_REPORT, className="button"),
+                    html.Button(
+                        "Presentation mode",
+                        id=ids.PRESENT,
+                        className="button present-toggle",
+                        title="For a projector: larger type, controls and method notes folded (the URL keeps it)",
+                        **{"aria-pressed": "false"},  # type: ignore[arg-type]  # a wildcard aria-* prop
+                    ),
                     html.Div(id=ids.STATUS, className="status", role="status"),
                     html.Button("Retry", id=ids.RETRY, className="button", style={"display": "none"}),
                     progress_bar(),
@@ -251,7 +258,7 @@ def condition_builder():
                 className="builder",
             ),
         ],
-        className="panel wide",
+        className="panel wide condition-builder",
     )
 
 
@@ -308,5 +315,6 @@ def page(config) -> html.Div:
             header(),
             html.Main([load_panel(config), html.Div(id=ids.WS_NOTES, className="ws-notes"), views()]),
         ],
+        id=ids.PAGE,
         className="page",
     )

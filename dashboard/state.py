@@ -41,6 +41,7 @@ CORE_FIELDS = (
     "pfi_all",
     "exclude",
     "edit",
+    "present",  # presentation mode: how the page is laid out, never what is computed
 )
 
 
@@ -165,6 +166,7 @@ def default_state() -> dict:
         "pfi_all": False,  # PFI on every selected row, not a sample within the budget
         "exclude": [],
         "edit": {},
+        "present": False,
         **{field.name: field.default for field in _VIEW_FIELDS.values()},
     }
 
@@ -201,6 +203,7 @@ def clean_state(raw) -> dict:
     state["centered"] = raw.get("centered") is True
     state["sfimp"] = raw.get("sfimp") is True
     state["pfi_all"] = raw.get("pfi_all") is True
+    state["present"] = raw.get("present") is True
     repeats = raw.get("repeats")
     if isinstance(repeats, int) and not isinstance(repeats, bool):
         state["repeats"] = min(max(repeats, 2), MAX_REPEATS)
@@ -253,6 +256,7 @@ def state_from_search(search: str | None) -> dict:
     state["centered"] = one.get("centered") == "1"
     state["sfimp"] = one.get("sfimp") == "1"
     state["pfi_all"] = one.get("pfi_all") == "1"
+    state["present"] = one.get("present") == "1"
     try:
         state["repeats"] = min(max(int(one.get("repeats", DEFAULT_REPEATS)), 2), MAX_REPEATS)
     except ValueError:
@@ -282,6 +286,8 @@ def search_from_state(state: dict) -> str:
         query["sfimp"] = "1"
     if state.get("pfi_all"):
         query["pfi_all"] = "1"
+    if state.get("present"):
+        query["present"] = "1"
     if state.get("repeats", DEFAULT_REPEATS) != DEFAULT_REPEATS:
         query["repeats"] = str(state["repeats"])
     for field in _VIEW_FIELDS.values():

@@ -35,6 +35,7 @@ VARIANTS = {
     "ale_k": {"ale_k": 8},
     "pair": {"pair": json.dumps(["bmi", "s5"])},
     "edit": {"edit": {"bmi": 30.0, "s5": 4.2}},
+    "present": {"present": True},  # how the page is laid out: no view reads it
 }
 
 

@@ -249,6 +249,10 @@ def toggle_centered(state, inputs):
     return {**state, "centered": "c" in (inputs.get("centered") or [])}
 
 
+def toggle_present(state, inputs):
+    return {**state, "present": not state.get("present")}
+
+
 def exclude_selected(state, inputs):
     if state.get("obs") is None:
         return state
@@ -266,6 +270,7 @@ def clear_exclusions(state, inputs):
 
 REDUCERS = {
     ids.URL: from_url,
+    ids.PRESENT: toggle_present,
     ids.WS_SELECT: choose_ws,
     ids.LOADED_WS: loaded_ws,
     ids.MODEL_SELECT: choose_model,
@@ -337,6 +342,13 @@ function(clicks) {
 # The same mapping for hovers (WebGL drops customdata from hover events as well).
 HOVERED_ROW_JS = CLICKED_ROW_JS
 
+PRESENT_JS = """
+function(state) {
+    const on = !!(state && state.present);
+    return [on ? 'page present' : 'page', on ? 'true' : 'false', on ? 'Leave presentation mode' : 'Presentation mode'];
+}
+"""
+
 
 # The what-if form's fields (pattern-matching ids, drawn by the what-if view) -> one store the
 # controller reads: every field's value, for the row the form was drawn for.
@@ -387,6 +399,7 @@ CONTROLLER_INPUTS = {
     "fewer": Input(ids.REPEATS_RESET, "n_clicks"),
     "pfi_all": Input(ids.PFI_ALL, "n_clicks"),
     "centered": Input(ids.CENTERED, "value"),
+    "present": Input(ids.PRESENT, "n_clicks"),
     "exclude_selected": Input(ids.EXCLUDE_SELECTED, "n_clicks"),
     "exclude_negative": Input(ids.EXCLUDE_NEGATIVE, "n_clicks"),
     "exclude_clear": Input(ids.EXCLUDE_CLEAR, "n_clicks"),
@@ -460,6 +473,16 @@ def register(app, ctx) -> None:
         Input(ids.ICI_GRAPH, "hoverData"),
         Input(ids.ICE_GRAPH, "hoverData"),
         prevent_initial_call=True,
+    )
+
+    # presentation mode: the page's class (style.css folds controls and notes, enlarges type)
+    # and the toolbar button's pressed state and words, from the state
+    app.clientside_callback(
+        PRESENT_JS,
+        Output(ids.PAGE, "className"),
+        Output(ids.PRESENT, "aria-pressed"),
+        Output(ids.PRESENT, "children"),
+        Input(ids.STATE, "data"),
     )
 
     # the data sets this tab loaded, for the data-set list (the browser's session storage)

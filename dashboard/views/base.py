@@ -110,7 +110,7 @@ class View:
     def fields(self) -> frozenset:
         """The state fields render reads."""
         if self.reads is None:
-            return frozenset(state_fields()) - {"edit"}
+            return frozenset(state_fields()) - {"edit", "present"}
         return frozenset(state_fields()) if self.reads == ALL_FIELDS else self.reads
 
 
