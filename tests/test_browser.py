@@ -500,7 +500,9 @@ def test_cancel_stops_a_load_that_never_ends(server, tab, upload_files):
         time.sleep(1.5)
         return sum(t - before.get(pid, 0.0) for pid, t in cpu().items())
 
-    assert busy() > 1.0, "the endless model should be running before Cancel"
+    # a core of the 2 is 1.5 CPU s; under a loaded machine (CI's browsers) less: 0.6 is still
+    # a busy loop, far above the idle server's share
+    assert busy() > 0.6, "the endless model should be running before Cancel"
     tab.click("#load-cancel")
     tab.wait_for_selector("#load-status:has-text('cancelled')")
     tab.wait_for_selector("#load-button:not([disabled])")
@@ -1296,3 +1298,120 @@ def test_the_keyboard_reaches_the_toolbar_and_opens_every_section(server, tab):
     assert tab.evaluate(FOCUS_JS)["role"] != "tab"
     tab.keyboard.press("Tab")
     assert tab.evaluate(FOCUS_JS)["id"] == "section-tab-feature"
+
+
+LIVE_JS = "() => (document.getElementById('chart-keyboard-live') || {}).textContent || ''"
+
+
+def _tab_to(tab, element_id: str, presses: int = 80) -> None:
+    """Press Tab until the element with that id has the focus (the keyboard alone)."""
+    for _ in range(presses):
+        tab.keyboard.press("Tab")
+        if tab.evaluate("() => document.activeElement.id") == element_id:
+            assert tab.evaluate(FOCUS_JS)["ring"], f"{element_id} has no visible focus ring"
+            return
+    raise AssertionError(f"{presses} Tab presses did not reach #{element_id}")
+
+
+def test_a_keyboard_only_walk_selects_a_feature_and_an_observation(server, tab):
+    """Issue 28: with the keyboard alone, Tab reaches the PFI chart, the arrow keys move
+    along its bars (each read out) and Enter selects that feature, as a click does; the
+    section tabs open the Feature section, Tab reaches the ICI curves, Down moves to the
+    most influential row's curve and Enter selects that observation, which every panel of
+    the Observation section then explains."""
+    tab.goto(server["url"] + "/?ws=demo-x3")
+    tab.wait_for_function(DRAWN_JS, arg=3)
+    before = tab.evaluate("() => new URLSearchParams(location.search).get('feature')")
+    _tab_to(tab, "pfi-graph")
+    chosen = None
+    for _ in range(4):  # the first key shows the first bar; then Right moves along them
+        tab.keyboard.press("ArrowRight")
+        said = tab.evaluate(LIVE_JS)
+        chosen = re.search(r"row (\w+)$", said).group(1)  # a bar stands for a feature
+        if chosen != before:
+            break
+    assert chosen and chosen != before, said
+    tab.keyboard.press("Enter")
+    tab.wait_for_function("(f) => new URLSearchParams(location.search).get('feature') === f", arg=chosen)
+    shot(tab, "keyboard-pfi-selected")
+    # back to the section tabs: Shift+Tab until a tab has the focus, then Right and Enter
+    for _ in range(80):
+        tab.keyboard.press("Shift+Tab")
+        if tab.evaluate(FOCUS_JS)["role"] == "tab":
+            break
+    tab.keyboard.press("ArrowRight")
+    tab.keyboard.press("Enter")
+    tab.wait_for_selector("#section-tab-feature.selected")
+    tab.wait_for_function(
+        "() => { const g = document.querySelector('#ici-graph .js-plotly-plot');"
+        " return g && g._fullData && g._fullData.some(t => (t.name || '').startsWith('largest integral')); }"
+    )
+    _tab_to(tab, "ici-graph")
+    row = None
+    for _ in range(6):
+        tab.keyboard.press("ArrowDown")
+        said = tab.evaluate(LIVE_JS)
+        if said.startswith("largest integral"):
+            row = re.search(r"row (\w+)$", said).group(1)
+            break
+    assert row is not None, said
+    tab.keyboard.press("Enter")
+    tab.wait_for_function("(r) => new URLSearchParams(location.search).get('obs') === r", arg=row)
+    open_section(tab, "observation")
+    tab.wait_for_selector(f"#whatif-info:has-text('of row {row}:')")
+    tab.wait_for_selector(f"#obs-info:has-text('row {row}')")
+
+
+# the row each panel of the Observation section names
+PANEL_ROWS_JS = """() => {
+    const text = (sel) => (document.querySelector(sel) || {}).innerText || '';
+    const title = (sel) => { const g = document.querySelector(sel + ' .js-plotly-plot');
+        return g && g.layout ? JSON.stringify([g.layout.title || '', g.layout.annotations || []]) : ''; };
+    return {values: text('#observation-row-info'), ciu: text('#obs-info'), influence: title('#influence-graph'),
+            whatif: text('#whatif-info'), contributions: text('#contributions-info')};
+}"""
+
+
+def test_every_observation_panel_shows_the_same_row_on_first_load(server, tab):
+    """Issue 28: with no observation chosen, every panel of the Observation section explains
+    the same row, the default one, and says so; none says "No observation selected"."""
+    tab.goto(server["url"] + "/?ws=demo-x3")
+    open_section(tab, "observation")
+    tab.wait_for_selector("#whatif-info:has-text('Change a value')")
+    tab.wait_for_selector("#contributions-info:has-text('= mean')")
+    tab.wait_for_function(DRAWN_JS, arg=4)
+    found = tab.evaluate(PANEL_ROWS_JS)
+    rows = {name: re.findall(r"[Rr]ow (\d+) \(shown by default", text) for name, text in found.items()}
+    assert all(len(r) >= 1 for r in rows.values()), found
+    assert len({r[0] for r in rows.values()}) == 1, rows
+    assert "No observation" not in tab.inner_text("main")
+    shot(tab, "observation-default-row")
+
+
+def test_presentation_mode_folds_the_controls_for_a_projector(server, tab):
+    """Issue 28: ?present=1 (or the toolbar's button) folds the pickers, the load panel, the
+    panels' tools and method notes away, enlarges the type and puts one panel per row, the
+    Overview opening on the findings; the button leaves it, and the URL says which."""
+    tab.goto(server["url"] + "/?ws=demo-x3&present=1")
+    tab.wait_for_selector("#page.present")
+    tab.wait_for_selector("#findings-list li.finding")
+    tab.wait_for_function(DRAWN_JS, arg=3)
+    assert tab.get_attribute("#present-toggle", "aria-pressed") == "true"
+    for hidden in ("#feature-select", ".load-panel", ".method-note", "#export-report"):
+        assert not tab.locator(hidden).first.is_visible(), hidden
+    size = tab.evaluate("() => parseFloat(getComputedStyle(document.querySelector('.findings')).fontSize)")
+    assert size >= 20, size
+    first = tab.evaluate("() => document.querySelector('.views section.panel').id")
+    assert first == "view-findings"
+    widths = tab.evaluate(
+        "() => Array.from(document.querySelectorAll('.views section.panel')).slice(0, 3)"
+        ".map(p => p.getBoundingClientRect().width)"
+    )
+    page_width = tab.evaluate("() => document.querySelector('.views').getBoundingClientRect().width")
+    assert all(w > 0.95 * page_width for w in widths), (widths, page_width)  # one panel per row
+    shot(tab, "presentation-mode")
+    tab.click("#present-toggle")
+    tab.wait_for_selector("#page:not(.present)")
+    tab.wait_for_function("() => !new URLSearchParams(location.search).has('present')")
+    assert tab.locator("#feature-select").is_visible()
+    assert tab.get_attribute("#present-toggle", "aria-pressed") == "false"

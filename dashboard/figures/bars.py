@@ -274,10 +274,11 @@ def sfimp_figure(sfimp: Mapping[str, Any], *, selected=None) -> go.Figure:
     return fig
 
 
-def influence_figure(ciu: pd.DataFrame) -> go.Figure:
+def influence_figure(ciu: pd.DataFrame, subtitle: str = "") -> go.Figure:
     """Contextual influence CI * (CU - phi0), Eq. (10) of seed 003: signed bars sorted by
     absolute influence (largest on top), each labelled with its signed value ("+0.12",
-    "−0.05"); positive ones (raise the output) in POSITIVE_COLOR, negative in NEGATIVE_COLOR."""
+    "−0.05"); positive ones (raise the output) in POSITIVE_COLOR, negative in NEGATIVE_COLOR.
+    ``subtitle`` names the row."""
     if ciu is None or ciu.empty:
         return empty_figure("No contextual influence computed yet.")
     order = list(ciu["influence"].abs().sort_values(ascending=False, na_position="last", kind="stable").index)
@@ -292,6 +293,7 @@ def influence_figure(ciu: pd.DataFrame) -> go.Figure:
     fig = bar_figure(
         [bars],
         title="Contextual influence CI × (CU − φ0): + raises, − lowers the output",
+        subtitle=subtitle,
         x_title="contextual influence",
         uirevision="influence",
         order=order,

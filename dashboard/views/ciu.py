@@ -15,7 +15,8 @@ def render(ctx, inp) -> dict:
         return {"figure": empty("Waiting for the ICE/ICI pass…"), "info": ""}
     row, how = selected_row(summary, inp.state, inp.mask)
     output = f" of P({inp.ws.output})" if inp.ws.output is not None else ""
-    fig = figures.ciu_figure(summary.ciu(row), title=f"CIU{output}, {how}")
+    shown = f"row {row}" + (" (shown by default)" if "shown by default" in how else "")
+    fig = figures.ciu_figure(summary.ciu(row), title=f"CIU{output}, {shown}")
     info = f"Selected: {how}. Output range for CI: {summary.out_range[0]:.4g} … {summary.out_range[1]:.4g}."
     return {"figure": fig, "info": info}
 

@@ -97,7 +97,9 @@ def render(ctx, inp) -> dict:
     )
     frame = res.to_frame()
     frame.insert(0, "value", [labels[k].split(" = ", 1)[-1] for k in frame.index])
-    frame = frame.rename(columns={"contribution": f"contribution{' (pp)' if unit else ''}"})
+    frame = frame.rename(
+        columns={"contribution": f"contribution{' (pp)' if unit else ''}", "std_error": "± standard error"}
+    )
     frame.iloc[:, 1:] = frame.iloc[:, 1:] * scale
     rows, cols = figures.table_data(frame, index_name="feature", digits=3)
     how = "exact over all coalitions" if res.exact else f"{res.n_orderings:,} sampled feature orderings"

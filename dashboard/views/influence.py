@@ -13,8 +13,8 @@ def render(ctx, inp) -> dict:
     summary = inp.summary
     if summary is None:
         return {"figure": empty("Waiting for the ICE/ICI pass…")}
-    row, _ = selected_row(summary, inp.state, inp.mask)
-    return {"figure": figures.influence_figure(summary.ciu(row))}
+    row, how = selected_row(summary, inp.state, inp.mask)
+    return {"figure": figures.influence_figure(summary.ciu(row), subtitle=how[0].upper() + how[1:])}
 
 
 def export_csv(ctx, inp):

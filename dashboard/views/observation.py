@@ -3,23 +3,26 @@
 from __future__ import annotations
 
 import numpy as np
+from dash import html
 
 from .. import components, figures, ids, planning
 from .base import PROFILES, View
 from .selection import selected_row
 
+ROW_INFO = "observation-row-info"  # which row the table shows, and why
+
 
 def render(ctx, inp) -> dict:
     summary = inp.summary
     if summary is None:
-        return {"data": [], "columns": []}
-    row, _ = selected_row(summary, inp.state, inp.mask)
+        return {"data": [], "columns": [], "info": ""}
+    row, how = selected_row(summary, inp.state, inp.mask)
     values = inp.data.loc[planning.row_label(row, inp.data.index)].to_frame("value")
     values.loc["prediction"] = float(summary.base_pred.loc[row])
     values.loc[f"ICI integral ({inp.feature})"] = float(summary.local[inp.feature].loc[row])
     values["value"] = [_shown(v) for v in values["value"]]  # 4 significant digits; levels as text
     rows, cols = figures.table_data(values, index_name="column")
-    return {"data": rows, "columns": cols}
+    return {"data": rows, "columns": cols, "info": f"The values of {how}."}
 
 
 def _shown(value) -> str:
@@ -47,9 +50,9 @@ VIEW = View(
     title="Selected observation",
     question="What are this row's values, prediction and target?",
     method="",
-    outputs={"data": (ids.OBS_TABLE, "data"), "columns": (ids.OBS_TABLE, "columns")},
+    outputs={"data": (ids.OBS_TABLE, "data"), "columns": (ids.OBS_TABLE, "columns"), "info": (ROW_INFO, "children")},
     render=render,
-    body=lambda: [components.table(ids.OBS_TABLE, page_size=15)],
+    body=lambda: [html.Div(id=ROW_INFO, className="help"), components.table(ids.OBS_TABLE, page_size=15)],
     needs=frozenset({PROFILES}),
     reads=frozenset({"ws", "model", "feature", "subgroup", "obs"}),
     library=library,
