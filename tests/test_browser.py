@@ -1410,6 +1410,10 @@ def test_presentation_mode_folds_the_controls_for_a_projector(server, tab):
     page_width = tab.evaluate("() => document.querySelector('.views').getBoundingClientRect().width")
     assert all(w > 0.95 * page_width for w in widths), (widths, page_width)  # one panel per row
     shot(tab, "presentation-mode")
+    if os.environ.get("WIP_README_SHOTS"):  # README's picture of it
+        tab.set_viewport_size({"width": 1400, "height": 900})
+        tab.screenshot(path=str(README_SHOTS / "presentation-mode.png"))
+        tab.set_viewport_size({"width": 1400, "height": 1800})
     tab.click("#present-toggle")
     tab.wait_for_selector("#page:not(.present)")
     tab.wait_for_function("() => !new URLSearchParams(location.search).has('present')")

@@ -68,7 +68,7 @@ def test_regression_table_is_the_librarys_on_subgroup_rest_and_all(ctx):
     for group, mask in (("subgroup", inside), ("rest", ~inside), ("all rows", np.ones(len(X), bool))):
         row, exact = rows[(ws.models[0].name, group)], table.loc[(ws.models[0].name, group)]
         guess = model.predict(X[mask])
-        assert row["n"] == exact["n"] == mask.sum()
+        assert row["count"] == exact["count"] == mask.sum()
         assert_allclose(exact["squared error (PFI's loss)"], metrics.mean_squared_error(y[mask], guess), rtol=1e-12)
         assert_allclose(exact["R²"], metrics.r2_score(y[mask], guess), rtol=1e-12)
         assert_allclose(exact["MAE"], metrics.mean_absolute_error(y[mask], guess), rtol=1e-12)

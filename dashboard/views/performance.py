@@ -74,7 +74,13 @@ def metrics_table(inp) -> pd.DataFrame:
             name = LOSS_LABELS.get(perf.loss, perf.loss)
             others = {k: v for k, v in perf.metrics.items() if k != name}  # PFI's loss is shown once
             records.append(
-                {"model": model, "rows": label, "n": perf.n_rows, f"{name} (PFI's loss)": perf.model_error, **others}
+                {
+                    "model": model,
+                    "rows": label,
+                    "count": perf.n_rows,
+                    f"{name} (PFI's loss)": perf.model_error,
+                    **others,
+                }
             )
     return pd.DataFrame.from_records(records).set_index(["model", "rows"])
 
