@@ -52,6 +52,17 @@ def die_with_parent(parent: int) -> None:
         os._exit(1)
 
 
+def name_process(name: str) -> None:
+    """Linux: the process's name as ``ps`` and ``psutil`` show it (at most 15 bytes)."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(15, name.encode()[:15])  # PR_SET_NAME
+    except (OSError, AttributeError):
+        pass
+
+
 def mapped_bytes() -> int:
     """Bytes of address space this process maps now (``VmSize``), 0 where unknown."""
     try:

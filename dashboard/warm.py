@@ -31,13 +31,14 @@ import time
 from collections import OrderedDict
 
 from . import jobs
-from .isolation import die_with_parent, limit_memory
+from .isolation import die_with_parent, limit_memory, name_process
 
 log = logging.getLogger(__name__)
 
 QUICK_SECONDS = 5.0  # longest a request waits for a warm process before the job takes over
 IDLE_SECONDS = 600.0  # a warm process unused this long exits
 MAX_WARM = 3  # warm processes per web worker
+PROCESS_NAME = "wip-warm-model"  # as ps shows a warm process
 _HEADER = struct.Struct("!I")
 _MAX_MESSAGE = 1 << 20
 
@@ -87,6 +88,7 @@ def _read(fd: int, size: int, deadline: float | None) -> bytes | None:
 def _serve(ctx, ws, requests: int, replies: int, parent: int) -> None:
     """The warm process: load the model on the first request, then answer each one."""
     die_with_parent(parent)
+    name_process(PROCESS_NAME)
     limit_memory(ctx.job_limits.memory_bytes)
     models: dict = {}  # loaded once, kept for every later request
     while True:

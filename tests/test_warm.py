@@ -66,6 +66,8 @@ def test_the_page_gets_its_what_if_without_a_job(ctx):
     # the warm process is a child of this process, still running, and answers the next edit
     (process,) = warm._POOL.values()
     assert _alive(process.pid) and process.pid != os.getpid()
+    with open(f"/proc/{process.pid}/comm") as comm:  # as ps (and the churn test) tell it apart
+        assert comm.read().strip() == warm.PROCESS_NAME
     other = _edited(ctx, -0.5)
     resolve_state(ctx, other, None, client="203.0.113.9")
     assert ctx.store.has(_whatif_task(ctx, other)["key"])
