@@ -334,7 +334,7 @@ def test_pfi_selected_feature_bold_and_outlined(pfi):
 def test_pfi_title_and_height(pfi):
     """Title names loss, kind and repeats; height grows with the features (min 300)."""
     fig = F.pfi_figure(pfi)
-    assert fig.layout.title.text == "PFI (difference in squared_error), mean ± std over 4 permutations"
+    assert fig.layout.title.text == "PFI (difference in squared error), mean ± std over 4 permutations"
     assert fig.layout.height >= 300
     repeats = pd.DataFrame(
         {"repeat_1": np.arange(40.0), "repeat_2": np.arange(40.0) + 0.2}, index=[f"f{i}" for i in range(40)]

@@ -14,7 +14,7 @@ import plotly.graph_objects as go
 
 import compute
 
-from .common import _bar_axis, _json_label, _loss_name, _outline, _sort_features
+from .common import _bar_axis, _json_label, _loss_name, _outline, _sort_features, loss_words
 from .theme import (
     BAR_COLOR,
     CURVE_COLOR,
@@ -46,7 +46,7 @@ def pfi_figure(
     models = list(pfi)
     order = _sort_features(pd.concat({m: res.importance for m, res in pfi.items()}, axis=1))
     first = pfi[models[0]]
-    kind, loss, n_repeats = first.kind, first.loss, first.n_repeats
+    kind, loss, n_repeats = first.kind, loss_words(first.loss), first.n_repeats
     style = {m: model_style(k) for k, m in enumerate(models)}
     bars = [
         Bars(res.importance, str(m), res.std, text=_sample_labels(res), color=style[m].color, pattern=style[m].pattern)

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from compute.losses import LOSS_LABELS
 from compute.results import FeatureProfile
 
 from .theme import MIN_HEIGHT, MISSING_LABEL, PX_PER_FEATURE, esc
@@ -130,8 +131,14 @@ def _position(rows: pd.Index, label) -> int | None:
 
 
 def _loss_name(params: Mapping[str, Any] | None, default: str = "loss") -> str:
+    """The loss of a result's parameters in words ("squared error", not "squared_error")."""
     name = (params or {}).get("loss")
-    return str(name) if name else default
+    return loss_words(name) if name else default
+
+
+def loss_words(name) -> str:
+    """A loss's name for people (``compute.losses.LOSS_LABELS``)."""
+    return LOSS_LABELS.get(str(name), str(name).replace("_", " "))
 
 
 def _sort_features(values: pd.DataFrame) -> list:
