@@ -69,9 +69,11 @@ def test_the_page_gets_its_what_if_without_a_job(ctx):
     with open(f"/proc/{process.pid}/comm") as comm:  # as ps (and the churn test) tell it apart
         assert comm.read().strip() == warm.PROCESS_NAME
     other = _edited(ctx, -0.5)
+    spent = ctx.slots.spent("203.0.113.9")
     resolve_state(ctx, other, None, client="203.0.113.9")
     assert ctx.store.has(_whatif_task(ctx, other)["key"])
-    assert list(warm._POOL.values()) == [process] and process.written > 0
+    assert list(warm._POOL.values()) == [process]
+    assert ctx.slots.spent("203.0.113.9") > spent  # the bytes it stored, charged to the client
 
 
 def test_the_model_loads_once_per_warm_process(ctx, tmp_path, monkeypatch):
@@ -101,6 +103,7 @@ def test_a_failing_warm_process_is_stopped_and_the_job_takes_over(ctx, monkeypat
         raise MemoryError
 
     monkeypatch.setattr(warm, "QUICK_SECONDS", 1.0)
+    monkeypatch.setattr(warm, "SLOW_SECONDS", 0.5)
     monkeypatch.setattr(jobs, "run", bad)  # in the warm process (forked after this)
     ws = ctx.store.workspace("demo-x3")
     task = _whatif_task(ctx, _edited(ctx, 0.125))
@@ -109,7 +112,7 @@ def test_a_failing_warm_process_is_stopped_and_the_job_takes_over(ctx, monkeypat
     assert left == [task] and written == 0  # the job computes it
     assert time.monotonic() - start < 5
     (process,) = warm._POOL.values()
-    assert process.failed and not process.alive and not _alive(process.pid)
+    assert process.failed and not process.alive and process.pid == -1  # reaped, never signalled again
     # cold for a while: the next edit goes to the job at once, no new process
     left, _ = warm.run_quick(ctx, ws, [_whatif_task(ctx, _edited(ctx, 0.25))])
     assert len(left) == 1 and list(warm._POOL.values()) == [process]
@@ -152,3 +155,104 @@ def test_a_worker_keeps_few_warm_processes(ctx, monkeypatch):
 
 def _whatif_task_of(ctx, ws, state) -> dict:
     return next(t for t in plan_state(ctx, ws, state)["tasks"] if t["kind"] == whatif.KIND)
+
+
+def test_stopping_twice_closes_nothing_of_anyone_else(ctx):
+    """A stopped process's descriptors and pid are given up once: a second stop (the pool
+    evicting it, stop_all) must not close descriptor numbers reused since by others."""
+    ws = ctx.store.workspace("demo-x3")
+    assert warm.run_quick(ctx, ws, [_whatif_task(ctx, _edited(ctx, 0.625))])[0] == []
+    (process,) = warm._POOL.values()
+    numbers = (process.requests, process.replies)
+    assert process.stop()
+    reused = [os.open(os.devnull, os.O_RDONLY) for _ in range(4)]  # the lowest free numbers: theirs
+    try:
+        assert set(numbers) <= set(reused)
+        assert process.stop() and process.stop(wait=False)
+        for fd in reused:
+            os.fstat(fd)  # still open: not closed a second time
+    finally:
+        for fd in reused:
+            os.close(fd)
+
+
+def test_a_busy_process_is_not_waited_for_and_a_client_asks_once_at_a_time(ctx):
+    ws = ctx.store.workspace("demo-x3")
+    task = _whatif_task(ctx, _edited(ctx, 0.875))
+    assert warm.run_quick(ctx, ws, [task])[0] == []
+    (process,) = warm._POOL.values()
+    other = _whatif_task(ctx, _edited(ctx, 0.9))
+    with process.lock:  # another request is using it
+        start = time.monotonic()
+        assert process.ask([other], 5.0) is None
+        assert time.monotonic() - start < 0.5  # no wait: the job takes the task
+    warm._ASKING["198.51.100.7"] = 1  # that client has a quick request running in this worker
+    try:
+        assert warm.run_quick(ctx, ws, [other], "198.51.100.7") == ([other], 0)
+    finally:
+        del warm._ASKING["198.51.100.7"]
+    assert warm.run_quick(ctx, ws, [other], "198.51.100.7")[0] == []
+    assert warm._ASKING == {}
+
+
+def test_the_warm_process_holds_no_socket_and_outlives_the_thread_that_asked(ctx, tmp_path):
+    """It closes the sockets it inherits (the worker's clients' connections are not its to
+    keep open or read) and is a child of the worker's forking thread, so a request thread
+    that ends (the development server's) does not take it along (PR_SET_PDEATHSIG)."""
+    import socket
+    import threading
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    ws = ctx.store.workspace("demo-x3")
+    result = {}
+
+    def ask():
+        result["left"] = warm.run_quick(ctx, ws, [_whatif_task(ctx, _edited(ctx, 1.125))])[0]
+
+    thread = threading.Thread(target=ask)
+    thread.start()
+    thread.join()
+    assert result["left"] == []
+    (process,) = warm._POOL.values()
+    time.sleep(0.3)  # the asking thread is gone: its child would be killed by now
+    assert _alive(process.pid)
+    links = [os.readlink(f"/proc/{process.pid}/fd/{fd}") for fd in os.listdir(f"/proc/{process.pid}/fd")]
+    assert not [link for link in links if link.startswith("socket:")], links
+    assert warm.run_quick(ctx, ws, [_whatif_task(ctx, _edited(ctx, 1.25))])[0] == []
+    listener.close()
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [{"busy": "all"}, {"busy": [], "bytes": -5}, {"busy": ["not-a-task"], "bytes": 1}, {"busy": [], "bytes": True}],
+)
+def test_a_reply_out_of_shape_is_refused_and_bytes_are_never_negative(reply):
+    task = {"key": "whatif:abc", "model": "m"}
+    answer = warm._answer(reply, [task])
+    if reply.get("bytes") == -5:
+        assert answer is not None and answer.written == 0 and answer.undone == []
+    else:
+        assert answer is None
+    assert warm._answer({"busy": ["whatif:abc"], "bytes": 10**30}, [task]).written == warm.MAX_BYTES
+
+
+def test_a_job_error_after_the_curves_is_shown_not_taken_for_a_stopped_job(ctx, monkeypatch):
+    """The job's id is planned again at its end, as the page plans it then (the default
+    observation's tasks join the plan once the curves exist): an error of the job's second
+    round (the default row's contributions) reaches the page instead of "ended without its
+    results"."""
+    import compute
+    from dashboard.callbacks.compute import STOPPED, finish_job
+
+    def failing(*args, **kwargs):
+        raise compute.ModelError("the contributions ran out of time")
+
+    monkeypatch.setattr(compute, "shapley_contributions", failing)  # the job's fork inherits it
+    state = normalize(ctx, {**default_state(), "ws": "demo-x3"})[0]
+    first = resolve_state(ctx, state, None)
+    done = run_request(ctx, first.request)
+    assert "ran out of time" in done["error"]
+    shown = finish_job(ctx, state, done)
+    assert "ran out of time" in str(shown["status"]) and STOPPED not in str(shown["status"]), shown

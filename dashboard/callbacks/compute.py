@@ -89,8 +89,8 @@ def _quick(ctx, ws, todo: list[dict], client: str | None) -> list[dict]:
             ctx.slots.check_budget(client, ctx.config.client_results_bytes)
         except compute.ExplainError:  # over its budget: the job says so
             return todo
-    left, written = warm.run_quick(ctx, ws, quick)
-    if client is not None:
+    left, written = warm.run_quick(ctx, ws, quick, client or "")
+    if client is not None and written > 0:
         ctx.slots.charge(client, written)
     return [t for t in todo if t not in quick or t in left]
 
@@ -146,6 +146,8 @@ def run_request(ctx, request, set_progress=None, client: str | None = None) -> d
             set_progress((str(done), str(max(total, 1)), label))
 
     rid = None
+    state: dict | None = None
+    ws: Workspace | None = None
     try:
         state, ws = _trusted_state(ctx, (request or {}).get("state") if isinstance(request, dict) else None)
         if state is None or ws is None:
@@ -165,17 +167,29 @@ def run_request(ctx, request, set_progress=None, client: str | None = None) -> d
                     stored += _compute(ctx, ws, more, request, progress)
             if client is not None:
                 ctx.slots.charge(client, stored)
-        return {"request": rid, "ok": True}
+        return {"request": _final_id(ctx, ws, state, rid), "ok": True}
     except compute.ExplainError as exc:
-        return {"request": rid, "error": str(exc)}
+        return {"request": _final_id(ctx, ws, state, rid), "error": str(exc)}
     except Exception as exc:  # a bug or a model failure we did not anticipate: log it, show a notice
         log.error("background job failed: %s\n%s", exc, traceback.format_exc())
         first_line = str(exc).splitlines()[0][:300] if str(exc) else ""
         return {
-            "request": rid,
+            "request": _final_id(ctx, ws, state, rid),
             "error": f"The computation failed ({type(exc).__name__}: {first_line}). "
             "Try another model or data set; the server keeps running.",
         }
+
+
+def _final_id(ctx, ws, state, rid):
+    """The request id the page matches the job's end with: planned again at the end, as the
+    page plans it then (the curves the job computed name the default observation, whose
+    tasks join the plan), so an error is shown rather than taken for a stopped job."""
+    if ws is None or state is None:
+        return rid
+    try:
+        return request_id(plan_state(ctx, ws, state)["tasks"])
+    except Exception:  # noqa: BLE001 - the id planned at the start, as before
+        return rid
 
 
 def _slot(ctx, client: str | None, progress):

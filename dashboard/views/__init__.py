@@ -175,6 +175,8 @@ def signatures(store, state: dict, keys: dict) -> dict[str, str]:
     out = {}
     for view in REGISTRY:
         fields = {name: state.get(name) for name in sorted(view.fields)}
+        if "obs" in fields:  # a row shown by default is named so; once chosen, not
+            fields["obs_default"] = bool(state.get("obs_default"))
         ready = [has(k) for k in view_keys(view, keys, state)]
         blob = json.dumps([fields, ready], sort_keys=True, default=str)
         out[view.name] = hashlib.sha256(blob.encode()).hexdigest()[:16]
