@@ -45,7 +45,8 @@
     function series(gd) {
         var found = [];
         (gd._fullData || []).forEach(function (trace, c) {
-            if (trace.visible === false || trace.hoverinfo === "skip" || !trace.x || !trace.x.length) { return; }
+            if (trace.visible !== true && trace.visible !== undefined) { return; } // hidden, or legend only
+            if (trace.hoverinfo === "skip" || !trace.x || !trace.x.length) { return; }
             if (trace.type && ["bar", "scatter", "scattergl", "heatmap"].indexOf(trace.type) < 0) { return; }
             found.push(c);
         });
@@ -85,12 +86,12 @@
     function describe(gd, c, p) {
         var trace = gd._fullData[c];
         var parts = [trace.name || "series " + (c + 1)];
-        if (trace.type === "heatmap") {
-            return parts.concat(["cell " + text(trace.x[p])]).join(", ");
-        }
         parts.push("x " + text(trace.x[p]), "y " + text(trace.y[p]));
-        if (trace.customdata && trace.customdata[p] !== undefined && trace.customdata[p] !== null) {
-            parts.push("row " + text(trace.customdata[p]));
+        var cd = trace.customdata ? trace.customdata[p] : undefined;
+        if (trace.type === "bar" && cd !== undefined && cd !== null) {
+            parts[0] += ": " + text(cd); // a bar stands for a feature
+        } else if (cd !== undefined && cd !== null && typeof cd !== "object") {
+            parts.push("row " + text(cd)); // a curve's point stands for a row
         }
         return parts.join(", ");
     }
@@ -102,6 +103,45 @@
         live().textContent = describe(gd, at.c, at.p);
     }
 
+    // a heatmap's cells: row i (y), column j (x); Left/Right move along x, Up/Down along y
+    function cell(trace, i, j) {
+        var z = trace.z && trace.z[i] ? trace.z[i][j] : undefined;
+        return z !== undefined && z !== null && !(typeof z === "number" && isNaN(z));
+    }
+
+    function heatmapKey(event, graph, gd, c) {
+        var trace = gd._fullData[c], rows = trace.z ? trace.z.length : 0, cols = trace.x ? trace.x.length : 0;
+        if (!rows || !cols) { return; }
+        var at = graph._keyboardCell;
+        if (!at || at.c !== c || at.i >= rows || at.j >= cols) {
+            at = graph._keyboardCell = {c: c, i: 0, j: 0};
+            while (!cell(trace, at.i, at.j) && at.j + 1 < cols) { at.j += 1; }
+        } else if (event.key === "Enter" || event.key === " ") {
+            var point = {curveNumber: c, pointNumber: [at.i, at.j], x: trace.x[at.j], y: trace.y[at.i],
+                z: trace.z[at.i][at.j], data: gd.data[c], fullData: trace};
+            if (trace.customdata) { point.customdata = trace.customdata[at.i][at.j]; }
+            gd.emit("plotly_click", {points: [point], event: event});
+            live().textContent = "Selected: " + describeCell(trace, at);
+            return;
+        } else {
+            var di = event.key === "ArrowDown" ? 1 : event.key === "ArrowUp" ? -1 : 0;
+            var dj = event.key === "ArrowRight" ? 1 : event.key === "ArrowLeft" ? -1 : 0;
+            if (event.key === "Home") { at.j = 0; } else if (event.key === "End") { at.j = cols - 1; }
+            var i = at.i + di, j = at.j + dj;
+            while (i >= 0 && i < rows && j >= 0 && j < cols && !cell(trace, i, j) && (di || dj)) { i += di; j += dj; }
+            if (i >= 0 && i < rows && j >= 0 && j < cols) { at.i = i; at.j = j; }
+        }
+        try {
+            window.Plotly.Fx.hover(gd, [{curveNumber: c, pointNumber: [at.i, at.j]}]);
+        } catch (e) { /* the live region still says it */ }
+        live().textContent = describeCell(trace, at);
+    }
+
+    function describeCell(trace, at) {
+        return (trace.name ? trace.name + ", " : "") + text(trace.y[at.i]) + " and " + text(trace.x[at.j]) +
+            ": " + (cell(trace, at.i, at.j) ? text(trace.z[at.i][at.j]) : "no value");
+    }
+
     function onKey(event) {
         if (KEYS.indexOf(event.key) < 0 || event.altKey || event.ctrlKey || event.metaKey) { return; }
         var graph = event.currentTarget, gd = plot(graph);
@@ -111,6 +151,10 @@
         event.preventDefault(); // the page does not scroll while the chart has the keys
         if (event.key === "Escape") {
             try { window.Plotly.Fx.unhover(gd); } catch (e) { /* nothing shown */ }
+            return;
+        }
+        if (gd._fullData[list[0]].type === "heatmap") {
+            heatmapKey(event, graph, gd, list[0]);
             return;
         }
         var at = graph._keyboardPoint;

@@ -1341,7 +1341,7 @@ def test_a_keyboard_only_walk_selects_a_feature_and_an_observation(server, tab):
     for _ in range(4):  # the first key shows the first bar; then Right moves along them
         tab.keyboard.press("ArrowRight")
         said = tab.evaluate(LIVE_JS)
-        chosen = re.search(r"row (\w+)$", said).group(1)  # a bar stands for a feature
+        chosen = re.match(r"[^:]+: (\w+),", said).group(1)  # "random forest: X2, x 125.3, …": a bar's feature
         if chosen != before:
             break
     assert chosen and chosen != before, said
@@ -1433,3 +1433,29 @@ def test_presentation_mode_folds_the_controls_for_a_projector(server, tab):
     tab.wait_for_function("() => !new URLSearchParams(location.search).has('present')")
     assert tab.locator("#feature-select").is_visible()
     assert tab.get_attribute("#present-toggle", "aria-pressed") == "false"
+
+
+def test_the_pair_matrix_by_keyboard(server, tab):
+    """Issue 28: the interaction matrix (a heatmap) by keyboard: the arrow keys move from
+    cell to cell (skipping the empty diagonal), each read out with its value, and Enter
+    selects the pair, as a click on the cell does."""
+    tab.goto(server["url"] + "/?ws=demo-x3")
+    ready = (
+        "() => { const g = document.querySelector('#interactions-matrix .js-plotly-plot');"
+        " return g && g._fullData && g._fullData.some(t => t.type === 'heatmap'); }"
+    )
+    tab.wait_for_function(ready, timeout=120_000)
+    tab.focus("#interactions-matrix")
+    said = []
+    for key in ("ArrowRight", "ArrowRight", "ArrowDown"):
+        tab.keyboard.press(key)
+        said.append(tab.evaluate(LIVE_JS))
+    cell = re.search(r"(\w+) and (\w+): ([\d.]+)$", said[-1])
+    assert cell and cell.group(1) != cell.group(2), said  # a pair's cell, with its H²
+    tab.keyboard.press("Enter")
+    pair = sorted([cell.group(1), cell.group(2)])
+    tab.wait_for_function(
+        "(p) => { const v = new URLSearchParams(location.search).get('pair');"
+        " return v && JSON.parse(v).slice().sort().join() === p.join(); }",
+        arg=pair,
+    )
