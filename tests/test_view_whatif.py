@@ -291,3 +291,18 @@ def test_one_job_computes_the_default_rows_what_if(tmp_path):
     assert shown["state"]["obs_default"]
     for kind in (whatif.KIND, contributions.KIND):
         assert ctx.store.has(shown["keys"][kind]["random forest"]), kind
+
+
+def test_exclude_selected_with_none_chosen_excludes_the_row_shown(ctx):
+    """ "Exclude selected observation" while every panel shows the default row excludes that
+    row, and another becomes the default (it did nothing before: no row was chosen)."""
+    from dashboard import ids
+
+    state = _state(ctx, "demo-x3")
+    ws = ctx.store.workspace("demo-x3")
+    jobs.run(ctx.store, ws, planning.missing(ctx.store, plan_state(ctx, ws, state)["tasks"]), policy=ctx.policy)
+    shown = plan_state(ctx, ws, state)["state"]["obs"]
+    assert shown is not None
+    after, _ = update_state(ctx, state, ids.EXCLUDE_SELECTED, {"state": state})
+    assert after["exclude"] == [shown] and after["obs"] is None
+    assert plan_state(ctx, ws, after)["state"]["obs"] not in (None, shown)

@@ -94,6 +94,8 @@ def update_state(ctx, state: dict | None, trigger: str | None, inputs: dict) -> 
     state = clean_state(state)
     inputs = inputs if isinstance(inputs, dict) else {}
     reducer = from_url if (fresh or trigger is None) else REDUCERS.get(trigger, lambda st, _inputs: st)
+    if trigger == ids.EXCLUDE_SELECTED and not fresh and state.get("obs") is None:
+        reducer = _exclude_default(ctx)
     try:
         state = clean_state(reducer(dict(state), inputs))
     except compute.SubgroupError as exc:
@@ -251,6 +253,21 @@ def toggle_centered(state, inputs):
 
 def toggle_present(state, inputs):
     return {**state, "present": not state.get("present")}
+
+
+def _exclude_default(ctx):
+    """"Exclude selected observation" with none chosen: the row every panel shows by
+    default (the planner's, once the curves are cached); a new default takes its place."""
+
+    def reducer(state, inputs):
+        current, _ = normalize(ctx, state)
+        ws = ctx.store.workspace(current["ws"])
+        shown = views.plan_state(ctx, ws, current)["state"] if ws is not None else current
+        if shown.get("obs") is None:
+            return state
+        return {**state, "exclude": sorted(set(state.get("exclude") or []) | {str(shown["obs"])})}
+
+    return reducer
 
 
 def exclude_selected(state, inputs):
