@@ -26,7 +26,7 @@ from sklearn.preprocessing import StandardScaler
 
 import compute
 from dashboard import figures, ids, planning, tasks, views
-from dashboard.callbacks.compute import finish_job, resolve_state, run_request
+from dashboard.callbacks.compute import finish_job, request_id, resolve_state, run_request
 from dashboard.callbacks.drilldown import (
     build_condition,
     control_options,
@@ -808,7 +808,12 @@ def test_long_model_file_name_still_computes(ctx, pipeline, data_upload):
     out = load_workspace(ctx, [upload], data_upload, "y", None, None, [], False, None)
     state, _ = normalize(ctx, {**default_state(), "ws": out["ws"]})
     request = resolve_state(ctx, state, None).request
-    assert run_request(ctx, request) == {"request": request["request"], "ok": True}
+    done = run_request(ctx, request)
+    assert done["ok"] is True
+    # the id the page then plans (the default observation's tasks joined the plan): all cached
+    after = resolve_state(ctx, state, done)
+    assert not isinstance(after.request, dict) and not after.results.get("pending")
+    assert done["request"] == request_id(plan_state(ctx, ctx.store.workspace(out["ws"]), state)["tasks"])
 
 
 # --- configuration ---------------------------------------------------------------------------
