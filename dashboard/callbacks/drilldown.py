@@ -256,8 +256,9 @@ def toggle_present(state, inputs):
 
 
 def _exclude_default(ctx):
-    """"Exclude selected observation" with none chosen: the row every panel shows by
-    default (the planner's, once the curves are cached); a new default takes its place."""
+    """The reducer of "Exclude selected observation" with none chosen: it excludes the row
+    every panel shows by default (the planner's, once the curves are cached), and a new
+    default takes its place."""
 
     def reducer(state, inputs):
         current, _ = normalize(ctx, state)
