@@ -6,7 +6,7 @@ from dash import html
 
 from .. import components, figures, ids
 from .base import PROFILES, View, empty
-from .selection import selected_row
+from .selection import observation_text, selected_row
 
 
 def render(ctx, inp) -> dict:
@@ -15,7 +15,8 @@ def render(ctx, inp) -> dict:
         return {"figure": empty("Waiting for the ICE/ICI pass…"), "info": ""}
     row, how = selected_row(summary, inp.state, inp.mask)
     output = f" of P({inp.ws.output})" if inp.ws.output is not None else ""
-    shown = f"row {row}" + (" (shown by default)" if "shown by default" in how else "")
+    chosen = str(row) == str(inp.state.get("obs"))  # else the default, the chosen row not being explained
+    shown = observation_text(inp.state, row, brief=True) if chosen else f"row {row} (shown by default)"
     fig = figures.ciu_figure(summary.ciu(row), title=f"CIU{output}, {shown}")
     info = f"Selected: {how}. Output range for CI: {summary.out_range[0]:.4g} … {summary.out_range[1]:.4g}."
     return {"figure": fig, "info": info}

@@ -17,7 +17,7 @@ import compute
 from .. import components, figures, planning
 from . import whatif
 from .base import ALL_FIELDS, PROFILES, View, csv_download, empty
-from .selection import observation_text
+from .selection import observation_text, sentence
 
 GRAPH = "contributions-graph"
 TABLE = "contributions-table"
@@ -104,7 +104,7 @@ def render(ctx, inp) -> dict:
     rows, cols = figures.table_data(frame, index_name="feature", digits=3)
     how = "exact over all coalitions" if res.exact else f"{res.n_orderings:,} sampled feature orderings"
     info = (
-        f"{observation_text(state, row)[0].upper()}{observation_text(state, row)[1:]}"
+        f"{sentence(observation_text(state, row))}"
         f"{' as edited' if edit else ''}: {what} {figures.prediction_text(res.prediction * scale, unit)} = mean "
         f"{figures.prediction_text(res.base_value * scale, unit)}"
         f" over {res.n_background} background rows + the contributions ({how}; the standard errors come from the "

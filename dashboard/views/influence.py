@@ -6,7 +6,7 @@ from dash import html
 
 from .. import components, figures, ids
 from .base import PROFILES, View, csv_download, empty
-from .selection import selected_row
+from .selection import selected_row, sentence
 
 
 def render(ctx, inp) -> dict:
@@ -14,7 +14,7 @@ def render(ctx, inp) -> dict:
     if summary is None:
         return {"figure": empty("Waiting for the ICE/ICI pass…")}
     row, how = selected_row(summary, inp.state, inp.mask)
-    return {"figure": figures.influence_figure(summary.ciu(row), subtitle=how[0].upper() + how[1:])}
+    return {"figure": figures.influence_figure(summary.ciu(row), subtitle=sentence(how))}
 
 
 def export_csv(ctx, inp):

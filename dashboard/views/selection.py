@@ -40,9 +40,15 @@ def _rule(state: dict) -> str:
     return f"the most influential row{where}, its ICI integrals summed over the features"
 
 
-def observation_text(state: dict, row) -> str:
+def observation_text(state: dict, row, *, brief: bool = False) -> str:
     """How every per-row view names its observation: ``row 12``, or, shown by default,
-    ``row 429 (shown by default: the most influential row, …)``."""
+    ``row 429 (shown by default: the most influential row, …)`` (``brief``: without the rule,
+    for a chart's title)."""
     if state.get("obs_default"):
-        return f"row {row} (shown by default: {_rule(state)})"
+        return f"row {row} (shown by default)" if brief else f"row {row} (shown by default: {_rule(state)})"
     return f"row {row}"
+
+
+def sentence(text: str) -> str:
+    """``text`` opening a sentence (its first letter capitalised)."""
+    return text[:1].upper() + text[1:]
