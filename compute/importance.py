@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -10,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import InputError
-from .prediction import RowSpec, Segment, predict_segments
+from .prediction import Segment, cycle_segment, cycled, predict_segments
 from .results import PermutationImportance, PermutationPairs
 from .sampling import sample_rows
 from .validation import (
@@ -25,6 +27,8 @@ from .validation import (
 )
 
 KINDS = ("difference", "ratio")
+#: Permuted positions (items x repeats x rows) from which the permutations are drawn in threads.
+PARALLEL_DRAWS = 200_000
 #: Most intervened rows per batch of features (bounds the per-row loss buffer).
 BATCH_ROWS = 4_000_000
 
@@ -224,11 +228,25 @@ def _setup(
     )
 
 
+def _all_permuted(setup: _Setup, local, at: np.ndarray, items: range) -> list[Segment]:
+    """The segments of ``items``. Drawing the permutations and gathering the donors' values
+    is a few percent of a fast model's pass (each Fisher-Yates step of
+    ``Generator.permutation`` is a bounded random draw), so large draws run on the CPU's
+    cores: numpy shuffles and gathers without the GIL, and each item has its own generator,
+    so the permutations do not depend on the threads."""
+    workers = min(len(items), os.cpu_count() or 1, 8)
+    if workers < 2 or len(items) * setup.n_repeats * setup.rows.size < PARALLEL_DRAWS:
+        return [_permuted(setup, local, at, k) for k in items]
+    with ThreadPoolExecutor(workers) as pool:
+        return list(pool.map(lambda k: _permuted(setup, local, at, k), items))
+
+
 def _permuted(setup: _Setup, local, at: np.ndarray, k: int) -> Segment:
     """All repeats of item k (a feature or a group): row r*n + i is observation rows[i] with
     the item's columns taken from observation donors[r*n + i] (permutation tau_r of the rows),
     gathered from the sample's own design when it is a sample (cache-local copies; the same
-    values as gathering from all of X)."""
+    values as gathering from all of X). The donors' values are gathered once for all repeats
+    (numeric data: in the dtype of the blocks they are written into)."""
     n, rows, columns = setup.rows.size, setup.rows, setup.items[k][1]
     perm_rng = np.random.default_rng(setup.seeds[k])
     labels = None if setup.strata is None else setup.strata[k]
@@ -238,13 +256,17 @@ def _permuted(setup: _Setup, local, at: np.ndarray, k: int) -> Segment:
         positions = np.concatenate([permutation_within(labels, perm_rng) for _ in range(setup.n_repeats)])
     if setup.pair_donors is not None:
         setup.pair_donors[k] = positions.reshape(setup.n_repeats, n)
+    donors = at[positions]
+    if local.numeric:  # each column read contiguously, written in the blocks' dtype
+        numbers, dtype = local.numbers(), local.block_dtype
+        values = {c: np.ascontiguousarray(numbers[:, local.position(c)], dtype=dtype).take(donors) for c in columns}
+    else:
+        values = {c: local.column_values(c, donors) for c in columns}
 
-    def rows_of(a, b):
-        return RowSpec(local, at[np.arange(a, b) % n], {c: local.column_values(c, at[positions[a:b]]) for c in columns})
+    def replace_of(a, b):
+        return {c: v[a:b] for c, v in values.items()}
 
-    return Segment(
-        n * setup.n_repeats, lambda a, b: rows_of(a, b).block(), lambda a, b: rows[np.arange(a, b) % n], rows_of
-    )
+    return cycle_segment(local, at, n * setup.n_repeats, replace_of, lambda a, b: cycled(rows, a, b))
 
 
 @dataclass(frozen=True)
@@ -264,19 +286,18 @@ def _permuted_errors(setup: _Setup) -> _Errors:
     (at most BATCH_ROWS rows, so the loss buffer stays bounded); threads (n_jobs) share the
     chunks, a few large model calls replacing one or more per feature."""
     design, rows, n, n_repeats = setup.predictor.design, setup.rows, setup.rows.size, setup.n_repeats
-    local, at = (design.subset(rows), np.arange(n)) if n < design.n_rows else (design, rows)
-    unmodified = Segment(  # the sample's rows as they are (read from the same design as the permuted ones)
-        n, lambda a, b: local.block(at[a:b], {}), lambda a, b: rows[a:b], lambda a, b: RowSpec(local, at[a:b], {})
-    )
-    segments = [unmodified] + [_permuted(setup, local, at, k) for k in range(len(setup.items))]
+    local = design.subset(rows) if n < design.n_rows else design
+    at = local.every_row if local is not design else rows
+    # the sample's rows as they are: the cycle's first turn (read from the same design as the permuted ones)
+    unmodified = cycle_segment(local, at, n, lambda a, b: {}, lambda a, b: rows[a:b])
     errors = np.empty((len(setup.items), n_repeats))
     row_se = np.full(len(setup.items), np.nan)  # standard error over rows of each row's mean loss change
     batch = max(1, BATCH_ROWS // (n * n_repeats))
     model_error: float | None = None
     base = np.empty(0)
     for start in range(0, len(setup.items), batch):
-        group = segments[1 + start : 1 + start + batch]
-        head = [segments[0]] if model_error is None else []
+        group = _all_permuted(setup, local, at, range(start, min(start + batch, len(setup.items))))
+        head = [unmodified] if model_error is None else []
         _, losses = predict_segments(
             setup.predictor,
             head + group,
@@ -284,6 +305,7 @@ def _permuted_errors(setup: _Setup) -> _Errors:
             loss=setup.loss,
             chunk_rows=setup.chunk_rows,
             n_jobs=setup.n_jobs,
+            keep_values=False,
         )
         assert losses is not None  # a loss was given, so the pass returns losses
         if head:

@@ -40,7 +40,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import InputError
-from .prediction import RowSpec, Segment, predict_segments
+from .prediction import Segment, cycle_segment, predict_segments
 from .sampling import make_grid, sample_rows
 from .validation import check_features, check_frame, check_int, check_n_jobs, check_rng, make_predictor
 
@@ -248,27 +248,26 @@ def _codes(values) -> tuple[np.ndarray, np.ndarray]:
 
 def _replaced(local, sources: dict, n: int) -> Segment:
     """Rows (v, l) for v over the positions in each ``sources`` value (all the same length):
-    row l of the sample with each column c := its value at row sources[c][v]."""
+    row l of the sample with each column c := its value at row sources[c][v] (a cycle
+    through the sample's rows)."""
     first = next(iter(sources.values()))
-    size = len(first) * n
 
-    def rows_of(a, b):
+    def replace_of(a, b):
         t = np.arange(a, b)
-        return RowSpec(local, t % n, {c: local.column_values(c, pos[t // n]) for c, pos in sources.items()})
+        return {c: local.column_values(c, pos[t // n]) for c, pos in sources.items()}
 
-    return Segment(size, lambda a, b: rows_of(a, b).block(), None, rows_of)
+    return cycle_segment(local, local.every_row, len(first) * n, replace_of)
 
 
 def _mesh(local, a, values_a, b, values_b, n: int) -> Segment:
     """Rows (p, q, l): row l of the sample with a := values_a[p], b := values_b[q]."""
     na, nb = len(values_a), len(values_b)
 
-    def rows_of(lo, hi):
-        t = np.arange(lo, hi)
-        cell = t // n
-        return RowSpec(local, t % n, {a: values_a[cell // nb], b: values_b[cell % nb]})
+    def replace_of(lo, hi):
+        cell = np.arange(lo, hi) // n
+        return {a: values_a[cell // nb], b: values_b[cell % nb]}
 
-    return Segment(na * nb * n, lambda lo, hi: rows_of(lo, hi).block(), None, rows_of)
+    return cycle_segment(local, local.every_row, na * nb * n, replace_of)
 
 
 def _grid(column: pd.Series, size: int, design) -> tuple[np.ndarray, object]:

@@ -10,6 +10,7 @@ with the number of intervened rows only by a few floats per row.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -24,6 +25,11 @@ from .losses import Loss
 
 #: Memory budget of one chunk of intervened rows (bytes), shared by all compute functions.
 CHUNK_BYTES = 256 * 2**20
+#: Chunk budget (bytes) of a stream written into one reused buffer per thread (a model that
+#: declares ``input_read_only``): the buffer is built once per pass, so it stays small (about
+#: the CPU's last-level cache), yet large enough that a model call's fixed cost (about 1 ms
+#: for a booster's thread pool) is under 1 % of the call.
+REUSED_CHUNK_BYTES = 32 * 2**20
 
 
 @dataclass(frozen=True)
@@ -35,6 +41,9 @@ class Predictor:
     classes: np.ndarray | None  # None for a regressor
     has_proba: bool
     output_index: int | None  # class whose probability the curves show
+    # the model never writes to nor keeps the rows it is given (it declares
+    # ``input_read_only = True``): successive blocks may reuse one buffer
+    reuse_blocks: bool = False
 
     @property
     def is_classifier(self) -> bool:
@@ -117,6 +126,8 @@ def predict_pass(
     loss: Loss | None = None,
     chunk_rows: int | None = None,
     n_jobs: int | None = 1,
+    keep_values: bool = True,
+    breaks: tuple[int, ...] = (),
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """Evaluate the model on ``n_total`` intervened rows, chunk by chunk.
 
@@ -128,22 +139,31 @@ def predict_pass(
         When given, ``obs_of(start, stop)`` are the positions in ``y_enc`` of the
         observations behind those rows, and the pointwise loss is returned as well.
 
+    keep_values : bool, default True
+        False when only the losses are wanted (PFI): ``values`` is then empty, and the pass
+        writes no array of curve values.
+    breaks : row positions
+        Where a chunk must end (a chunk never spans one), e.g. where rows built one way
+        follow rows built another way.
+
     Returns
     -------
-    values : ndarray of shape (n_total,)
+    values : ndarray of shape (n_total,) (shape (0,) without ``keep_values``)
     losses : ndarray of shape (n_total,) or None
     """
     chunk_rows = chunk_rows or default_chunk_rows(predictor.design)
     n_workers = _effective_jobs(n_jobs)
     if n_workers > 1:  # enough chunks to keep every worker busy
         chunk_rows = min(chunk_rows, -(-n_total // n_workers))
-    bounds = [(a, min(a + chunk_rows, n_total)) for a in range(0, n_total, chunk_rows)]
-    values = np.empty(n_total)
+    edges = sorted({0, n_total, *(int(b) for b in breaks if 0 < b < n_total)})
+    bounds = [(a, min(a + chunk_rows, hi)) for lo, hi in zip(edges, edges[1:]) for a in range(lo, hi, chunk_rows)]
+    values = np.empty(n_total if keep_values else 0)
     losses = np.empty(n_total) if loss is not None else None
 
     def run(start: int, stop: int) -> None:
         raw = predictor.raw(make_block(start, stop))
-        values[start:stop] = predictor.value(raw)
+        if keep_values:
+            values[start:stop] = predictor.value(raw)
         if losses is not None:
             # losses exist only when a loss was given, and then y_enc and obs_of come with it
             assert loss is not None and y_enc is not None and obs_of is not None
@@ -172,21 +192,68 @@ class RowSpec:
 
 
 @dataclass(frozen=True)
+class CycleSpec:
+    """Rows ``start:stop`` of a cycle through the rows ``base`` of ``design``, repeated end
+    to end (row t is design row ``base[t % base.size]``), with the columns in ``replace``
+    overwritten (values aligned with the rows). PFI's repeats, a curve tensor in grid-major
+    order and the interaction passes are such cycles: a chunk of them can be written into a
+    buffer that already holds the cycle, where only the replaced columns change."""
+
+    design: Design
+    base: np.ndarray
+    start: int
+    stop: int
+    replace: dict
+
+    @property
+    def positions(self) -> np.ndarray:
+        return self.base[np.arange(self.start, self.stop) % self.base.size]
+
+    def block(self):
+        return self.design.block(self.positions, self.replace)
+
+
+@dataclass(frozen=True)
 class Segment:
     """A run of intervened rows inside one prediction stream.
 
     ``make_block(lo, hi)`` builds its rows ``lo:hi`` (local numbering); ``obs_of(lo, hi)``
     gives the positions in the target of the observations behind them (for the loss).
-    ``rows_of(lo, hi)``, when given, describes the same rows without building them: the
-    design they come from, their positions in it and the replaced columns (as
-    :meth:`Design.block` takes them), so a chunk spanning several segments of one numeric
-    design is gathered once into one array instead of built per segment and stacked.
+    ``rows_of(lo, hi)``, when given, describes the same rows without building them (a
+    :class:`RowSpec` or a :class:`CycleSpec`), so a chunk spanning several segments of one
+    numeric design is gathered once into one array instead of built per segment and
+    stacked, or, for a cycle and a model that leaves its input alone, written into a reused
+    buffer. ``cycles`` says that ``rows_of`` gives :class:`CycleSpec`\\ s.
     """
 
     n_rows: int
     make_block: Callable[[int, int], object]
     obs_of: Callable[[int, int], np.ndarray] | None = None
-    rows_of: Callable[[int, int], RowSpec] | None = None
+    rows_of: Callable[[int, int], RowSpec | CycleSpec] | None = None
+    cycles: bool = False
+
+
+def cycle_segment(
+    design: Design,
+    base: np.ndarray,
+    n_rows: int,
+    replace_of: Callable[[int, int], dict],
+    obs_of: Callable[[int, int], np.ndarray] | None = None,
+) -> Segment:
+    """A segment of ``n_rows`` rows cycling through the rows ``base`` of ``design``, with
+    ``replace_of(lo, hi)`` the replaced columns of its rows ``lo:hi`` (see :class:`CycleSpec`)."""
+
+    def rows_of(lo: int, hi: int) -> CycleSpec:
+        return CycleSpec(design, base, lo, hi, replace_of(lo, hi))
+
+    return Segment(n_rows, lambda lo, hi: rows_of(lo, hi).block(), obs_of, rows_of, cycles=True)
+
+
+def cycled(rows: np.ndarray, a: int, b: int) -> np.ndarray:
+    """``rows[np.arange(a, b) % rows.size]`` (the observations behind rows ``a:b`` of a
+    cycle through ``rows``), by whole copies of ``rows`` instead of index arithmetic."""
+    start = a % rows.size
+    return np.tile(rows, -(-(start + b - a) // rows.size))[start : start + b - a]
 
 
 def predict_segments(
@@ -197,15 +264,32 @@ def predict_segments(
     loss: Loss | None = None,
     chunk_rows: int | None = None,
     n_jobs: int | None = 1,
+    keep_values: bool = True,
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """Evaluate several runs of rows as one stream, so a chunk may span several of them.
 
     Every model call has a fixed cost (input validation, a forest's per-tree dispatch:
     tens of milliseconds for a 100-tree forest), so the rows of many small interventions
     (features, repeats, the unmodified rows) go through as few calls as the chunk budget
-    allows. Returns the values (and losses) of all segments, concatenated in order.
+    allows. Returns the values (and losses) of all segments, concatenated in order
+    (``keep_values`` as in :func:`predict_pass`).
+
+    A stream of cycles (:class:`CycleSpec`) fed to a model that leaves its input alone
+    (``Predictor.reuse_blocks``) is written into one buffer per thread holding the cycle:
+    each chunk overwrites only its replaced columns and puts them back after the call, so a
+    chunk costs a few column writes instead of a copy of all its rows, and the buffer stays
+    in cache (chunks of :data:`REUSED_CHUNK_BYTES`).
     """
     starts = np.concatenate([[0], np.cumsum([seg.n_rows for seg in segments])]).astype(np.int64)
+    design = predictor.design
+    reuse = predictor.reuse_blocks and design.numeric and any(seg.cycles for seg in segments)
+    budget = max(1, REUSED_CHUNK_BYTES // (design.block_dtype.itemsize * max(1, len(design.columns))))
+    if reuse and chunk_rows is None:
+        chunk_rows = budget
+    # a buffer holds a chunk and one turn of the cycle: a longer cycle than the budget (PFI on
+    # many rows without a sample) is gathered, not copied whole into every thread's buffer
+    limit = max(budget, chunk_rows or 0)
+    buffers = threading.local()
 
     def pieces(a, b):
         first = int(np.searchsorted(starts, a, side="right")) - 1
@@ -219,12 +303,13 @@ def predict_segments(
 
     def make_block(a, b):
         parts = list(pieces(a, b))
-        if len(parts) > 1 and all(seg.rows_of is not None for seg, _, _ in parts):
+        if all(seg.rows_of is not None for seg, _, _ in parts):
             specs = [seg.rows_of(lo, hi) for seg, lo, hi in parts]
-            design = specs[0].design
-            if design.numeric and all(spec.design is design for spec in specs):
-                return _gathered(design, specs)
-        return predictor.design.concat([seg.make_block(lo, hi) for seg, lo, hi in parts])
+            if reuse and _one_cycle(specs, limit):
+                return _CycleBuffer.of(buffers, specs, limit).block(specs)
+            if len(parts) > 1 and specs[0].design.numeric and all(spec.design is specs[0].design for spec in specs):
+                return _gathered(specs[0].design, specs)
+        return design.concat([seg.make_block(lo, hi) for seg, lo, hi in parts])
 
     def obs_of(a, b):
         return np.concatenate([seg.obs_of(lo, hi) for seg, lo, hi in pieces(a, b)])
@@ -238,21 +323,98 @@ def predict_segments(
         loss=loss,
         chunk_rows=chunk_rows,
         n_jobs=n_jobs,
+        keep_values=keep_values,
+        # a chunk mixing cycled rows with others would be gathered: cut it where they meet
+        breaks=tuple(int(starts[k]) for k in range(1, len(segments)) if segments[k].cycles != segments[k - 1].cycles)
+        if reuse
+        else (),
     )
 
 
-def _gathered(design: Design, specs: list[RowSpec]):
+def _gathered(design: Design, specs: list) -> object:
     """Several segments' rows of one numeric design as one block: one gather of all their
     positions, then each segment's replaced columns written into its own slice (the values
     :meth:`Design.block` gives per segment, without a second copy to stack them)."""
     rows = np.take(design.rows_array(), np.concatenate([spec.positions for spec in specs]), axis=0)
     start = 0
     for spec in specs:
-        stop = start + spec.positions.size
+        stop = start + len(spec.positions)
         for column, values in spec.replace.items():
             rows[start:stop, design.position(column)] = values
         start = stop
     return design.wrap(rows)
+
+
+def _one_cycle(specs: list, longest: int) -> bool:
+    """Whether the rows of ``specs`` continue one cycle of at most ``longest`` rows (same
+    design and base, each part starting where the previous one stopped, modulo the cycle)."""
+    first = specs[0]
+    if not isinstance(first, CycleSpec) or first.base.size > longest:
+        return False
+    period = first.base.size
+    for before, after in zip(specs, specs[1:]):
+        if not isinstance(after, CycleSpec) or after.design is not first.design or after.base is not first.base:
+            return False
+        if (after.start - before.stop) % period:
+            return False
+    return True
+
+
+class _CycleBuffer:
+    """One thread's buffer for the chunks of a cycle: the cycle's rows repeated over a
+    chunk plus one period (row r holds design row ``base[r % period]``), so a chunk starting
+    anywhere in the cycle is a contiguous slice of it. A chunk's replaced columns are
+    written in and put back (from the cycle's own columns) before the next chunk."""
+
+    def __init__(self, design: Design, base: np.ndarray, chunk_rows: int) -> None:
+        one = np.ascontiguousarray(design.rows_array()[base])  # row-major whatever the design's order
+        self.design, self.period = design, base.size
+        self.tile = np.tile(one, (-(-(chunk_rows + self.period) // self.period), 1))
+        self.columns = np.ascontiguousarray(one.T)  # each column's values over one period
+        self.dirty: list[tuple[int, int, int]] = []  # tile rows u:v of column j overwritten
+
+    @staticmethod
+    def of(store: threading.local, specs: list, chunk_rows: int) -> _CycleBuffer:
+        """This thread's buffer for the cycle of ``specs`` (made on first use)."""
+        first = specs[0]
+        key = (id(first.design), id(first.base))
+        found = getattr(store, "buffers", None)
+        if found is None:
+            found = store.buffers = {}
+        rows = sum(spec.stop - spec.start for spec in specs)
+        buffer = found.get(key)
+        if buffer is None or buffer.tile.shape[0] < rows + buffer.period:
+            buffer = found[key] = _CycleBuffer(first.design, first.base, max(chunk_rows, rows))
+        return buffer
+
+    def block(self, specs: list):
+        for u, v, j in self.dirty:
+            _fill_cycle(self.tile[u:v, j], self.columns[j], u % self.period)
+        self.dirty = []
+        phase = specs[0].start % self.period
+        u = phase
+        for spec in specs:
+            v = u + spec.stop - spec.start
+            for column, values in spec.replace.items():
+                j = self.design.position(column)
+                self.tile[u:v, j] = values
+                self.dirty.append((u, v, j))
+            u = v
+        return self.design.wrap(self.tile[phase:u])
+
+
+def _fill_cycle(target: np.ndarray, values: np.ndarray, phase: int) -> None:
+    """``target[i] = values[(phase + i) % values.size]`` for a (strided) 1-d view, written
+    period by period."""
+    period, size = values.size, target.size
+    head = min(period - phase, size)
+    target[:head] = values[phase : phase + head]
+    rest = target[head:]
+    whole = rest.size - rest.size % period
+    if whole:
+        periods = rest[:whole].reshape(-1, period)  # a view: a 1-d slice reshapes without a copy
+        periods[...] = values
+    rest[whole:] = values[: rest.size - whole]
 
 
 def unmodified_segment(predictor: Predictor, rows: np.ndarray) -> Segment:

@@ -8,7 +8,7 @@ from joblib import Parallel, delayed
 
 from .errors import InputError
 from .losses import Loss
-from .prediction import Predictor, RowSpec, Segment, predict_segments, unmodified_segment
+from .prediction import Predictor, cycle_segment, cycled, predict_segments, unmodified_segment
 from .results import FeatureProfile
 from .sampling import Grid, make_grid, sample_rows
 from .validation import (
@@ -167,12 +167,21 @@ def _profile(
     n_obs, n_grid = rows.size, grid.values.size
     grid_values = design.cast(feature, grid.values)
 
-    def rows_of(start, stop):
-        flat = np.arange(start, stop)
-        return RowSpec(design, rows[flat // n_grid], {feature: grid_values[flat % n_grid]})
+    # The tensor in grid-major order: row g * n_obs + i is observation rows[i] with the
+    # feature at grid point g, i.e. a cycle through the observations (see CycleSpec).
+    # Gathered from the observations' own design when they are a sample (cache-local copies).
+    local = design.subset(rows) if n_obs < design.n_rows else design
+    base = local.every_row if local is not design else rows
+    if design.numeric:  # the feature's column over the tensor, in the blocks' dtype (sliced per chunk)
+        column = np.repeat(np.asarray(grid_values, dtype=design.block_dtype), n_obs)
 
-    def make_block(start, stop):
-        return rows_of(start, stop).block()
+        def replace_of(start, stop):
+            return {feature: column[start:stop]}
+
+    else:
+
+        def replace_of(start, stop):
+            return {feature: grid_values[np.arange(start, stop) // n_obs]}
 
     # The unmodified row of an observation whose own value is a grid point is already in
     # the tensor (bit for bit): read it off. Rows whose value is not a grid point ride
@@ -180,22 +189,23 @@ def _profile(
     x = _own_values(design, feature, rows, grid.categorical)
     own = _grid_position(x, grid)
     on_grid = own >= 0
-    off = rows[~on_grid]
-    tensor = Segment(n_obs * n_grid, make_block, lambda a, b: rows[np.arange(a, b) // n_grid], rows_of)
-    segments = [tensor, unmodified_segment(predictor, off)] if off.size else [tensor]
+    off = ~on_grid
+    tensor = cycle_segment(local, base, n_obs * n_grid, replace_of, lambda a, b: cycled(rows, a, b))
+    segments = [tensor, unmodified_segment(predictor, rows[off])] if off.any() else [tensor]
     values, losses = predict_segments(predictor, segments, y_enc=y_enc, loss=loss, chunk_rows=chunk_rows, n_jobs=n_jobs)
-    pred = values[: n_obs * n_grid].reshape(n_obs, n_grid)
-    loss_grid = None if losses is None else losses[: n_obs * n_grid].reshape(n_obs, n_grid)
+    # grid-major values seen as observations x grid points (a view, no copy)
+    pred = values[: n_obs * n_grid].reshape(n_grid, n_obs).T
+    loss_grid = None if losses is None else losses[: n_obs * n_grid].reshape(n_grid, n_obs).T
 
     base_pred = np.empty(n_obs)
     base_pred[on_grid] = pred[on_grid, own[on_grid]]
-    base_pred[~on_grid] = values[n_obs * n_grid :]
+    base_pred[off] = values[n_obs * n_grid :]
     base_loss = None
     if loss is not None:
         assert losses is not None and loss_grid is not None  # a loss was given
         base_loss = np.empty(n_obs)
         base_loss[on_grid] = loss_grid[on_grid, own[on_grid]]
-        base_loss[~on_grid] = losses[n_obs * n_grid :]
+        base_loss[off] = losses[n_obs * n_grid :]
     return FeatureProfile(
         feature=feature,
         grid=grid.values,

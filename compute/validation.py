@@ -243,7 +243,11 @@ def make_predictor(
         raise InputError("The 'output' parameter is only for classifiers; this model is a regressor.")
     # a model computing in float32 whatever it is fed (XGBoost) gets float32 blocks: the same values it uses
     block_dtype = np.float32 if getattr(model, "input_dtype", None) is np.float32 else np.float64
-    return Predictor(model, Design(X, as_frame=as_frame, block_dtype=block_dtype), classes, has_proba, output_index), X
+    # a model that never writes to nor keeps its input (it says so: ``input_read_only = True``)
+    # may be fed successive blocks in one reused buffer
+    reuse = getattr(model, "input_read_only", False) is True
+    design = Design(X, as_frame=as_frame, block_dtype=block_dtype)
+    return Predictor(model, design, classes, has_proba, output_index, reuse_blocks=reuse), X
 
 
 def resolve_loss(loss, predictor: Predictor) -> Loss:

@@ -204,6 +204,11 @@ class BoosterModel:
         it: compute then builds float32 blocks (the same predictions, half the bytes)."""
         return np.float32 if self.library == "xgboost" else None
 
+    #: The boosters read the rows they are given and keep nothing (XGBoost's and LightGBM's
+    #: predict take a const view; CatBoost copies into its own pool): compute may reuse one
+    #: buffer for successive blocks.
+    input_read_only = True
+
     def categorical_columns(self) -> dict[str, list | None]:
         """Column name (or position) -> the training levels (None: integer codes)."""
         names = self._columns or [str(j) for j in range(self._width)]

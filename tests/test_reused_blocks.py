@@ -1,0 +1,168 @@
+"""One reused buffer per thread for streams that cycle through rows (PFI's repeats, a curve
+tensor in grid-major order, the interaction passes), for a model that declares
+``input_read_only``: the model must see exactly the rows a freshly built block would hold."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.ensemble import GradientBoostingRegressor
+
+import compute
+from compute import importance, prediction
+from compute.prediction import _fill_cycle, cycled
+
+
+class Recorder:
+    """Wraps a fitted model: records a copy of every block it is fed, in order, and
+    declares ``input_read_only`` (or not). ``dtype`` mimics XGBoost's float32 declaration."""
+
+    def __init__(self, model, *, read_only: bool, dtype=None):
+        self.model = model
+        self.feature_names_in_ = model.feature_names_in_
+        self.n_features_in_ = model.n_features_in_
+        if read_only:
+            self.input_read_only = True
+        if dtype is not None:
+            self.input_dtype = dtype
+        self.blocks: list[np.ndarray] = []
+
+    def predict(self, X):
+        values = np.array(X, copy=True)
+        self.blocks.append(values)
+        return self.model.predict(pd.DataFrame(values.astype(np.float64), columns=self.feature_names_in_))
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(3)
+    X = pd.DataFrame(rng.normal(size=(90, 4)), columns=["a", "b", "c", "d"])
+    X.index = [f"r{i}" for i in range(len(X))]
+    y = X.a + X.b * X.c + 0.3 * np.sin(3 * X.d) + 0.1 * rng.normal(size=len(X))
+    return X, y.to_numpy()
+
+
+@pytest.fixture(scope="module")
+def fitted(data):
+    X, y = data
+    return GradientBoostingRegressor(n_estimators=20, max_depth=3, random_state=0).fit(X, y)
+
+
+@pytest.fixture
+def counted(monkeypatch):
+    """How many blocks went through a reused buffer."""
+    calls = {"n": 0}
+    original = prediction._CycleBuffer.block
+
+    def block(self, specs):
+        calls["n"] += 1
+        return original(self, specs)
+
+    monkeypatch.setattr(prediction._CycleBuffer, "block", block)
+    return calls
+
+
+def _passes(model, X, y, chunk_rows, n_jobs):
+    """PFI on a sample and on all rows, one feature's curves on a sample and on all rows, and
+    the interaction statistics: every cycling stream."""
+    return {
+        "pfi_sample": compute.permutation_importance(
+            model, X, y, n_obs=37, n_repeats=3, random_state=4, chunk_rows=chunk_rows, n_jobs=n_jobs
+        ),
+        "pfi_all": compute.permutation_importance(
+            model, X, y, n_repeats=2, random_state=4, chunk_rows=chunk_rows, n_jobs=n_jobs
+        ),
+        "curves_sample": compute.feature_profile(
+            model, X, y, "b", grid=11, n_obs=29, random_state=1, chunk_rows=chunk_rows, n_jobs=n_jobs
+        ),
+        "curves_all": compute.feature_profile(model, X, y, "c", grid=7, chunk_rows=chunk_rows, n_jobs=n_jobs),
+        "interaction": compute.interaction_strength(
+            model, X, n_obs=31, grid_size=5, pairs=[("b", "c")], chunk_rows=chunk_rows, n_jobs=n_jobs
+        ),
+    }
+
+
+def _same(a: dict, b: dict) -> None:
+    for key in ("pfi_sample", "pfi_all"):
+        pd.testing.assert_frame_equal(a[key].to_frame(), b[key].to_frame(), check_exact=True)
+        assert a[key].model_error == b[key].model_error
+    for key in ("curves_sample", "curves_all"):
+        assert np.array_equal(a[key].pred, b[key].pred) and np.array_equal(a[key].base_pred, b[key].base_pred)
+        assert np.array_equal(a[key].loss_grid, b[key].loss_grid)
+    pd.testing.assert_frame_equal(a["interaction"].overall, b["interaction"].overall, check_exact=True)
+    pd.testing.assert_frame_equal(a["interaction"].pairs, b["interaction"].pairs, check_exact=True)
+
+
+# chunks that cut the cycles anywhere (7, 37: not multiples of the sample sizes), one
+# chunk per cycle turn or less, and the default budget
+@pytest.mark.parametrize("chunk_rows", [None, 7, 37, 400])
+@pytest.mark.parametrize("dtype", [None, np.float32])
+def test_a_reused_buffer_feeds_the_model_the_rows_of_fresh_blocks(data, fitted, counted, chunk_rows, dtype):
+    """Block by block, a model declaring ``input_read_only`` is fed exactly the rows that
+    a model without the declaration gets in freshly built blocks (so every column written
+    into the buffer for one chunk is put back before the next), and every result is equal."""
+    X, y = data
+    fresh, reused = Recorder(fitted, read_only=False, dtype=dtype), Recorder(fitted, read_only=True, dtype=dtype)
+    a = _passes(fresh, X, y, chunk_rows, 1)
+    assert counted["n"] == 0  # without the declaration, no buffer is reused
+    b = _passes(reused, X, y, chunk_rows, 1)
+    assert counted["n"] > 0
+    # the same rows in the same order (the chunks may be cut elsewhere: a reused buffer has
+    # its own budget, and a chunk ends where cycled rows meet others)
+    seen, fed = np.concatenate(fresh.blocks), np.concatenate(reused.blocks)
+    assert seen.dtype == fed.dtype and np.array_equal(seen, fed)
+    _same(a, b)
+
+
+def test_threads_each_reuse_their_own_buffer(data, fitted, counted):
+    """With n_jobs=2 (each thread its own buffer) the results equal the serial ones."""
+    X, y = data
+    serial = _passes(Recorder(fitted, read_only=False), X, y, 23, 1)
+    threaded = _passes(Recorder(fitted, read_only=True), X, y, 23, 2)
+    assert counted["n"] > 0
+    _same(serial, threaded)
+
+
+def test_a_cycle_longer_than_the_buffer_budget_is_gathered_instead(data, fitted, counted, monkeypatch):
+    """A buffer holds a chunk plus one turn of the cycle: a cycle longer than the buffers'
+    budget (here 50 rows of 4 float64; PFI on all 90 rows) is gathered as before, not copied
+    whole into every thread's buffer."""
+    X, y = data
+    monkeypatch.setattr(prediction, "REUSED_CHUNK_BYTES", 50 * 4 * 8)
+    a = compute.permutation_importance(Recorder(fitted, read_only=True), X, y, n_repeats=2, chunk_rows=40)
+    assert counted["n"] == 0
+    b = compute.permutation_importance(Recorder(fitted, read_only=False), X, y, n_repeats=2, chunk_rows=40)
+    pd.testing.assert_frame_equal(a.to_frame(), b.to_frame(), check_exact=True)
+
+
+def test_permutations_drawn_in_threads_are_the_serial_ones(data, fitted, monkeypatch):
+    """Each item has its own generator, so drawing the permutations in threads gives the
+    serial draw, repeat by repeat (and the donors stored for subgroups)."""
+    X, y = data
+    serial = importance.permutation_block(fitted, X, y, n_repeats=4, random_state=9, keep_pairs=True)
+    monkeypatch.setattr(importance, "PARALLEL_DRAWS", 0)
+    threaded = importance.permutation_block(fitted, X, y, n_repeats=4, random_state=9, keep_pairs=True)
+    pd.testing.assert_frame_equal(serial.to_frame(), threaded.to_frame(), check_exact=True)
+    assert np.array_equal(serial.pairs.donors, threaded.pairs.donors)
+
+
+@pytest.mark.parametrize("period", [1, 3, 10])
+def test_fill_cycle_writes_a_strided_column_period_by_period(period):
+    """``_fill_cycle`` against its definition, on a column of a row-major array (strided),
+    at every phase and for lengths shorter than, equal to and many times the period."""
+    values = np.arange(period, dtype=np.float32) + 0.5
+    for phase in range(period):
+        for size in (1, period, period + 1, 5 * period + 2):
+            array = np.full((size + 3, 4), -1.0, dtype=np.float32)
+            _fill_cycle(array[1 : size + 1, 2], values, phase)
+            expected = np.full((size + 3, 4), -1.0, dtype=np.float32)
+            expected[1 : size + 1, 2] = values[(phase + np.arange(size)) % period]
+            assert np.array_equal(array, expected)
+
+
+def test_cycled_is_the_cycle_of_observations():
+    rows = np.array([5, 2, 9, 7])
+    for a in range(0, 9):
+        for b in range(a, 15):
+            assert np.array_equal(cycled(rows, a, b), rows[np.arange(a, b) % rows.size])
