@@ -277,8 +277,8 @@ def predict_segments(
     A stream of cycles (:class:`CycleSpec`) fed to a model that leaves its input alone
     (``Predictor.reuse_blocks``) is written into one buffer per thread holding the cycle:
     each chunk overwrites only its replaced columns and puts them back after the call, so a
-    chunk costs a few column writes instead of a copy of all its rows, and the buffer stays
-    in cache (chunks of :data:`REUSED_CHUNK_BYTES`).
+    chunk costs a few column writes instead of a copy of all its rows, and the buffer, built
+    once per pass, is about the size of the CPU's last-level cache (:data:`REUSED_CHUNK_BYTES`).
     """
     starts = np.concatenate([[0], np.cumsum([seg.n_rows for seg in segments])]).astype(np.int64)
     design = predictor.design
@@ -306,7 +306,7 @@ def predict_segments(
         if all(seg.rows_of is not None for seg, _, _ in parts):
             specs = [seg.rows_of(lo, hi) for seg, lo, hi in parts]
             if reuse and _one_cycle(specs, limit):
-                return _CycleBuffer.of(buffers, specs, limit).block(specs)
+                return _CycleBuffer.of(buffers, specs, chunk_rows or b - a).block(specs)
             if len(parts) > 1 and specs[0].design.numeric and all(spec.design is specs[0].design for spec in specs):
                 return _gathered(specs[0].design, specs)
         return design.concat([seg.make_block(lo, hi) for seg, lo, hi in parts])
