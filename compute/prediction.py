@@ -88,6 +88,10 @@ class Predictor:
                     f"{example!r}); a regressor must return numbers. Is it a classifier without "
                     f"classes_?"
                 ) from exc
+        # one sum is finite only if every value is (NaN and infinity propagate; an overflow
+        # to infinity only sends us to the exact check): no boolean array per call
+        if out.dtype.kind == "f" and np.isfinite(np.add.reduce(out, axis=None)):
+            return out
         bad = ~np.isfinite(out)
         if bad.any():
             n_bad = int(bad.any(axis=1).sum()) if bad.ndim == 2 else int(bad.sum())

@@ -166,3 +166,38 @@ def test_cycled_is_the_cycle_of_observations():
     for a in range(0, 9):
         for b in range(a, 15):
             assert np.array_equal(cycled(rows, a, b), rows[np.arange(a, b) % rows.size])
+
+
+class _Outputs:
+    """A regressor returning the given outputs, whatever it is fed."""
+
+    def __init__(self, outputs):
+        self.outputs = np.asarray(outputs, dtype=float)
+        self.n_features_in_ = 1
+
+    def predict(self, X):
+        return self.outputs[: len(X)]
+
+
+@pytest.mark.parametrize(
+    ("outputs", "bad"),
+    [
+        ([1.0, np.inf, -np.inf, 2.0], 2),  # the sum is NaN
+        ([np.nan, 1.0, 2.0, 3.0], 1),
+        ([1e308, 1e308, 1.0, 2.0], 0),  # the sum overflows, every value is finite
+        ([1.0, 2.0, 3.0, 4.0], 0),
+    ],
+)
+def test_the_finite_check_counts_exactly_the_bad_rows(outputs, bad):
+    """The check of a model's outputs sums them first (no boolean array per call): an
+    infinite or NaN value is never missed, and finite values whose sum overflows pass."""
+    from compute.errors import ModelError
+    from compute.validation import make_predictor
+
+    predictor, _ = make_predictor(_Outputs(outputs), pd.DataFrame({"x": [0.0, 1.0, 2.0, 3.0]}), None)
+    block = np.zeros((4, 1))
+    if bad:
+        with pytest.raises(ModelError, match=f"NaN or infinite values for {bad} of 4 rows"):
+            predictor.raw(block)
+    else:
+        assert np.array_equal(predictor.raw(block), np.asarray(outputs))
