@@ -34,13 +34,19 @@ class Design:
         model that computes in float32 whatever it is fed (it declares ``input_dtype =
         numpy.float32``, as the XGBoost wrapper does). The model then sees exactly the values
         it would compute with, and each block costs half the bytes to build.
+    numeric_frames : bool, default True
+        Whether an all-numeric block goes to a model fed DataFrames as a DataFrame. False for
+        a model that reads a float array of its columns, in its order, as that frame (it
+        declares ``takes_float_arrays = True``, as the booster wrapper does): no DataFrame to
+        build per call, nor for the model to take apart.
     """
 
-    def __init__(self, X: pd.DataFrame, *, as_frame: bool, block_dtype=np.float64) -> None:
+    def __init__(self, X: pd.DataFrame, *, as_frame: bool, block_dtype=np.float64, numeric_frames=True) -> None:
         self.frame = X
         self.columns = list(X.columns)
         self._index = pd.Index(self.columns)  # built once: a list would be re-parsed per block
         self.as_frame = as_frame
+        self.numeric_frames = bool(numeric_frames)
         self.numeric = all(
             pd.api.types.is_numeric_dtype(dt) and not pd.api.types.is_bool_dtype(dt) for dt in X.dtypes
         ) and not any(isinstance(dt, pd.CategoricalDtype) for dt in X.dtypes)
@@ -68,7 +74,7 @@ class Design:
         sub = Design.__new__(Design)
         sub.frame = self.frame.take(positions)
         sub.columns, sub._index, sub._position = self.columns, self._index, self._position
-        sub.as_frame, sub.numeric = self.as_frame, self.numeric
+        sub.as_frame, sub.numeric, sub.numeric_frames = self.as_frame, self.numeric, self.numeric_frames
         # fancy indexing reads pandas' column-major array column by column (np.take along rows
         # would jump between columns: ~6x slower); the copy is row-major, as blocks are gathered
         sub.array = None if self.array is None else np.ascontiguousarray(self.array[positions])
@@ -118,7 +124,7 @@ class Design:
 
     def wrap(self, rows: np.ndarray):
         """A float array of rows as the model takes it (a DataFrame view when it wants names)."""
-        return pd.DataFrame(rows, columns=self._index, copy=False) if self.as_frame else rows
+        return pd.DataFrame(rows, columns=self._index, copy=False) if self.as_frame and self.numeric_frames else rows
 
     def concat(self, blocks: list):
         """Stack blocks made by :meth:`block` (all arrays or all DataFrames) into one."""

@@ -246,7 +246,8 @@ def make_predictor(
     # a model that never writes to nor keeps its input (it says so: ``input_read_only = True``)
     # may be fed successive blocks in one reused buffer
     reuse = getattr(model, "input_read_only", False) is True
-    design = Design(X, as_frame=as_frame, block_dtype=block_dtype)
+    arrays = getattr(model, "takes_float_arrays", False) is True  # all-numeric blocks as float arrays
+    design = Design(X, as_frame=as_frame, block_dtype=block_dtype, numeric_frames=not arrays)
     return Predictor(model, design, classes, has_proba, output_index, reuse_blocks=reuse), X
 
 

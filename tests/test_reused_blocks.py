@@ -201,3 +201,31 @@ def test_the_finite_check_counts_exactly_the_bad_rows(outputs, bad):
             predictor.raw(block)
     else:
         assert np.array_equal(predictor.raw(block), np.asarray(outputs))
+
+
+class _Kinds(Recorder):
+    """Records the kind of every block (frame or array); may declare takes_float_arrays."""
+
+    def __init__(self, model, *, arrays: bool):
+        super().__init__(model, read_only=True)
+        if arrays:
+            self.takes_float_arrays = True
+        self.kinds: set = set()
+
+    def predict(self, X):
+        self.kinds.add(type(X).__name__)
+        if isinstance(X, pd.DataFrame):
+            assert list(X.columns) == list(self.feature_names_in_)
+        return super().predict(X)
+
+
+def test_a_model_taking_float_arrays_gets_numeric_blocks_as_arrays(data, fitted):
+    """A model fitted on named columns that declares ``takes_float_arrays`` (the booster
+    wrapper) is fed all-numeric blocks as the float array, in its column order, with the same
+    results; one without the declaration gets DataFrames with its column names."""
+    X, y = data
+    shuffled = X[["d", "b", "a", "c"]]  # the data's order is not the model's
+    plain, arrays = _Kinds(fitted, arrays=False), _Kinds(fitted, arrays=True)
+    a, b = _passes(plain, shuffled, y, None, 1), _passes(arrays, shuffled, y, None, 1)
+    assert plain.kinds == {"DataFrame"} and arrays.kinds == {"ndarray"}
+    _same(a, b)
