@@ -13,9 +13,11 @@ information), each model saved in its native format and loaded as the dashboard 
    booster's raw predict of those rows plus the off-grid rows the pass also predicts.
 
 Target: both ratios <= 1.05 (the wrapper adds no predict pass and little conversion). What
-remains above 1.0 is building the intervened rows themselves (one gather per chunk of 50
-float64 columns, ~0.04 us a row), which the raw call gets prebuilt: it shows most on XGBoost,
-whose 100 trees of depth 6 predict a row in ~0.35 us on 2 cores.
+remains above 1.0 is the work the raw call is spared: drawing the 500 permutations (each
+Fisher-Yates step a bounded random draw, ~15 ms on 2 cores), building the reused buffer once
+(32 MiB) and writing each chunk's permuted or grid column into it and back, one model call per
+chunk instead of one (~0.5 ms each for a booster's thread pool), and the losses. It shows most
+on XGBoost, whose 100 trees of depth 6 predict a row in ~0.37 us on 2 cores.
 Run: ``python benchmarks/speed_boosters.py [--rows N] [--repeats R]``. Runs in one process
 (nothing is forked after the boosters start their OpenMP pools).
 """
@@ -119,7 +121,7 @@ def curve_case(loaded, raw, X, y, timing_repeats: int) -> tuple[float, float]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rows", type=int, default=100_000)
-    parser.add_argument("--repeats", type=int, default=3, help="timed runs per contender (median)")
+    parser.add_argument("--repeats", type=int, default=7, help="timed runs per contender (median)")
     parser.add_argument("--libraries", nargs="*", default=["xgboost", "lightgbm", "catboost"])
     args = parser.parse_args()
     data = wide_regression(args.rows, 50, seed=3)
