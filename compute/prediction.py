@@ -199,9 +199,10 @@ class RowSpec:
 class CycleSpec:
     """Rows ``start:stop`` of a cycle through the rows ``base`` of ``design``, repeated end
     to end (row t is design row ``base[t % base.size]``), with the columns in ``replace``
-    overwritten (values aligned with the rows). PFI's repeats, a curve tensor in grid-major
-    order and the interaction passes are such cycles: a chunk of them can be written into a
-    buffer that already holds the cycle, where only the replaced columns change."""
+    overwritten (values aligned with the rows). PFI's repeats and the interaction passes are
+    such cycles: a chunk of them can be written into a buffer that already holds the cycle,
+    where only the replaced columns change. (A curve tensor is not: it stays row by row,
+    the order in which a tree ensemble predicts fastest, see ``profile._profile``.)"""
 
     design: Design
     base: np.ndarray

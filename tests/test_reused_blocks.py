@@ -1,5 +1,5 @@
-"""One reused buffer per thread for streams that cycle through rows (PFI's repeats, a curve
-tensor in grid-major order, the interaction passes), for a model that declares
+"""One reused buffer per thread for streams that cycle through rows (PFI's repeats, the
+interaction passes), for a model that declares
 ``input_read_only``: the model must see exactly the rows a freshly built block would hold."""
 
 from __future__ import annotations
@@ -229,3 +229,18 @@ def test_a_model_taking_float_arrays_gets_numeric_blocks_as_arrays(data, fitted)
     a, b = _passes(plain, shuffled, y, None, 1), _passes(arrays, shuffled, y, None, 1)
     assert plain.kinds == {"DataFrame"} and arrays.kinds == {"ndarray"}
     _same(a, b)
+
+
+def test_a_curve_tensor_goes_to_the_model_row_by_row(data, fitted):
+    """The curve tensor reaches the model observation by observation, each over the whole
+    grid (consecutive rows differ in the feature only), not grid point by grid point: a tree
+    ensemble predicting row after row (LightGBM) was measured 3x slower in grid-major order."""
+    X, y = data
+    model = Recorder(fitted, read_only=True)
+    profile = compute.feature_profile(model, X, y, "b", grid=6, n_obs=10, random_state=2, chunk_rows=17)
+    fed = np.concatenate(model.blocks)[: 10 * 6]
+    n_grid = profile.grid.size
+    rows = X.loc[profile.rows].to_numpy()
+    assert np.array_equal(fed[:, 1], np.tile(profile.grid, 10))
+    others = [0, 2, 3]
+    assert np.array_equal(fed[:, others], np.repeat(rows[:, others], n_grid, axis=0))

@@ -208,9 +208,13 @@ class BoosterModel:
     #: predict take a const view; CatBoost copies into its own pool): compute may reuse one
     #: buffer for successive blocks.
     input_read_only = True
-    #: A float array of the model's columns, in its order, is read as that frame (``_matrix``
-    #: passes an all-float array on as it is): compute feeds all-numeric blocks as arrays.
-    takes_float_arrays = True
+
+    @property
+    def takes_float_arrays(self) -> bool:
+        """XGBoost and LightGBM read a float array of the model's columns, in its order, as
+        that frame (``_matrix`` passes an all-float array on as it is): compute feeds them
+        all-numeric blocks as arrays. CatBoost's rows go through a frame of its own."""
+        return self.library != "catboost"
 
     def categorical_columns(self) -> dict[str, list | None]:
         """Column name (or position) -> the training levels (None: integer codes)."""
