@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import InputError
-from .prediction import Segment, cycle_segment, cycled, predict_segments
+from .prediction import Segment, cycle_segment, predict_segments
 from .results import PermutationImportance, PermutationPairs
 from .sampling import sample_rows
 from .validation import (
@@ -256,7 +256,7 @@ def _permuted(setup: _Setup, local, at: np.ndarray, k: int) -> Segment:
         positions = np.concatenate([permutation_within(labels, perm_rng) for _ in range(setup.n_repeats)])
     if setup.pair_donors is not None:
         setup.pair_donors[k] = positions.reshape(setup.n_repeats, n)
-    donors = at[positions]
+    donors = positions if at is local.every_row else at[positions]  # a sample's own design: the same
     if local.numeric:  # each column read contiguously, written in the blocks' dtype
         numbers, dtype = local.numbers(), local.block_dtype
         values = {c: np.ascontiguousarray(numbers[:, local.position(c)], dtype=dtype).take(donors) for c in columns}
@@ -266,7 +266,7 @@ def _permuted(setup: _Setup, local, at: np.ndarray, k: int) -> Segment:
     def replace_of(a, b):
         return {c: v[a:b] for c, v in values.items()}
 
-    return cycle_segment(local, at, n * setup.n_repeats, replace_of, lambda a, b: cycled(rows, a, b))
+    return cycle_segment(local, at, n * setup.n_repeats, replace_of, rows)
 
 
 @dataclass(frozen=True)
@@ -289,7 +289,7 @@ def _permuted_errors(setup: _Setup) -> _Errors:
     local = design.subset(rows) if n < design.n_rows else design
     at = local.every_row if local is not design else rows
     # the sample's rows as they are: the cycle's first turn (read from the same design as the permuted ones)
-    unmodified = cycle_segment(local, at, n, lambda a, b: {}, lambda a, b: rows[a:b])
+    unmodified = cycle_segment(local, at, n, lambda a, b: {}, rows)
     errors = np.empty((len(setup.items), n_repeats))
     row_se = np.full(len(setup.items), np.nan)  # standard error over rows of each row's mean loss change
     batch = max(1, BATCH_ROWS // (n * n_repeats))

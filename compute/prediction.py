@@ -90,7 +90,9 @@ class Predictor:
                 ) from exc
         # one sum is finite only if every value is (NaN and infinity propagate; an overflow
         # to infinity only sends us to the exact check): no boolean array per call
-        if out.dtype.kind == "f" and np.isfinite(np.add.reduce(out, axis=None)):
+        with np.errstate(over="ignore", invalid="ignore"):
+            total = np.add.reduce(out, axis=None) if out.dtype.kind == "f" else np.nan
+        if np.isfinite(total):
             return out
         bad = ~np.isfinite(out)
         if bad.any():
@@ -132,6 +134,7 @@ def predict_pass(
     n_jobs: int | None = 1,
     keep_values: bool = True,
     breaks: tuple[int, ...] = (),
+    targets_of: Callable[[int, int], np.ndarray] | None = None,
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """Evaluate the model on ``n_total`` intervened rows, chunk by chunk.
 
@@ -149,6 +152,9 @@ def predict_pass(
     breaks : row positions
         Where a chunk must end (a chunk never spans one), e.g. where rows built one way
         follow rows built another way.
+    targets_of : callable ``(start, stop) -> target``, optional
+        The target of rows ``start:stop`` when it is cheaper than ``y_enc[obs_of(start, stop)]``
+        (the same values).
 
     Returns
     -------
@@ -171,7 +177,7 @@ def predict_pass(
         if losses is not None:
             # losses exist only when a loss was given, and then y_enc and obs_of come with it
             assert loss is not None and y_enc is not None and obs_of is not None
-            target = y_enc[obs_of(start, stop)]
+            target = targets_of(start, stop) if targets_of is not None else y_enc[obs_of(start, stop)]
             losses[start:stop] = loss.fn(target, raw) if loss.builtin else _custom_loss(loss, target, raw)
 
     if n_workers == 1 or len(bounds) == 1:
@@ -191,8 +197,70 @@ class RowSpec:
     positions: np.ndarray
     replace: dict
 
+    @property
+    def n_rows(self) -> int:
+        return len(self.positions)
+
     def block(self):
         return self.design.block(self.positions, self.replace)
+
+    def write(self, out: np.ndarray) -> None:
+        """Write the rows into ``out`` (rows x columns of a numeric design, ``block_dtype``)."""
+        _write_rows(self.design, self.positions, self.replace, out)
+
+
+def _write_rows(design: Design, positions: np.ndarray, replace: dict, out: np.ndarray) -> None:
+    # into an existing array: mode "clip" (the positions are valid) writes in place, where
+    # the default mode buffers a copy first
+    np.take(design.rows_array(), positions, axis=0, out=out, mode="clip")
+    for column, values in replace.items():
+        out[:, design.position(column)] = values
+
+
+@dataclass(frozen=True)
+class GridSpec:
+    """Rows ``start:stop`` of a curve tensor, row by row: row t is design row
+    ``base[t // n_grid]`` with ``column`` at grid point ``grid[t % n_grid]`` (``grid`` cast
+    for the design, ``n_grid = len(grid)``). On numeric data each observation's row is read
+    once and broadcast over its grid points, with no index arithmetic per tensor row."""
+
+    design: Design
+    base: np.ndarray
+    column: Any
+    grid: Any
+    start: int
+    stop: int
+
+    @property
+    def n_rows(self) -> int:
+        return self.stop - self.start
+
+    @property
+    def positions(self) -> np.ndarray:
+        return repeated(self.base, len(self.grid), self.start, self.stop)
+
+    @property
+    def replace(self) -> dict:
+        return {self.column: self.grid[np.arange(self.start, self.stop) % len(self.grid)]}
+
+    def block(self):
+        design = self.design
+        if not design.numeric:
+            return design.block(self.positions, self.replace)
+        out = np.empty((self.stop - self.start, len(design.columns)), dtype=design.block_dtype)
+        self.write(out)
+        return design.wrap(out)
+
+    def write(self, out: np.ndarray) -> None:
+        """Write the rows into ``out`` (rows x columns of a numeric design, ``block_dtype``):
+        the observations' rows read once, then each repeated over its grid points."""
+        design, n_grid = self.design, len(self.grid)
+        first, last = self.start // n_grid, -(-self.stop // n_grid)
+        rows = np.take(design.rows_array(), self.base[first:last], axis=0)
+        offset = first * n_grid
+        local = repeated(np.arange(last - first), n_grid, self.start - offset, self.stop - offset)
+        np.take(rows, local, axis=0, out=out, mode="clip")  # "clip": in place (positions are valid)
+        out[:, design.position(self.column)] = cycled(np.asarray(self.grid, dtype=out.dtype), self.start, self.stop)
 
 
 @dataclass(frozen=True)
@@ -211,11 +279,19 @@ class CycleSpec:
     replace: dict
 
     @property
+    def n_rows(self) -> int:
+        return self.stop - self.start
+
+    @property
     def positions(self) -> np.ndarray:
         return self.base[np.arange(self.start, self.stop) % self.base.size]
 
     def block(self):
         return self.design.block(self.positions, self.replace)
+
+    def write(self, out: np.ndarray) -> None:
+        """Write the rows into ``out`` (rows x columns of a numeric design, ``block_dtype``)."""
+        _write_rows(self.design, self.positions, self.replace, out)
 
 
 @dataclass(frozen=True)
@@ -225,17 +301,20 @@ class Segment:
     ``make_block(lo, hi)`` builds its rows ``lo:hi`` (local numbering); ``obs_of(lo, hi)``
     gives the positions in the target of the observations behind them (for the loss).
     ``rows_of(lo, hi)``, when given, describes the same rows without building them (a
-    :class:`RowSpec` or a :class:`CycleSpec`), so a chunk spanning several segments of one
+    :class:`RowSpec`, :class:`GridSpec` or :class:`CycleSpec`), so a chunk spanning several segments of one
     numeric design is gathered once into one array instead of built per segment and
     stacked, or, for a cycle and a model that leaves its input alone, written into a reused
-    buffer. ``cycles`` says that ``rows_of`` gives :class:`CycleSpec`\\ s.
+    buffer. ``cycles`` says that ``rows_of`` gives :class:`CycleSpec`\\ s; ``observations``,
+    when given, that row t's observation is ``observations[t % observations.size]`` (then
+    ``obs_of`` gives those), so a chunk's target is a slice of the target over a few turns.
     """
 
     n_rows: int
     make_block: Callable[[int, int], object]
     obs_of: Callable[[int, int], np.ndarray] | None = None
-    rows_of: Callable[[int, int], RowSpec | CycleSpec] | None = None
+    rows_of: Callable[[int, int], RowSpec | CycleSpec | GridSpec] | None = None
     cycles: bool = False
+    observations: np.ndarray | None = None
 
 
 def cycle_segment(
@@ -243,15 +322,25 @@ def cycle_segment(
     base: np.ndarray,
     n_rows: int,
     replace_of: Callable[[int, int], dict],
-    obs_of: Callable[[int, int], np.ndarray] | None = None,
+    observations: np.ndarray | None = None,
 ) -> Segment:
     """A segment of ``n_rows`` rows cycling through the rows ``base`` of ``design``, with
-    ``replace_of(lo, hi)`` the replaced columns of its rows ``lo:hi`` (see :class:`CycleSpec`)."""
+    ``replace_of(lo, hi)`` the replaced columns of its rows ``lo:hi`` (see :class:`CycleSpec`)
+    and, for the loss, ``observations[t % observations.size]`` the observation of row t
+    (``observations`` aligned with ``base``)."""
 
     def rows_of(lo: int, hi: int) -> CycleSpec:
         return CycleSpec(design, base, lo, hi, replace_of(lo, hi))
 
-    return Segment(n_rows, lambda lo, hi: rows_of(lo, hi).block(), obs_of, rows_of, cycles=True)
+    obs_of = None if observations is None else (lambda lo, hi: cycled(observations, lo, hi))
+    return Segment(n_rows, lambda lo, hi: rows_of(lo, hi).block(), obs_of, rows_of, True, observations)
+
+
+def repeated(rows: np.ndarray, times: int, a: int, b: int) -> np.ndarray:
+    """``rows[np.arange(a, b) // times]`` (rows ``a:b`` of ``rows`` with each repeated
+    ``times`` times), without index arithmetic per row."""
+    first = a // times
+    return np.repeat(rows[first : -(-b // times)], times)[a - first * times : b - first * times]
 
 
 def cycled(rows: np.ndarray, a: int, b: int) -> np.ndarray:
@@ -287,9 +376,10 @@ def predict_segments(
     """
     starts = np.concatenate([[0], np.cumsum([seg.n_rows for seg in segments])]).astype(np.int64)
     design = predictor.design
-    reuse = predictor.reuse_blocks and design.numeric and any(seg.cycles for seg in segments)
+    reusable = predictor.reuse_blocks and design.numeric
+    reuse = reusable and any(seg.cycles for seg in segments)
     budget = max(1, REUSED_CHUNK_BYTES // (design.block_dtype.itemsize * max(1, len(design.columns))))
-    if reuse and chunk_rows is None:
+    if reusable and chunk_rows is None:
         chunk_rows = budget
     # a buffer holds a chunk and one turn of the cycle: a longer cycle than the budget (PFI on
     # many rows without a sample) is gathered, not copied whole into every thread's buffer
@@ -312,12 +402,30 @@ def predict_segments(
             specs = [seg.rows_of(lo, hi) for seg, lo, hi in parts]
             if reuse and _one_cycle(specs, limit):
                 return _CycleBuffer.of(buffers, specs, chunk_rows or b - a).block(specs)
-            if len(parts) > 1 and specs[0].design.numeric and all(spec.design is specs[0].design for spec in specs):
-                return _gathered(specs[0].design, specs)
+            first = specs[0].design
+            if (len(parts) > 1 or reusable) and first.numeric and all(spec.design is first for spec in specs):
+                return _gathered(first, specs, _scratch(buffers, first, b - a, chunk_rows) if reusable else None)
         return design.concat([seg.make_block(lo, hi) for seg, lo, hi in parts])
 
     def obs_of(a, b):
         return np.concatenate([seg.obs_of(lo, hi) for seg, lo, hi in pieces(a, b)])
+
+    turns: dict[int, np.ndarray] = {}  # per cycle of observations: its target, tiled over a chunk and a turn
+
+    def targets_of(a, b):
+        assert y_enc is not None  # only asked for with a loss, which comes with a target
+        parts = list(pieces(a, b))
+        cycle = parts[0][0].observations
+        if cycle is None or not _one_turn(parts, cycle):
+            return y_enc[obs_of(a, b)]
+        tiled = turns.get(id(cycle))
+        if tiled is None:
+            n_turns = -(-(min(chunk_rows or b - a, int(starts[-1])) + cycle.size) // cycle.size)
+            tiled = turns[id(cycle)] = np.tile(y_enc[cycle], n_turns)  # read-only: threads may share it
+        phase = parts[0][1] % cycle.size
+        if phase + b - a > tiled.size:
+            return y_enc[obs_of(a, b)]
+        return tiled[phase : phase + b - a]
 
     return predict_pass(
         predictor,
@@ -329,6 +437,7 @@ def predict_segments(
         chunk_rows=chunk_rows,
         n_jobs=n_jobs,
         keep_values=keep_values,
+        targets_of=targets_of if loss is not None else None,
         # a chunk mixing cycled rows with others would be gathered: cut it where they meet
         breaks=tuple(int(starts[k]) for k in range(1, len(segments)) if segments[k].cycles != segments[k - 1].cycles)
         if reuse
@@ -336,18 +445,39 @@ def predict_segments(
     )
 
 
-def _gathered(design: Design, specs: list) -> object:
-    """Several segments' rows of one numeric design as one block: one gather of all their
-    positions, then each segment's replaced columns written into its own slice (the values
-    :meth:`Design.block` gives per segment, without a second copy to stack them)."""
-    rows = np.take(design.rows_array(), np.concatenate([spec.positions for spec in specs]), axis=0)
+def _gathered(design: Design, specs: list, rows: np.ndarray | None = None) -> object:
+    """Several segments' rows of one numeric design as one block: each segment writes its
+    rows into its own slice of one array (the values :meth:`Design.block` gives per segment,
+    without a second copy to stack them): ``rows`` when given (a reused buffer of exactly
+    their size), else a new array."""
+    if rows is None:
+        rows = np.empty((sum(spec.n_rows for spec in specs), len(design.columns)), dtype=design.block_dtype)
     start = 0
     for spec in specs:
-        stop = start + len(spec.positions)
-        for column, values in spec.replace.items():
-            rows[start:stop, design.position(column)] = values
-        start = stop
+        spec.write(rows[start : start + spec.n_rows])
+        start += spec.n_rows
     return design.wrap(rows)
+
+
+def _scratch(store: threading.local, design: Design, n_rows: int, chunk_rows: int | None) -> np.ndarray:
+    """This thread's reused array for ``n_rows`` rows of ``design`` (made on first use, for
+    a chunk of ``chunk_rows``): warm memory, where a new array of a chunk's size would be
+    fresh pages from the system, each first written at a cost (measured: half of building
+    a curve chunk)."""
+    found = getattr(store, "scratch", None)
+    if found is None or found.shape[0] < n_rows or found.dtype != design.block_dtype:
+        found = store.scratch = np.empty((max(n_rows, chunk_rows or 0), len(design.columns)), dtype=design.block_dtype)
+    return found[:n_rows]
+
+
+def _one_turn(parts: list, cycle: np.ndarray) -> bool:
+    """Whether the pieces ``(segment, lo, hi)`` of a chunk continue one cycle of the
+    observations ``cycle`` (each segment cycling through it, each piece starting where the
+    previous one stopped, modulo its size)."""
+    for (_, _, stop), (after, start, _) in zip(parts, parts[1:]):
+        if after.observations is not cycle or (start - stop) % cycle.size:
+            return False
+    return True
 
 
 def _one_cycle(specs: list, longest: int) -> bool:
@@ -422,14 +552,16 @@ def _fill_cycle(target: np.ndarray, values: np.ndarray, phase: int) -> None:
     rest[whole:] = values[: rest.size - whole]
 
 
-def unmodified_segment(predictor: Predictor, rows: np.ndarray) -> Segment:
-    """The rows at positions ``rows`` as they are."""
-    design = predictor.design
+def unmodified_segment(predictor: Predictor, rows: np.ndarray, local: Design | None = None, at=None) -> Segment:
+    """The rows at positions ``rows`` as they are; read from ``local`` at positions ``at``
+    when given (the same rows in a subset's design, see :meth:`Design.subset`), so that they
+    share a chunk's gather with other rows read from it."""
+    design, where = (predictor.design, rows) if local is None else (local, at)
     return Segment(
         rows.size,
-        lambda a, b: design.block(rows[a:b], {}),
+        lambda a, b: design.block(where[a:b], {}),
         lambda a, b: rows[a:b],
-        lambda a, b: RowSpec(design, rows[a:b], {}),
+        lambda a, b: RowSpec(design, where[a:b], {}),
     )
 
 

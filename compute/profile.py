@@ -8,7 +8,7 @@ from joblib import Parallel, delayed
 
 from .errors import InputError
 from .losses import Loss
-from .prediction import Predictor, RowSpec, Segment, predict_segments, unmodified_segment
+from .prediction import GridSpec, Predictor, Segment, predict_segments, repeated, unmodified_segment
 from .results import FeatureProfile
 from .sampling import Grid, make_grid, sample_rows
 from .validation import (
@@ -176,8 +176,7 @@ def _profile(
     at = local.every_row if local is not design else rows
 
     def rows_of(start, stop):
-        flat = np.arange(start, stop)
-        return RowSpec(local, at[flat // n_grid], {feature: grid_values[flat % n_grid]})
+        return GridSpec(local, at, feature, grid_values, start, stop)
 
     def make_block(start, stop):
         return rows_of(start, stop).block()
@@ -189,8 +188,8 @@ def _profile(
     own = _grid_position(x, grid)
     on_grid = own >= 0
     off = ~on_grid
-    tensor = Segment(n_obs * n_grid, make_block, lambda a, b: rows[np.arange(a, b) // n_grid], rows_of)
-    segments = [tensor, unmodified_segment(predictor, rows[off])] if off.any() else [tensor]
+    tensor = Segment(n_obs * n_grid, make_block, lambda a, b: repeated(rows, n_grid, a, b), rows_of)
+    segments = [tensor, unmodified_segment(predictor, rows[off], local, at[off])] if off.any() else [tensor]
     values, losses = predict_segments(predictor, segments, y_enc=y_enc, loss=loss, chunk_rows=chunk_rows, n_jobs=n_jobs)
     pred = values[: n_obs * n_grid].reshape(n_obs, n_grid)
     loss_grid = None if losses is None else losses[: n_obs * n_grid].reshape(n_obs, n_grid)

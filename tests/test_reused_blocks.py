@@ -11,7 +11,9 @@ from sklearn.ensemble import GradientBoostingRegressor
 
 import compute
 from compute import importance, prediction
-from compute.prediction import _fill_cycle, cycled
+from compute.intervention import Design
+from compute.prediction import GridSpec, _fill_cycle, cycle_segment, cycled, predict_segments, repeated
+from compute.validation import make_predictor, resolve_loss
 
 
 class Recorder:
@@ -124,6 +126,28 @@ def test_threads_each_reuse_their_own_buffer(data, fitted, counted):
     _same(serial, threaded)
 
 
+class _Keeper(Recorder):
+    """Keeps the very arrays it is fed (not copies), as a model holding on to its input would."""
+
+    def predict(self, X):
+        self.blocks.append(X)
+        return self.model.predict(pd.DataFrame(np.asarray(X, dtype=np.float64), columns=self.feature_names_in_))
+
+
+@pytest.mark.parametrize("read_only", [False, True])
+def test_only_a_read_only_model_gets_the_curve_chunks_in_one_reused_array(data, fitted, read_only):
+    """A curve tensor's chunks go into one reused array per thread only for a model that
+    declares ``input_read_only``; any other model may keep what it is fed, so it gets a new
+    array per chunk (the rows both are fed are compared in the test above)."""
+    X, y = data
+    model = _Keeper(fitted, read_only=read_only)
+    compute.feature_profile(model, X, y, "b", grid=11, n_obs=29, random_state=1, chunk_rows=40)
+    blocks = [np.asarray(b) for b in model.blocks]
+    assert len(blocks) >= 8  # 29 x 11 tensor rows and the off-grid ones, 40 per chunk
+    shared = [np.shares_memory(a, b) for a, b in zip(blocks, blocks[1:])]
+    assert all(shared) if read_only else not any(shared)
+
+
 def test_a_cycle_longer_than_the_buffer_budget_is_gathered_instead(data, fitted, counted, monkeypatch):
     """A buffer holds a chunk plus one turn of the cycle: a cycle longer than the buffers'
     budget (here 50 rows of 4 float64; PFI on all 90 rows) is gathered as before, not copied
@@ -166,6 +190,53 @@ def test_cycled_is_the_cycle_of_observations():
     for a in range(0, 9):
         for b in range(a, 15):
             assert np.array_equal(cycled(rows, a, b), rows[np.arange(a, b) % rows.size])
+
+
+def test_repeated_is_each_row_repeated():
+    rows = np.array([5, 2, 9, 7])
+    for times in (1, 3):
+        for a in range(0, rows.size * times + 1):
+            for b in range(a, rows.size * times + 1):
+                assert np.array_equal(repeated(rows, times, a, b), rows[np.arange(a, b) // times])
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_a_grid_spec_writes_the_rows_of_the_tensor_at_any_cut(data, dtype):
+    """Rows start:stop of a curve tensor (an observation per grid sweep), whole or cut inside
+    an observation at either end, equal the rows indexed one by one (the brute force)."""
+    X, _ = data
+    design = Design(X, as_frame=False, block_dtype=dtype)
+    base = np.array([7, 3, 3, 40, 0])
+    grid = np.array([-1.5, 0.25, 2.0])
+    n_total = base.size * grid.size
+    for start in range(n_total):
+        for stop in range(start + 1, n_total + 1):
+            flat = np.arange(start, stop)
+            expected = X.to_numpy()[base[flat // grid.size]].astype(dtype)
+            expected[:, 2] = grid[flat % grid.size]
+            block = GridSpec(design, base, "c", grid, start, stop).block()
+            assert block.dtype == dtype and np.array_equal(block, expected), (start, stop)
+            out = np.full((stop - start + 2, 4), np.nan, dtype=dtype)
+            GridSpec(design, base, "c", grid, start, stop).write(out[1:-1])  # only its slice
+            assert np.array_equal(out[1:-1], expected) and np.isnan(out[[0, -1]]).all()
+
+
+@pytest.mark.parametrize("read_only", [False, True])
+@pytest.mark.parametrize("chunk_rows", [2, 4, 6, 100])
+def test_the_losses_of_cycles_read_their_target_from_each_row_observation(data, fitted, read_only, chunk_rows):
+    """Segments cycling through the same observations, one ending mid-turn (5 rows of a
+    3-row turn) before the next starts at its turn's beginning: each row's loss is against
+    its own observation's target (a chunk spanning both cannot be read off one tiled turn)."""
+    X, y = data
+    predictor, _ = make_predictor(Recorder(fitted, read_only=read_only), X, None)
+    loss = resolve_loss("absolute_error", predictor)
+    base, observations = np.array([4, 11, 30]), np.array([4, 11, 30])
+    sizes = (5, 7, 6)
+    segments = [cycle_segment(predictor.design, base, k, lambda a, b: {}, observations) for k in sizes]
+    values, losses = predict_segments(predictor, segments, y_enc=y, loss=loss, chunk_rows=chunk_rows)
+    rows = np.concatenate([observations[np.arange(k) % 3] for k in sizes])
+    assert np.array_equal(values, fitted.predict(X.iloc[rows]))
+    assert np.allclose(losses, np.abs(y[rows] - values), rtol=0, atol=1e-12)
 
 
 class _Outputs:
