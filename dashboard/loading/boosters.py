@@ -204,10 +204,14 @@ class BoosterModel:
         it: compute then builds float32 blocks (the same predictions, half the bytes)."""
         return np.float32 if self.library == "xgboost" else None
 
-    #: The boosters read the rows they are given and keep nothing (XGBoost's and LightGBM's
-    #: predict take a const view; CatBoost copies into its own pool): compute may reuse one
-    #: buffer for successive blocks.
-    input_read_only = True
+    @property
+    def input_read_only(self) -> bool:
+        """XGBoost and LightGBM read the rows they are given and keep nothing (their predict
+        takes a const view): compute may reuse one buffer for successive blocks, in chunks of
+        16 MiB. CatBoost keeps nothing either (it copies into its own pool), but converts a
+        frame column by column per call, so it gets larger, fresh blocks: measured 1.12x / 1.08x
+        its raw predict for PFI / curves that way, 1.31x / 1.21x in reused 16 MiB chunks."""
+        return self.library != "catboost"
 
     @property
     def takes_float_arrays(self) -> bool:
