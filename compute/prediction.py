@@ -29,8 +29,8 @@ CHUNK_BYTES = 256 * 2**20
 #: written into one reused buffer per thread: small enough that a buffer (a chunk plus one
 #: turn of a cycle) stays under glibc's largest mmap threshold (32 MiB), so a pass's buffers
 #: come from warm heap memory instead of fresh pages (measured: 15-50 ms less outside the
-#: model per PFI pass of 2.5 million rows than at 32 MiB), yet large enough that a booster call's fixed cost (about
-#: 0.1 ms) is under 1 % of the call.
+#: model per PFI pass of 2.5 million rows than at 32 MiB), yet large enough that a booster
+#: call's fixed cost (about 0.1 ms) is under 1 % of the call.
 REUSED_CHUNK_BYTES = 16 * 2**20
 
 
@@ -224,7 +224,7 @@ class GridSpec:
     """Rows ``start:stop`` of a curve tensor, row by row: row t is design row
     ``base[t // n_grid]`` with ``column`` at grid point ``grid[t % n_grid]`` (``grid`` cast
     for the design, ``n_grid = len(grid)``). On numeric data each observation's row is read
-    once and broadcast over its grid points, with no index arithmetic per tensor row."""
+    once and repeated over its grid points, with no index arithmetic per tensor row."""
 
     design: Design
     base: np.ndarray
@@ -249,7 +249,7 @@ class GridSpec:
         design = self.design
         if not design.numeric:
             return design.block(self.positions, self.replace)
-        out = np.empty((self.stop - self.start, len(design.columns)), dtype=design.block_dtype)
+        out = np.empty((self.n_rows, len(design.columns)), dtype=design.block_dtype)
         self.write(out)
         return design.wrap(out)
 
@@ -554,11 +554,13 @@ def _fill_cycle(target: np.ndarray, values: np.ndarray, phase: int) -> None:
     rest[whole:] = values[: rest.size - whole]
 
 
-def unmodified_segment(predictor: Predictor, rows: np.ndarray, local: Design | None = None, at=None) -> Segment:
+def unmodified_segment(
+    predictor: Predictor, rows: np.ndarray, local: Design | None = None, at: np.ndarray | None = None
+) -> Segment:
     """The rows at positions ``rows`` as they are; read from ``local`` at positions ``at``
     when given (the same rows in a subset's design, see :meth:`Design.subset`), so that they
     share a chunk's gather with other rows read from it."""
-    design, where = (predictor.design, rows) if local is None else (local, at)
+    design, where = (predictor.design, rows) if local is None or at is None else (local, at)
     return Segment(
         rows.size,
         lambda a, b: design.block(where[a:b], {}),
