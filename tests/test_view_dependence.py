@@ -7,7 +7,9 @@ import json
 import re
 
 import numpy as np
+import plotly.io as pio
 import pytest
+from helpers.components import figure_title, report_figures
 from helpers.components import texts as _texts
 
 import compute
@@ -105,9 +107,26 @@ def test_conditional_pfi_sits_beside_the_bars_and_reads_the_largest_drop(ctx):
 def test_the_report_carries_both_views(ctx):
     results = _results(ctx, "demo-x3", feature="X1")
     html = views.report_html(ctx, results)
-    assert "Which features act together?" in html and "Which pairs act together (Friedman's H²)" in html
+    titles = [figure_title(layout) for _, layout in report_figures(html)]
+    assert "Which features act together?" in html and "Which pairs act together (Friedman's H²)" in titles
     assert "Importance once the other features are known" in html
     assert "act together most" in html  # the reading, as a note
+
+
+def test_the_report_writes_figure_text_the_same_whichever_encoder_plotly_has(ctx, monkeypatch):
+    """Issue 38: plotly's JSON encoder is orjson when installed (non-ASCII written as itself)
+    and the json module otherwise (escaped): the report's figures are written as themselves
+    either way, and a figure's text cannot close its script element."""
+    results = _results(ctx, "demo-x3", feature="X1")
+    pages = []
+    for engine in ("json", "auto"):
+        monkeypatch.setattr(pio.json.config, "default_engine", engine)
+        pages.append(views.report_html(ctx, results))
+    figures = [report_figures(page) for page in pages]
+    assert figures[0] == figures[1] and len(figures[0]) >= 5
+    assert "Which pairs act together (Friedman's H²)" in pages[0]  # as itself, not \\u00b2
+    scripts = re.findall(r"<script>Plotly\.newPlot\((.*?)</script>", pages[0], flags=re.S)
+    assert len(scripts) == len(figures[0]) and not any("</" in s or "<!--" in s for s in scripts)
 
 
 def test_the_x3_demo_findings_name_the_features_and_the_x3_split(ctx):

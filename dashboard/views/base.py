@@ -12,15 +12,19 @@ already cleaned and planned by the server, and returns a dict with one entry per
 from __future__ import annotations
 
 import html as html_lib
+import json
 import re
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
 import pandas as pd
-import plotly.io as pio
+import plotly.graph_objects as go
+from _plotly_utils.utils import PlotlyJSONEncoder
 from dash import dcc
+from plotly.offline import get_plotlyjs
 
 import compute
 
@@ -287,8 +291,41 @@ def waiting(results) -> str:
     return str(error) if error else "Waiting for results…"
 
 
+#: What a figure's JSON must not hold inside a <script> element (plotly.io's own list):
+#: "</script>" and "<!--" would end or change the element; U+2028/2029 end a line in older JS.
+_SCRIPT_UNSAFE = (("<", "\\u003c"), (">", "\\u003e"), ("/", "\\u002f"), ("\u2028", "\\u2028"), ("\u2029", "\\u2029"))
+
+
+def figure_json(part) -> str:
+    """One part of a figure (its data or layout) as JSON for a <script> element.
+
+    Written here on purpose rather than by ``plotly.io.to_html``, whose encoder is orjson
+    when that package happens to be installed (non-ASCII written as itself) and the standard
+    ``json`` module otherwise (non-ASCII escaped as ``\\uXXXX``): the report must be the same
+    file on every machine. Non-ASCII text is written as itself, like the report's prose (the
+    document is UTF-8); the characters that could end the script early are escaped."""
+    text = json.dumps(part, cls=PlotlyJSONEncoder, separators=(",", ":"), ensure_ascii=False)
+    for unsafe, safe in _SCRIPT_UNSAFE:
+        text = text.replace(unsafe, safe)
+    return text
+
+
 def figure_html(fig, *, first: bool = False) -> str:
-    return pio.to_html(fig, include_plotlyjs=first, full_html=False, config={"displaylogo": False})
+    """A figure as an HTML fragment of the report: its div and the script drawing it, with
+    plotly.js inlined before the first figure (the report is one file, read offline)."""
+    fig_dict = (fig if isinstance(fig, go.Figure) else go.Figure(fig)).to_plotly_json()
+    layout = fig_dict.get("layout", {})
+    height = layout.get("height", layout.get("template", {}).get("layout", {}).get("height", "100%"))
+    height = f"{height}px" if isinstance(height, int | float) else str(height)
+    div_id = str(uuid.uuid4())
+    config = json.dumps({"displaylogo": False, "responsive": True})
+    script = f'<script charset="utf-8">{get_plotlyjs()}</script>' if first else ""
+    return (
+        f'<div style="height:{html_lib.escape(height)}; width:100%;">{script}'
+        f'<div id="{div_id}" class="plotly-graph-div" style="height:100%; width:100%;"></div>'
+        f'<script>Plotly.newPlot("{div_id}", {figure_json(fig_dict.get("data", []))}, '
+        f"{figure_json(layout)}, {config});</script></div>"
+    )
 
 
 def table_html(rows: list[dict], cols: list[dict]) -> str:
