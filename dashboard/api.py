@@ -117,12 +117,14 @@ class Shown:
 class _Server:
     """The dashboard's server process of this session (``python -m dashboard.serve``)."""
 
-    def __init__(self, port: int | None, cache_dir):
+    def __init__(self, port: int | None, cache_dir, *, keep: bool = False):
         self.inbox = Path(tempfile.mkdtemp(prefix="wip-show-"))  # private: 0700
         self.port = port or _free_port()
+        self.keep = keep
+        tie = [] if keep else ["--parent", str(os.getpid())]  # it ends when this process ends, however
         self.process = subprocess.Popen(
             [sys.executable, "-m", "dashboard.serve", "--inbox", str(self.inbox), "--port", str(self.port)]
-            + ["--cache-dir", str(cache_dir)],
+            + ["--cache-dir", str(cache_dir), *tie],
             cwd=ROOT,
             env=_env(),
             stdout=subprocess.PIPE,
@@ -133,7 +135,15 @@ class _Server:
         if line.strip() != "READY":
             self.stop()
             raise ShowError(f"The dashboard's server did not start (it said {line.strip()[:200]!r}).")
-        atexit.register(self.stop)
+        if keep:
+            pid = self.process.pid
+            print(
+                f"The dashboard's server (process {pid}, port {self.port}) keeps running after this Python process"
+                f" ends: stop it with shown.stop(), or from a shell with: kill -TERM -- -{pid}",
+                file=sys.stderr,
+            )
+        else:
+            atexit.register(self.stop)
 
     @property
     def alive(self) -> bool:
@@ -180,6 +190,7 @@ def show(
     open_browser: bool = False,
     title: str = "",
     cache_dir=".wip-cache",
+    keep: bool = False,
 ) -> Shown:
     """Show ``models`` on ``data`` (its ``target`` column the outcome) in the dashboard and
     return at once: a :class:`Shown` with the page's ``url`` and ``stop()``. In a notebook
@@ -187,23 +198,28 @@ def show(
     ``{name: model}`` dict (anything with ``predict``/``predict_proba``). The objects are
     handed to a server process of their own (a fresh interpreter), whose isolated job
     processes run them; calling ``show`` again adds a data set to the same server.
+
+    The server ends when this Python process ends, however it ends (a kernel restarted or
+    shut down, a script killed): ``keep=True`` lets it outlive the process (it prints how to
+    stop it); asking for the other choice than the running server's starts a new server.
     Raises :class:`ShowError` with a one-line reason."""
     global _SERVER
     named = _pickled(models)
-    if _SERVER is None or not _SERVER.alive or (port is not None and port != _SERVER.port):
-        if _SERVER is not None:
-            _SERVER.stop()
-        _SERVER = _Server(port, cache_dir)
+    current = _SERVER
+    if current is None or not current.alive or (port is not None and port != current.port) or current.keep != keep:
+        if current is not None:
+            current.stop()
+        _SERVER = current = _Server(port, cache_dir, keep=keep)
     try:
-        reply = _SERVER.open({"models": named, "data": data, "target": target, "title": title})
+        reply = current.open({"models": named, "data": data, "target": target, "title": title})
     except (pickle.PicklingError, TypeError, AttributeError) as exc:
         raise ShowError(
             f"The models and data could not be handed to the dashboard ({type(exc).__name__}: {exc})."
         ) from exc
     if "error" in reply:
         raise ShowError(reply["error"])
-    url = f"http://127.0.0.1:{_SERVER.port}/?ws={reply['ws']}"
-    shown = Shown(_SERVER, url, reply["ws"], list(reply.get("warnings", [])))
+    url = f"http://127.0.0.1:{current.port}/?ws={reply['ws']}"
+    shown = Shown(current, url, reply["ws"], list(reply.get("warnings", [])))
     if open_browser:
         webbrowser.open(url)
     return shown

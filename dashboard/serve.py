@@ -5,16 +5,28 @@ processes) serving the dashboard on 127.0.0.1. Data sets arrive through ``DIR``,
 folder the caller created: each ``NAME.pkl`` (the caller's own models, data frame and
 target, pickled) is opened as a workspace (checked as an upload is, the models in an
 isolated process) and answered with ``NAME.json`` (``{"ws": id}`` or ``{"error": reason}``),
-then its first views are computed. The line ``READY`` on standard output says it listens."""
+then its first views are computed. The line ``READY`` on standard output says it listens.
+
+With ``--parent PID`` (what ``show`` passes unless ``keep=True``) the server ends when that
+process ends, however it ends: a kernel restarted or shut down (SIGTERM, then SIGKILL), a
+script stopped by a signal, where ``atexit`` never runs. A thread watches the parent's pid
+(re-parenting changes ``getppid()``; ``PR_SET_PDEATHSIG`` alone would follow the thread
+that started us, and a notebook may call ``show`` from a thread that ends first) and ends
+every process of the server's session within a second or two."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import logging
+import os
 import pickle
+import signal
 import threading
+import time
 from pathlib import Path
+
+import psutil
 
 import compute
 
@@ -54,12 +66,53 @@ def watch_inbox(app, inbox: Path, stop: threading.Event, interval: float = 0.1) 
         stop.wait(interval)
 
 
+def watch_parent(parent: int, interval: float = 0.2) -> None:
+    """Return when ``parent`` is no longer this process's parent (it ended: we were
+    re-parented to init or a subreaper)."""
+    while os.getppid() == parent:
+        time.sleep(interval)
+
+
+def end_session(grace: float = 2.0) -> None:
+    """End this server and every process it started: its descendants get SIGTERM, those
+    still there after ``grace`` seconds SIGKILL, then this process ends. As the leader of
+    its own process group (``show`` starts it in a session of its own) the group is killed
+    too, which reaches a job process whose parent already ended."""
+    try:
+        others = psutil.Process().children(recursive=True)
+    except psutil.Error:
+        others = []
+    for process in others:
+        try:
+            process.terminate()
+        except psutil.Error:
+            pass
+    _, alive = psutil.wait_procs(others, timeout=grace)
+    for process in alive:
+        try:
+            process.kill()
+        except psutil.Error:
+            pass
+    if os.getpgrp() == os.getpid():
+        os.killpg(os.getpid(), signal.SIGKILL)  # this process too
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _end_with(parent: int) -> None:
+    watch_parent(parent)
+    log.warning("the process that started the dashboard (pid %d) ended: stopping", parent)
+    end_session()
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(prog="python -m dashboard.serve")
     parser.add_argument("--inbox", required=True, type=Path)
     parser.add_argument("--port", required=True, type=int)
     parser.add_argument("--cache-dir", default=".wip-cache")
+    parser.add_argument("--parent", type=int, default=None, help="end when this process ends")
     args = parser.parse_args(argv)
+    if args.parent is not None:  # before anything slow: a caller gone during start-up ends us too
+        threading.Thread(target=_end_with, args=(args.parent,), daemon=True, name="wip-parent").start()
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     app = create_app(Config(cache_dir=args.cache_dir, host="127.0.0.1", port=args.port, warm=False))
     for noisy in ("werkzeug", "dash.dash", app.logger.name):  # no request log or banner in the caller's notebook
