@@ -53,11 +53,16 @@ from .shapley import (
     shapley_contributions,
     shapley_importance,
 )
+from .skill import ModelComparison, Skill, compare_models, model_skill
 from .subgroup import format_condition, parse_subgroup
 from .summary import ProfileSummary
 from .whatif import WhatIf, apply_edits, what_if
 
 __all__ = [
+    "ModelComparison",
+    "Skill",
+    "compare_models",
+    "model_skill",
     "performance_gap",
     "PerformanceGap",
     "findings",
