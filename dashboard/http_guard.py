@@ -282,7 +282,7 @@ def guard_routes(app: Dash, config: Config) -> None:
 
     @server.before_request
     def guard():
-        if check_host and rebound_host(request.remote_addr, request.host):
+        if check_host and rebound_host(request.remote_addr, request.environ.get("HTTP_HOST")):
             return _text(
                 "This server answers a local connection only at localhost or an IP address "
                 "(behind a reverse proxy, start it with --trusted-proxies).",
@@ -324,7 +324,10 @@ def cross_site(headers, host: str) -> bool:
 
 def rebound_host(remote_addr: str | None, host: str | None) -> bool:
     """A loopback connection (the visitor's browser on this machine) naming a host that is
-    not ``localhost`` or an IP address: a DNS-rebinding site."""
+    not ``localhost`` (or a name under it) or an IP address: a DNS-rebinding site. ``host``
+    is the raw Host header: Werkzeug's ``request.host`` is empty for one it cannot read
+    (``a_b.evil.example``), which must not pass for a local name, so a Host that does not
+    parse is refused too. None (no header: HTTP/1.0, never a browser's) names nothing."""
     try:
         peer = ipaddress.ip_address(remote_addr or "")
     except ValueError:
@@ -332,19 +335,45 @@ def rebound_host(remote_addr: str | None, host: str | None) -> bool:
     mapped = getattr(peer, "ipv4_mapped", None)
     if not (peer.is_loopback or (mapped is not None and mapped.is_loopback)):
         return False
-    name = (host or "").strip().lower()
-    if name.startswith("["):  # [::1]:8050
-        name = name[1 : name.find("]")]
-    elif name.count(":") == 1:  # name:port (more colons: a bare IPv6 address)
-        name = name.split(":")[0]
-    name = name.rstrip(".")
-    if not name or name == "localhost" or name.endswith(".localhost"):
+    if host is None:
+        return False
+    name = host_name(host)
+    if name is None:
+        return True
+    if name == "localhost" or name.endswith(".localhost"):
         return False
     try:
         ipaddress.ip_address(name)
     except ValueError:
         return True
     return False
+
+
+_HOST = re.compile(r"(\[[^\]]*\]|[^:]*)(?::([0-9]{1,5}))?")
+_LABEL = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?")
+
+
+def host_name(host: str) -> str | None:
+    """The name or IP address a Host header value (``name``, ``name:port``, ``[v6]:port``)
+    names, lower-case, without a final dot; None for one that is not a host: empty, a port
+    that is not one, or a name that is not letters, digits and hyphens in dot-separated
+    labels (RFC 1123; a browser sends an international name as punycode)."""
+    host = host.strip(" \t").lower()
+    if host.count(":") > 1 and not host.startswith("["):  # a bare IPv6 address
+        host = f"[{host}]"
+    match = _HOST.fullmatch(host)
+    if match is None or (match[2] is not None and not 0 < int(match[2]) < 65536):
+        return None
+    name = match[1]
+    if name.startswith("["):
+        try:
+            return str(ipaddress.IPv6Address(name[1:-1]))
+        except ValueError:
+            return None
+    name = name.removesuffix(".")
+    if not name or len(name) > 253 or not all(_LABEL.fullmatch(label) for label in name.split(".")):
+        return None
+    return name
 
 
 _PROJECT = tuple(str(Path(__file__).resolve().parent.parent / part) + os.sep for part in ("dashboard", "compute"))

@@ -16,6 +16,8 @@ from functools import cached_property
 from typing import Any
 from urllib.parse import parse_qs, urlencode
 
+import pandas as pd
+
 import compute
 
 from .config import Config
@@ -85,7 +87,10 @@ def int_field(name: str, default: int, *, low: int, high: int, control: tuple[st
     def read(raw) -> int:
         if isinstance(raw, bool):
             raise TypeError("not a whole number")
-        return int(raw)
+        try:
+            return int(raw)
+        except OverflowError:  # an infinite float (JSON's Infinity): refused like NaN, not an HTTP 500
+            raise ValueError("not a finite number") from None
 
     return Field(name, default, clean, read, str, control)
 
@@ -269,7 +274,7 @@ def state_from_search(search: str | None) -> dict:
     if one.get("edit"):
         try:
             state["edit"] = json.loads(one["edit"][: MAX_EDITS * (MAX_TEXT + 8)])
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested past the parser's limit
             state["edit"] = {}
     return clean_state(state)
 
@@ -301,8 +306,17 @@ def search_from_state(state: dict) -> str:
     return "?" + urlencode(query)
 
 
+def held_row(value, rows: pd.Index) -> str | None:
+    """A row label from the URL or the browser as the data set spells it (``03`` is row 3's
+    ``3``), or None for a row it does not hold: any other spelling, or a made-up label, would
+    be a new state (and new cache entries) selecting the same rows."""
+    label = row_label(value, rows)
+    return str(label) if label in rows else None
+
+
 def normalize(ctx, state: dict, *, previous_subgroup: str = "", error=None) -> tuple[dict, str | None]:
-    """Make a state valid for its workspace: known ids, a model, a feature, a parseable subgroup."""
+    """Make a state valid for its workspace: known ids, a model, a feature, rows it holds (the
+    observation, the excluded ones), a parseable subgroup."""
     state = clean_state(state)
     ws = ctx.store.workspace(state.get("ws"))
     if ws is None:
@@ -320,8 +334,9 @@ def normalize(ctx, state: dict, *, previous_subgroup: str = "", error=None) -> t
     if state.get("feature") not in model.features:
         state["feature"] = model.features[0]
     rows = ctx.store.data(ws).index
-    if state.get("obs") is not None and row_label(state["obs"], rows) not in rows:
-        state["obs"] = None  # a row this data set does not have (another data set's, or typed in a URL)
+    if state.get("obs") is not None:
+        state["obs"] = held_row(state["obs"], rows)  # None: another data set's row, or one typed in a URL
+    state["exclude"] = sorted({label for label in (held_row(e, rows) for e in state["exclude"]) if label is not None})
     if state.get("obs") is None or not state.get("edit"):
         state["edit"] = {}
     else:

@@ -33,7 +33,10 @@ INFO = "interactions-info"
 
 def _pair(raw) -> str:
     """A pair as canonical JSON text (two labels of at most 200 characters), else ValueError."""
-    value = json.loads(raw) if isinstance(raw, str) else raw
+    try:
+        value = json.loads(raw) if isinstance(raw, str) else raw
+    except RecursionError:  # nested past the parser's limit: unreadable like any other text
+        raise ValueError("not a pair of feature names") from None
     if (
         not isinstance(value, list)
         or len(value) != 2
