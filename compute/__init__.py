@@ -44,6 +44,7 @@ from .performance import (
 from .profile import feature_profile, feature_profiles
 from .regional import RegionalSplit, SubgroupSuggestions, suggest_subgroups
 from .results import Extremes, FeatureProfile, PermutationImportance, PermutationPairs
+from .separation import FeatureDifference, compare_features, ranking_ties, tied_with
 from .shapley import (
     ShapleyCoalitions,
     ShapleyContributions,
@@ -59,6 +60,10 @@ from .summary import ProfileSummary
 from .whatif import WhatIf, apply_edits, what_if
 
 __all__ = [
+    "FeatureDifference",
+    "compare_features",
+    "ranking_ties",
+    "tied_with",
     "ModelComparison",
     "Skill",
     "compare_models",

@@ -20,9 +20,12 @@ from .interaction import InteractionStrength
 from .performance import PerformanceGap
 from .regional import SubgroupSuggestions
 from .results import PermutationImportance
+from .separation import tied_with
+from .skill import ModelComparison, Skill
 
 __all__ = [
     "Finding",
+    "verdict",
     "acting_together",
     "inflated_by_dependence",
     "leak_warning",
@@ -56,23 +59,94 @@ def number(value: float) -> str:
     return f"{rounded:,.{decimals}f}"
 
 
+def _judged(skill: Skill) -> str:
+    """How a model compares with the constant, in words, from the skill's interval."""
+    if skill.high < 0:
+        return "worse than"
+    if skill.low <= 0:
+        return "not clearly better than"
+    if skill.skill < 0.1:
+        return "barely better than"
+    return "better than" if skill.skill < 0.5 else "much better than"
+
+
+def _constant(skill: Skill) -> str:
+    """What the constant prediction does, in words."""
+    if isinstance(skill.constant, dict):  # class shares
+        label, share = max(skill.constant.items(), key=lambda item: item[1])
+        return f"giving every row the class shares ({share:.1%} '{label}')"
+    if skill.loss == "zero_one":
+        return f"always answering '{skill.constant}'"
+    what = "mean" if skill.loss == "squared_error" else "median"
+    return f"always predicting the {what} ({number(float(skill.constant))})"  # type: ignore[arg-type]
+
+
+def verdict(skills, comparison: ModelComparison | None, *, loss: str, rows_note: str = "") -> list[Finding]:
+    """How good the models are, first: the best model (or the only one) against the best
+    constant prediction under PFI's loss (``compute.model_skill``: skill = 1 - loss /
+    constant's loss with its interval), and with several models which is best and whether
+    the rows tell it apart from the runner-up (``compute.compare_models``, paired on the
+    same rows). ``skills``: {model: Skill}; ``rows_note``: a clause on what the rows are."""
+    if not skills:
+        return []
+    best = comparison.best if comparison is not None else next(iter(skills))
+    skill = skills[best]
+    level = f"{skill.level:.0%}"
+    interval = f"skill {number(skill.skill)}, {level} interval {number(skill.low)} to {number(skill.high)}"
+    scale = "1 is perfect, 0 no better than the constant"
+    if skill.accuracy is not None and skill.baseline_accuracy is not None:
+        head = (
+            f"{best} is {_judged(skill)} always answering '{skill.majority}': accuracy {skill.accuracy:.3f} against "
+            f"{skill.baseline_accuracy:.3f}"
+        )
+        if skill.loss == "zero_one":
+            text = f"{head} ({interval}; {scale})"
+        else:
+            text = (
+                f"{head}; its {loss} (the loss PFI uses) is {number(skill.model_error)} against "
+                f"{number(skill.baseline_error)} for {_constant(skill)} ({interval}; {scale})"
+            )
+    else:
+        text = (
+            f"{best} is {_judged(skill)} {_constant(skill)}: its {loss} is {number(skill.model_error)} against "
+            f"{number(skill.baseline_error)} ({interval}; {scale})"
+        )
+    numbers = {"model": best, "skill": skill.skill, "low": skill.low, "high": skill.high}
+    out = [Finding("performance", f"{text}{rows_note}.", numbers)]
+    if comparison is not None:
+        others = "; ".join(f"{m} {number(e)}" for m, e in list(comparison.errors.items())[1:])
+        diff = (
+            f"difference {number(comparison.difference)}, {level} interval {number(comparison.low)} to "
+            f"{number(comparison.high)}, paired on the same {comparison.n_rows:,} rows"
+        )
+        tell = (
+            f"its lead over {comparison.runner_up} is more than its uncertainty ({diff})"
+            if comparison.clear
+            else f"but these rows cannot tell it from {comparison.runner_up} ({diff})"
+        )
+        text = (
+            f"Of the {len(comparison.errors)} models, {best} does best ({loss} {number(comparison.errors[best])}; "
+            f"{others}), {tell}. The sentences below describe {best}."
+        )
+        out.append(Finding("performance", text, {"best": best, "errors": dict(comparison.errors)}))
+    return out
+
+
 def reliance(pfi: PermutationImportance, *, model: str, loss: str) -> Finding | None:
     """Which features the model's performance relies on most, their share of the total
-    positive importance, and which the data cannot tell apart from the first: a feature
-    whose PFI is within two standard errors of the difference (the row standard error when
-    there is one: it covers the choice of rows as well as of permutations). None when no
-    feature's shuffle raises the error."""
+    positive importance, and which the data cannot tell apart from the first
+    (:func:`compute.separation.tied_with`, the one rule the ranking's verdict uses too). Each
+    "±" is the result's :attr:`~compute.PermutationImportance.uncertainty`, the standard error
+    the bars draw. None when no feature's shuffle raises the error."""
     importance = pfi.importance
     positive = importance.clip(lower=0)
     total = float(positive.sum())
     if pfi.kind != "difference" or total <= 0:
         return None
-    error = pfi.row_std_error if pfi.row_std_error is not None else pfi.std_error
-    error = error.reindex(importance.index).fillna(0.0)
+    error = pfi.uncertainty.fillna(0.0)
     order = importance.sort_values(ascending=False, kind="stable").index
     top = order[0]
-    gap = importance[top] - importance
-    tied = [f for f in order[1:] if importance[f] > 0 and gap[f] <= 2 * np.hypot(error[top], error[f])]
+    tied = tied_with(pfi, top)
     shown = [top, *tied]
     share = float(positive[shown].sum() / total)
     parts = ", ".join(f"{f} ({number(importance[f])} ± {number(error[f])})" for f in shown)

@@ -166,6 +166,7 @@ class _Setup:
     pair_losses: np.ndarray | None
     # conditional importance: per item, a label per row; the permutations stay within labels
     strata: tuple[np.ndarray | None, ...] | None = None
+    streamed: bool = False  # a block of a split job (streams given): keep each row's change for concat
 
 
 def _setup(
@@ -206,6 +207,7 @@ def _setup(
     n_obs = check_int(n_obs, "n_obs", low=2, none_ok=True)
     items = [(f, [f]) for f in features] + list(groups.items())
     entropy, rows = _draw(rng, len(X), n_obs)
+    streamed = streams is not None
     streams = _check_streams(streams, len(items))
     if not isinstance(keep_pairs, (bool, np.bool_)):
         raise InputError(f"The 'keep_pairs' parameter must be True or False (got {keep_pairs!r}).")
@@ -225,6 +227,7 @@ def _setup(
         n_jobs=n_jobs,
         pair_donors=np.empty((len(items), n_repeats, n), dtype=np.int32) if keep_pairs else None,
         pair_losses=np.empty((len(items), n_repeats, n)) if keep_pairs else None,
+        streamed=streamed,
     )
 
 
@@ -278,6 +281,13 @@ class _Errors:
     row_se: np.ndarray
     model_error: float
     base: np.ndarray
+    row_cov: np.ndarray | None = None  # items x items: covariance of the items' mean changes (see below)
+    changes: np.ndarray | None = None  # items x rows: each row's mean loss change (float32)
+
+
+#: Most (item, row) loss changes kept during a pass for the row covariance (float32: 40 MB);
+#: above it the comparisons of two features fall back to their row standard errors alone.
+ROW_CHANGES_MAX = 10_000_000
 
 
 def _permuted_errors(setup: _Setup) -> _Errors:
@@ -292,6 +302,8 @@ def _permuted_errors(setup: _Setup) -> _Errors:
     unmodified = cycle_segment(local, at, n, lambda a, b: {}, rows)
     errors = np.empty((len(setup.items), n_repeats))
     row_se = np.full(len(setup.items), np.nan)  # standard error over rows of each row's mean loss change
+    keep = len(setup.items) * n <= ROW_CHANGES_MAX and n > 1
+    changes = np.empty((len(setup.items), n), dtype=np.float32) if keep else None
     batch = max(1, BATCH_ROWS // (n * n_repeats))
     model_error: float | None = None
     base = np.empty(0)
@@ -317,13 +329,19 @@ def _permuted_errors(setup: _Setup) -> _Errors:
         errors[start : start + len(group)] = per.mean(axis=2)
         change = per.mean(axis=1) - base[None, :]  # (group, n): each row's loss change
         row_se[start : start + len(group)] = change.std(axis=1, ddof=1) / np.sqrt(n)
+        if changes is not None:
+            changes[start : start + len(group)] = change
     assert model_error is not None  # the first batch always carries the unmodified rows
-    return _Errors(errors, row_se, model_error, base)
+    # the covariance of two items' mean changes over the rows (ddof=1, over n): var(a - b) of a
+    # paired comparison is C_aa + C_bb - 2 C_ab; C_aa is row_se² (up to float32 rounding)
+    row_cov = None if changes is None else np.atleast_2d(np.cov(changes, ddof=1)) / n
+    return _Errors(errors, row_se, model_error, base, row_cov, changes)
 
 
 def _aggregate(setup: _Setup, found: _Errors) -> PermutationImportance:
     """Eq. (8): each repeat's PFI against the model's error, as a difference or a ratio."""
     errors, row_se, model_error, base = found.errors, found.row_se, found.model_error, found.base
+    row_cov = found.row_cov
     if setup.kind == "difference":
         values = errors - model_error
     elif model_error <= 1e-12 * max(float(errors.max()), 1e-300):
@@ -334,6 +352,7 @@ def _aggregate(setup: _Setup, found: _Errors) -> PermutationImportance:
     else:
         values = errors / model_error
         row_se = row_se / model_error
+        row_cov = None if row_cov is None else row_cov / model_error**2
     repeats = pd.DataFrame(
         values,
         index=pd.Index([name for name, _ in setup.items], name="feature"),
@@ -352,6 +371,8 @@ def _aggregate(setup: _Setup, found: _Errors) -> PermutationImportance:
         rows=setup.index[setup.rows],
         row_std_error=pd.Series(row_se, index=repeats.index, name="row_std_error"),
         pairs=pairs,
+        row_covariance=None if row_cov is None else pd.DataFrame(row_cov, index=repeats.index, columns=repeats.index),
+        row_changes=found.changes if setup.streamed else None,  # a block of a split job: for concat
     )
 
 

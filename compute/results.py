@@ -243,6 +243,12 @@ class PermutationImportance:
     pairs: PermutationPairs | None = None  # keep_pairs=True: every (row, donor) pair's loss
     # restrict(): the pairs found inside the subgroup per item and permutation (else None)
     n_pairs: pd.DataFrame | None = None
+    # features x features: covariance over the rows of two features' mean loss changes, so a
+    # comparison of two features is paired on the rows (compute.separation); None where not kept
+    row_covariance: pd.DataFrame | None = None
+    # a block of a split job (``streams``): each row's mean loss change (items x rows, float32),
+    # so the joined result's covariance is that of one call; None otherwise
+    row_changes: np.ndarray | None = None
 
     @classmethod
     def concat(cls, parts: list[PermutationImportance]) -> PermutationImportance:
@@ -272,11 +278,20 @@ class PermutationImportance:
             pairs = PermutationPairs(
                 np.concatenate([q.changes for q in found]), np.concatenate([q.donors for q in found]), found[0].base
             )
+        covariance = None
+        if all(p.row_changes is not None for p in parts):  # the covariance one call would give
+            changes = np.concatenate([p.row_changes for p in parts if p.row_changes is not None])
+            cov = np.atleast_2d(np.cov(changes, ddof=1)) / changes.shape[1]
+            if first.kind != "difference":
+                cov = cov / first.model_error**2
+            covariance = pd.DataFrame(cov, index=repeats.index, columns=repeats.index)
         return replace(
             first,
             repeats=repeats,
             row_std_error=None if any(e is None for e in errors) else pd.concat(errors),
             pairs=pairs,
+            row_covariance=covariance,
+            row_changes=None,
         )
 
     def without_pairs(self) -> PermutationImportance:
@@ -389,6 +404,23 @@ class PermutationImportance:
             return pd.Series(np.nan, index=self.repeats.index, name="std_error")
         return (self.repeats.std(axis=1, ddof=1) / np.sqrt(self.n_repeats)).rename("std_error")
 
+    @property
+    def uncertainty(self) -> pd.Series:
+        """The one standard error written after "±" and drawn as whiskers wherever this
+        result is shown (page, report, JSON): ``row_std_error`` when there is one (a row
+        sample or a subgroup's reused pairs: it covers the choice of rows as well as of
+        permutations), else ``std_error`` (over the permutations)."""
+        error = self.row_std_error if self.row_std_error is not None else self.std_error
+        return error.reindex(self.repeats.index).rename("std_error")
+
+    @property
+    def uncertainty_words(self) -> str:
+        """What :attr:`uncertainty` is, for the place it is shown."""
+        over = f"{self.n_repeats} permutation{'s' if self.n_repeats != 1 else ''}"
+        if self.row_std_error is not None:
+            return f"standard error over the {self.n_rows:,} rows used and {over}"
+        return f"standard error over {over}"
+
     def relative_error(self, min_share: float = 0.05) -> float:
         """The largest standard error relative to its importance among the features that
         matter (importance at least ``min_share`` of the largest); 0 when none does. A
@@ -398,7 +430,7 @@ class PermutationImportance:
         if not np.isfinite(top) or top <= 0:
             return 0.0
         matter = importance >= min_share * top
-        return float((self.std_error[matter] / importance[matter]).max())
+        return float((self.uncertainty[matter] / importance[matter]).max())
 
     def to_frame(self) -> pd.DataFrame:
         """importance, std and one column per repeat, indexed by feature."""

@@ -40,8 +40,8 @@ class Skill:
     under ``loss``: the two mean losses, ``skill`` = 1 - model_error / baseline_error and
     its ``level`` interval [low, high]. ``constant``: what the constant predicts (a number
     for a regressor; for a classifier the label it answers with the 0-1 loss, else the
-    {label: share} it gives every row); ``accuracy`` and ``baseline_accuracy`` for a
-    classifier (the constant's: the largest class share)."""
+    {label: share} it gives every row); ``accuracy``, ``baseline_accuracy`` (the largest
+    class share) and ``majority`` (that class) for a classifier."""
 
     loss: str
     model_error: float
@@ -54,6 +54,7 @@ class Skill:
     constant: object
     accuracy: float | None = None
     baseline_accuracy: float | None = None
+    majority: object = None  # a classifier's most frequent class on the rows (what the constant answers)
 
 
 @dataclass(frozen=True)
@@ -85,9 +86,19 @@ def _z(level: float) -> float:
     return NormalDist().inv_cdf(0.5 + level / 2)
 
 
-def _losses(pred: Predictions, y, mask, loss) -> tuple[str, np.ndarray, np.ndarray, object, np.ndarray]:
-    """(loss name, the model's per-row losses, the constant's, the constant, the encoded
-    target) on the rows of ``mask``."""
+@dataclass(frozen=True)
+class _RowLosses:
+    """The model's and the best constant's loss on each row of a mask, under one loss."""
+
+    loss: str
+    model: np.ndarray
+    constant: np.ndarray
+    value: object  # what the constant predicts
+    target: np.ndarray  # encoded
+
+
+def _losses(pred: Predictions, y, mask, loss) -> _RowLosses:
+    """The per-row losses of the model and of the best constant on the rows of ``mask``."""
     rows = _rows(pred, mask)
     if rows.sum() < 2:
         raise InputError("Judging a model needs at least 2 rows; choose a larger subgroup.")
@@ -113,7 +124,7 @@ def _losses(pred: Predictions, y, mask, loss) -> tuple[str, np.ndarray, np.ndarr
             constant = classes[int(np.argmax(shares))] if classes else int(np.argmax(shares))
         else:
             constant = {(classes[k] if classes else k): float(s) for k, s in enumerate(shares) if s > 0}
-    return loss_obj.name, loss_obj.fn(target, raw), loss_obj.fn(target, constant_raw), constant, target
+    return _RowLosses(loss_obj.name, loss_obj.fn(target, raw), loss_obj.fn(target, constant_raw), constant, target)
 
 
 def model_skill(pred: Predictions, y, *, mask=None, loss=None, level: float = 0.95) -> Skill:
@@ -121,7 +132,8 @@ def model_skill(pred: Predictions, y, *, mask=None, loss=None, level: float = 0.
     default as :func:`compute.model_performance`) on the rows of ``mask``, with its
     ``level`` interval (the module docstring gives the formula)."""
     z = _z(level)
-    name, model, constant, value, target = _losses(pred, y, mask, loss)
+    found = _losses(pred, y, mask, loss)
+    name, model, constant, value, target = found.loss, found.model, found.constant, found.value, found.target
     e_model, e_constant = float(model.mean()), float(constant.mean())
     if e_constant <= 0:
         raise InputError(
@@ -130,11 +142,14 @@ def model_skill(pred: Predictions, y, *, mask=None, loss=None, level: float = 0.
     ratio = e_model / e_constant
     se = float(np.std(model - ratio * constant, ddof=1) / (np.sqrt(model.size) * e_constant))
     skill = 1.0 - ratio
-    accuracy = baseline_accuracy = None
+    accuracy = baseline_accuracy = majority = None
     if pred.is_classifier:
-        guess = np.argmax(pred.raw[_rows(pred, mask)], axis=1) if pred.has_proba else pred.raw[_rows(pred, mask)]
-        accuracy = float(np.mean(guess == target))
-        baseline_accuracy = float(np.bincount(target.astype(np.intp)).max() / target.size)
+        raw = pred.raw[_rows(pred, mask)]
+        accuracy = float(np.mean((np.argmax(raw, axis=1) if pred.has_proba else raw) == target))
+        counts = np.bincount(target.astype(np.intp))
+        baseline_accuracy = float(counts.max() / target.size)
+        position = int(np.argmax(counts))
+        majority = pred.classes[position] if pred.classes is not None else position
     return Skill(
         loss=name,
         model_error=e_model,
@@ -147,6 +162,7 @@ def model_skill(pred: Predictions, y, *, mask=None, loss=None, level: float = 0.
         constant=value,
         accuracy=accuracy,
         baseline_accuracy=baseline_accuracy,
+        majority=majority,
     )
 
 
@@ -160,8 +176,8 @@ def compare_models(
     z = _z(level)
     losses = {}
     for name, pred in preds.items():
-        loss_name, model, _, _, _ = _losses(pred, y, mask, loss)
-        losses[str(name)] = model
+        found = _losses(pred, y, mask, loss)
+        loss_name, losses[str(name)] = found.loss, found.model
     sizes = {v.size for v in losses.values()}
     if len(sizes) != 1:
         raise InputError("The models' predictions cover different rows; compare them on the same rows.")

@@ -30,6 +30,7 @@ from .loading.inspect import Checked, inspect_model
 from .state import Context, default_state, normalize
 from .store import ModelEntry, Workspace, new_workspace_id
 from .views import REGISTRY, load_inputs, plan_state, report_html
+from .views.performance import verdicts
 
 Progress = Callable[[int, int, str], None]
 
@@ -195,10 +196,30 @@ def report_numbers(ctx: Context, results: dict) -> dict:
     pfi = {
         model: {
             str(f): {"importance": float(v), "std_error": float(se)}
-            for f, v, se in zip(found.importance.index, found.importance, found.std_error, strict=True)
+            for f, v, se in zip(found.importance.index, found.importance, found.uncertainty, strict=True)
         }
         for model, found in inp.pfi.items()
     }
+    skills, comparison = verdicts(inp)
+    performance: dict = {
+        str(model): {
+            "loss": skill.model_error,
+            "baseline_loss": skill.baseline_error,
+            "skill": skill.skill,
+            "skill_low": skill.low,
+            "skill_high": skill.high,
+            "rows": skill.n_rows,
+            **(
+                {}
+                if skill.accuracy is None
+                else {"accuracy": skill.accuracy, "baseline_accuracy": skill.baseline_accuracy}
+            ),
+        }
+        for model, skill in skills.items()
+    }
+    if skills:
+        performance["best"] = comparison.best if comparison is not None else str(next(iter(skills)))
+        performance["best_is_clear"] = None if comparison is None else comparison.clear
     views = {}
     for view in REGISTRY:
         if view.library is None:
@@ -216,6 +237,7 @@ def report_numbers(ctx: Context, results: dict) -> dict:
             "models": [m.name for m in inp.ws.models],
         },
         "state": {k: state[k] for k in ("model", "feature", "subgroup", "repeats") if k in state},
+        "performance": performance,
         "pfi": pfi,
         "views": views,
         "seed": planning.SEED,

@@ -308,7 +308,9 @@ def test_pfi_bars_sorted_with_feature_customdata(pfi):
     for b in bars:
         assert list(b.y) == order and list(b.customdata) == order
         assert_allclose(np.asarray(b.x, float), pfi[b.name].importance[order])
-        assert_allclose(np.asarray(b.error_x.array, float), pfi[b.name].std[order])
+        # the whisker is the standard error written after every "±" (issue 39), not the spread
+        assert_allclose(np.asarray(b.error_x.array, float), pfi[b.name].uncertainty[order])
+        assert_allclose(np.asarray(b.error_x.array, float), pfi[b.name].row_std_error[order])  # rows and permutations
     assert list(fig.layout.yaxis.categoryarray) == order[::-1]  # largest on top
 
 
@@ -334,7 +336,9 @@ def test_pfi_selected_feature_bold_and_outlined(pfi):
 def test_pfi_title_and_height(pfi):
     """Title names loss, kind and repeats; height grows with the features (min 300)."""
     fig = F.pfi_figure(pfi)
-    assert fig.layout.title.text == "PFI (difference in squared error), mean ± std over 4 permutations"
+    assert fig.layout.title.text == (
+        "PFI (difference in squared error), mean ± standard error over the 300 rows used and 4 permutations"
+    )
     assert fig.layout.height >= 300
     repeats = pd.DataFrame(
         {"repeat_1": np.arange(40.0), "repeat_2": np.arange(40.0) + 0.2}, index=[f"f{i}" for i in range(40)]

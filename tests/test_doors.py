@@ -87,8 +87,24 @@ def test_the_command_line_writes_the_report_and_its_numbers(files):
         pfi = _library_pfi(files[name], files["X"], files["y"])
         got = pd.DataFrame(numbers["pfi"][name]).T
         np.testing.assert_allclose(got["importance"], pfi.importance[got.index], rtol=1e-12)
-        np.testing.assert_allclose(got["std_error"], pfi.std_error[got.index], rtol=1e-12)
+        # std_error is the "±" the page writes (issue 39): the standard error over rows and permutations
+        np.testing.assert_allclose(got["std_error"], pfi.uncertainty[got.index], rtol=1e-12)
+        np.testing.assert_allclose(numbers["views"]["pfi"][f"{name}: std_error"]["income"], got["std_error"]["income"])
     assert numbers["views"]["subgroup_finder"] and numbers["views"]["sfimp"]
+    # the verdict's numbers: each model against the mean, and the best one
+    data = files["X"].assign(**{TARGET: files["y"]})
+    preds = {n: compute.predict_rows(files[n], files["X"]) for n in ("forest", "ridge")}
+    for name, pred in preds.items():
+        skill = compute.model_skill(pred, data[TARGET], loss="squared_error")
+        got = numbers["performance"][name]
+        np.testing.assert_allclose(
+            [got["loss"], got["baseline_loss"], got["skill"], got["skill_low"], got["skill_high"]],
+            [skill.model_error, skill.baseline_error, skill.skill, skill.low, skill.high],
+            rtol=1e-9,
+        )
+    best = compute.compare_models(preds, data[TARGET], loss="squared_error")
+    assert numbers["performance"]["best"] == best.best and numbers["performance"]["best_is_clear"] == best.clear
+    assert html.index("<h3>What we found</h3>") < html.index(f"{best.best} is ")  # the verdict opens the findings
 
 
 @pytest.mark.parametrize(

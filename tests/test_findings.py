@@ -158,3 +158,50 @@ def test_performance_gap_is_welchs_difference_and_its_sentence_needs_a_clear_int
     assert not flat.clear and findings.worse_where(flat, subgroup="random", loss="squared error") is None
     with pytest.raises(compute.InputError, match="at least 2 rows"):
         compute.performance_gap(pred, y, np.arange(n) < 1)
+
+
+def _skill(**given) -> compute.Skill:
+    base = dict(loss="zero_one", model_error=0.314, baseline_error=0.344, skill=0.0872, low=0.03, high=0.14)
+    base.update(n_rows=2000, level=0.95, constant="no", accuracy=0.686, baseline_accuracy=0.656, majority="no")
+    base.update(given)
+    return compute.Skill(**base)
+
+
+def test_the_verdict_opens_with_the_constant_it_beats_and_how_clearly():
+    """Issue 39: 'barely better than always answering no: accuracy 0.686 against 0.656'."""
+    (found,) = findings.verdict({"churn": _skill()}, None, loss="0-1 loss")
+    assert found.topic == "performance" and found.numbers["skill"] == pytest.approx(0.0872)
+    assert found.text.startswith("churn is barely better than always answering 'no': accuracy 0.686 against 0.656")
+    assert "95% interval 0.0300 to 0.140" in found.text and "0 no better than the constant" in found.text
+    # the words follow the interval: not clearly better when it holds 0, worse when all of it is below
+    words = {
+        (0.02, -0.01, 0.05): "not clearly better than",
+        (-0.2, -0.3, -0.1): "worse than",
+        (0.3, 0.25, 0.35): "is better than",
+        (0.9, 0.88, 0.92): "much better than",
+    }
+    for (skill, low, high), said in words.items():
+        text = findings.verdict({"m": _skill(skill=skill, low=low, high=high)}, None, loss="0-1 loss")[0].text
+        assert said in text, text
+    regression = _skill(loss="squared_error", constant=12.5, accuracy=None, baseline_accuracy=None, majority=None)
+    text = findings.verdict({"ridge": regression}, None, loss="squared error")[0].text
+    assert text.startswith("ridge is barely better than always predicting the mean (12.5): its squared error is 0.314")
+    shares = _skill(loss="log_loss", constant={"no": 0.656, "yes": 0.344})
+    text = findings.verdict({"m": shares}, None, loss="log loss", rows_note=", on the rows it trained on")[0].text
+    assert (
+        "log loss (the loss PFI uses) is 0.314 against 0.344 for giving every row the class shares (65.6% 'no')" in text
+    )
+    assert text.endswith("constant), on the rows it trained on.")
+
+
+def test_with_several_models_the_verdict_names_the_best_and_whether_the_rows_tell_it_apart():
+    skills = {"a": _skill(), "b": _skill(skill=0.2, low=0.15, high=0.25)}
+    for low, said in ((0.01, "its lead over a is more than its uncertainty"), (-0.01, "cannot tell it from a")):
+        comparison = compute.ModelComparison(
+            "zero_one", {"b": 0.27, "a": 0.314}, "b", "a", 0.044, 0.02, low, 0.08, 2000, 0.95
+        )
+        first, second = findings.verdict(skills, comparison, loss="0-1 loss")
+        assert first.text.startswith("b is better than always answering 'no'")  # the best model's verdict
+        assert second.text.startswith("Of the 2 models, b does best (0-1 loss 0.270; a 0.314)")
+        assert said in second.text and "paired on the same 2,000 rows" in second.text
+        assert second.text.endswith("The sentences below describe b.")

@@ -36,20 +36,28 @@ def pfi_figure(
     """Permutation feature importance of one or more models as horizontal grouped bars.
 
     Seed 000, Eq. (4) estimated by Eq. (8): one bar per model and feature (mean over the
-    permutations, ``error_x`` = std) and a faint dot per permutation (repeat) so the spread
-    is visible. Features are sorted by the mean importance across models, largest on top;
-    each bar's and dot's ``customdata`` is the feature name. Model k has its colour, hatch
-    and dot symbol (:func:`.theme.model_style`), so no model is told by colour alone.
+    permutations, ``error_x`` = its ``uncertainty``, the standard error written after every
+    "±") and a faint dot per permutation (repeat) so the spread is visible. Features are
+    sorted by the mean importance across models, largest on top; each bar's and dot's
+    ``customdata`` is the feature name. Model k has its colour, hatch and dot symbol
+    (:func:`.theme.model_style`), so no model is told by colour alone.
     """
     if not pfi:
         return empty_figure("No permutation importance computed yet.")
     models = list(pfi)
     order = _sort_features(pd.concat({m: res.importance for m, res in pfi.items()}, axis=1))
     first = pfi[models[0]]
-    kind, loss, n_repeats = first.kind, loss_words(first.loss), first.n_repeats
+    kind, loss = first.kind, loss_words(first.loss)
     style = {m: model_style(k) for k, m in enumerate(models)}
     bars = [
-        Bars(res.importance, str(m), res.std, text=_sample_labels(res), color=style[m].color, pattern=style[m].pattern)
+        Bars(
+            res.importance,
+            str(m),
+            res.uncertainty,
+            text=_sample_labels(res),
+            color=style[m].color,
+            pattern=style[m].pattern,
+        )
         for m, res in pfi.items()
     ]
     axis_text = (
@@ -81,7 +89,7 @@ def pfi_figure(
         )
     fig = bar_figure(
         bars,
-        title=title or f"PFI ({what}), mean ± std over {n_repeats} permutations",
+        title=title or f"PFI ({what}), mean ± {first.uncertainty_words}",
         x_title=axis_text,
         uirevision="pfi",
         selected=selected,

@@ -384,7 +384,8 @@ VIEW = View(
         "worth once the others are known?"
     ),
     method=(
-        "Seed 001 (Permutation Feature Importance: Deep Dive), caveats 3 and the bike-sharing example: strongly "
+        "Turp, Permutation Feature Importance: Deep Dive (Modulos blog), caveats 3 and the bike-sharing example: "
+        "strongly "
         "dependent features (|Spearman rank correlation|, correlation ratio or Cramér's V >= 0.7) share importance "
         "and a feature permuted alone is evaluated on rows unlike the data (Molnar et al. 2022, 'General pitfalls "
         "of model-agnostic interpretation methods', on feature dependence); grouped PFI is the PFI of "

@@ -40,7 +40,7 @@ def export_csv(ctx, inp):
         return None
     for name, pfi in inp.pfi.items():
         frame[f"permutation PFI {name}"] = pfi.importance
-        frame[f"permutation std {name}"] = pfi.std
+        frame[f"permutation std_error {name}"] = pfi.uncertainty
     return csv_download(frame, "pfi.csv", index_label="feature")
 
 

@@ -31,13 +31,21 @@ def render(ctx, inp) -> dict:
         headline = f"The order of {top} has held since permutation {conv.stable_from} of {n}"
     else:
         headline = f"The order of {top} still changed at permutation {conv.stable_from - 1} of {n}"
+    ties = compute.ranking_ties(pfi, TOP)  # the rule the findings use to say "cannot tell apart"
+    tied = list(dict.fromkeys(f for pair in ties for f in pair))
+    if ties:
+        verdict = (
+            f"Not settled: these permutations cannot tell {_names(tied)} apart (their difference is within 1.96 "
+            "standard errors of 0), so their order may change; ask for more repetitions (PFI panel), or read them "
+            "as equally important."
+        )
+    elif conv.settled:
+        verdict = "The ranking has settled: each of the top features is told apart from the next."
+    else:
+        verdict = "Ask for more repetitions (PFI panel) before reading the ranking; the bands show where it may go."
     info = (
         f"{headline}; the most important feature ({conv.top[0]}) has led since permutation {conv.top_stable_from}. "
-        + (
-            "The ranking has settled."
-            if conv.settled
-            else "Ask for more repetitions (PFI panel) before reading the ranking; the bands show where it may go."
-        )
+        + verdict
     )
     loss = LOSS_LABELS.get(pfi.loss, pfi.loss)
     fig = figures.convergence_figure(
@@ -48,6 +56,11 @@ def render(ctx, inp) -> dict:
         subtitle=f"{model}; running mean with its {conv.level:.0%} band; {inp.selection}",
     )
     return {"figure": fig, "info": info}
+
+
+def _names(items) -> str:
+    items = [str(i) for i in items]
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
 def library(inp) -> dict:
@@ -67,7 +80,8 @@ VIEW = View(
     title="Has the ranking settled?",
     question="Would more permutations change which features look most important?",
     method=(
-        "Seed 001 (Permutation Feature Importance: Deep Dive), caveat 2: too few permutations give an unstable "
+        "Turp, Permutation Feature Importance: Deep Dive (Modulos blog), caveat 2: too few permutations give an "
+        "unstable "
         "ranking. The PFI of Casalicchio et al. (2018), Eq. 8, after the first r of its R permutations (the "
         "running mean) with a normal-theory band of ±1.96 standard errors (ddof=1); no new model calls."
     ),

@@ -25,40 +25,65 @@ SHOWN_IN = {
     "interactions": ("interactions", "overview", "see which features act together"),
     "dependence": ("pfi_caveats", "overview", "see the conditional importance"),
     "leak": ("pfi_caveats", "overview", "see the leak check"),
-    "performance": ("performance", "overview", "see the model's error by rows"),
+    "performance": ("performance", "overview", "see each model's error"),
+}
+
+
+ROWS_NOTE = {  # what the rows are, as a clause after the verdict (nothing for held-out rows)
+    "training": ", on the rows it trained on, which flatters it",
+    "unknown": " (on rows it may have trained on: not said at Load)",
 }
 
 
 def found(inp) -> list[compute.findings.Finding]:
-    """The findings of the state's focus model, in reading order."""
-    model = inp.state["model"]
-    pfi = inp.pfi.get(model)
+    """The findings in reading order: the verdict on the models first, then what the best
+    model's performance relies on (its PFI), then what the curves, pairs and subgroups of
+    the model chosen for them say (named when it is not the best)."""
+    focus = inp.state["model"]
+    any_pfi = next(iter(inp.pfi.values()), None)
+    loss_name = any_pfi.loss if any_pfi is not None else inp.ws.loss
+    loss = LOSS_LABELS.get(loss_name, loss_name)
+    skills, comparison = performance.verdicts(inp)
+    note = ROWS_NOTE.get(getattr(inp.ws, "data_role", "unknown"), "")
+    out: list = list(findings.verdict(skills, comparison, loss=loss, rows_note=note))
+    best = comparison.best if comparison is not None else focus
+    pfi = inp.pfi.get(best) or inp.pfi.get(focus)
     if pfi is None:
-        return []
-    loss = LOSS_LABELS.get(pfi.loss, pfi.loss)
-    out = [findings.reliance(pfi, model=str(model), loss=loss)]
-    top = pfi.importance.idxmax()
+        return out
+    out.append(findings.reliance(pfi, model=str(best if best in inp.pfi else focus), loss=loss))
+    about = []  # results of the model chosen for the curves
+    focus_pfi = inp.pfi.get(focus)
+    top = (focus_pfi or pfi).importance.idxmax()
     profile = inp.profile_of(top)
     if profile is not None and profile.has_target:
         suggestions = subgroup_finder.suggestions(inp, profile)  # the splits that view lists, for the top feature
         if suggestions is not None:
-            out.append(findings.where_importance_comes_from(suggestions))
-    together = inp.results(interactions.KIND).get(model)
+            about.append(findings.where_importance_comes_from(suggestions))
+    together = inp.results(interactions.KIND).get(focus)
     if together is not None:
-        out.append(findings.acting_together(together))
-    cs = inp.results(caveats.CS_KIND).get(model)
-    if cs is not None:
-        out.append(findings.inflated_by_dependence(cs, pfi))
-    predictions = inp.results(performance.KIND).get(model)
+        about.append(findings.acting_together(together))
+    cs = inp.results(caveats.CS_KIND).get(focus)
+    if cs is not None and focus_pfi is not None:
+        about.append(findings.inflated_by_dependence(cs, focus_pfi))
+    predictions = inp.results(performance.KIND).get(focus)
     if predictions is not None and inp.mask is not None:
         inside = inp.mask.reindex(predictions.rows).fillna(False).to_numpy(bool)
         if 2 <= inside.sum() <= inside.size - 2:
             gap = compute.performance_gap(predictions, inp.data[inp.ws.target], inside, loss=pfi.loss)
-            out.append(findings.worse_where(gap, subgroup=inp.state["subgroup"], loss=loss))
-    check = caveats.leak_check(inp, pfi)
-    if check is not None:
-        out.append(findings.leak_warning(check))
-    return [f for f in out if f is not None]
+            about.append(findings.worse_where(gap, subgroup=inp.state["subgroup"], loss=loss))
+    if focus_pfi is not None:
+        check = caveats.leak_check(inp, focus_pfi)
+        if check is not None:
+            about.append(findings.leak_warning(check))
+    if focus != best:  # say whose results these are
+        about = [_for_model(focus, f) for f in about if f is not None]
+    return [f for f in out + about if f is not None]
+
+
+def _for_model(model, item: compute.findings.Finding) -> compute.findings.Finding:
+    """A finding about the model chosen for the curves, when another model is the best."""
+    text = item.text[0].lower() + item.text[1:] if item.text.startswith("The ") else item.text
+    return compute.findings.Finding(item.topic, f"For {model} (the model chosen for the curves), {text}", item.numbers)
 
 
 def render(ctx, inp) -> dict:
@@ -105,12 +130,16 @@ VIEW = View(
     title="What we found",
     question="What do the results say, in a few sentences?",
     method=(
-        "Each sentence is a function of computed results (compute.findings): the PFI bars (Casalicchio et al. "
-        "2018, Eq. 8) and their standard errors (features within two standard errors of the first are named "
-        "together), the strongest split of the top feature's ICI curves (Eq. 9; subgroups found), Friedman's H² "
-        "of the strongest pair (Friedman & Popescu 2008, Eq. 44), conditional against marginal PFI (Molnar et al. "
-        "2023), the model's error on the subgroup against the rest (a Welch interval) and seed 001's leak check. "
-        "A sentence appears only when its numbers say something."
+        "Each sentence is a function of computed results (compute.findings). First the verdict: each model's "
+        "skill against the best constant prediction under PFI's loss (1 - loss / the constant's loss: R² for "
+        "squared error, McFadden's pseudo-R² for log loss) with a 95 % delta-method interval, and with several "
+        "models the best one and whether its lead is beyond its uncertainty (paired on the same rows). Then the "
+        "best model's PFI bars (Casalicchio et al. 2018, Eq. 8) and their standard errors (features within two "
+        "standard errors of the first are named together), the strongest split of the top feature's ICI curves "
+        "(Eq. 9; subgroups found), Friedman's H² of the strongest pair (Friedman & Popescu 2008, Eq. 44), "
+        "conditional against marginal PFI (Molnar et al. 2023), the model's error on the subgroup against the "
+        "rest (a Welch interval) and the leak check (a near-perfect model whose importance sits on one or two "
+        "features). A sentence appears only when its numbers say something."
     ),
     outputs={"list": (LIST, "children"), "info": (INFO, "children")},
     render=render,

@@ -52,6 +52,26 @@ def groups(inp) -> list[tuple[str, np.ndarray]]:
     return [("subgroup", inside & kept), ("rest", ~inside & kept), ("all rows", kept)]
 
 
+def verdicts(inp) -> tuple[dict, compute.ModelComparison | None]:
+    """Each model's skill against the best constant prediction under PFI's loss, and which
+    model is best (paired on the same rows), on the rows looked at: the subgroup, or all
+    rows, excluded observations left out (the first of :func:`groups`)."""
+    preds = inp.results(KIND)
+    if not preds:
+        return {}, None
+    y = inp.data[inp.ws.target]
+    _, mask = groups(inp)[0]
+    skills = {}
+    for model, pred in preds.items():
+        try:
+            skills[model] = compute.model_skill(pred, y, mask=mask, loss=inp.ws.loss)
+        except compute.InputError:  # a target constant on these rows, a custom loss: no verdict
+            continue
+    if len(skills) < 2:
+        return skills, None
+    return skills, compute.compare_models({m: preds[m] for m in skills}, y, mask=mask, loss=inp.ws.loss)
+
+
 def bins(n_rows: int) -> int:
     """Calibration bins for ``n_rows`` rows: about 20 rows a bin, 3 to 10 bins."""
     return int(np.clip(n_rows // 20, 3, 10))

@@ -27,11 +27,11 @@ def render(ctx, inp) -> dict:
     first = next(iter(pfi.values()))
     title = f"How much the error ({first.loss}) grows when a feature is shuffled"
     names = ", ".join(str(m) for m in pfi)
-    subtitle = f"{names}; PFI ({first.kind}), mean ± std over {first.n_repeats} permutations; {inp.selection}"
+    subtitle = f"{names}; PFI ({first.kind}), mean ± {first.uncertainty_words}; {inp.selection}"
     rel = max(res.relative_error() for res in pfi.values())
     settle = (
-        f"The features that matter are known to ±{rel:.0%} (standard error of the mean over {first.n_repeats} "
-        "permutations)" + (": ask for more repetitions to settle them." if rel > 0.1 else ".")
+        f"Each bar's whisker is ± its {first.uncertainty_words}; the features that matter are known to ±{rel:.0%}"
+        + (": ask for more repetitions to settle them." if rel > 0.1 else ".")
     )
     info = f"{first.n_rows:,} rows. {settle}"
     if first.n_pairs is not None:  # a subgroup's share of the all-rows permutations
@@ -82,10 +82,11 @@ def render(ctx, inp) -> dict:
 
 
 def library(inp) -> dict:
-    """Each model's PFI bars and their spread: ``compute.permutation_importance``'s result."""
+    """Each model's PFI bars and their whiskers (``uncertainty``: the standard error written
+    after every "±"): ``compute.permutation_importance``'s result."""
     found: dict = {}
     for name, res in inp.pfi.items():
-        found[f"{name}: PFI"], found[f"{name}: std"] = res.importance, res.std
+        found[f"{name}: PFI"], found[f"{name}: std_error"] = res.importance, res.uncertainty
     return found
 
 
