@@ -193,14 +193,22 @@ def report_numbers(ctx: Context, results: dict) -> dict:
     if inp is None:
         return {}
     state = inp.state
+    every = {}
+    try:
+        every = inp.pfi
+    except compute.ExplainError:
+        pass
     pfi = {
         model: {
             str(f): {"importance": float(v), "std_error": float(se)}
             for f, v, se in zip(found.importance.index, found.importance, found.uncertainty, strict=True)
         }
-        for model, found in inp.pfi.items()
+        for model, found in every.items()
     }
-    skills, comparison = verdicts(inp)
+    try:
+        skills, comparison = verdicts(inp)
+    except compute.ExplainError:  # the predictions could not be computed for these rows
+        skills, comparison = {}, None
     performance: dict = {
         str(model): {
             "loss": skill.model_error,
@@ -224,7 +232,11 @@ def report_numbers(ctx: Context, results: dict) -> dict:
     for view in REGISTRY:
         if view.library is None:
             continue
-        shown = view.library(inp)
+        try:
+            shown = view.library(inp)
+        except compute.ExplainError as exc:  # its results could not be computed for these rows
+            views[view.name] = {"error": str(exc)}
+            continue
         if shown:
             views[view.name] = {name: _plain(value) for name, value in shown.items()}
     return {

@@ -19,11 +19,13 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
+import compute
+
 from . import session_models
 from . import tasks as built_in
 from .loading import load_model
 from .planning import Task, TaskSpec, missing
-from .store import Store, Workspace
+from .store import Failed, Store, Workspace
 from .tasks import Job, executor
 from .views import task_specs
 
@@ -104,10 +106,27 @@ def run(
                 busy.append(task.to_dict())
                 continue
             if missing(store, [task.to_dict()]):
-                _run_task(Job(store, ws, data, n_jobs, _say(tell, done, steps)), task, models, policy)
+                try:
+                    _run_task(Job(store, ws, data, n_jobs, _say(tell, done, steps)), task, models, policy)
+                except compute.InputError as exc:  # this state's data cannot give it: its panels say why
+                    fail(store, task, exc)
             done += len(cost)
     tell(steps, steps, "done")
     return busy
+
+
+def fail(store: Store, task: Task, exc: Exception) -> None:
+    """Keep ``task``'s failure under each of its keys not computed (the keys of a task that
+    got part way, as a profiles pass over several features, keep what they got)."""
+    spec = spec_for(task.kind)
+    what = spec.label or task.kind
+    message = (
+        f"{what[0].upper()}{what[1:]} could not be computed for these rows: {exc} Choose another subgroup or "
+        "feature to see it; the other panels are not affected."
+    )
+    for key in (task.key, *task.also):
+        if not store.has(key):
+            store.put(key, Failed(" ".join(message.split())[:600]))
 
 
 def _say(tell: Progress, at: int, steps: int) -> Callable[[str, int], None]:

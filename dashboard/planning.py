@@ -22,7 +22,7 @@ import pandas as pd
 import compute
 from compute.sampling import is_categorical
 
-from .store import Lru, ModelEntry, Store, Workspace, result_key
+from .store import Failed, Lru, ModelEntry, Store, Workspace, result_key
 
 SEED = 0
 QUANTILE_GRID = 60
@@ -431,7 +431,7 @@ def with_default_observation(store: Store, state: dict, keys: dict, data: pd.Dat
 
     def find():
         summary = store.get(key)
-        if summary is None:
+        if summary is None or isinstance(summary, Failed):  # no curves: no default observation
             return None
         return str(default_observation(summary, select_rows(data, condition, excluded)))
 

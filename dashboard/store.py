@@ -50,6 +50,17 @@ _DEMO_ID = re.compile(r"^demo-[a-z0-9]+$")
 
 
 @dataclass(frozen=True)
+class Failed:
+    """What a task's key holds when the task cannot be computed for this state's data (a
+    feature with no values in the subgroup, a constant column): the reason, for the panels
+    that need the result to say, while every other panel is drawn. Cached like a result, so
+    the page does not ask for it again; only input errors are kept so (a model that failed
+    or ran out of time fails the job, and Retry runs it again)."""
+
+    message: str
+
+
+@dataclass(frozen=True)
 class ModelEntry:
     name: str  # shown to the user (file name without suffix, or the demo model's name)
     path: str  # relative to cache_dir

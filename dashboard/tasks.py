@@ -41,7 +41,7 @@ from .planning import (
     select_rows,
     sfimp_sample,
 )
-from .store import ModelEntry, Store, Workspace
+from .store import Failed, ModelEntry, Store, Workspace
 
 
 @dataclass
@@ -164,9 +164,13 @@ def _profiles_execute(job: Job, task: Task, model) -> None:
             job.say(f"{entry.name}: ICE/ICI pass for {feature}", i)
             prof = job.store.get(key)  # a split job's parts computed it already
             if prof is None:
-                prof = _profile(job.ws, model, X, y, feature, task.params, job.n_jobs)
+                try:
+                    prof = _profile(job.ws, model, X, y, feature, task.params, job.n_jobs)
+                except compute.InputError as exc:  # this feature alone (no values, one value): its panels say why
+                    prof = Failed(f"The ICE/ICI curves of {feature} could not be computed: {exc}")
                 job.store.put(key, prof)
-            yield feature, prof
+            if not isinstance(prof, Failed):  # the summary holds the features that have curves
+                yield feature, prof
 
     # CIU's output range over all rows, as the library's default (one pass over X); a model
     # constant on X gets a unit range around its value (every CI is then 0 or out of range)

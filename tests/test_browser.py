@@ -14,6 +14,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.parse
 from pathlib import Path
 from urllib.parse import quote, unquote_plus
 
@@ -886,6 +887,9 @@ def test_findings_open_the_overview_and_each_link_opens_its_view(server, tab):
     tab.wait_for_selector("#findings-list li.finding-subgroups", timeout=120_000)
     text = tab.inner_text("#findings-list")
     assert "relies most on X2" in text and "X3 ==" in text and "act together" in text, text
+    # issue 39: a verdict first, naming the constant it is read against
+    first = tab.inner_text("#findings-list li:first-child")
+    assert first.startswith("random forest is ") and "always predicting the mean" in first, first
     first_panel = tab.evaluate("() => document.querySelector('.views section.panel').id")
     assert first_panel == "view-findings"
     shot(tab, "findings")
@@ -946,6 +950,48 @@ def test_a_pipeline_with_an_imputer_loads_data_with_missing_values_and_shows_the
     )
     features = tab.evaluate("() => Array.from(document.querySelector('#pfi-graph .js-plotly-plot')._fullData[0].y)")
     assert {"age", "embarked"} <= set(features)
+
+
+def test_a_subgroup_where_the_chosen_feature_is_missing_fails_only_the_panels_that_need_it(server, tab, upload_files):
+    """Issue 39, defect 5: subgroup 'age is missing' with age chosen. Before, every panel said
+    "no non-missing values to build a grid from"; now the performance table and the PFI bars
+    show numbers, the findings open with their verdict, and only the pairs panel says why."""
+    tab.goto(server["url"] + "/")
+    wait_views(tab)
+    tab.click("summary:has-text('Load your own')")
+    _choose_files(tab, "#model-upload", [upload_files / "titanic.skops"])
+    tab.wait_for_selector("#model-files-info:has-text('titanic.skops')")
+    _choose_files(tab, "#data-upload", [upload_files / "titanic.csv"])
+    tab.wait_for_selector("#data-file-info:has-text('400 rows')")
+    tab.click("#target-select")
+    tab.get_by_role("option", name="survived", exact=True).click()
+    tab.click("#load-button")
+    tab.wait_for_function("() => !location.search.includes('demo-x3') && location.search.includes('ws=')")
+    ws = dict(p.split("=", 1) for p in tab.evaluate("location.search").lstrip("?").split("&"))["ws"]
+    tab.goto(server["url"] + "/?" + urllib.parse.urlencode({"ws": ws, "feature": "age", "subgroup": "age is missing"}))
+    open_section(tab, "overview")
+    tab.wait_for_selector("#performance-table td:has-text('subgroup')", timeout=120_000)
+    row = _table_row(tab, "performance-table", ["titanic", "subgroup"])
+    assert any(re.fullmatch(r"0\.\d+", value) for value in row.values()), row  # numbers, not an error
+    tab.wait_for_function(
+        "() => { const g = document.querySelector('#pfi-graph .js-plotly-plot');"
+        " return g && g._fullData && g._fullData.length > 0 && g._fullData[0].x.length > 0; }"
+    )
+    tab.wait_for_selector("#findings-list li.finding-performance")
+    first = tab.inner_text("#findings-list li:first-child")
+    assert "always answering" in first and "accuracy" in first, first  # the verdict names its baseline
+    tab.wait_for_function(
+        "() => { const g = document.querySelector('#interactions-graph .js-plotly-plot');"
+        " const notes = (g && g.layout && g.layout.annotations) || [];"
+        " return notes.some(a => (a.text || '').includes('could not be computed')); }"
+    )
+    notes = tab.evaluate(
+        "() => document.querySelector('#interactions-graph .js-plotly-plot').layout.annotations.map(a => a.text)"
+    )
+    assert any("age" in n for n in notes), notes
+    page = tab.inner_text("body")
+    assert "no non-missing values" not in page.split("Which features act together")[0]  # the panels before it
+    shot(tab, "missing-subgroup-fails-alone")
 
 
 @pytest.fixture(scope="module")

@@ -236,13 +236,8 @@ def render(ctx, view: View | str, results, inp: Inputs | None = None, controls: 
     if inp is None:
         return placeholder(view, waiting(results))
     try:
-        if view.controls:
-            given = controls or {}
-            values = {name: given.get(name, control.default) for name, control in view.controls.items()}
-            out = view.render(ctx, inp, values)
-        else:
-            out = view.render(ctx, inp)
-    except compute.ExplainError as exc:
+        out = _draw(ctx, view, inp, controls)
+    except compute.ExplainError as exc:  # its results cannot be had for these rows: it says why, alone
         return placeholder(view, str(exc))
     except Exception as exc:  # a bug: log it, keep the page and the other views working
         log.exception("view %s failed", view.name)
@@ -251,6 +246,15 @@ def render(ctx, view: View | str, results, inp: Inputs | None = None, controls: 
     if missing:
         raise RuntimeError(f"view {view.name} rendered no {sorted(missing)}")
     return out
+
+
+def _draw(ctx, view: View, inp: Inputs, controls: dict | None = None) -> dict:
+    """The view's own render, with its controls' values (their defaults where not given)."""
+    if view.controls:
+        given = controls or {}
+        values = {name: given.get(name, control.default) for name, control in view.controls.items()}
+        return view.render(ctx, inp, values)
+    return view.render(ctx, inp)
 
 
 def render_all(ctx, results) -> dict[str, dict]:
@@ -297,7 +301,10 @@ def export(ctx, button: str, results):
     inp = load_inputs(ctx, results)
     if fn is None or inp is None:
         return None
-    return fn(ctx, inp)
+    try:
+        return fn(ctx, inp)
+    except compute.ExplainError:  # its results could not be computed for these rows: the panel says why
+        return None
 
 
 def report_html(ctx, results, base_url: str = "") -> str | None:
@@ -314,7 +321,16 @@ def report_html(ctx, results, base_url: str = "") -> str | None:
     for key, label, question in SECTIONS:
         sections = []
         for view in (v for v in REGISTRY if v.section == key):
-            out = render(ctx, view, results, inp)
+            try:
+                out = _draw(ctx, view, inp)
+            except compute.ExplainError as exc:  # the reader learns why this view is not there
+                sections.append(
+                    f"<section><h3>{esc(view.title)}</h3><p class='question'>{esc(view.question)}</p>"
+                    f"<p class='failed'>{esc(str(exc))}</p></section>"
+                )
+                continue
+            except Exception:  # noqa: BLE001 - a bug: render() logs it and gives the placeholder
+                out = render(ctx, view, results, inp)
             by_component: dict = {}
             for name, (cid, prop) in view.outputs.items():
                 by_component.setdefault(cid, {})[prop] = out[name]

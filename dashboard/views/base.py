@@ -30,7 +30,7 @@ import compute
 
 from .. import figures, planning, tasks
 from ..state import Field, add_fields, state_fields
-from ..store import Lru
+from ..store import Failed, Lru
 
 # the built-in tasks a view can need (``View(needs=...)``; their specs in dashboard.tasks)
 PROFILES, PFI, SFIMP = tasks.PROFILES.kind, tasks.PFI.kind, tasks.SFIMP.kind
@@ -134,7 +134,14 @@ class Inputs:
         return self.state["feature"]
 
     def _get(self, key):
-        return _RESULTS.get(key, lambda: self.ctx.store.get(key)) if key else None
+        """The cached result of ``key`` (None while missing). A task that could not be
+        computed for this state's data (:class:`~dashboard.store.Failed`) raises its reason
+        as an ``InputError``: the view reading it shows that reason in its place (``render``),
+        and no other view is touched."""
+        value = _RESULTS.get(key, lambda: self.ctx.store.get(key)) if key else None
+        if isinstance(value, Failed):
+            raise compute.InputError(value.message)
+        return value
 
     def _once_found(self, name: str, read: Callable[[], Any], complete: Callable[[Any], bool]):
         if name in self._found:
@@ -191,7 +198,10 @@ class Inputs:
     def rows_line(self) -> str:
         """The selected rows and, when the curves explain a sample, its size (toolbar)."""
         text = self.selection
-        summary = self.summary
+        try:
+            summary = self.summary
+        except compute.ExplainError:  # no curves for these rows: the views say why
+            return text
         if summary is not None and len(summary.rows) < len(self.data):
             text += f"; curves and CIU on a {len(summary.rows):,}-row sample of {len(self.data):,}"
         return text

@@ -30,54 +30,76 @@ SHOWN_IN = {
 
 
 ROWS_NOTE = {  # what the rows are, as a clause after the verdict (nothing for held-out rows)
-    "training": ", on the rows it trained on, which flatters it",
-    "unknown": " (on rows it may have trained on: not said at Load)",
+    "training": "; these are the rows it trained on, which flatters it",
+    "unknown": "; it may have trained on these rows (not said at Load), which would flatter it",
 }
 
 
 def found(inp) -> list[compute.findings.Finding]:
     """The findings in reading order: the verdict on the models first, then what the best
     model's performance relies on (its PFI), then what the curves, pairs and subgroups of
-    the model chosen for them say (named when it is not the best)."""
+    the model chosen for them say (named when it is not the best). A result that could not
+    be computed for these rows leaves out only the sentence that reads it."""
     focus = inp.state["model"]
-    any_pfi = next(iter(inp.pfi.values()), None)
-    loss_name = any_pfi.loss if any_pfi is not None else inp.ws.loss
+    loss_name = next((p.loss for p in _quiet(lambda: inp.pfi, {}).values()), inp.ws.loss)
     loss = LOSS_LABELS.get(loss_name, loss_name)
-    skills, comparison = performance.verdicts(inp)
+    skills, comparison = _quiet(lambda: performance.verdicts(inp), ({}, None))
     note = ROWS_NOTE.get(getattr(inp.ws, "data_role", "unknown"), "")
+    if inp.mask is not None and skills:
+        rows = next(iter(skills.values())).n_rows
+        note = f"; on the {rows:,} rows where {inp.state['subgroup']}{note}"
     out: list = list(findings.verdict(skills, comparison, loss=loss, rows_note=note))
     best = comparison.best if comparison is not None else focus
-    pfi = inp.pfi.get(best) or inp.pfi.get(focus)
-    if pfi is None:
-        return out
-    out.append(findings.reliance(pfi, model=str(best if best in inp.pfi else focus), loss=loss))
-    about = []  # results of the model chosen for the curves
-    focus_pfi = inp.pfi.get(focus)
-    top = (focus_pfi or pfi).importance.idxmax()
-    profile = inp.profile_of(top)
-    if profile is not None and profile.has_target:
-        suggestions = subgroup_finder.suggestions(inp, profile)  # the splits that view lists, for the top feature
-        if suggestions is not None:
-            about.append(findings.where_importance_comes_from(suggestions))
-    together = inp.results(interactions.KIND).get(focus)
+    every = _quiet(lambda: inp.pfi, {})
+    pfi = every.get(best) or every.get(focus)
+    if pfi is not None:
+        out.append(findings.reliance(pfi, model=str(best if best in every else focus), loss=loss))
+    focus_pfi = every.get(focus)
+    about = [] if focus_pfi is None else [_quiet(lambda: _where(inp, focus_pfi), None)]
+    together = _quiet(lambda: inp.results(interactions.KIND).get(focus), None)
     if together is not None:
         about.append(findings.acting_together(together))
-    cs = inp.results(caveats.CS_KIND).get(focus)
+    cs = _quiet(lambda: inp.results(caveats.CS_KIND).get(focus), None)
     if cs is not None and focus_pfi is not None:
         about.append(findings.inflated_by_dependence(cs, focus_pfi))
-    predictions = inp.results(performance.KIND).get(focus)
-    if predictions is not None and inp.mask is not None:
-        inside = inp.mask.reindex(predictions.rows).fillna(False).to_numpy(bool)
-        if 2 <= inside.sum() <= inside.size - 2:
-            gap = compute.performance_gap(predictions, inp.data[inp.ws.target], inside, loss=pfi.loss)
-            about.append(findings.worse_where(gap, subgroup=inp.state["subgroup"], loss=loss))
+    about.append(_quiet(lambda: _gap(inp, focus, loss, loss_name), None))
     if focus_pfi is not None:
-        check = caveats.leak_check(inp, focus_pfi)
+        check = _quiet(lambda: caveats.leak_check(inp, focus_pfi), None)
         if check is not None:
             about.append(findings.leak_warning(check))
+    about = [f for f in about if f is not None]
     if focus != best:  # say whose results these are
-        about = [_for_model(focus, f) for f in about if f is not None]
+        about = [_for_model(focus, f) for f in about]
     return [f for f in out + about if f is not None]
+
+
+def _quiet(read, default):
+    """``read()``, or ``default`` when its results could not be computed for these rows."""
+    try:
+        return read()
+    except compute.ExplainError:
+        return default
+
+
+def _where(inp, pfi) -> compute.findings.Finding | None:
+    """Where the top feature's importance comes from (the splits the subgroups view lists)."""
+    profile = inp.profile_of(pfi.importance.idxmax())
+    if profile is None or not profile.has_target:
+        return None
+    suggestions = subgroup_finder.suggestions(inp, profile)
+    return None if suggestions is None else findings.where_importance_comes_from(suggestions)
+
+
+def _gap(inp, model, loss: str, loss_name: str) -> compute.findings.Finding | None:
+    """The model's error on the subgroup against the other rows."""
+    predictions = inp.results(performance.KIND).get(model)
+    if predictions is None or inp.mask is None:
+        return None
+    inside = inp.mask.reindex(predictions.rows).fillna(False).to_numpy(bool)
+    if not 2 <= inside.sum() <= inside.size - 2:
+        return None
+    gap = compute.performance_gap(predictions, inp.data[inp.ws.target], inside, loss=loss_name)
+    return findings.worse_where(gap, subgroup=inp.state["subgroup"], loss=loss)
 
 
 def _for_model(model, item: compute.findings.Finding) -> compute.findings.Finding:
