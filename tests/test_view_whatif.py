@@ -198,7 +198,7 @@ def test_a_classifier_what_if_in_percentage_points(ctx):
     edited[feature] = high
     p = model.predict_proba(edited)[0, list(model.classes_).index(ws.output)] * 100
     out = views.render(ctx, "whatif", results)
-    assert f"→ {p:.1f} pp" in out["info"]
+    assert f"→ {p:.1f} %" in out["info"]
     assert out["figure"].layout.yaxis.title.text.startswith("probability of")
 
 
@@ -306,3 +306,15 @@ def test_exclude_selected_with_none_chosen_excludes_the_row_shown(ctx):
     after, _ = update_state(ctx, state, ids.EXCLUDE_SELECTED, {"state": state})
     assert after["exclude"] == [shown] and after["obs"] is None
     assert plan_state(ctx, ws, after)["state"]["obs"] not in (None, shown)
+
+
+def test_a_probability_is_named_by_its_class_when_the_data_set_names_none():
+    """Issue 39, words: a multiclass model's what-if read 'Predicted cultivar of row 44: 0.9452 →
+    0.1349'; the class the result explains names the probability, in %."""
+    from types import SimpleNamespace
+
+    from dashboard.views.whatif import _units
+
+    units = _units(SimpleNamespace(output=None, target="cultivar"), "cultivar 2")
+    assert (units.scale, units.unit, units.what) == (100.0, "pp", "probability of cultivar 2 (%)")
+    assert _units(SimpleNamespace(output=None, target="price"), None).what == "predicted price"

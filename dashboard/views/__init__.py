@@ -21,6 +21,7 @@ from importlib import import_module
 from dash import Input, Output
 
 import compute
+from compute.losses import LOSS_LABELS
 
 from .. import ids, planning, tasks
 from ..planning import TaskSpec
@@ -380,7 +381,7 @@ def _report_summary(inp: Inputs, link: str) -> str:
         ("Data", f"{ws.title}: {len(inp.data):,} rows"),
         ("Target", target),
         ("Models", ", ".join(m.name for m in ws.models) + f" (curves and CIU for {state['model']})"),
-        ("Loss", str(ws.loss)),
+        ("Loss", LOSS_LABELS.get(str(ws.loss), str(ws.loss))),
         ("The rows are", roles.get(getattr(ws, "data_role", "unknown"), "not said at Load (training data or not)")),
         ("Rows looked at", inp.rows_line),
         ("Feature", str(state["feature"])),
@@ -393,7 +394,13 @@ def _report_summary(inp: Inputs, link: str) -> str:
         facts.append(("Observation", what))
     facts.append(("Generated", dt.datetime.now().isoformat(timespec="seconds")))
     rows = "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in facts)
-    return f'<dl>{rows}</dl><p>Open this drill-down in the dashboard: <a href="{esc(link)}">{esc(link)}</a></p>'
+    if not link.startswith(("http://", "https://")):  # written without a server (command line, report()): no link
+        return f"<dl>{rows}</dl>"
+    server = link.split("?", 1)[0]
+    return (
+        f"<dl>{rows}</dl><p>Made with the dashboard at {esc(server)}. While that server runs, this link opens "
+        f'the same drill-down there: <a href="{esc(link)}">{esc(link)}</a></p>'
+    )
 
 
 def register(app, ctx) -> None:

@@ -108,8 +108,9 @@ def render(ctx, inp) -> dict:
         f"{' as edited' if edit else ''}: {what} {figures.prediction_text(res.prediction * scale, unit)} = mean "
         f"{figures.prediction_text(res.base_value * scale, unit)}"
         f" over {res.n_background} background rows + the contributions ({how}; the standard errors come from the "
-        f"background sample). Interventional Shapley values: each feature's average effect on this prediction "
-        f"when it joins the others in every order."
+        f"background sample). Each contribution compares with that mean prediction over the rows: + raises this "
+        f"row above it, − lowers it (interventional Shapley values: a feature's average effect on this prediction "
+        f"when it joins the others in every order). Contextual influence (below) compares with another baseline."
     )
     return {"figure": fig, "data": rows, "columns": cols, "info": info}
 

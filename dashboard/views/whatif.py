@@ -107,9 +107,12 @@ class Units:
     what: str
 
 
-def _units(ws) -> Units:
-    if ws.output is not None:
-        return Units(100.0, "pp", f"probability of {figures.level_label(ws.output)} (%)")
+def _units(ws, output=None) -> Units:
+    """Probabilities in % with their class named (the workspace's explained class, else the
+    class the result says it explains); a regressor's prediction in its own units."""
+    output = ws.output if ws.output is not None else output
+    if output is not None:
+        return Units(100.0, "pp", f"probability of {figures.level_label(output)} (%)")
     return Units(1.0, "", f"predicted {ws.target}")
 
 
@@ -128,7 +131,7 @@ def render(ctx, inp) -> dict:
         waiting = empty("Computing the what-if…")
         return {"form": form, "figure": waiting, "ciu": waiting, "info": "", "reset_style": reset_style}
     res: compute.WhatIf = found
-    units = _units(inp.ws)
+    units = _units(inp.ws, res.output)
     scale, unit, what = units.scale, units.unit, units.what
     feature = state["feature"]
     changes = ", ".join(
@@ -157,17 +160,21 @@ def render(ctx, inp) -> dict:
         reference=res.original_ciu if res.edits else None,
     )
     before, after = res.original_prediction * scale, res.prediction * scale
-    text = figures.prediction_text
+
+    def text(value: float, unit: str, sign: str = "") -> str:  # a probability in %, its change in pp
+        return f"{value:.1f} %" if unit == "pp" and not sign else figures.prediction_text(value, unit, sign)
+
     named = observation_text(state, row)
+    said = what.removesuffix(" (%)")  # the axis title's unit: the numbers carry theirs
     if res.edits:
         info = (
-            f"{what[0].upper()}{what[1:]} of {named}: {text(before, unit)} → {text(after, unit)} "
+            f"{said[0].upper()}{said[1:]} of {named}: {text(before, unit)} → {text(after, unit)} "
             f"({text(res.change * scale, unit, '+')}) with {changes}. The contributions panel explains the edited row; "
             "this page's link keeps the edit."
         )
     else:
         info = (
-            f"{what[0].upper()}{what[1:]} of {named}: {text(before, unit)}. Change a value below (press Enter "
+            f"{said[0].upper()}{said[1:]} of {named}: {text(before, unit)}. Change a value below (press Enter "
             "or leave the box) to see the prediction, the curve and CIU move; click a curve or a table row to "
             "choose another row. Numbers are kept within the range observed in the data."
         )
@@ -189,7 +196,7 @@ def library(inp) -> dict:
     res = inp.results(KIND).get(inp.state["model"]) if inp.state.get("obs") is not None else None
     if res is None:
         return {}
-    scale, feature = _units(inp.ws).scale, inp.state["feature"]
+    scale, feature = _units(inp.ws, res.output).scale, inp.state["feature"]
     curves = np.asarray(res.curves[feature], dtype=float)
     return {
         "curve before": curves[0] * scale,
