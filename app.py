@@ -17,7 +17,7 @@ import threading
 from pathlib import Path
 
 import compute
-from dashboard.cli import open_files, report_main
+from dashboard.cli import add_row_options, open_files, report_main
 from dashboard.config import from_env, parse_args
 from dashboard.loading import LoadError
 from dashboard.server import create_app, warm
@@ -31,6 +31,7 @@ def main(argv=None) -> None:
     own.add_argument("--model", action="append", type=Path)
     own.add_argument("--data", type=Path)
     own.add_argument("--target")
+    add_row_options(own)
     files, rest = own.parse_known_args(argv)
     config = parse_args(rest)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -40,7 +41,9 @@ def main(argv=None) -> None:
         if not (files.model and files.data and files.target):
             sys.exit("error: give --model (one or more), --data and --target together")
         try:
-            ws = open_files(app._wip_context, files.model, files.data, files.target)
+            ws = open_files(
+                app._wip_context, files.model, files.data, files.target, held_out=files.held_out, output=files.output
+            )
         except (LoadError, compute.ExplainError, OSError) as exc:
             sys.exit(f"error: {' '.join(str(exc).split())[:500]}")
         start, path = {"ws": ws.id}, f"/?ws={ws.id}"

@@ -61,6 +61,8 @@ def report(
     title: str = "",
     cache_dir=".wip-cache",
     progress: bool = True,
+    held_out: bool = False,
+    positive_class=None,
 ) -> dict:
     """Write the dashboard's one-file HTML review of ``models`` on ``data`` to ``path``.
 
@@ -70,7 +72,9 @@ def report(
     sections are computed (PFI and its caveats, SFIMP, subgroups found, the curves of the
     most important feature, performance). Returns the numbers behind the report (also
     written to ``json_path`` when given): each model's PFI with its standard error and
-    every view's numbers. Raises :class:`ReportError` with a one-line reason."""
+    every view's numbers. ``held_out=True``: the models did not train on these rows (the
+    report then drops its warning that the errors are optimistic); ``positive_class``: the
+    class whose probability is explained. Raises :class:`ReportError` with a one-line reason."""
     named = _pickled(models)
     out = Path(path)
     with tempfile.TemporaryDirectory(prefix="wip-report-") as folder:
@@ -78,7 +82,8 @@ def report(
         numbers = Path(json_path) if json_path is not None else Path(folder) / "numbers.json"
         try:
             with open(os.open(session, os.O_WRONLY | os.O_CREAT, 0o600), "wb") as handle:
-                pickle.dump({"models": named, "data": data, "target": target, "title": title}, handle, protocol=5)
+                given = {"models": named, "data": data, "target": target, "title": title, "held_out": bool(held_out)}
+                pickle.dump({**given, "positive_class": positive_class}, handle, protocol=5)
         except Exception as exc:  # a lambda in a pipeline, an open connection: the object stays here
             raise ReportError(
                 f"The models and data could not be handed to the dashboard's process ({type(exc).__name__}: {exc})."
@@ -191,6 +196,8 @@ def show(
     title: str = "",
     cache_dir=".wip-cache",
     keep: bool = False,
+    held_out: bool = False,
+    positive_class=None,
 ) -> Shown:
     """Show ``models`` on ``data`` (its ``target`` column the outcome) in the dashboard and
     return at once: a :class:`Shown` with the page's ``url`` and ``stop()``. In a notebook
@@ -202,6 +209,7 @@ def show(
     The server ends when this Python process ends, however it ends (a kernel restarted or
     shut down, a script killed): ``keep=True`` lets it outlive the process (it prints how to
     stop it); asking for the other choice than the running server's starts a new server.
+    ``held_out`` and ``positive_class`` as in :func:`report`.
     Raises :class:`ShowError` with a one-line reason."""
     global _SERVER
     named = _pickled(models)
@@ -211,7 +219,8 @@ def show(
             current.stop()
         _SERVER = current = _Server(port, cache_dir, keep=keep)
     try:
-        reply = current.open({"models": named, "data": data, "target": target, "title": title})
+        given = {"models": named, "data": data, "target": target, "title": title}
+        reply = current.open({**given, "held_out": bool(held_out), "positive_class": positive_class})
     except (pickle.PicklingError, TypeError, AttributeError) as exc:
         raise ShowError(
             f"The models and data could not be handed to the dashboard ({type(exc).__name__}: {exc})."

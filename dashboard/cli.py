@@ -40,6 +40,7 @@ def report_main(argv: list[str] | None = None, *, stderr=None) -> int:
     parser.add_argument("--json", type=Path, default=None, help="also write the numbers behind it here")
     parser.add_argument("--loss", default=None, help="the loss PFI uses (default: squared error or log loss)")
     parser.add_argument("--cache-dir", default=".wip-cache", help="where results are cached (default .wip-cache)")
+    add_row_options(parser)
     args = parser.parse_args(argv)
     if args.session is None and not (args.model and args.data and args.target):
         parser.error("give --model (one or more), --data and --target")
@@ -50,9 +51,20 @@ def report_main(argv: list[str] | None = None, *, stderr=None) -> int:
                 given = pickle.load(handle)  # written by dashboard.api for this process: the caller's own
             models, data, target = given["models"], given["data"], given["target"]
             title = given.get("title") or f"{data.attrs.get('name', 'data')}: {', '.join(models)}"
-            ws = open_workspace(ctx, models, data, target, title=title, loss=args.loss)
+            role = "held-out" if (args.held_out or given.get("held_out")) else "unknown"
+            output = args.output if args.output is not None else given.get("positive_class")
+            ws = open_workspace(ctx, models, data, target, title=title, loss=args.loss, data_role=role, output=output)
         else:
-            ws = open_files(ctx, args.model, args.data, args.target, loss=args.loss, err=err)
+            ws = open_files(
+                ctx,
+                args.model,
+                args.data,
+                args.target,
+                loss=args.loss,
+                err=err,
+                held_out=args.held_out,
+                output=args.output,
+            )
         for note in ws.warnings:
             print(f"note: {note}", file=err)
         bar = ProgressBar(err)
@@ -65,12 +77,37 @@ def report_main(argv: list[str] | None = None, *, stderr=None) -> int:
     return 0
 
 
-def open_files(ctx, model_paths: list[Path], data_path: Path, target: str, *, loss=None, err=None) -> Workspace:
+def add_row_options(parser: argparse.ArgumentParser) -> None:
+    """What the rows are and which class to explain: the options the upload form asks for."""
+    parser.add_argument(
+        "--held-out",
+        action="store_true",
+        help="the models did not train on these rows (their errors are then not optimistic)",
+    )
+    parser.add_argument(
+        "--class", dest="output", default=None, metavar="LABEL", help="the class whose probability is explained"
+    )
+
+
+def open_files(
+    ctx,
+    model_paths: list[Path],
+    data_path: Path,
+    target: str,
+    *,
+    loss=None,
+    err=None,
+    held_out: bool = False,
+    output=None,
+) -> Workspace:
     """A workspace of model files and a data file named by the operator (see the module
-    docstring); raises ``LoadError`` or ``compute.ExplainError`` naming what is wrong."""
+    docstring); raises ``LoadError`` or ``compute.ExplainError`` naming what is wrong.
+    ``held_out``: the models did not train on these rows; ``output``: the class explained."""
     data = read_data(data_path, name=data_path.name, policy=ctx.policy)
     models = {_name(path, i): _model(path, err or sys.stderr) for i, path in enumerate(model_paths)}
-    return open_workspace(ctx, models, data, target, title=f"{data_path.name}: {', '.join(models)}", loss=loss)
+    title = f"{data_path.name}: {', '.join(models)}"
+    role = "held-out" if held_out else "unknown"
+    return open_workspace(ctx, models, data, target, title=title, loss=loss, data_role=role, output=output)
 
 
 def _name(path: Path, i: int) -> str:

@@ -49,7 +49,13 @@ def watch_inbox(app, inbox: Path, stop: threading.Event, interval: float = 0.1) 
                 with open(request, "rb") as handle:
                     given = pickle.load(handle)  # written by dashboard.show in the caller's process
                 ws = open_workspace(
-                    ctx, given["models"], given["data"], given["target"], title=given.get("title") or ""
+                    ctx,
+                    given["models"],
+                    given["data"],
+                    given["target"],
+                    title=given.get("title") or "",
+                    data_role="held-out" if given.get("held_out") else "unknown",
+                    output=given.get("positive_class"),
                 )
                 reply: dict = {"ws": ws.id, "warnings": list(ws.warnings)}
             except (LoadError, compute.ExplainError, OSError) as exc:

@@ -235,3 +235,40 @@ def _free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
+
+
+def test_the_rows_can_be_said_held_out_and_the_class_chosen_at_every_door(tmp_path):
+    """Issue 39, item 7: the command line (--held-out, --class) and report() (held_out=,
+    positive_class=) say what the rows are and which class is explained, as the form does."""
+    from sklearn.linear_model import LogisticRegression
+
+    rng = np.random.default_rng(2)
+    X = pd.DataFrame({"income": rng.normal(size=300), "age": rng.normal(size=300)})
+    y = np.where(X["income"] + rng.normal(scale=0.5, size=300) > 0, "churned", "stayed")
+    model = LogisticRegression().fit(X, y)
+    sio.dump(model, tmp_path / "churn.skops")
+    X.assign(outcome=y).to_csv(tmp_path / "churn.csv", index=False)
+    args = ["--model", "churn.skops", "--data", "churn.csv", "--target", "outcome", "--out", "r.html"]
+    plain = subprocess.run(
+        [sys.executable, str(ROOT / "app.py"), "report", "--cache-dir", str(tmp_path / "c"), *args, "--json", "a.json"],
+        capture_output=True, text=True, cwd=tmp_path, timeout=600,
+    )  # fmt: skip
+    assert plain.returncode == 0, plain.stderr
+    unsaid = (tmp_path / "r.html").read_text()
+    assert "not said at Load" in unsaid
+    told = subprocess.run(
+        [sys.executable, str(ROOT / "app.py"), "report", "--cache-dir", str(tmp_path / "c"), *args]
+        + ["--json", "b.json", "--held-out", "--class", "stayed"],
+        capture_output=True, text=True, cwd=tmp_path, timeout=600,
+    )  # fmt: skip
+    assert told.returncode == 0, told.stderr
+    html = (tmp_path / "r.html").read_text()
+    assert "held out (the models did not train on it)" in html and "not said at Load" not in html
+    assert "explained class: stayed" in html
+    numbers = dashboard.report(
+        model, X.assign(outcome=y), "outcome", tmp_path / "p.html", held_out=True, positive_class="churned",
+        cache_dir=tmp_path / "c", progress=False,
+    )  # fmt: skip
+    page = (tmp_path / "p.html").read_text()
+    assert "explained class: churned" in page and "not said at Load" not in page
+    assert numbers["performance"]["LogisticRegression"]["skill"] > 0
