@@ -983,10 +983,11 @@ def test_a_subgroup_where_the_chosen_feature_is_missing_fails_only_the_panels_th
     tab.wait_for_function(
         "() => { const g = document.querySelector('#interactions-graph .js-plotly-plot');"
         " const notes = (g && g.layout && g.layout.annotations) || [];"
-        " return notes.some(a => (a.text || '').includes('could not be computed')); }"
+        " return notes.some(a => (a.text || '').replace(/<br>/g, ' ').includes('could not be computed')); }"
     )
     notes = tab.evaluate(
-        "() => document.querySelector('#interactions-graph .js-plotly-plot').layout.annotations.map(a => a.text)"
+        "() => document.querySelector('#interactions-graph .js-plotly-plot').layout.annotations"
+        ".map(a => a.text.replace(/-<br>/g, '-').replace(/<br>/g, ' '))"
     )
     assert any("age" in n for n in notes), notes
     page = tab.inner_text("body")
