@@ -190,7 +190,7 @@ def charts(prof, city, pfi, ciu_table, x3):
         "PFI, three models": F.pfi_figure(pfi, selected="X2"),
         "SFIMP, two models": F.sfimp_figure(sfimp),
         "convergence": F.convergence_figure(compute.pfi_convergence(pfi["forest"]), loss="squared error"),
-        "conditional PFI": _conditional(),
+        "importance once the others are known": _conditional(),
         "grouped PFI": _grouped(),
         "calibration": _calibration(),
         "scatter": _scatter(),
@@ -210,7 +210,7 @@ CHARTS = [
     "PFI, three models",
     "SFIMP, two models",
     "convergence",
-    "conditional PFI",
+    "importance once the others are known",
     "grouped PFI",
     "calibration",
     "scatter",
@@ -331,7 +331,7 @@ def test_one_thing_keeps_one_colour_across_charts(charts):
     before = colour(_row(charts["what-if"], "before the edit"))
     assert before == colour(_row(charts["CIU before and after"], "CI before")) == F.BEFORE_COLOR
     assert colour(_row(charts["PI"], "all")) == colour(charts["ICI"].data[1]) == colour(charts["ICE"].data[1])
-    marginal = _row(charts["conditional PFI"], "shuffled among all rows")
+    marginal = _row(charts["importance once the others are known"], "shuffled among all rows")
     assert colour(marginal) == colour(charts["PFI, three models"].data[0]) == F.BAR_COLOR
 
 

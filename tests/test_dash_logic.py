@@ -461,16 +461,18 @@ def test_pi_figure_has_subgroup_and_complement(ctx, sub_results, profiles, x3_ze
     assert_allclose(curves[2].y, prof.subset(~inside).pi)
 
 
-def test_pfi_table_has_group_columns_with_counts(ctx, sub_results, summary, x3_zero):
-    """The conditional PFI table has all / subgroup / complement columns with their n."""
+def test_pfi_table_has_group_columns_with_counts(ctx, sub_results, summary, x3_zero, data):
+    """The PFI-within-the-subgroup table: all rows (the Overview bars on every row, with their
+    standard error), then the subgroup and the complement from the ICI curves, each with its n."""
     columns = views.render(ctx, "conditional_pfi", sub_results)["columns"]
     n_sub = int(x3_zero.reindex(summary.rows).sum())
     n_all = len(summary.rows)
     assert [c["name"] for c in columns] == [
         "feature",
-        f"all (n={n_all})",
-        f"subgroup (n={n_sub})",
-        f"complement (n={n_all - n_sub})",
+        f"all (n={len(data)}): PFI as the Overview bars on all rows",
+        "all: ± standard error",
+        f"subgroup (n={n_sub}): PFI within, from the ICI curves",
+        f"complement (n={n_all - n_sub}): PFI within, from the ICI curves",
     ]
 
 
@@ -520,13 +522,21 @@ def test_ale_intervals_follow_the_state_and_the_url(ctx, state, profiles):
 
 
 # --- export ----------------------------------------------------------------------------------
-def test_export_pfi_csv_parses_back(ctx, results, summary):
-    """The PFI CSV download parses back to the conditional PFI of every feature."""
+def test_export_pfi_csv_parses_back(ctx, results, sub_results, summary, x3_zero):
+    """The PFI CSV download parses back to every feature's all-rows PFI (the bars' result, one
+    number) and, on a subgroup, the PFI within it from the curves, under the page's headers."""
+    bars = views.load_inputs(ctx, results).pfi["random forest"]
     out = export_table(ctx, ids.EXPORT_PFI, results)
     assert isinstance(out, dict) and out["filename"] == "pfi.csv"
     frame = pd.read_csv(io.StringIO(out["content"]), index_col=0)
     assert sorted(frame.index) == FEATURES
-    assert_allclose(frame["all"].reindex(FEATURES), summary.local[FEATURES].mean(), rtol=1e-9)
+    assert_allclose(frame["all (n=500): PFI as the Overview bars on all rows"], bars.importance[frame.index], rtol=1e-9)
+    assert_allclose(frame["all: ± standard error"], bars.uncertainty[frame.index], rtol=1e-9)
+    assert_allclose(frame["random forest: PFI as the Overview bars on all 500 rows"], bars.importance[frame.index])
+    sub = pd.read_csv(io.StringIO(export_table(ctx, ids.EXPORT_PFI, sub_results)["content"]), index_col=0)
+    inside = x3_zero.reindex(summary.rows).to_numpy(bool)
+    column = f"subgroup (n={int(inside.sum())}): PFI within, from the ICI curves"
+    assert_allclose(sub[column].reindex(FEATURES), summary.local[inside][FEATURES].mean(), rtol=1e-9)
 
 
 def test_report_is_one_self_contained_document(ctx, results):
@@ -552,7 +562,11 @@ def test_report_reads_as_a_document(ctx, results):
     text = re.sub(r"<script.*?</script>", "", html, flags=re.S)  # plotly.js aside: the document's own words
     found = [p for p in ("Press", "Waiting", "Drawing this view", "Computing", "No observation selected") if p in text]
     assert found == []  # (a plain list: pytest's diff of a whole page takes minutes)
-    assert "Open this drill-down in the dashboard" in html
+    # issue 39: the report stands alone: no dead relative link; from the page, the live server is named
+    assert 'href="?' not in html and "<dt>Loss</dt><dd>squared error</dd>" in html and "log_loss" not in text
+    served = report_html(ctx, results, "http://127.0.0.1:8050/")
+    assert "Made with the dashboard at http://127.0.0.1:8050/. While that server runs" in served
+    assert 'href="http://127.0.0.1:8050/?ws=' in served
 
 
 def test_export_ciu_of_unexplained_obs_falls_back(ctx, state, summary, data):

@@ -78,7 +78,7 @@ def test_x3_simulation_top_suggestion_is_x3_with_the_importances_of_table_1(x3):
         pfi = {top.left: top.importance_left, top.right: top.importance_right}
         other = top.right if top.left == important else top.left
         assert pfi[important] > 20 * abs(pfi[other])
-        # each side's PFI is the subgroup's conditional PFI (the mean ICI integral, Eq. 9)
+        # each side's PFI is the PFI within that subgroup (the mean ICI integral, Eq. 9)
         mask = compute.parse_subgroup(important, Xt).to_numpy()
         assert pfi[important] == pytest.approx(prof.local_importance[mask].mean(), rel=1e-12)
 

@@ -34,7 +34,10 @@ def test_a_split_job_leaves_the_results_of_the_whole_job_bit_for_bit(tmp_path, s
             assert {p["kind"] for p in parts} == {"profile_part", "pfi_part"}
             n_features = len(ws.features)
             assert sum(p["kind"] == "profile_part" for p in parts) == n_features  # the focus model's passes
-            assert sum(p["kind"] == "pfi_part" for p in parts) == 2 * -(-n_features // tasks.PFI_BLOCK)
+            # each model's PFI on the state's rows; on a subgroup also the focus model's PFI on all
+            # rows, which the Subgroups table's all-rows column shows (the Overview bars of all rows)
+            n_pfi = len(ws.models) + (1 if subgroup else 0)
+            assert sum(p["kind"] == "pfi_part" for p in parts) == n_pfi * -(-n_features // tasks.PFI_BLOCK)
             order = np.random.default_rng(0).permutation(len(parts))  # any order, one part at a time
             for k in order:
                 jobs.run(ctx.store, ws, [parts[k]], policy=ctx.policy)

@@ -1,5 +1,6 @@
-"""Issue 27's views: conditional PFI beside the bars, and which features act together (H²
-bars, the pair matrix, a pair's 2-D partial dependence, the pair chosen by a click)."""
+"""Issue 27's views: importance once the other features are known beside the bars, and which
+features act together (H² bars, the pair matrix, a pair's 2-D partial dependence, the pair
+chosen by a click)."""
 
 from __future__ import annotations
 
@@ -84,14 +85,17 @@ def test_a_click_on_a_cell_selects_the_pair_and_a_forged_one_draws_the_strongest
         assert (drawn.layout.yaxis.title.text, drawn.layout.xaxis.title.text) == strongest
 
 
-def test_conditional_pfi_sits_beside_the_bars_and_reads_the_largest_drop(ctx):
+def test_importance_once_the_others_are_known_sits_beside_the_bars_and_reads_the_largest_drop(ctx):
     results = _results(ctx, "demo-diabetes", feature="bmi")
     out = views.render(ctx, "pfi_caveats", results)
     inp = load_inputs(ctx, results)
     pfi = inp.pfi[inp.state["model"]]
     fig = out["cs_figure"]
     names = [t.name for t in fig.data]
-    assert names == ["shuffled among all rows (the bars above)", "shuffled within similar rows (conditional)"]
+    assert names == [
+        "shuffled among all rows (the bars above)",
+        "shuffled within similar rows (once the others are known)",
+    ]
     marginal = dict(zip(fig.data[0].y, fig.data[0].x, strict=True))
     assert marginal["bmi"] == pytest.approx(pfi.importance["bmi"], rel=1e-12)
     cs = inp.results("cs_pfi")[inp.state["model"]]

@@ -165,7 +165,10 @@ def test_small_subgroups_and_small_data_keep_their_own_permutations(ctx, pairs_b
     monkeypatch.setattr(planning, "PAIRS_MAX", 1_000)  # pairs too many to keep: the subgroup's own
     state = normalize(ctx, {**default_state(), "ws": ws.id, "subgroup": "X3 == 0"})[0]
     tasks = [t for t in plan_state(ctx, ws, state)["tasks"] if t["kind"] == "pfi"]
-    assert len(tasks) == len(ws.models) and not any(t["params"].get("pairs") for t in tasks)
+    own = [t for t in tasks if t["params"]["condition"] == "X3 == 0"]
+    assert len(own) == len(ws.models) and not any(t["params"].get("pairs") for t in tasks)
+    # and the focus model's PFI on all rows, which the Subgroups table's all-rows column shows
+    assert [(t["model"], t["params"]["condition"]) for t in tasks if t not in own] == [(state["model"], "")]
 
 
 def test_grouped_pfi_follows_bars_reused_from_all_rows(ctx):

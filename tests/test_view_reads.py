@@ -83,7 +83,8 @@ def test_an_edit_redraws_only_the_views_that_show_it(ctx):
     base = _record(ctx, {})
     edited = _record(ctx, VARIANTS["edit"])
     changed = {name for name, sig in edited["sigs"].items() if sig != base["sigs"][name]}
-    assert changed == {"whatif", "contributions"}
+    # the influence panel compares with the contributions of the row as it is, not as edited (issue 39)
+    assert changed == {"whatif", "contributions", "influence"}
 
 
 def test_a_pending_record_redraws_a_view_when_its_results_arrive(ctx):
@@ -138,13 +139,13 @@ def test_every_view_sits_in_a_section_and_the_page_has_one_tab_each(ctx):
 
 def test_on_a_subgroup_both_pfi_views_say_why_they_differ(ctx):
     """Issue 11, defect 6: the feature defining the subgroup gets 0 from the permutation bars
-    (shuffled within the subgroup, where it is constant) but not from conditional PFI (values
-    from all rows); each view says so in one line, and only when a subgroup is set."""
+    (shuffled within the subgroup, where it is constant) but not from the PFI within the subgroup
+    (values from all rows); each view says so in one line, and only when a subgroup is set."""
     sub = _record(ctx, {"subgroup": "sex == 2"})
     bars = views.render(ctx, "pfi", sub)
     table = views.render(ctx, "conditional_pfi", sub)
     assert "shuffled among the subgroup's rows only" in bars["info"]
-    assert "Why this can differ from the permutation PFI bars" in table["info"]
+    assert "Why the subgroup's column can differ from the Overview bars on a subgroup" in table["info"]
     pfi = next(iter(views.load_inputs(ctx, sub).pfi.values()))
     assert pfi.importance["sex"] == 0.0  # constant in the subgroup
     cond = {r["feature"]: r for r in table["data"]}["sex"]

@@ -166,18 +166,18 @@ def convergence_figure(
 
 
 def conditional_pfi_figure(rows: pd.DataFrame, *, loss: str, subtitle: str = "", selected=None) -> go.Figure:
-    """Conditional PFI beside the marginal (the PFI bars): per feature (``rows`` indexed by
-    feature, columns ``marginal``, ``conditional`` and their ``*_std_error``) a solid bar for
-    the feature shuffled among all rows (as the PFI bars) and a hatched one for it shuffled
-    within similar rows."""
+    """Importance once the other features are known (cs-PFI) beside the marginal (the PFI bars):
+    per feature (``rows`` indexed by feature, columns ``marginal``, ``conditional`` and their
+    ``*_std_error``) a solid bar for the feature shuffled among all rows (as the PFI bars) and a
+    hatched one for it shuffled within similar rows."""
     if rows.empty:
-        return empty_figure("No conditional importance computed.", height=200)
+        return empty_figure("Importance once the other features are known: not computed.", height=200)
     marginal = Bars(
         rows["marginal"], "shuffled among all rows (the bars above)", rows["marginal_std_error"], color=BAR_COLOR
     )
     conditional = Bars(
         rows["conditional"],
-        "shuffled within similar rows (conditional)",
+        "shuffled within similar rows (once the others are known)",
         rows["conditional_std_error"],
         color=BAR_COLOR,
         pattern="/",

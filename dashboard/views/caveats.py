@@ -23,7 +23,7 @@ from .. import components, figures, planning
 from .base import PFI, Lru, View, empty
 
 KIND = "pfi_groups"
-CS_KIND = "cs_pfi"  # conditional (cs-) PFI beside the bars
+CS_KIND = "cs_pfi"  # importance once the other features are known (cs-PFI) beside the bars
 THRESHOLD = 0.7  # dependence (|rank correlation|, correlation ratio or Cramér's V) called strong
 GRAPH = "caveats-group-graph"
 LEAK = "caveats-leak"
@@ -119,8 +119,8 @@ TASK = planning.TaskSpec(
 
 
 def cs_params(state: dict, ws) -> dict | None:
-    """Conditional PFI on the bars' rows, with the bars' repetitions and row budget (the
-    planner adds the rows: ``TaskSpec(rows=True)``)."""
+    """Importance once the other features are known (cs-PFI) on the bars' rows, with the bars'
+    repetitions and row budget (the planner adds the rows: ``TaskSpec(rows=True)``)."""
     if len(ws.features) < 2:
         return None
     return {
@@ -162,14 +162,15 @@ CS_TASK = planning.TaskSpec(
     cs_params,
     cs_run,
     models="focus",
-    label="each feature shuffled within similar rows (conditional PFI)",
+    label="each feature shuffled within similar rows (importance once the others are known)",
     rows=True,
     cost=cs_cost,
 )
 
 
 def conditional_rows(cs: compute.ConditionalImportance, pfi: compute.PermutationImportance) -> pd.DataFrame:
-    """Per feature: the bars' (marginal) PFI, the conditional one and their standard errors."""
+    """Per feature: the bars' (marginal) PFI, the importance once the others are known (cs-PFI)
+    and their standard errors."""
     return pd.DataFrame(
         {
             "marginal": pfi.importance,
@@ -187,8 +188,8 @@ def conditional_reading(cs: compute.ConditionalImportance, pfi: compute.Permutat
     found = findings.inflated_by_dependence(cs, pfi, min_drop=0.0, prefer=feature)
     if found is None:
         return (
-            "Shuffled within similar rows (the conditional PFI), no feature loses importance beyond the "
-            "permutations' noise: the bars do not lean on rows that never occur."
+            "Shuffled within similar rows (importance once the other features are known), no feature loses "
+            "importance beyond the permutations' noise: the bars do not lean on rows that never occur."
         )
     name, share, known = found.numbers["feature"], found.numbers["share"], found.numbers["known"]
     how = "most" if share >= 0.5 else "part"
@@ -263,7 +264,7 @@ def pair_rows(inp, dep) -> list[dict]:
 
 
 def conditional_outputs(inp, pfi: compute.PermutationImportance) -> dict:
-    """The conditional-PFI figure and its one-line reading."""
+    """The figure of the importance once the others are known, and its one-line reading."""
     if len(inp.ws.features) < 2:
         return {"cs_figure": empty("One feature: nothing to condition on."), "cs_info": ""}
     cs = inp.results(CS_KIND).get(inp.state["model"])
@@ -391,7 +392,8 @@ VIEW = View(
         "of model-agnostic interpretation methods', on feature dependence); grouped PFI is the PFI of "
         "Casalicchio et al. (2018), Eq. 8, with the group's columns permuted jointly (as dalex's variable_groups). "
         "A near-perfect model (skill >= 0.95 against a constant prediction) whose "
-        "importance sits on one or two features is flagged for a leakage check. Conditional PFI: Molnar, König, "
+        "importance sits on one or two features is flagged for a leakage check. Importance once the other features "
+        "are known: Molnar, König, "
         "Bischl & Casalicchio (2023), 'Model-agnostic feature importance and effects with dependent features: a "
         "conditional subgroup approach' (cs-PFI): each feature is shuffled within the leaves of a tree (depth 4, "
         "30 rows per leaf, splits significant at 5 %) that learns it from the other features, so the shuffled rows "

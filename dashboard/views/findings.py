@@ -23,7 +23,7 @@ SHOWN_IN = {
     "importance": ("pfi", "overview", "see the importance bars"),
     "subgroups": ("subgroup_finder", "subgroups", "see the subgroups found"),
     "interactions": ("interactions", "overview", "see which features act together"),
-    "dependence": ("pfi_caveats", "overview", "see the conditional importance"),
+    "dependence": ("pfi_caveats", "overview", "see the importance once the others are known"),
     "leak": ("pfi_caveats", "overview", "see the leak check"),
     "performance": ("performance", "overview", "see each model's error"),
 }
@@ -159,7 +159,8 @@ VIEW = View(
         "best model's PFI bars (Casalicchio et al. 2018, Eq. 8) and their standard errors (features within two "
         "standard errors of the first are named together), the strongest split of the top feature's ICI curves "
         "(Eq. 9; subgroups found), Friedman's H² of the strongest pair (Friedman & Popescu 2008, Eq. 44), "
-        "conditional against marginal PFI (Molnar et al. 2023), the model's error on the subgroup against the "
+        "importance once the other features are known against the bars (Molnar et al. 2023), the model's error on "
+        "the subgroup against the "
         "rest (a Welch interval) and the leak check (a near-perfect model whose importance sits on one or two "
         "features). A sentence appears only when its numbers say something."
     ),

@@ -64,8 +64,8 @@ def render(ctx, inp) -> dict:
     if inp.mask is not None:
         info += (
             " On a subgroup each feature is shuffled among the subgroup's rows only: a feature constant there "
-            "(like one that defines the subgroup) gets 0, while the conditional PFI (Subgroups) gives it its "
-            "values from all rows."
+            "(like one that defines the subgroup) gets 0, while the PFI within the subgroup (Subgroups, from the "
+            "ICI curves) gives it its values from all rows."
         )
     dependent = partners_line(inp)
     info = f"{info} {dependent}" if dependent else info
