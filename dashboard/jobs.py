@@ -13,7 +13,7 @@ import fcntl
 import hashlib
 import time
 from collections.abc import Callable
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import replace
 
 import numpy as np
@@ -78,9 +78,8 @@ def run(
     wait: bool = True,
 ) -> list[dict]:
     """Compute the missing tasks and cache their results (inside a background job). Each
-    progress label ends with the time left ("about 40 s left"): the job's model rows are
-    estimated per step (:func:`step_rows`) and priced first by a timed probe (the first
-    model predicting a few hundred rows), then by the rate measured so far. ``models``: the
+    progress label ends with the time left ("about 40 s left", or "estimating" until a tenth
+    of the job's model rows are done; see :class:`Eta`). ``models``: the
     models already loaded in this process, by name, filled as models load (the parts of a
     split job share them). ``wait=False``: a task another process is computing is skipped,
     not waited for; returns the tasks skipped so."""
@@ -90,13 +89,20 @@ def run(
     models = {} if models is None else models
     costs = [step_rows(ws, t, data) for t in todo]
     steps = sum(len(c) for c in costs)
-    eta = Eta(np.cumsum([0] + [rows for c in costs for rows in c]), clock)
-    if todo and eta.cumulative[-1] >= PROBE_FROM:  # a small job is over before an estimate helps
-        eta.probe(_probe(store, ws, todo[0], data, models, policy))
+    eta = Eta(
+        np.cumsum([0] + [rows for c in costs for rows in c]), clock, loads=len({t.model for t in todo} - {*models})
+    )
+    eta.begin()
 
     def tell(done: int, total: int, label: str) -> None:
         left = eta.left(done)
         report(done, total, f"{label} · {left}" if left and label != "done" else label)
+
+    if todo and eta.cumulative[-1] >= PROBE_FROM:  # a small job is over before an estimate helps
+        if todo[0].model not in models:
+            tell(0, steps, f"loading model {todo[0].model}")
+        with eta.aside(load=todo[0].model not in models):
+            eta.probe(_probe(store, ws, todo[0], data, models, policy))
 
     done = 0
     busy: list[dict] = []
@@ -107,7 +113,8 @@ def run(
                 continue
             if missing(store, [task.to_dict()]):
                 try:
-                    _run_task(Job(store, ws, data, n_jobs, _say(tell, done, steps)), task, models, policy)
+                    job = Job(store, ws, data, n_jobs, _say(tell, done, steps))
+                    _run_task(job, task, models, policy, loading=lambda: eta.aside(load=True))
                 except compute.InputError as exc:  # this state's data cannot give it: its panels say why
                     fail(store, task, exc)
             done += len(cost)
@@ -211,8 +218,9 @@ PROBE_FROM = 200_000  # model rows from which a job is timed for its estimate
 
 
 def _probe(store, ws, task, data, models, policy) -> float | None:
-    """Seconds per row of the first task's model on a few hundred rows (None if it fails:
-    the task itself will then report the failure)."""
+    """Seconds of one warm call of the first task's model on a few hundred rows: its fixed
+    cost per call, which the job's small steps pay almost whole (None if it fails: the task
+    itself will then report the failure)."""
     try:
         model = load(store, ws, task.model, models, policy)
         X = data[list(ws.model(task.model).features)].iloc[:PROBE_ROWS]
@@ -221,38 +229,87 @@ def _probe(store, ws, task, data, models, policy) -> float | None:
         predict(X)  # warm (first-call costs)
         start = time.perf_counter()
         predict(X)
-        return (time.perf_counter() - start) / max(len(X), 1)
+        return time.perf_counter() - start
     except Exception:
         return None
 
 
 class Eta:
-    """Time left from the estimated model rows done (``cumulative[k]``: rows of the first k
-    steps): the probe's seconds per row until a second of work has been timed, then the
-    rate measured since the first step."""
+    """Time left from the estimated model rows of each step (``cumulative[k]``: rows of the
+    first k steps), priced by the steps timed so far: "estimating" until a tenth of the rows
+    are done and a step after the first is timed, no number under :attr:`FLOOR` seconds (a
+    job that short needs none).
 
-    def __init__(self, cumulative: np.ndarray, clock: Callable[[], float]):
+    A step costs a fixed time (the probe: one model call on a few hundred rows, which small
+    steps pay almost whole) plus a time per row, measured over the steps done. One-time
+    costs are kept out of that rate, as extrapolating them made the estimate 10-30x too long:
+    model loads and the probe (timed :meth:`aside`; the models still to load are added at
+    their mean load time) and the job's first step (first-call costs) once later steps are
+    timed."""
+
+    START = 0.1  # share of the job's rows done before a number is given
+    FLOOR = 3.0  # seconds left under which no number is given
+
+    def __init__(self, cumulative: np.ndarray, clock: Callable[[], float], loads: int = 0):
         self.cumulative, self.clock = cumulative, clock
-        self.start: float | None = None
-        self.rate: float | None = None
+        self.call = 0.0  # seconds of one model call (the probe)
+        self.loads_left = loads
+        self.load_times: list[float] = []
+        self.mark: tuple[int, float] | None = None  # (steps done, time) when they were first reported
+        self.excluded = 0.0  # one-time seconds since the mark
+        self.timed: list[tuple[int, float, float]] = []  # (steps, rows, seconds) between marks
 
-    def probe(self, seconds_per_row: float | None) -> None:
-        self.rate = seconds_per_row
+    def begin(self) -> None:
+        """The job starts now (else at the first report)."""
+        self.mark, self.excluded = (0, self.clock()), 0.0
+
+    def probe(self, seconds: float | None) -> None:
+        self.call = seconds or 0.0
+
+    @contextmanager
+    def aside(self, load: bool = False):
+        """Time spent inside is a one-time cost (``load``: loading a model), not priced per row."""
+        start = self.clock()
+        try:
+            yield
+        finally:
+            spent = self.clock() - start
+            self.excluded += spent
+            if load:
+                self.load_times.append(spent)
+                self.loads_left = max(self.loads_left - 1, 0)
 
     def left(self, done: int) -> str:
-        now = self.clock()
-        if self.start is None:
-            self.start = now
+        now, last = self.clock(), len(self.cumulative) - 1
+        done = min(max(done, 0), last)
+        if self.mark is None:
+            self.mark, self.excluded = (done, now), 0.0
+        elif done > self.mark[0]:
+            at, then = self.mark
+            rows = float(self.cumulative[done] - self.cumulative[at])
+            self.timed.append((done - at, rows, max(now - then - self.excluded, 0.0)))
+            self.mark, self.excluded = (done, now), 0.0
         total = float(self.cumulative[-1])
-        rows_done = float(self.cumulative[min(max(done, 0), len(self.cumulative) - 1)])
-        elapsed = now - self.start
-        rate = elapsed / rows_done if (rows_done > 0 and elapsed >= 1.0) else self.rate
-        if rate is None or total <= 0:
-            return ""
-        seconds = (total - rows_done) * rate
-        if seconds < 2:
+        if len(self.timed) < 2 or total <= 0 or self.cumulative[done] < self.START * total:
+            return "estimating"  # the first step pays first-call costs: a later one must be timed too
+        seconds = self.seconds_left(done)
+        if seconds < self.FLOOR:
             return ""
         return f"about {seconds:.0f} s left" if seconds < 90 else f"about {seconds / 60:.0f} min left"
+
+    def seconds_left(self, done: int) -> float:
+        """The steps after ``done`` at the fixed time per step and the rate per row measured
+        (the job's first step left out once others are timed), plus the models still to load."""
+        timed = self.timed[1:] if len(self.timed) > 1 else self.timed
+        steps = sum(n for n, _, _ in timed)
+        rows = sum(r for _, r, _ in timed)
+        seconds = sum(t for _, _, t in timed)
+        fixed = min(self.call, seconds / max(steps, 1))
+        per_row = max(seconds - fixed * steps, 0.0) / rows if rows > 0 else 0.0
+        last = len(self.cumulative) - 1
+        rows_left = float(self.cumulative[-1] - self.cumulative[done])
+        loads = self.loads_left * float(np.mean(self.load_times)) if self.load_times else 0.0
+        return fixed * (last - done) + per_row * rows_left + loads
 
 
 def derive(store: Store, ws: Workspace, task: dict, data: pd.DataFrame) -> bool:
@@ -263,13 +320,15 @@ def derive(store: Store, ws: Workspace, task: dict, data: pd.DataFrame) -> bool:
     return spec.derive is not None and spec.derive(store, ws, Task.from_dict(task), data)
 
 
-def _run_task(job: Job, task: Task, models: dict, policy) -> None:
-    """Compute one task into the cache."""
+def _run_task(job: Job, task: Task, models: dict, policy, loading=nullcontext) -> None:
+    """Compute one task into the cache (``loading()``: the context a model loads in, timed
+    apart by the job's estimate)."""
     spec = spec_for(task.kind)
     if spec.derive is not None and spec.derive(job.store, job.ws, task, job.data):
         job.say(f"{task.model}: {spec.label} (from cached results)", 0)
         return
     if task.model not in models:
         job.say(f"loading model {task.model}", 0)
-    model = load(job.store, job.ws, task.model, models, policy)
-    executor(spec)(job, task, model)
+        with loading():
+            load(job.store, job.ws, task.model, models, policy)
+    executor(spec)(job, task, load(job.store, job.ws, task.model, models, policy))
