@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dash import html
 
+from compute.losses import LOSS_LABELS
+
 from .. import components, figures, ids, planning
 from ..state import DEFAULT_REPEATS
 from .base import PFI, Select, View, data_role_note, empty
@@ -25,9 +27,9 @@ def render(ctx, inp) -> dict:
             "all_style": hidden,
         }
     first = next(iter(pfi.values()))
-    title = f"How much the error ({first.loss}) grows when a feature is shuffled"
+    title = f"How much the error ({LOSS_LABELS.get(first.loss, first.loss)}) grows when a feature is shuffled"
     names = ", ".join(str(m) for m in pfi)
-    subtitle = f"{names}; PFI ({first.kind}), mean ± {first.uncertainty_words}; {inp.selection}"
+    subtitle = f"{names}; mean ± {first.uncertainty_words}; {inp.selection}"  # the title says it is a difference
     rel = max(res.relative_error() for res in pfi.values())
     settle = (
         f"Each bar's whisker is ± its {first.uncertainty_words}; the features that matter are known to ±{rel:.0%}"
