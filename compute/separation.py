@@ -26,7 +26,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .errors import InputError
 from .results import PermutationImportance
+from .validation import check_int
 
 __all__ = ["FeatureDifference", "compare_features", "ranking_ties", "tied_with"]
 
@@ -45,8 +47,17 @@ class FeatureDifference:
     paired: bool
 
 
+def _check(pfi, *features) -> None:
+    if not isinstance(pfi, PermutationImportance):
+        raise InputError(f"'pfi' must be a PermutationImportance (got {type(pfi).__name__}).")
+    for f in features:
+        if f not in pfi.repeats.index:
+            raise InputError(f"{f!r} is not a feature of this PFI result (its features: {list(pfi.repeats.index)!r}).")
+
+
 def compare_features(pfi: PermutationImportance, a, b, *, z: float = Z) -> FeatureDifference:
     """Whether ``pfi`` tells ``a`` and ``b`` apart (see the module docstring)."""
+    _check(pfi, a, b)
     repeats = pfi.repeats
     diff = repeats.loc[a].to_numpy(float) - repeats.loc[b].to_numpy(float)
     mean = float(diff.mean())
@@ -67,6 +78,7 @@ def compare_features(pfi: PermutationImportance, a, b, *, z: float = Z) -> Featu
 def tied_with(pfi: PermutationImportance, feature, *, z: float = Z) -> list:
     """The features with positive importance that ``pfi`` cannot tell from ``feature``, in
     order of importance (``feature`` left out)."""
+    _check(pfi, feature)
     importance = pfi.importance.sort_values(ascending=False, kind="stable")
     return [
         f
@@ -78,6 +90,8 @@ def tied_with(pfi: PermutationImportance, feature, *, z: float = Z) -> list:
 def ranking_ties(pfi: PermutationImportance, top: int, *, z: float = Z) -> list[tuple]:
     """Neighbouring pairs among the ``top`` most important features (positive importance
     only) that ``pfi`` cannot tell apart: where the ranking's order is not settled."""
+    _check(pfi)
+    top = check_int(top, "top", low=1)
     importance = pfi.importance.sort_values(ascending=False, kind="stable")
     leaders = [f for f in importance.index[:top] if importance[f] > 0]
     return [(a, b) for a, b in zip(leaders, leaders[1:]) if not compare_features(pfi, a, b, z=z).clear]

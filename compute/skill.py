@@ -171,6 +171,8 @@ def compare_models(
 ) -> ModelComparison:
     """Which of several models has the lowest mean loss on the same rows, and whether the
     runner-up's lead is beyond its uncertainty (the per-row differences, paired)."""
+    if not isinstance(preds, Mapping):
+        raise InputError(f"'preds' must map model names to Predictions (got {type(preds).__name__}).")
     if len(preds) < 2:
         raise InputError("Comparing models needs at least two.")
     z = _z(level)

@@ -194,6 +194,23 @@ CALLS = {
         lambda: dict(pfi=permutation_block(OLS, X, Y, n_repeats=2, keep_pairs=True), subgroup=np.ones(20, bool)),
     ),
     "constant_model_error": (compute.constant_model_error, lambda: dict(y=Y, loss="squared_error")),
+    "model_skill": (compute.model_skill, lambda: dict(pred=compute.predict_rows(OLS, X), y=Y)),
+    "compare_models": (
+        compute.compare_models,
+        lambda: dict(preds={"a": compute.predict_rows(OLS, X), "b": compute.predict_rows(OLS, X)}, y=Y),
+    ),
+    "compare_features": (
+        compute.compare_features,
+        lambda: dict(pfi=compute.permutation_importance(OLS, X, Y, n_repeats=2), a="a", b="b"),
+    ),
+    "tied_with": (
+        compute.tied_with,
+        lambda: dict(pfi=compute.permutation_importance(OLS, X, Y, n_repeats=2), feature="a"),
+    ),
+    "ranking_ties": (
+        compute.ranking_ties,
+        lambda: dict(pfi=compute.permutation_importance(OLS, X, Y, n_repeats=2), top=3),
+    ),
     "leakage_check": (
         compute.leakage_check,
         lambda: dict(pfi=compute.permutation_importance(OLS, X, Y, n_repeats=2), y=Y),
@@ -1054,6 +1071,18 @@ def _cases():
     for value in (0, 1.5, "0.1", True):
         add("conditional_importance", {"alpha": value}, InputError, "'alpha'", f"alpha={value!r}")
     add("performance_gap", {"mask": np.ones(3, bool)}, InputError, "'mask'", "gap-mask-shape")
+    add("model_skill", {"pred": "preds"}, InputError, "'pred'", "skill-pred")
+    add("model_skill", {"mask": np.ones(3, bool)}, InputError, "'mask'", "skill-mask")
+    add("model_skill", {"y": Y[:5]}, InputError, "rows", "skill-y-length")
+    add("model_skill", {"level": 1.0}, InputError, "'level'", "skill-level")
+    add("model_skill", {"loss": "hinge"}, InputError, "'loss'", "skill-loss")
+    add("compare_models", {"preds": [1, 2]}, InputError, "'preds'", "compare-list")
+    add("compare_models", {"preds": {"a": compute.predict_rows(OLS, X)}}, InputError, "at least two", "compare-one")
+    add("compare_features", {"pfi": "pfi"}, InputError, "'pfi'", "features-pfi")
+    add("compare_features", {"b": "zz"}, InputError, "'zz' is not a feature", "features-unknown")
+    add("tied_with", {"feature": "zz"}, InputError, "'zz' is not a feature", "tied-unknown")
+    for value in (0, 2.5, "3"):
+        add("ranking_ties", {"top": value}, InputError, "'top'", f"ties-top={value!r}")
     add("performance_gap", {"mask": np.arange(len(X)) < 1}, InputError, "at least 2 rows", "gap-one-row")
     for value in (-1, 9, 2.5, "4", True):
         add("conditional_importance", {"max_depth": value}, InputError, "'max_depth'", f"max_depth={value!r}")
