@@ -6,17 +6,20 @@ the columns estimated otherwise say so. And two methods get two names: "PFI with
 subgroup" (the table) and "importance once the other features are known" (cs-PFI); the old
 "conditional PFI", which named both, is on neither panel.
 
-The jobs run in an isolated child (``dashboard.isolation``), as the page's do: this process
-never loads the boosters (``tests/test_boosters.py`` checks that it never imported them).
+The jobs run in a fresh interpreter on the same cache: this process never loads the boosters
+(``tests/test_boosters.py`` checks that it never imported them), and a child forked from it
+would hang in a booster's OpenMP once another test has started an OpenMP pool here.
 """
 
 from __future__ import annotations
 
-import functools
 import importlib.util
 import io
 import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -24,15 +27,13 @@ import pandas as pd
 import pytest
 from numpy.testing import assert_allclose
 
-from dashboard import ids, jobs, planning, views
+from dashboard import ids, views
 from dashboard.config import Config
-from dashboard.isolation import Limits, isolated
 from dashboard.server import create_app
 from dashboard.state import default_state, normalize
 from dashboard.views import caveats, conditional_pfi, load_inputs, plan_state
 
 ROOT = Path(__file__).resolve().parent.parent
-LIMITS = Limits(seconds=600, memory_bytes=4 << 30)
 BOOSTERS = all(importlib.util.find_spec(name) is not None for name in ("xgboost", "lightgbm", "catboost"))
 needs_boosters = pytest.mark.skipif(not BOOSTERS, reason="the boosters extra is not installed")
 CASES = [
@@ -53,13 +54,34 @@ def ctx(tmp_path_factory):
     return _context(tmp_path_factory.mktemp("one-value-cache"))
 
 
+#: computes a state's missing results into a cache, in a fresh interpreter
+JOB = """
+import json, sys
+from dashboard import jobs, planning
+from dashboard.config import Config
+from dashboard.server import create_app
+from dashboard.views import plan_state
+ctx = create_app(Config(cache_dir=sys.argv[1], max_curves=300))._wip_context
+state = json.loads(sys.argv[2])
+ws = ctx.store.workspace(state["ws"])
+jobs.run(ctx.store, ws, planning.missing(ctx.store, plan_state(ctx, ws, state)["tasks"]), policy=ctx.policy)
+"""
+
+
 def _results(ctx, ws_id: str, **changes) -> dict:
-    """The state's results, its missing tasks run as the background job runs them."""
+    """The state's results, its missing tasks run as a background job runs them."""
     state = normalize(ctx, {**default_state(), "ws": ws_id, **changes})[0]
     ws = ctx.store.workspace(ws_id)
+    done = subprocess.run(
+        [sys.executable, "-c", JOB, str(ctx.config.cache_path), json.dumps(state)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
     planned = plan_state(ctx, ws, state)
-    todo = planning.missing(ctx.store, planned["tasks"])
-    isolated(functools.partial(jobs.run, ctx.store, ws, todo, policy=ctx.policy), limits=LIMITS)
     return {"state": state, "keys": planned["keys"]}
 
 
