@@ -189,7 +189,9 @@ def test_reports_are_limited_per_client_and_link_only_to_http_pages(tmp_path):
 
     first = ask("javascript:alert(1)//http://x/?ws=demo-x3")["download"]["data"]
     assert 'href="javascript:' not in first["content"] and "alert(1)" not in first["content"]
-    assert '<a href="?ws=demo-x3' in first["content"] and first["filename"].endswith(".html")
+    # a forged address gives no link back at all (issue 39: the report never holds a dead link)
+    assert 'href="?ws=' not in first["content"] and "Made with the dashboard" not in first["content"]
+    assert first["filename"].endswith(".html")
     for _ in range(REPORTS_PER_MINUTE - 1):
         assert "data" in ask("http://127.0.0.1:8050/?ws=demo-x3")["download"]
     refused = ask("http://127.0.0.1:8050/?ws=demo-x3")
