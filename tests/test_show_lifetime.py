@@ -78,21 +78,32 @@ def _binds_within(port: int, seconds: float) -> bool:
     return True
 
 
-def _start_caller(tmp_path: Path, keep: str = "no") -> tuple[subprocess.Popen, int, int]:
-    script = tmp_path / "caller.py"
-    script.write_text(CALLER)
-    caller = subprocess.Popen(
-        [sys.executable, str(script), str(tmp_path / "cache"), keep],
+def _spawn(*args: str, stderr=None) -> subprocess.Popen:
+    """A Python script of this test run, this checkout first on its path, its output read."""
+    return subprocess.Popen(
+        [sys.executable, *args],
         cwd=ROOT,
         stdout=subprocess.PIPE,
+        stderr=stderr,
         text=True,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
-    line = caller.stdout.readline() if caller.stdout else ""
-    assert line.startswith("SERVER "), line
-    _, pid, port = line.split()
-    assert _session(int(pid)) and not _binds(int(port))  # serving
-    return caller, int(pid), int(port)
+
+
+def _said(process: subprocess.Popen, tag: str) -> list[str]:
+    """The words after ``tag`` on the process's first line of output."""
+    line = process.stdout.readline() if process.stdout else ""
+    assert line.startswith(f"{tag} "), line
+    return line.split()[1:]
+
+
+def _start_caller(tmp_path: Path, keep: str = "no", stderr=None) -> tuple[subprocess.Popen, int, int]:
+    script = tmp_path / "caller.py"
+    script.write_text(CALLER)
+    caller = _spawn(str(script), str(tmp_path / "cache"), keep, stderr=stderr)
+    pid, port = map(int, _said(caller, "SERVER"))
+    assert _session(pid) and not _binds(port)  # serving
+    return caller, pid, port
 
 
 @pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "SIGKILL"])
@@ -106,21 +117,9 @@ def test_the_server_ends_with_the_script_that_started_it(tmp_path, how):
 
 
 def test_keep_lets_the_server_outlive_its_caller_and_says_how_to_stop_it(tmp_path):
-    script = tmp_path / "caller.py"
-    script.write_text(CALLER)
     said = tmp_path / "stderr.txt"  # a file: the kept server holds the caller's stderr open
-    caller = subprocess.Popen(
-        [sys.executable, str(script), str(tmp_path / "cache"), "keep"],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=said.open("w"),
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )
+    caller, server, port = _start_caller(tmp_path, "keep", stderr=said.open("w"))
     try:
-        line = caller.stdout.readline() if caller.stdout else ""
-        _, pid, port = line.split()
-        server = int(pid)
         caller.kill()
         caller.wait(timeout=10)
         message = said.read_text()
@@ -168,16 +167,8 @@ STARTER = textwrap.dedent(
 def test_the_whole_session_ends_even_a_child_that_ignores_sigterm_or_lost_its_parent(tmp_path):
     (tmp_path / "session.py").write_text(SESSION)
     (tmp_path / "starter.py").write_text(STARTER)
-    starter = subprocess.Popen(
-        [sys.executable, str(tmp_path / "starter.py"), str(tmp_path / "session.py")],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )
-    line = starter.stdout.readline() if starter.stdout else ""
-    assert line.startswith("LEADER "), line
-    leader = int(line.split()[1])
+    starter = _spawn(str(tmp_path / "starter.py"), str(tmp_path / "session.py"))
+    (leader,) = map(int, _said(starter, "LEADER"))
     try:
         time.sleep(0.5)
         assert len(_session(leader)) == 3  # the leader, the child, the orphaned grandchild
