@@ -1,7 +1,7 @@
 """Why it performs: the feature-importance dashboard.
 
     python app.py [--port 8050 --cache-dir .wip-cache ...]   # development server, demo warmed
-    python app.py --model M [--model M2] --data D --target T   # opens on the operator's own data set
+    python app.py --model M [--model M2] --data D --target T [--labels labels.json]   # the operator's data set
     python app.py report --model M --data D --target T --out review.html   # a review, no browser
     gunicorn -c gunicorn.conf.py app:server                  # production (options from WIP_* env)
 
@@ -37,12 +37,20 @@ def main(argv=None) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     app = create_app(config)
     start, path = None, "/"
+    if files.labels is not None and not files.model:
+        sys.exit("error: --labels names the features of a data set: give it with --model, --data and --target")
     if files.model or files.data or files.target:
         if not (files.model and files.data and files.target):
             sys.exit("error: give --model (one or more), --data and --target together")
         try:
             ws = open_files(
-                app._wip_context, files.model, files.data, files.target, held_out=files.held_out, output=files.output
+                app._wip_context,
+                files.model,
+                files.data,
+                files.target,
+                held_out=files.held_out,
+                output=files.output,
+                labels=files.labels,
             )
         except (LoadError, compute.ExplainError, OSError) as exc:
             sys.exit(f"error: {' '.join(str(exc).split())[:500]}")

@@ -29,10 +29,18 @@
     return Object.assign({ name: file.name, size: file.size }, body);
   }
 
+  // what each kind of upload's chooser offers (the server checks the kind and the bytes again)
+  var ACCEPT = {
+    model: ".skops,.onnx,.json,.ubj,.txt,.cbm,.pkl,.pickle,.joblib",
+    data: ".csv,.parquet,.pq",
+    labels: ".json,application/json",
+  };
+
   window.wipUpload = {
     pick: async function (n, kind, multiple, current) {
       if (!n) { return window.dash_clientside.no_update; }
-      var accept = kind === "model" ? ".skops,.onnx,.json,.ubj,.txt,.cbm,.pkl,.pickle,.joblib" : ".csv,.parquet,.pq";
+      var accept = ACCEPT[kind];
+      if (!accept) { return window.dash_clientside.no_update; }
       var files = await choose(accept, multiple);
       if (!files.length) { return window.dash_clientside.no_update; }
       var answers = [];

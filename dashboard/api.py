@@ -63,6 +63,7 @@ def report(
     progress: bool = True,
     held_out: bool = False,
     positive_class=None,
+    labels=None,
 ) -> dict:
     """Write the dashboard's one-file HTML review of ``models`` on ``data`` to ``path``.
 
@@ -74,7 +75,11 @@ def report(
     written to ``json_path`` when given): each model's PFI with its standard error and
     every view's numbers. ``held_out=True``: the models did not train on these rows (the
     report then drops its warning that the errors are optimistic); ``positive_class``: the
-    class whose probability is explained. Raises :class:`ReportError` with a one-line reason."""
+    class whose probability is explained; ``labels``: human labels of features and classes,
+    ``{"features": {"income_k": "Yearly income (k$)"}, "classes": {"1": "churned"}}`` or the
+    path of such a JSON file, shown on axes, in tables, in the findings and in the report
+    (the column names stay the keys of the returned numbers). Raises :class:`ReportError`
+    with a one-line reason."""
     named = _pickled(models)
     out = Path(path)
     with tempfile.TemporaryDirectory(prefix="wip-report-") as folder:
@@ -83,7 +88,10 @@ def report(
         try:
             with open(os.open(session, os.O_WRONLY | os.O_CREAT, 0o600), "wb") as handle:
                 given = {"models": named, "data": data, "target": target, "title": title, "held_out": bool(held_out)}
-                pickle.dump({**given, "positive_class": positive_class}, handle, protocol=5)
+                given.update(positive_class=positive_class, labels=_labels_given(labels, ReportError))
+                pickle.dump(given, handle, protocol=5)
+        except ReportError:
+            raise
         except Exception as exc:  # a lambda in a pipeline, an open connection: the object stays here
             raise ReportError(
                 f"The models and data could not be handed to the dashboard's process ({type(exc).__name__}: {exc})."
@@ -198,6 +206,7 @@ def show(
     keep: bool = False,
     held_out: bool = False,
     positive_class=None,
+    labels=None,
 ) -> Shown:
     """Show ``models`` on ``data`` (its ``target`` column the outcome) in the dashboard and
     return at once: a :class:`Shown` with the page's ``url`` and ``stop()``. In a notebook
@@ -209,10 +218,11 @@ def show(
     The server ends when this Python process ends, however it ends (a kernel restarted or
     shut down, a script killed): ``keep=True`` lets it outlive the process (it prints how to
     stop it); asking for the other choice than the running server's starts a new server.
-    ``held_out`` and ``positive_class`` as in :func:`report`.
+    ``held_out``, ``positive_class`` and ``labels`` as in :func:`report`.
     Raises :class:`ShowError` with a one-line reason."""
     global _SERVER
     named = _pickled(models)
+    shown_labels = _labels_given(labels, ShowError)
     current = _SERVER
     if current is None or not current.alive or (port is not None and port != current.port) or current.keep != keep:
         if current is not None:
@@ -220,7 +230,8 @@ def show(
         _SERVER = current = _Server(port, cache_dir, keep=keep)
     try:
         given = {"models": named, "data": data, "target": target, "title": title}
-        reply = current.open({**given, "held_out": bool(held_out), "positive_class": positive_class})
+        given.update(held_out=bool(held_out), positive_class=positive_class, labels=shown_labels)
+        reply = current.open(given)
     except (pickle.PicklingError, TypeError, AttributeError) as exc:
         raise ShowError(
             f"The models and data could not be handed to the dashboard ({type(exc).__name__}: {exc})."
@@ -232,6 +243,19 @@ def show(
     if open_browser:
         webbrowser.open(url)
     return shown
+
+
+def _labels_given(labels, error: type[Exception]):
+    """``labels=`` as the dashboard's process takes it: None, a plain dict, or a path as
+    text, made absolute here (that process runs in the dashboard's folder), read and
+    checked there as ``--labels`` is."""
+    if labels is None:
+        return None
+    if isinstance(labels, (str, os.PathLike)):
+        return os.path.abspath(os.fspath(labels))
+    if isinstance(labels, Mapping):
+        return {str(k): dict(v) if isinstance(v, Mapping) else v for k, v in labels.items()}
+    raise error("labels must be a dict {'features': {...}, 'classes': {...}} or the path of a labels JSON file.")
 
 
 def _pickled(models) -> dict:

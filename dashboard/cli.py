@@ -53,7 +53,10 @@ def report_main(argv: list[str] | None = None, *, stderr=None) -> int:
             title = given.get("title") or f"{data.attrs.get('name', 'data')}: {', '.join(models)}"
             role = "held-out" if (args.held_out or given.get("held_out")) else "unknown"
             output = args.output if args.output is not None else given.get("positive_class")
-            ws = open_workspace(ctx, models, data, target, title=title, loss=args.loss, data_role=role, output=output)
+            labels = args.labels if args.labels is not None else given.get("labels")
+            ws = open_workspace(
+                ctx, models, data, target, title=title, loss=args.loss, data_role=role, output=output, labels=labels
+            )
         else:
             ws = open_files(
                 ctx,
@@ -64,13 +67,14 @@ def report_main(argv: list[str] | None = None, *, stderr=None) -> int:
                 err=err,
                 held_out=args.held_out,
                 output=args.output,
+                labels=args.labels,
             )
         for note in ws.warnings:
             print(f"note: {note}", file=err)
         bar = ProgressBar(err)
         write_report(ctx, ws, args.out, json_path=args.json, progress=bar)
         bar.finish()
-    except (LoadError, compute.ExplainError, OSError) as exc:
+    except (LoadError, compute.ExplainError, OSError) as exc:  # LabelsError is an ExplainError
         print(f"error: {_one_line(exc)}", file=err)
         return 2
     print(f"wrote {args.out}" + (f" and {args.json}" if args.json else ""), file=err)
@@ -78,7 +82,8 @@ def report_main(argv: list[str] | None = None, *, stderr=None) -> int:
 
 
 def add_row_options(parser: argparse.ArgumentParser) -> None:
-    """What the rows are and which class to explain: the options the upload form asks for."""
+    """What the rows are, which class to explain and the labels of features and classes: the
+    options the upload form asks for."""
     parser.add_argument(
         "--held-out",
         action="store_true",
@@ -86,6 +91,14 @@ def add_row_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--class", dest="output", default=None, metavar="LABEL", help="the class whose probability is explained"
+    )
+    parser.add_argument(
+        "--labels",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help='labels of features and classes, a JSON file {"features": {"income_k": "Yearly income (k$)"}, '
+        '"classes": {"1": "churned"}}, shown on axes, tables, findings and the report',
     )
 
 
@@ -99,15 +112,19 @@ def open_files(
     err=None,
     held_out: bool = False,
     output=None,
+    labels=None,
 ) -> Workspace:
     """A workspace of model files and a data file named by the operator (see the module
     docstring); raises ``LoadError`` or ``compute.ExplainError`` naming what is wrong.
-    ``held_out``: the models did not train on these rows; ``output``: the class explained."""
+    ``held_out``: the models did not train on these rows; ``output``: the class explained;
+    ``labels``: a labels file (or dict) of :mod:`dashboard.labels`."""
     data = read_data(data_path, name=data_path.name, policy=ctx.policy)
     models = {_name(path, i): _model(path, err or sys.stderr) for i, path in enumerate(model_paths)}
     title = f"{data_path.name}: {', '.join(models)}"
     role = "held-out" if held_out else "unknown"
-    return open_workspace(ctx, models, data, target, title=title, loss=loss, data_role=role, output=output)
+    return open_workspace(
+        ctx, models, data, target, title=title, loss=loss, data_role=role, output=output, labels=labels
+    )
 
 
 def _name(path: Path, i: int) -> str:

@@ -23,6 +23,7 @@ import pandas as pd
 import compute
 
 from . import jobs, planning, session_models
+from . import labels as labelling
 from .callbacks.compute import run_request
 from .isolation import isolated
 from .loading import MODEL_SUFFIXES, LoadError
@@ -45,10 +46,13 @@ def open_workspace(
     loss: str | None = None,
     output=None,
     data_role: str = "unknown",
+    labels=None,
 ) -> Workspace:
     """A saved workspace of ``models`` (name -> a fitted object of this session, its
     ``Pickled`` bytes, or the ``Path`` of a model file the upload form takes) on ``data``,
-    whose ``target`` column is the outcome. Raises ``LoadError`` (with ``field``: "model", "data" or "target") or
+    whose ``target`` column is the outcome. ``labels``: the features' and classes' labels
+    (a dict of a labels file's shape, or its path; :mod:`dashboard.labels`). Raises
+    ``LoadError`` (with ``field``: "model", "data" or "target"), ``LabelsError`` or
     ``compute.ExplainError`` naming what is wrong."""
     if not isinstance(data, pd.DataFrame) or data.empty:
         raise LoadError("The data must be a non-empty pandas DataFrame.", field="data")
@@ -57,6 +61,7 @@ def open_workspace(
         raise LoadError(f"The target column {target!r} is not in the data (its columns: {shown}).", field="target")
     if not models:
         raise LoadError("Give at least one model.", field="model")
+    shaped = labelling.given_labels(labels)  # its shape before any model runs
     entries = []
     for name, model in models.items():
         if isinstance(model, session_models.Pickled) and model.how.startswith("file:"):
@@ -96,6 +101,10 @@ def open_workspace(
     if len(tasks) > 1:
         raise LoadError("The models mix classifiers and regressors; give models of one task together.", field="model")
     first = checked[0]
+    classes = labelling.target_classes(
+        first.task, data[target].dropna().unique(), *(c.classes for c in checked), [first.output]
+    )
+    shaped = labelling.check_known(shaped, features=first.features, classes=classes, name=labelling.source_name(labels))
     ws = Workspace(
         id=draft.id,
         title=draft.title,
@@ -112,6 +121,7 @@ def open_workspace(
         features=first.features,
         warnings=tuple(dict.fromkeys(w for c in checked for w in c.warnings)),
         data_role=data_role,
+        labels=shaped,
     )
     ctx.store.save_workspace(ws)
     return ws

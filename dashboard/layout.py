@@ -120,6 +120,21 @@ def load_panel(config) -> html.Details:
                     ),
                     html.Div(
                         [
+                            html.Label("Labels (optional): a .json file of feature and class names"),
+                            html.Button("Choose labels file…", id=ids.LABELS_UPLOAD, className="button"),
+                            html.Div(id=ids.LABELS_FILE_INFO, className="file-info"),
+                            error_line(ids.LABELS_ERROR),
+                            html.P(
+                                'For example {"features": {"income_k": "Yearly income (k$)"}, "classes": '
+                                '{"1": "churned"}}: shown on the axes, tables, findings and the report; the column '
+                                "names stay in the link and the numbers.",
+                                className="help",
+                            ),
+                        ],
+                        className="load-field",
+                    ),
+                    html.Div(
+                        [
                             html.Button("Load", id=ids.LOAD_BUTTON, className="button primary"),
                             html.Button("Cancel loading", id=ids.LOAD_CANCEL, className="button", disabled=True),
                             html.Div(id=ids.LOAD_STATUS, className="field-error", role="alert"),
@@ -131,6 +146,7 @@ def load_panel(config) -> html.Details:
             ),
             dcc.Store(id=ids.MODEL_FILES, data=[]),
             dcc.Store(id=ids.DATA_FILE, data=None),
+            dcc.Store(id=ids.LABELS_FILE, data=None),
             dcc.Store(id=ids.DATA_COLUMNS, data={}),
             dcc.Store(id=ids.LOAD_CLOSED),
         ],

@@ -56,6 +56,7 @@ def watch_inbox(app, inbox: Path, stop: threading.Event, interval: float = 0.1) 
                     title=given.get("title") or "",
                     data_role="held-out" if given.get("held_out") else "unknown",
                     output=given.get("positive_class"),
+                    labels=given.get("labels"),
                 )
                 reply: dict = {"ws": ws.id, "warnings": list(ws.warnings)}
             except (LoadError, compute.ExplainError, OSError) as exc:

@@ -12,7 +12,7 @@ from dash import Dash, DiskcacheManager
 from flask import jsonify, request
 from werkzeug.exceptions import RequestEntityTooLarge
 
-from . import jobs, layout, planning
+from . import jobs, labels, layout, planning
 from .callbacks import register_all
 from .callbacks.compute import resolve_state, run_parts, run_request
 from .config import Config
@@ -247,7 +247,9 @@ def add_upload_route(server, ctx: Context) -> None:
     random token: the only handle callbacks get.
     """
     limit = config_limit = ctx.config.upload_limit_mb * 2**20
-    suffixes = {"model": MODEL_SUFFIXES, "data": DATA_SUFFIXES}
+    suffixes = {"model": MODEL_SUFFIXES, "data": DATA_SUFFIXES, "labels": labels.SUFFIXES}
+    # a labels file is small text: its own limit, far below the upload limit
+    kind_limit = {"labels": min(labels.MAX_BYTES, config_limit)}
     last_purge = [0.0]
     quota = UploadQuota(
         ctx.store.root,
@@ -287,7 +289,8 @@ def add_upload_route(server, ctx: Context) -> None:
         except RequestEntityTooLarge:
             return jsonify(error=too_big), 413
         if kind not in suffixes:
-            return jsonify(error="The upload must say whether it is a 'model' or 'data' file."), 400
+            said = "The upload must say whether it is a 'model' or 'data' file (or a 'labels' file)."
+            return jsonify(error=said), 400
         if file is None or not file.filename:
             return jsonify(error="No file was sent (form field 'file')."), 400
         name = upload_name(file.filename)
@@ -314,6 +317,9 @@ def add_upload_route(server, ctx: Context) -> None:
         if size > config_limit:
             shutil.rmtree(path.parent, ignore_errors=True)
             return jsonify(error=too_big), 413
+        if size > kind_limit.get(kind, config_limit):
+            shutil.rmtree(path.parent, ignore_errors=True)
+            return jsonify(error=f"{name}: a labels file is at most {kind_limit[kind] // 1024} KiB."), 413
         room = quota.enforce_disk_budget(ctx.store.root / "uploads", keep=path.parent)
         if not room.ok:
             shutil.rmtree(path.parent, ignore_errors=True)

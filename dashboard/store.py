@@ -89,6 +89,9 @@ class Workspace:
     features: tuple = ()  # model inputs (the same for every model of the workspace)
     warnings: tuple = field(default=())
     data_role: str = "unknown"  # "held-out", "training" or "unknown": what the user said at upload
+    # {"features": {column: label}, "classes": {class: label}}: presentation only (dashboard.labels),
+    # never part of a cache key, the state or its URL
+    labels: dict = field(default_factory=dict, hash=False)
 
     def model(self, name: str | None) -> ModelEntry:
         for entry in self.models:
@@ -119,6 +122,8 @@ class Workspace:
         record["warnings"] = tuple(record.get("warnings", ()))
         # workspaces saved before the question was asked: the demos' data is held out
         record.setdefault("data_role", "held-out" if record.get("demo") else "unknown")
+        labels = record.get("labels")  # saved before labels existed: none
+        record["labels"] = labels if isinstance(labels, dict) else {}
         return cls(**record)
 
 

@@ -1508,3 +1508,67 @@ def test_the_pair_matrix_by_keyboard(server, tab):
         " return v && JSON.parse(v).slice().sort().join() === p.join(); }",
         arg=pair,
     )
+
+
+def test_a_labels_file_uploads_with_the_model_and_names_the_features(server, tab, upload_files, tmp_path):
+    """Issue 39, item 7: the upload form's optional labels file. A file naming a feature the
+    data lacks is refused beside its input, naming it; a good one loads with the model, and
+    its labels are on the PFI bars' ticks and in the findings while the URL and the bars'
+    categories keep the column names."""
+    import json
+
+    bad, good = tmp_path / "typo.json", tmp_path / "labels.json"
+    bad.write_text(json.dumps({"features": {"incom": "Yearly income (k$)"}}))
+    label = "Yearly income before tax, in thousands of dollars"
+    good.write_text(
+        json.dumps({"features": {"income": label, "region": "Sales region"}, "classes": {"yes": "approved"}})
+    )
+    tab.goto(server["url"] + "/?ws=demo-x3")
+    wait_views(tab)
+    tab.click("summary:has-text('Load your own')")
+    _choose_files(tab, "#model-upload", [upload_files / "credit.skops"])
+    tab.wait_for_selector("#model-files-info:has-text('credit.skops')")
+    _choose_files(tab, "#data-upload", [upload_files / "credit.csv"])
+    tab.wait_for_selector("#data-file-info:has-text('300 rows')")
+    _choose_files(tab, "#labels-upload", [bad])
+    tab.wait_for_selector("#labels-error:has-text(\"features.'incom' is not a feature\")")
+    assert tab.inner_text("#labels-error").startswith("typo.json: ")
+    _choose_files(tab, "#labels-upload", [good])
+    tab.wait_for_selector("#labels-file-info:has-text('labels of 2 features and 1 class')")
+    assert tab.inner_text("#labels-error").strip() == ""
+    shot(tab, "labels-upload-form")
+    tab.click("#load-button")
+    tab.wait_for_function("() => !location.search.includes('demo-x3') && location.search.includes('ws=')")
+    wait_views(tab)
+    open_section(tab, "overview")
+    tab.wait_for_function(
+        "() => { const g = document.querySelector('#pfi-graph .js-plotly-plot');"
+        " return g && g._fullData && g._fullData.length > 0; }"
+    )
+    categories = tab.evaluate("() => Array.from(document.querySelector('#pfi-graph .js-plotly-plot')._fullData[0].y)")
+    assert set(categories) == {"income", "age", "region"}  # clicks and the URL keep the column names
+    ticks = tab.evaluate(  # a long label is drawn on lines (one <tspan> each): compared without spaces
+        "() => Array.from(document.querySelectorAll('#pfi-graph .ytick text')).map(t => t.textContent)"
+    )
+    squeezed = [t.replace(" ", "") for t in ticks]
+    assert label.replace(" ", "") in squeezed and "Salesregion" in squeezed and "age" in squeezed, ticks
+    tab.wait_for_selector(f".finding-importance:has-text('{label}')")
+    assert "Yearly" not in unquote_plus(tab.evaluate("location.search"))
+    # the ticks stand whole inside the chart, left of the plot area (not cut at the figure's edge)
+    box = tab.evaluate(
+        "(name) => { const t = Array.from(document.querySelectorAll('#pfi-graph .ytick text'))"
+        ".find(e => e.textContent.replace(/ /g, '') === name); const r = t.getBoundingClientRect();"
+        " const g = document.querySelector('#pfi-graph .main-svg').getBoundingClientRect();"
+        " return {left: r.left - g.left, right: r.right - g.left, width: g.width}; }",
+        label.replace(" ", ""),
+    )
+    assert box["left"] >= 0 and box["right"] <= box["width"], box
+    title = tab.evaluate(  # the x axis title is not pushed out of the chart by the long tick
+        "() => { const t = document.querySelector('#pfi-graph .xtitle').getBoundingClientRect();"
+        " const g = document.querySelector('#pfi-graph .main-svg').getBoundingClientRect();"
+        " return {left: t.left - g.left, right: t.right - g.left, width: g.width}; }"
+    )
+    assert title["left"] >= 0 and title["right"] <= title["width"] + 1, title
+    tab.locator("#view-pfi").scroll_into_view_if_needed()
+    tab.locator("#view-pfi").screenshot(path=str(OUTPUT / "labels-pfi.png"))
+    shot(tab, "labels-overview")

@@ -248,7 +248,8 @@ def test_control_options_list_models_features_and_columns(ctx, state):
     demos, models = options["ws_options"], options["model_options"]
     features, columns = options["feature_options"], options["column_options"]
     assert "demo-x3" in [d["value"] for d in demos]
-    assert (models, features) == (["random forest"], FEATURES)
+    assert (models, [f["value"] for f in features]) == (["random forest"], FEATURES)
+    assert [f["label"] for f in features] == FEATURES  # no labels: the column names
     assert [c["value"] for c in columns] == FEATURES + ["Y"]
 
 

@@ -3,6 +3,8 @@ the library's, add up to the prediction, and are planned only for a selected row
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from numpy.testing import assert_allclose
@@ -75,12 +77,17 @@ def test_without_a_selection_the_view_waits_for_the_default_row(ctx):
 
 
 def test_a_classifier_is_explained_in_percentage_points(ctx):
+    """The mean and this prediction are probabilities, in % (as the what-if writes them);
+    the contributions are their differences, in percentage points."""
     results = _results(ctx, "demo-cancer", obs="3")
     out = views.render(ctx, "contributions", results)
     assert out["figure"].layout.title.text == "Why row 3 gets its probability of malignant"
-    assert out["figure"].layout.xaxis.title.text == "prediction pp"
+    assert out["figure"].layout.xaxis.title.text == "predicted probability (%)"
     cells = out["figure"].data[0].text
-    assert all(t.endswith(" pp") for t in cells)
+    assert cells[0].endswith(" %") and cells[-1].endswith(" %"), (cells[0], cells[-1])
+    assert all(t.endswith(" pp") and t[0] in "+\u2212" for t in cells[1:-1])
+    assert re.search(r"probability of malignant \d+\.\d %( = mean \d+\.\d %)", out["info"]), out["info"]
+    assert " pp = mean" not in out["info"]
     header = [c["name"] for c in out["columns"]]
     assert header[:3] == ["feature", "value", "contribution (pp)"]
     shown = {c["id"]: c.get("format", {}).get("specifier") for c in out["columns"]}

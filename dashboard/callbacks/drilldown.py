@@ -16,7 +16,7 @@ from dash import ctx as dash_ctx
 
 import compute
 
-from .. import ids, views
+from .. import ids, labels, views
 from ..demos import DEMOS
 from ..state import (
     DEFAULT_REPEATS,
@@ -516,6 +516,10 @@ def control_options(ctx, state, mine=None):
     return {
         "ws_options": demos,
         "model_options": [m.name for m in ws.models],
-        "feature_options": list(model.features),
-        "column_options": [{"label": str(c), "value": json.dumps(c) if not isinstance(c, str) else c} for c in columns],
+        # a labelled feature reads "Yearly income (k$) (income_k)"; the value stays the column
+        "feature_options": [{"label": labels.option_label(ws, f), "value": f} for f in model.features],
+        "column_options": [
+            {"label": labels.option_label(ws, c), "value": json.dumps(c) if not isinstance(c, str) else c}
+            for c in columns
+        ],
     }

@@ -20,6 +20,7 @@ import compute
 from compute.losses import CLASSIFICATION_LOSSES, LOSS_LABELS, REGRESSION_LOSSES
 
 from .. import ids
+from .. import labels as labelling
 from ..isolation import isolated
 from ..loading import (
     DATA_SUFFIXES,
@@ -33,6 +34,8 @@ from ..loading import (
 from ..loading.inspect import inspect_model
 from ..quota import client_key
 from ..store import ModelEntry, Workspace, new_workspace_id
+from . import labels_upload
+from .labels_upload import display_labels
 
 log = logging.getLogger(__name__)
 PICKLE_SUFFIXES = (".pkl", ".pickle", ".joblib")
@@ -202,10 +205,13 @@ def load_workspace(
     data_role="unknown",
     order_confirmed=False,
     labels=None,
+    labels_file=None,
 ) -> dict:
     """Validate the uploads and create a workspace. Returns {"ws": id, "warnings": [...]} or
     {"errors": {field: message}}. Runs in the background job; the models are loaded and
-    tried in a child process of it (:func:`dashboard.isolation.isolated`) under the load limits."""
+    tried in a child process of it (:func:`dashboard.isolation.isolated`) under the load limits.
+    ``labels``: the class labels typed for a booster; ``labels_file``: the upload of the
+    features' and classes' display labels (:mod:`dashboard.labels`), or None."""
     model_files = [f for f in model_files if isinstance(f, dict)] if isinstance(model_files, list) else []
     data_file = data_file if isinstance(data_file, dict) else None
     target = target if isinstance(target, str) else None
@@ -216,6 +222,7 @@ def load_workspace(
     data_role = data_role if data_role in DATA_ROLES else "unknown"
     order_confirmed = order_confirmed is True
     labels = typed_labels(labels)
+    labels_file = labels_file if isinstance(labels_file, dict) else None
     names = ", ".join(str(f.get("name", "?"))[:200] for f in model_files)
     try:
         return isolated(
@@ -232,6 +239,7 @@ def load_workspace(
             data_role,
             order_confirmed,
             labels,
+            labels_file,
             what=f"Loading {names or 'the model'}",
             limits=ctx.load_limits,
         )
@@ -252,6 +260,7 @@ def _load_workspace(
     data_role,
     order_confirmed,
     labels=(),
+    labels_file=None,
 ) -> dict:
     errors: dict[str, str] = {}
     models = [f for f in (model_files or []) if not f.get("error")]
@@ -332,6 +341,9 @@ def _load_workspace(
                 )
             )
         all_models = tuple(base_models) + tuple(entries)
+        shown = display_labels(
+            ctx, labels_file, current if not data_file else None, all_models, data, target, task, output
+        )
         ws = Workspace(
             id=new_workspace_id(),
             title=f"{data_name}: {', '.join(m.name for m in all_models)}",
@@ -346,9 +358,12 @@ def _load_workspace(
             features=tuple(all_models[0].features),
             warnings=tuple(warnings),
             data_role=data_role,
+            labels=shown,
         )
         ctx.store.save_workspace(ws)
         return {"ws": ws.id, "warnings": warnings}
+    except labelling.LabelsError as exc:  # beside the labels file's input
+        return {"errors": {"labels": str(exc)}}
     except LoadError as exc:
         return {"errors": {exc.field: str(exc)}}
     except compute.ExplainError as exc:
@@ -389,15 +404,24 @@ def load_outputs(result: dict) -> dict:
             "model_error": errors.get("model"),
             "data_error": errors.get("data"),
             "target_error": errors.get("target"),
+            "labels_error": errors.get("labels"),
             "status": status,
         }
     warnings = result.get("warnings") or []
     # success is not an error: its own style inside the (red) status line
     status = html.Span("Loaded." + ("" if not warnings else " Note: " + " ".join(warnings)), className="load-ok")
-    return {"loaded": result["ws"], "model_error": None, "data_error": None, "target_error": None, "status": status}
+    return {
+        "loaded": result["ws"],
+        "model_error": None,
+        "data_error": None,
+        "target_error": None,
+        "labels_error": None,
+        "status": status,
+    }
 
 
 def register(app, ctx) -> None:
+    labels_upload.register(app, ctx)  # the optional labels file: its chooser and its check
     app.clientside_callback(
         "function(n, current) { return window.wipUpload.pick(n, 'model', true, current); }",
         Output(ids.MODEL_FILES, "data"),
@@ -453,6 +477,7 @@ def register(app, ctx) -> None:
             "model_error": Output(ids.MODEL_ERROR, "children", allow_duplicate=True),
             "data_error": Output(ids.DATA_ERROR, "children", allow_duplicate=True),
             "target_error": Output(ids.TARGET_ERROR, "children"),
+            "labels_error": Output(ids.LABELS_ERROR, "children", allow_duplicate=True),
             "status": Output(ids.LOAD_STATUS, "children"),
         },
         inputs={
@@ -468,6 +493,7 @@ def register(app, ctx) -> None:
             "data_role": State(ids.DATA_ROLE, "value"),
             "order": State(ids.ORDER_CONFIRM, "value"),
             "labels": State(ids.CLASS_LABELS, "value"),
+            "labels_file": State(ids.LABELS_FILE, "data"),
         },
         background=True,
         running=[
@@ -477,9 +503,12 @@ def register(app, ctx) -> None:
         cancel=[Input(ids.LOAD_CANCEL, "n_clicks")],
         prevent_initial_call=True,
     )
-    def load(n, model_files, data_file, target, loss, output, accepted, add, state, data_role, order, labels):
+    def load(
+        n, model_files, data_file, target, loss, output, accepted, add, state, data_role, order, labels, labels_file
+    ):
         if not n:
-            return {name: no_update for name in ("loaded", "model_error", "data_error", "target_error", "status")}
+            names = ("loaded", "model_error", "data_error", "target_error", "labels_error", "status")
+            return {name: no_update for name in names}
         try:
             # a load is a process (and a model process under it): it takes one of the client's slots
             with ctx.slots.hold(client_key(callback_context.remote), timeout=ctx.config.load_timeout):
@@ -496,6 +525,7 @@ def register(app, ctx) -> None:
                     data_role,
                     isinstance(order, list) and "yes" in order,
                     labels,
+                    labels_file,
                 )
         except compute.ExplainError as exc:
             result = {"errors": {"model": str(exc)}}

@@ -45,6 +45,7 @@ from .common import (  # noqa: F401
     _x_values,
     level_label,
     prediction_text,
+    shown_name,
     shown_number,
     table_data,
     value_text,

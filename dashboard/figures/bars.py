@@ -14,7 +14,7 @@ import plotly.graph_objects as go
 
 import compute
 
-from .common import _bar_axis, _json_label, _loss_name, _outline, _sort_features, loss_words
+from .common import _bar_axis, _json_label, _loss_name, _outline, _sort_features, loss_words, shown_name
 from .theme import (
     BAR_COLOR,
     CURVE_COLOR,
@@ -31,7 +31,12 @@ from .theme import (
 
 
 def pfi_figure(
-    pfi: Mapping[str, compute.PermutationImportance], *, selected=None, title: str | None = None, subtitle: str = ""
+    pfi: Mapping[str, compute.PermutationImportance],
+    *,
+    selected=None,
+    title: str | None = None,
+    subtitle: str = "",
+    names: Mapping[str, str] | None = None,
 ) -> go.Figure:
     """Permutation feature importance of one or more models as horizontal grouped bars.
 
@@ -40,7 +45,8 @@ def pfi_figure(
     "±") and a faint dot per permutation (repeat) so the spread is visible. Features are
     sorted by the mean importance across models, largest on top; each bar's and dot's
     ``customdata`` is the feature name. Model k has its colour, hatch and dot symbol
-    (:func:`.theme.model_style`), so no model is told by colour alone.
+    (:func:`.theme.model_style`), so no model is told by colour alone. ``names``: column
+    name -> label, shown on the ticks and in the hover text (every builder takes it).
     """
     if not pfi:
         return empty_figure("No permutation importance computed yet.")
@@ -66,7 +72,7 @@ def pfi_figure(
         else f"{loss} permuted / {loss} original"
     )
     what = f"difference in {loss}" if kind == "difference" else f"ratio of {loss}"
-    names = [_json_label(f) for f in order]
+    keys = [_json_label(f) for f in order]
     dots = []
     for model, res in pfi.items():  # a faint dot per permutation, beside its bar
         repeats = res.repeats.reindex(order).to_numpy(float)
@@ -77,14 +83,15 @@ def pfi_figure(
                 _validate=False,
                 x=repeats.ravel(),
                 y=np.repeat([str(f) for f in order], repeats.shape[1]),
-                customdata=np.repeat(np.array(names, dtype=object), repeats.shape[1]).tolist(),
+                customdata=np.repeat(np.array(keys, dtype=object), repeats.shape[1]).tolist(),
+                hovertext=np.repeat([esc(shown_name(names, f)) for f in order], repeats.shape[1]).tolist(),
                 mode="markers",
                 marker=dict(color=style[model].color, symbol=style[model].symbol, size=4, opacity=0.45, line_width=0),
                 showlegend=False,
                 offsetgroup=str(model) if len(models) > 1 else None,
                 legendgroup=str(model),
                 name=f"{model} repeats",
-                hovertemplate=f"{esc(model)}<br>%{{y}}: one permutation %{{x:.4g}}<extra></extra>",
+                hovertemplate=f"{esc(model)}<br>%{{hovertext}}: one permutation %{{x:.4g}}<extra></extra>",
             )
         )
     fig = bar_figure(
@@ -96,13 +103,21 @@ def pfi_figure(
         subtitle=subtitle,
         order=order,
         extra=dots,
+        names=names,
     )
     fig.layout.scattermode = "group"
     return fig
 
 
 def convergence_figure(
-    conv: compute.PfiConvergence, *, loss: str, selected=None, top: int = 6, title: str = "", subtitle: str = ""
+    conv: compute.PfiConvergence,
+    *,
+    loss: str,
+    selected=None,
+    top: int = 6,
+    title: str = "",
+    subtitle: str = "",
+    names: Mapping[str, str] | None = None,
 ) -> go.Figure:
     """PFI after 1..R permutations (the running mean) with its confidence band, for the
     ``top`` features of the final ranking (and the selected feature), seed 001, caveat 2.
@@ -132,7 +147,7 @@ def convergence_figure(
                     hoverinfo="skip",
                     showlegend=False,
                     legendgroup=str(feature),
-                    name=f"{feature} band",
+                    name=f"{shown_name(names, feature)} band",
                 )
             )
         width = 3.5 if feature == selected else 2
@@ -144,10 +159,10 @@ def convergence_figure(
                 mode="lines+markers",
                 line=dict(color=color, width=width),
                 marker=dict(size=7 if feature == selected else 6, symbol=symbol),
-                name=str(feature),
+                name=shown_name(names, feature),
                 legendgroup=str(feature),
                 customdata=np.stack([lower, upper], axis=1),
-                hovertemplate=f"{esc(feature)}<br>after %{{x}} permutations: %{{y:.4g}}"
+                hovertemplate=f"{esc(shown_name(names, feature))}<br>after %{{x}} permutations: %{{y:.4g}}"
                 "<br>band %{customdata[0]:.4g} to %{customdata[1]:.4g}<extra></extra>",
             )
         )
@@ -165,7 +180,9 @@ def convergence_figure(
     )
 
 
-def conditional_pfi_figure(rows: pd.DataFrame, *, loss: str, subtitle: str = "", selected=None) -> go.Figure:
+def conditional_pfi_figure(
+    rows: pd.DataFrame, *, loss: str, subtitle: str = "", selected=None, names: Mapping[str, str] | None = None
+) -> go.Figure:
     """Importance once the other features are known (cs-PFI) beside the marginal (the PFI bars):
     per feature (``rows`` indexed by feature, columns ``marginal``, ``conditional`` and their
     ``*_std_error``) a solid bar for the feature shuffled among all rows (as the PFI bars) and a
@@ -190,6 +207,7 @@ def conditional_pfi_figure(rows: pd.DataFrame, *, loss: str, subtitle: str = "",
         selected=selected,
         subtitle=subtitle,
         legend=LEGEND_BELOW,
+        names=names,
     )
     fig.layout.margin = dict(l=10, r=10, t=85, b=100)
     return fig
@@ -239,7 +257,7 @@ def _sample_labels(res: compute.PermutationImportance) -> dict | None:
     return {f: (f"±{v:.2g}" if np.isfinite(v) else "") for f, v in res.row_std_error.items()}
 
 
-def sfimp_figure(sfimp: Mapping[str, Any], *, selected=None) -> go.Figure:
+def sfimp_figure(sfimp: Mapping[str, Any], *, selected=None, names: Mapping[str, str] | None = None) -> go.Figure:
     """Shapley feature importance (SFIMP) per model, as Fig. 5a of seed 000.
 
     Bars of each player's Shapley value (``error_x`` = its standard error,
@@ -256,7 +274,7 @@ def sfimp_figure(sfimp: Mapping[str, Any], *, selected=None) -> go.Figure:
         share = {f: ("" if np.isnan(s) else f"{round(100 * s) + 0:.0f}%") for f, s in res.proportions.items()}
         error = res.total_std_error
         hover = {
-            f: f"{esc(model)}<br>{esc(f)}: SFIMP {v:.4g} ± {error[f]:.3g}<br>share {share[f]}"
+            f: f"{esc(model)}<br>{esc(shown_name(names, f))}: SFIMP {v:.4g} ± {error[f]:.3g}<br>share {share[f]}"
             for f, v in res.values.items()
         }
         bars.append(
@@ -277,12 +295,13 @@ def sfimp_figure(sfimp: Mapping[str, Any], *, selected=None) -> go.Figure:
         x_title=f"SFIMP (drop in {loss} the feature earns)",
         uirevision="sfimp",
         selected=selected,
+        names=names,
     )
     fig.layout.showlegend = True  # each model's error
     return fig
 
 
-def influence_figure(ciu: pd.DataFrame, subtitle: str = "") -> go.Figure:
+def influence_figure(ciu: pd.DataFrame, subtitle: str = "", names: Mapping[str, str] | None = None) -> go.Figure:
     """Contextual influence CI * (CU - phi0), Eq. (10) of seed 003: signed bars sorted by
     absolute influence (largest on top), each labelled with its signed value ("+0.12",
     "−0.05"); positive ones (raise the output) in POSITIVE_COLOR, negative in NEGATIVE_COLOR.
@@ -294,7 +313,10 @@ def influence_figure(ciu: pd.DataFrame, subtitle: str = "") -> go.Figure:
     bars = Bars(
         influence,
         "influence",
-        hover={f: f"{esc(f)}: influence {v:.4g} ({'raises' if v >= 0 else 'lowers'})" for f, v in influence.items()},
+        hover={
+            f: f"{esc(shown_name(names, f))}: influence {v:.4g} ({'raises' if v >= 0 else 'lowers'})"
+            for f, v in influence.items()
+        },
         text={f: signed(v, ".2g") for f, v in influence.items() if np.isfinite(v)},
         color=lambda v: POSITIVE_COLOR if v >= 0 else NEGATIVE_COLOR,
     )
@@ -305,6 +327,7 @@ def influence_figure(ciu: pd.DataFrame, subtitle: str = "") -> go.Figure:
         x_title="contextual influence",
         uirevision="influence",
         order=order,
+        names=names,
     )
     fig.layout.xaxis.zerolinecolor = "black"
     values = influence.to_numpy(float)
@@ -352,6 +375,7 @@ def bar_figure(
     wrap: int | None = None,
     legend: dict | None = None,
     extra: Sequence = (),
+    names: Mapping[str, str] | None = None,
 ) -> go.Figure:
     """Horizontal bars, one row per label, largest at the top (by the mean over the series
     unless ``order`` says otherwise): every bar chart of the page. Several series are grouped
@@ -359,7 +383,9 @@ def bar_figure(
     (``customdata`` = the label, as JSON), the ``selected`` one outlined and its tick bold.
     ``bars``: a Series (one series, with ``name``, ``error`` and ``hover``) or :class:`Bars`.
     ``wrap``: long labels broken onto lines of about that many characters; ``extra``: traces
-    drawn over the bars (PFI's permutations), on the same category axis."""
+    drawn over the bars (PFI's permutations), on the same category axis; ``names``: column
+    name -> label, written on the ticks and in the default hover text (the categories, the
+    clicks and ``customdata`` stay the column names)."""
     series = [Bars(bars, name, error, hover)] if isinstance(bars, pd.Series) else list(bars)
     if order is None:
         order = _sort_features(pd.concat({k: b.values for k, b in enumerate(series)}, axis=1))
@@ -374,7 +400,7 @@ def bar_figure(
         else:
             head = f"{esc(b.name)}<br>" if several else ""
             hover_text = [
-                f"{head}{esc(f)}: {v:.4g}" + ("" if spread is None else f" ± {spread[i]:.3g}")
+                f"{head}{esc(shown_name(names, f))}: {v:.4g}" + ("" if spread is None else f" ± {spread[i]:.3g}")
                 for i, (f, v) in enumerate(zip(order, values))
             ]
         color = [b.color(v) for v in values] if callable(b.color) else b.color
@@ -408,10 +434,10 @@ def bar_figure(
         )
     for trace in extra:
         fig.add_trace(trace)
-    yaxis, height = _bar_axis(order, selected, len(series))
+    yaxis, height = _bar_axis(order, selected, len(series), names)
     yaxis["title"] = dict(text=y_title)
     if wrap:  # long labels ("mean radius + worst radius + ...") on lines of about `wrap` characters
-        ticks = ["<br>".join(esc(line) for line in textwrap.wrap(label, wrap)) for label in labels]
+        ticks = ["<br>".join(esc(line) for line in textwrap.wrap(shown_name(names, label), wrap)) for label in labels]
         yaxis["ticktext"] = ticks
         height = max(height, 150 + sum(30 + 14 * t.count("<br>") for t in ticks))
     return _style(
@@ -433,13 +459,14 @@ def _pattern(shape: str) -> dict:
     return dict(pattern=dict(shape=shape, fillmode="overlay", fgcolor="white", size=7, solidity=0.35)) if shape else {}
 
 
-def global_ci_figure(global_ci: pd.DataFrame, *, selected=None) -> go.Figure:
+def global_ci_figure(global_ci: pd.DataFrame, *, selected=None, names: Mapping[str, str] | None = None) -> go.Figure:
     """Global CI (seed 003, Sec. 4.1): the mean CI over instances, ``error_x`` = its std."""
     if global_ci is None or global_ci.empty:
         return empty_figure("No global contextual importance computed yet.")
     share = global_ci["out_of_range_share"] if "out_of_range_share" in global_ci else pd.Series(np.nan, global_ci.index)
     hover = {
-        f: f"{esc(f)}<br>mean CI = {ci:.3g} ± {sd:.3g}" + ("" if np.isnan(s) else f"<br>out of range: {100 * s:.0f}%")
+        f: f"{esc(shown_name(names, f))}<br>mean CI = {ci:.3g} ± {sd:.3g}"
+        + ("" if np.isnan(s) else f"<br>out of range: {100 * s:.0f}%")
         for f, ci, sd, s in zip(global_ci.index, global_ci["CI"], global_ci["CI_std"], share.to_numpy(float))
     }
     return bar_figure(
@@ -451,4 +478,5 @@ def global_ci_figure(global_ci: pd.DataFrame, *, selected=None) -> go.Figure:
         selected=selected,
         error=global_ci["CI_std"],
         hover=hover,
+        names=names,
     )

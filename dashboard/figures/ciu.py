@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from .common import _bar_axis, _json_label
+from .common import _bar_axis, _json_label, shown_name
 from .theme import (
     BAR_COLOR,
     BEFORE_COLOR,
@@ -22,7 +24,12 @@ from .theme import (
 
 
 def ciu_figure(
-    ciu: pd.DataFrame, *, title: str | None = None, subtitle: str = "", reference: pd.DataFrame | None = None
+    ciu: pd.DataFrame,
+    *,
+    title: str | None = None,
+    subtitle: str = "",
+    reference: pd.DataFrame | None = None,
+    names: Mapping[str, str] | None = None,
 ) -> go.Figure:
     """Contextual importance and utility of one instance, as Fig. 3 of seed 003.
 
@@ -31,20 +38,20 @@ def ciu_figure(
     apart, not hue). Features sorted by CI, largest on top;
     features whose CI or CU left [0, 1] (``out_of_range``) carry a marker. ``reference``
     (the same row before a what-if edit) adds its CI and CI x CU as open markers, in the
-    what-if curve's "before" colour.
+    what-if curve's "before" colour. ``names``: column name -> label (ticks, hover).
     """
     if ciu is None or ciu.empty:
         return empty_figure("No contextual importance computed yet.")
     order = list(ciu["CI"].sort_values(ascending=False, na_position="last", kind="stable").index)
     df = ciu.reindex(order)
     y = [str(f) for f in order]
-    names = [_json_label(f) for f in order]
+    keys = [_json_label(f) for f in order]
     hover = [
-        f"{esc(f)}<br>CI = {r.CI:.3g}, CU = {r.CU:.3g}<br>ymin = {r.ymin:.4g}, ymax = {r.ymax:.4g},"
+        f"{esc(shown_name(names, f))}<br>CI = {r.CI:.3g}, CU = {r.CU:.3g}<br>ymin = {r.ymin:.4g}, ymax = {r.ymax:.4g},"
         f" y = {r.y:.4g}" + (" <br>out of range: the model over/undershoots" if r.out_of_range else "")
         for f, r in zip(order, df.itertuples())
     ]
-    common = dict(y=y, orientation="h", customdata=names, hovertext=hover, hovertemplate="%{hovertext}<extra></extra>")
+    common = dict(y=y, orientation="h", customdata=keys, hovertext=hover, hovertemplate="%{hovertext}<extra></extra>")
     fig = _figure()
     fig.add_trace(
         go.Bar(
@@ -73,7 +80,7 @@ def ciu_figure(
                 _validate=False,
                 x=df["CI"].to_numpy(float)[flagged],
                 y=np.array(y, dtype=object)[flagged],
-                customdata=np.array(names, dtype=object)[flagged].tolist(),
+                customdata=np.array(keys, dtype=object)[flagged].tolist(),
                 mode="markers+text",
                 text=["out of range"] * int(flagged.sum()),
                 textposition="middle right",
@@ -95,14 +102,15 @@ def ciu_figure(
                     _validate=False,
                     x=x.to_numpy(float),
                     y=y,
-                    customdata=names,
+                    customdata=keys,
+                    hovertext=[esc(shown_name(names, f)) for f in order],
                     mode="markers",
                     marker=dict(symbol=symbol, color=BEFORE_COLOR, size=11, line=dict(width=2)),
                     name=name,
-                    hovertemplate="%{y}: " + name + " %{x:.3g}<extra></extra>",
+                    hovertemplate="%{hovertext}: " + name + " %{x:.3g}<extra></extra>",
                 )
             )
-    yaxis, height = _bar_axis(order, None)
+    yaxis, height = _bar_axis(order, None, names=names)
     default = "Contextual importance (transparent bar) and utility (solid share of it)"
     extra: dict = {}
     if reference is not None:  # five legend entries: below the plot, clear of the title

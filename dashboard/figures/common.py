@@ -3,6 +3,7 @@ missing point, bar axes, tables."""
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Mapping
 from typing import Any
 
@@ -35,9 +36,31 @@ def value_text(value) -> str:
 
 
 def prediction_text(value: float, unit: str, sign: str = "") -> str:
-    """A prediction: percentage points (``unit`` "pp") with one decimal, else 4 significant
-    digits; ``sign="+"`` for a change."""
-    return f"{value:{sign}.1f} pp" if unit == "pp" else f"{value:{sign}.4g}"
+    """A prediction with 4 significant digits; a probability (``unit`` "pp": ``value`` in
+    percent) with one decimal: itself in % ("94.5 %"), a change of it (``sign="+"``) in
+    percentage points ("+85.4 pp")."""
+    if unit == "pp":
+        return f"{value:{sign}.1f} pp" if sign else f"{value:.1f} %"
+    return f"{value:{sign}.4g}"
+
+
+def shown_name(names: Mapping[str, str] | None, name) -> str:
+    """A feature as a figure writes it: its label in ``names`` (column name -> label, from
+    the workspace's labels), else its column name. Plain text: builders escape it."""
+    return (names or {}).get(str(name), str(name))
+
+
+#: a tick label longer than this (a feature's label, up to 80 characters) is broken onto
+#: lines of about TICK_WRAP characters, so the plot keeps its width
+TICK_WRAP = 28
+
+
+def tick_text(text: str, *, bold: bool = False, wrap: bool = True) -> str:
+    """A category tick as Plotly draws it: escaped, a long label on lines of about
+    :data:`TICK_WRAP` characters (``wrap``), in bold for the selected one."""
+    lines = textwrap.wrap(text, TICK_WRAP) if wrap and len(text) > TICK_WRAP + 4 else [text]
+    shown = "<br>".join(esc(line) for line in lines) or esc(text)
+    return f"<b>{shown}</b>" if bold else shown
 
 
 def _json_label(value):
@@ -147,9 +170,14 @@ def _sort_features(values: pd.DataFrame) -> list:
     return list(mean.sort_values(ascending=False, na_position="last", kind="stable").index)
 
 
-def _bar_axis(order: list, selected, n_traces: int = 1) -> tuple[dict, int]:
-    """Category y axis with the largest at the top and the selected tick in bold; the height."""
-    text = [f"<b>{esc(f)}</b>" if selected is not None and f == selected else esc(f) for f in order]
+def _bar_axis(order: list, selected, n_traces: int = 1, names: Mapping[str, str] | None = None) -> tuple[dict, int]:
+    """Category y axis with the largest at the top and the selected tick in bold; the height.
+    The categories are the column names (clicks and the URL use them); each tick shows its
+    label from ``names``."""
+    text = [  # a label people gave is broken onto lines; column names stay as they are
+        tick_text(shown_name(names, f), bold=selected is not None and f == selected, wrap=str(f) in (names or {}))
+        for f in order
+    ]
     axis = dict(
         title=dict(text="feature"),
         type="category",
@@ -160,7 +188,8 @@ def _bar_axis(order: list, selected, n_traces: int = 1) -> tuple[dict, int]:
         ticktext=text,
         automargin=True,
     )
-    height = max(MIN_HEIGHT, 110 + int(PX_PER_FEATURE * len(order) * max(1.0, n_traces**0.5)))
+    lines = sum(t.count("<br>") for t in text)  # room for the labels' extra lines
+    height = max(MIN_HEIGHT, 110 + int(PX_PER_FEATURE * len(order) * max(1.0, n_traces**0.5)) + 14 * lines)
     return axis, height
 
 

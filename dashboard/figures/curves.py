@@ -4,7 +4,7 @@ Fig. 4 and 6), ALE."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -48,7 +48,12 @@ from .theme import (
 
 
 def pi_figure(
-    prof: FeatureProfile, groups: Mapping[str, np.ndarray] | None = None, *, global_pfi: float | None = None, x_all=None
+    prof: FeatureProfile,
+    groups: Mapping[str, np.ndarray] | None = None,
+    *,
+    global_pfi: float | None = None,
+    x_all=None,
+    label: str | None = None,
 ) -> go.Figure:
     """PI curve of all explained rows and of subgroups, over the feature's distribution.
 
@@ -58,10 +63,12 @@ def pi_figure(
     predictions); empty groups are skipped. ``x_all``: the feature's values in the whole
     data (default: the explained rows' values ``prof.x``). All rows' curve is a solid black
     line; group k has its colour and its dash (``GROUP_DASHES``), or its own marker symbol
-    where a categorical feature's levels are dots.
+    where a categorical feature's levels are dots. ``label``: the feature as people read it
+    (its label; default its column name), in the titles.
     """
     if not prof.has_target:
         return empty_figure("PI curves need the target: this data has no target column.")
+    feature = label or str(prof.feature)
     x = _x_values(prof)
     loss = _loss_name(prof.params)
     top, bottom = _stacked(0.2)
@@ -169,11 +176,11 @@ def pi_figure(
             )
         ]
     layout["annotations"] = layout.get("annotations", []) + _missing_axis(prof, "x2")
-    _merge(layout["xaxis2"], dict(title=dict(text=str(prof.feature)), **_category_axis(prof)))
+    _merge(layout["xaxis2"], dict(title=dict(text=feature), **_category_axis(prof)))
     _merge(layout["xaxis"], _category_axis(prof))
     _merge(layout["yaxis"], dict(title=dict(text="count")))
     _merge(layout["yaxis2"], dict(title=dict(text=f"PI: mean change in {loss}")))
-    title = f"PI curves of {prof.feature}: mean change in {loss} when {prof.feature} is set to x"
+    title = f"PI curves of {feature}: mean change in {loss} when {feature} is set to x"
     return _style(
         fig,
         title,
@@ -195,6 +202,8 @@ def ici_figure(
     mask=None,
     centered: bool = False,
     random_state: int = 0,
+    label: str | None = None,
+    output_label: str | None = None,
 ) -> go.Figure:
     """ICI curves with the PI curve on top, as Fig. 6 of seed 000.
 
@@ -204,7 +213,9 @@ def ici_figure(
     everything, dotted with diamonds (theme's ``*_STYLE``), each named in the legend.
     ``mask`` restricts the eligible observations to a subgroup, whose PI is then drawn.
     ``centered`` subtracts each curve's value at the first grid point. See
-    :func:`_curves_figure` for sampling and thinning.
+    :func:`_curves_figure` for sampling and thinning. ``label`` / ``output_label``: the
+    feature and the explained class as people read them (their labels; default the column
+    name and the class value).
     """
     if not prof.has_target:
         return empty_figure("ICI curves need the target: this data has no target column.")
@@ -218,6 +229,8 @@ def ici_figure(
         mask=mask,
         centered=centered,
         random_state=random_state,
+        label=label,
+        output_label=output_label,
     )
 
 
@@ -231,11 +244,14 @@ def ice_figure(
     mask=None,
     centered: bool = False,
     random_state: int = 0,
+    label: str | None = None,
+    output_label: str | None = None,
 ) -> go.Figure:
     """ICE curves (or centred ICE) with the PD curve on top.
 
     Highlights mark the same rows as in :func:`ici_figure` (largest / smallest ICI
-    integral) when the profile has a target, none otherwise.
+    integral) when the profile has a target, none otherwise. ``label``, ``output_label``
+    as in :func:`ici_figure`.
     """
     return _curves_figure(
         prof,
@@ -247,6 +263,8 @@ def ice_figure(
         mask=mask,
         centered=centered,
         random_state=random_state,
+        label=label,
+        output_label=output_label,
     )
 
 
@@ -265,6 +283,8 @@ class _Drawing:
     position: np.ndarray
     labels: np.ndarray
     level_text: np.ndarray | None
+    feature: str = ""  # the feature as written (its label)
+    output: str | None = None  # the explained class as written (its label)
 
 
 def _curves_figure(
@@ -278,6 +298,8 @@ def _curves_figure(
     mask,
     centered: bool,
     random_state: int,
+    label: str | None = None,
+    output_label: str | None = None,
 ) -> go.Figure:
     """Shared ICI/ICE drawing.
 
@@ -300,6 +322,8 @@ def _curves_figure(
         return empty_figure(f"The subgroup selects none of the {n_obs} explained rows.")
     rng = np.random.default_rng(random_state)
     drawing = _drawing(prof, eligible, max_curves, n_points, highlight, selected, rng)
+    output = None if prof.output is None else (output_label or str(prof.output))
+    drawing = replace(drawing, feature=label or str(prof.feature), output=output)
     curves = prof.curves(kind, centered=centered)
     summary = prof.mean_curve(kind, mask=_mask_array(prof, mask) if mask is not None else None, centered=centered)
     fig = _figure(*_background(prof, kind, curves, drawing, rng))
@@ -350,9 +374,9 @@ def _drawing(prof: FeatureProfile, eligible, max_curves: int, n_points: int, hig
     )
 
 
-def _hover(prof: FeatureProfile) -> str:
+def _hover(prof: FeatureProfile, feature: str) -> str:
     where = "%{text}" if prof.categorical else "%{x}"
-    return "row %{customdata}<br>" + f"{esc(prof.feature)} = " + where + "<br>y = %{y:.4g}<extra></extra>"
+    return "row %{customdata}<br>" + f"{esc(feature)} = " + where + "<br>y = %{y:.4g}<extra></extra>"
 
 
 def _background(prof: FeatureProfile, kind: str, curves: np.ndarray, d: _Drawing, rng) -> list:
@@ -382,7 +406,7 @@ def _background(prof: FeatureProfile, kind: str, curves: np.ndarray, d: _Drawing
             customdata=np.repeat(d.labels[drawn], width),
             connectgaps=False,
             name=f"{kind} curves ({drawn.size})" if not strip else f"{kind} values ({drawn.size} rows)",
-            hovertemplate=_hover(prof),
+            hovertemplate=_hover(prof, d.feature),
             **style,
         )
     ]
@@ -400,7 +424,7 @@ def _background(prof: FeatureProfile, kind: str, curves: np.ndarray, d: _Drawing
                 opacity=0.45,
                 showlegend=False,
                 name=f"{kind} at missing",
-                hovertemplate=f"row %{{customdata}}<br>{esc(prof.feature)} missing<br>y = %{{y:.4g}}<extra></extra>",
+                hovertemplate=f"row %{{customdata}}<br>{esc(d.feature)} missing<br>y = %{{y:.4g}}<extra></extra>",
             )
         )
     return traces
@@ -458,7 +482,7 @@ def _row_trace(prof: FeatureProfile, curves: np.ndarray, d: _Drawing, pos: int, 
         name=name,
         line=dict(color=color, width=width, dash=dash),
         text=d.level_text,
-        hovertemplate=_hover(prof),
+        hovertemplate=_hover(prof, d.feature),
     )
 
 
@@ -473,16 +497,16 @@ def _curves_layout(fig, prof: FeatureProfile, kind: str, d: _Drawing, *, masked:
     if kind == "ICI":
         ytitle = f"ICI: change in {loss}"
     else:
-        ytitle = "prediction" if prof.output is None else f"predicted P({prof.output})"
+        ytitle = "prediction" if d.output is None else f"predicted P({d.output})"
     if centered:
-        ytitle += f" (centred at {prof.feature} = {x[0]})"
-    xaxis: dict = dict(title=str(prof.feature))
+        ytitle += f" (centred at {d.feature} = {x[0]})"
+    xaxis: dict = dict(title=d.feature)
     if prof.categorical:
         xaxis.update(
             tickmode="array", tickvals=list(range(n_grid)), ticktext=[esc(v) for v in x], range=[-0.6, n_grid - 0.4]
         )
     title = (
-        f"{'centred ' if centered else ''}{kind} curves of {prof.feature}{' in the subgroup' if masked else ''}: "
+        f"{'centred ' if centered else ''}{kind} curves of {d.feature}{' in the subgroup' if masked else ''}: "
         f"{n_shown} of {d.eligible.size} observations drawn, {what} on top"
     )
     fig = _style(
@@ -501,15 +525,16 @@ def _curves_layout(fig, prof: FeatureProfile, kind: str, d: _Drawing, *, masked:
     return fig
 
 
-def ale_figure(ale: pd.DataFrame, *, feature, subtitle: str = "") -> go.Figure:
+def ale_figure(ale: pd.DataFrame, *, feature, subtitle: str = "", label: str | None = None) -> go.Figure:
     """Accumulated local effects (centred) with the rows per interval below.
 
     ``ale``: columns grid, ale, weight, n_obs as :func:`compute.ale_from_profile` returns;
     ``n_obs[k]`` counts the rows in the interval ending at ``grid[k]``, drawn as a bar over
-    that interval.
+    that interval. ``label``: the feature as people read it (default its column name).
     """
+    shown = label or str(feature)
     if ale is None or ale.empty:
-        return empty_figure(f"No ALE computed for {feature}.")
+        return empty_figure(f"No ALE computed for {shown}.")
     grid = ale["grid"].to_numpy(float)
     top, bottom = _stacked(0.78)
     layout = top.pop("layout")
@@ -522,7 +547,7 @@ def ale_figure(ale: pd.DataFrame, *, feature, subtitle: str = "") -> go.Figure:
             mode="lines+markers",
             name="ALE",
             line=dict(color=ALL_COLOR, width=3),
-            hovertemplate=f"{esc(feature)} = %{{x:.4g}}<br>ALE %{{y:.4g}}<extra></extra>",
+            hovertemplate=f"{esc(shown)} = %{{x:.4g}}<br>ALE %{{y:.4g}}<extra></extra>",
             **top,
         )
     )
@@ -539,8 +564,8 @@ def ale_figure(ale: pd.DataFrame, *, feature, subtitle: str = "") -> go.Figure:
             **bottom,
         )
     )
-    _merge(layout["xaxis2"], dict(title=dict(text=str(feature))))
+    _merge(layout["xaxis2"], dict(title=dict(text=shown)))
     _merge(layout["yaxis"], dict(title=dict(text="ALE (centred effect on the prediction)")))
     _merge(layout["yaxis2"], dict(title=dict(text="rows")))
-    title = f"ALE of {feature}: accumulated local effects on {grid.size - 1} intervals"
+    title = f"ALE of {shown}: accumulated local effects on {grid.size - 1} intervals"
     return _style(fig, title, f"ale-{feature}", subtitle=subtitle, height=420, showlegend=False, **layout)

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from .common import level_label, value_text
+from .common import level_label, shown_name, value_text
 from .theme import _figure, _style, empty_figure, esc
 
 #: A sequential scale from white (no interaction) to dark blue: one hue whose lightness falls
@@ -28,11 +29,18 @@ def pair_key(a, b) -> str:
 
 
 def pair_matrix_figure(
-    pairs: pd.DataFrame, *, selected: tuple | None = None, order: list | None = None, subtitle: str = ""
+    pairs: pd.DataFrame,
+    *,
+    selected: tuple | None = None,
+    order: list | None = None,
+    subtitle: str = "",
+    names: Mapping[str, str] | None = None,
 ) -> go.Figure:
     """Friedman's H² of every computed pair as a symmetric matrix on a fixed 0-1 scale, each
     cell written out; a click on a cell selects the pair (``customdata``: :func:`pair_key`).
-    ``order``: the features' order (default: as the pairs name them)."""
+    ``order``: the features' order (default: as the pairs name them); ``names``: column
+    name -> label, written on the ticks and in the hover text (the cells' keys stay the
+    column names)."""
     if pairs is None or pairs.empty:
         return empty_figure("No pair of features to compare.")
     named = set(pairs["feature_1"]) | set(pairs["feature_2"])
@@ -50,7 +58,8 @@ def pair_matrix_figure(
             z[i, j] = h2
             text[i, j] = "0" if h2 == 0 else ("<0.001" if h2 < 0.001 else f"{h2:.2g}")
             hover[i, j] = (
-                f"{esc(a)} × {esc(b)}<br>H² = {h2:.3g}: share of their joint effect that is interaction"
+                f"{esc(shown_name(names, a))} × {esc(shown_name(names, b))}"
+                f"<br>H² = {h2:.3g}: share of their joint effect that is interaction"
                 f"<br>h = {h:.3g}: its size, in prediction units"
             )
             keys[i, j] = pair_key(a, b)
@@ -77,14 +86,15 @@ def pair_matrix_figure(
         i, j = position[selected[0]], position[selected[1]]
         shapes = [_cell_outline(i, j), _cell_outline(j, i)]
     size = 140 + 42 * k
+    ticks = dict(tickmode="array", tickvals=labels, ticktext=[esc(shown_name(names, f)) for f in features])
     return _style(
         fig,
         "Which pairs act together (Friedman's H²)",
         "pair-matrix",
         subtitle=subtitle,
         height=max(300, size),
-        xaxis=dict(title="feature", type="category"),
-        yaxis=dict(title="feature", type="category", autorange="reversed"),
+        xaxis=dict(title="feature", type="category", **ticks),
+        yaxis=dict(title="feature", type="category", autorange="reversed", **ticks),
         shapes=shapes,
     )
 
@@ -103,11 +113,14 @@ def _cell_outline(i: int, j: int) -> dict:
     )
 
 
-def pd2_figure(surface: pd.DataFrame, *, value_title: str, subtitle: str = "") -> go.Figure:
+def pd2_figure(
+    surface: pd.DataFrame, *, value_title: str, subtitle: str = "", names: Mapping[str, str] | None = None
+) -> go.Figure:
     """The 2-D partial dependence of a pair (``InteractionStrength.pd2``): rows the first
     feature's grid, columns the second's; on a small grid each cell's value is written
-    (a 20-point grid's numbers would be too small to read: hover shows them)."""
-    a, b = surface.index.name, surface.columns.name
+    (a 20-point grid's numbers would be too small to read: hover shows them). ``names``:
+    column name -> label of the two features."""
+    a, b = shown_name(names, surface.index.name), shown_name(names, surface.columns.name)
     y = _axis_values(surface.index)
     x = _axis_values(surface.columns)
     values = surface.to_numpy(float)

@@ -163,7 +163,8 @@ def waterfall_figure(
     """A horizontal waterfall from the mean prediction (bottom) to this prediction (top):
     one bar per player, ``labels`` naming it ("age = 38"), the ``top`` largest by absolute
     value and the rest summed into one bar. Values are multiplied by ``scale`` (100 for
-    probabilities in percentage points, ``unit`` "pp"). Each contribution's label carries its
+    probabilities, ``unit`` "pp": the mean and this prediction in %, the contributions in
+    percentage points). Each contribution's label carries its
     sign ("+1.2", "−0.8"), not only its colour (raises POSITIVE_COLOR, lowers
     NEGATIVE_COLOR); the mean and this prediction are black."""
     order = contributions.abs().sort_values(ascending=False, kind="stable").index
@@ -176,9 +177,10 @@ def waterfall_figure(
         values.append(float(rest.sum()) * scale)
     names, values = names[::-1], values[::-1]  # largest at the top, next to the prediction
     suffix = f" {unit}" if unit else ""
+    level = " %" if unit == "pp" else suffix  # the mean and this prediction: a probability in %
 
     def fmt(v: float, sign: str = "") -> str:
-        text = f"{v:{sign}.1f}{suffix}" if unit == "pp" else f"{v:{sign}.3g}{suffix}"
+        text = f"{v:{sign}.1f}{suffix if sign else level}" if unit == "pp" else f"{v:{sign}.3g}{suffix}"
         return MINUS + text[1:] if text.startswith("-") else text
 
     text = [fmt(v, "+") for v in values]
@@ -209,7 +211,10 @@ def waterfall_figure(
         "waterfall",
         subtitle=subtitle,
         height=height,
-        xaxis=dict(title=f"prediction{suffix}" if unit else "prediction", range=[low - pad, high + pad]),
+        xaxis=dict(
+            title="predicted probability (%)" if unit == "pp" else f"prediction{suffix}" if unit else "prediction",
+            range=[low - pad, high + pad],
+        ),
         yaxis=dict(title="feature = value in this row", automargin=True, type="category"),
         showlegend=False,
         margin=dict(l=10, r=60, t=85, b=40),
@@ -227,15 +232,18 @@ def whatif_figure(
     subtitle: str = "",
     y_title: str = "prediction",
     scale: float = 1.0,
+    percent: bool = False,
 ) -> go.Figure:
     """One row's ICE curve over a feature before (dashed, dark grey, an open circle) and after
     (solid, the selected row's colour, a filled circle) a what-if edit, each with a marker
     where the row's own value puts it; the legend shows each one's dash and marker. ``curves``: (2, n_grid);
     ``points``: ((x before, y before), (x after, y after)); a categorical feature's levels
-    are dots (its levels have no order to draw a line through)."""
+    are dots (its levels have no order to draw a line through). ``percent``: the prediction is
+    a probability (``scale`` 100), written "94.5 %" in the legend and the hovers."""
     x = np.array([level_label(v) for v in grid], dtype=object) if categorical else np.asarray(grid, dtype=float)
     fig = _figure()
     styles = (("before the edit", BEFORE_COLOR, "dash"), ("as edited", SELECTED_COLOR, "solid"))
+    y_hover = "%{y:.1f} %" if percent else "%{y:.4g}"
     for k, (name, color, dash) in enumerate(styles):
         fig.add_trace(
             go.Scatter(
@@ -247,7 +255,7 @@ def whatif_figure(
                 marker=dict(color=color, size=8, symbol="circle" if k else "circle-open"),
                 name=f"{name}: curve",
                 showlegend=False,
-                hovertemplate=f"{esc(feature)} = %{{x}}<br>{esc(y_title)}: %{{y:.4g}}<extra>{name}</extra>",
+                hovertemplate=f"{esc(feature)} = %{{x}}<br>{esc(y_title)}: {y_hover}<extra>{name}</extra>",
             )
         )
     for k, (name, color, dash) in enumerate(styles):
@@ -261,8 +269,9 @@ def whatif_figure(
                 mode="markers" if categorical else "lines+markers",  # one point: the legend shows the dash
                 line=dict(color=color, dash=dash, width=2),
                 marker=dict(color=color, size=13, symbol="circle" if k else "circle-open", line=dict(width=2)),
-                name=f"{name}: {feature} = {shown if categorical else f'{px:.4g}'}, {py * scale:.4g}",
-                hovertemplate=f"{name}<br>{esc(feature)} = %{{x}}<br>{esc(y_title)}: %{{y:.4g}}<extra></extra>",
+                name=f"{name}: {feature} = {shown if categorical else f'{px:.4g}'}, "
+                + (f"{py * scale:.1f} %" if percent else f"{py * scale:.4g}"),
+                hovertemplate=f"{name}<br>{esc(feature)} = %{{x}}<br>{esc(y_title)}: {y_hover}<extra></extra>",
             )
         )
     xaxis: dict = dict(title=str(feature))

@@ -376,7 +376,8 @@ def _report_summary(inp: Inputs, link: str) -> str:
     esc = html_lib.escape
     ws, state = inp.ws, inp.state
     roles = {"held-out": "held out (the models did not train on it)", "training": "the models' training data"}
-    target = f"{ws.target} ({ws.task}" + (f"; explained class: {ws.output}" if ws.output is not None else "") + ")"
+    explained = f"; explained class: {inp.class_label(ws.output)}" if ws.output is not None else ""
+    target = f"{ws.target} ({ws.task}{explained})"
     facts = [
         ("Data", f"{ws.title}: {len(inp.data):,} rows"),
         ("Target", target),
@@ -384,12 +385,12 @@ def _report_summary(inp: Inputs, link: str) -> str:
         ("Loss", LOSS_LABELS.get(str(ws.loss), str(ws.loss))),
         ("The rows are", roles.get(getattr(ws, "data_role", "unknown"), "not said at Load (training data or not)")),
         ("Rows looked at", inp.rows_line),
-        ("Feature", str(state["feature"])),
+        ("Feature", inp.label(state["feature"])),
     ]
     if state.get("obs") is not None:
         edits = state.get("edit") or {}
         what = f"row {state['obs']}" + (
-            " with " + ", ".join(f"{k} = {v}" for k, v in edits.items()) + " (what-if)" if edits else ""
+            " with " + ", ".join(f"{inp.label(k)} = {v}" for k, v in edits.items()) + " (what-if)" if edits else ""
         )
         facts.append(("Observation", what))
     facts.append(("Generated", dt.datetime.now().isoformat(timespec="seconds")))

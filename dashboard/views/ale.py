@@ -24,7 +24,7 @@ def render(ctx, inp) -> dict:
         return {"figure": empty("Waiting for the ICE/ICI pass…")}
     if prof.categorical:
         note = (
-            f"ALE needs a numeric feature: {inp.feature} is categorical (its levels have no order to "
+            f"ALE needs a numeric feature: {inp.label(inp.feature)} is categorical (its levels have no order to "
             "accumulate along). The PI and ICE views show its levels."
         )
         return {"figure": figures.empty_figure(note, height=140)}
@@ -32,12 +32,13 @@ def render(ctx, inp) -> dict:
         ale = compute.ale_from_profile(prof, n_intervals=inp.state["ale_k"])
         gone = int(np.isnan(np.asarray(prof.x, float)).sum()) if prof.has_missing_point else 0
         note = (
-            f"{gone:,} of {len(prof.rows):,} explained rows have no {inp.feature} and are left out (ALE needs "
+            f"{gone:,} of {len(prof.rows):,} explained rows have no {inp.label(inp.feature)} and are left out "
+            "(ALE needs "
             "an ordered axis; the PI and ICE views show 'missing')"
             if gone
             else ""
         )
-        return {"figure": figures.ale_figure(ale, feature=inp.feature, subtitle=note)}
+        return {"figure": figures.ale_figure(ale, feature=inp.feature, subtitle=note, label=inp.label(inp.feature))}
     except compute.ExplainError as exc:
         return {"figure": empty(str(exc))}
 

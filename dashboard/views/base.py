@@ -28,7 +28,7 @@ from plotly.offline import get_plotlyjs
 
 import compute
 
-from .. import figures, planning, tasks
+from .. import figures, labels, planning, tasks
 from ..state import Field, add_fields, state_fields
 from ..store import Failed, Lru
 
@@ -132,6 +132,20 @@ class Inputs:
     @property
     def feature(self):
         return self.state["feature"]
+
+    # --- labels: presentation only (dashboard.labels); every key stays the column name ---
+    @cached_property
+    def names(self) -> dict[str, str]:
+        """Column name -> label of the labelled features (what figure builders take)."""
+        return labels.feature_names(self.ws)
+
+    def label(self, name) -> str:
+        """A feature as people read it: its label, or its column name."""
+        return labels.feature_label(self.ws, name)
+
+    def class_label(self, value) -> str:
+        """A class as people read it: its label, or the class value as text."""
+        return labels.class_label(self.ws, value)
 
     def _get(self, key):
         """The cached result of ``key`` (None while missing). A task that could not be

@@ -19,7 +19,7 @@ from compute import findings
 from compute.importance import permutation_block
 from compute.losses import LOSS_LABELS
 
-from .. import components, figures, planning
+from .. import components, figures, labels, planning
 from .base import PFI, Lru, View, empty
 
 KIND = "pfi_groups"
@@ -56,12 +56,14 @@ def partners_line(inp) -> str:
         if not others:
             return ""
         return (
-            f"Strongly dependent features: {', '.join(map(str, others))}. Shuffling one of them alone creates rows "
-            "unlike the data, and dependent features share their importance (see 'Can these importances be trusted?')."
+            f"Strongly dependent features: {', '.join(map(inp.label, others))}. Shuffling one of them alone creates "
+            "rows unlike the data, and dependent features share their importance (see 'Can these importances be "
+            "trusted?')."
         )
-    named = ", ".join(f"{p} ({dep.measure.loc[inp.feature, p]} {v:.2f})" for p, v in partners.items())
+    named = ", ".join(f"{inp.label(p)} ({dep.measure.loc[inp.feature, p]} {v:.2f})" for p, v in partners.items())
+    chosen = inp.label(inp.feature)
     return (
-        f"{inp.feature} depends strongly on {named}: shuffling {inp.feature} alone creates rows unlike the data, "
+        f"{chosen} depends strongly on {named}: shuffling {chosen} alone creates rows unlike the data, "
         "and the features share their importance, so each bar can mislead; 'Can these importances be trusted?' "
         "shows them shuffled together."
     )
@@ -169,12 +171,14 @@ CS_TASK = planning.TaskSpec(
 
 
 def conditional_rows(cs: compute.ConditionalImportance, pfi: compute.PermutationImportance) -> pd.DataFrame:
-    """Per feature: the bars' (marginal) PFI, the importance once the others are known (cs-PFI)
-    and their standard errors."""
+    """Per feature: the bars' (marginal) PFI with the bars' own "±" (its standard error over
+    the rows and permutations, :attr:`compute.PermutationImportance.uncertainty`: the copy
+    draws what the bars draw), the importance once the others are known (cs-PFI) and its
+    standard error."""
     return pd.DataFrame(
         {
             "marginal": pfi.importance,
-            "marginal_std_error": pfi.std_error,
+            "marginal_std_error": pfi.uncertainty,
             "conditional": cs.importance,
             "conditional_std_error": cs.std_error,
         }
@@ -226,7 +230,7 @@ def leak_text(inp, pfi: compute.PermutationImportance) -> str:
     if check is None:
         return ""
     name = SKILL.get(pfi.loss, f"skill against a constant prediction ({LOSS_LABELS[pfi.loss]})")
-    carriers = " and ".join(f"'{c}'" for c in check.carriers)
+    carriers = " and ".join(f"'{inp.label(c)}'" for c in check.carriers)
     if check.flagged:
         return (
             f"Worth a look: the model is near-perfect ({name} {check.skill:.3f}; 1 is perfect) and {carriers} "
@@ -278,8 +282,10 @@ def conditional_outputs(inp, pfi: compute.PermutationImportance) -> dict:
         selected=inp.feature,
         subtitle=f"{inp.state['model']}; mean over {cs.conditional.n_repeats} permutations ± standard error; "
         f"{inp.selection}",
+        names=inp.names,
     )
-    return {"cs_figure": figure, "cs_info": conditional_reading(cs, pfi, inp.feature)}
+    reading = labels.relabel_text(inp.ws, conditional_reading(cs, pfi, inp.feature))  # its features' labels
+    return {"cs_figure": figure, "cs_info": reading}
 
 
 def render(ctx, inp) -> dict:
@@ -292,7 +298,8 @@ def render(ctx, inp) -> dict:
     dep = dependence(inp)
     flagged = dep.flagged(THRESHOLD)
     rows = pair_rows(inp, dep)
-    table = pd.DataFrame(rows, columns=["feature", "depends on", "strength", "measure"])
+    shown = [{**r, "feature": inp.label(r["feature"]), "depends on": inp.label(r["depends on"])} for r in rows]
+    table = pd.DataFrame(shown, columns=["feature", "depends on", "strength", "measure"])
     data, columns = figures.table_data(table.set_index("feature"), index_name="feature") if rows else ([], [])
     found = inp.results(KIND).get(model)
     loss = LOSS_LABELS.get(pfi.loss, pfi.loss)
@@ -306,6 +313,9 @@ def render(ctx, inp) -> dict:
         figure, info = empty("Shuffling the dependent features together…"), ""
     else:
         frame = group_rows(found, pfi)
+        if inp.names:  # the groups and their parts as people read them
+            frame.index = [labels.relabel_text(inp.ws, str(g)) for g in frame.index]
+            frame["alone_text"] = [labels.relabel_text(inp.ws, t) for t in frame["alone_text"]]
         figure = figures.group_pfi_figure(
             frame,
             loss=loss,

@@ -14,10 +14,10 @@ def render(ctx, inp) -> dict:
     if summary is None:
         return {"figure": empty("Waiting for the ICE/ICI pass…"), "info": ""}
     row, how = selected_row(summary, inp.state, inp.mask)
-    output = f" of P({inp.ws.output})" if inp.ws.output is not None else ""
+    output = f" of P({inp.class_label(inp.ws.output)})" if inp.ws.output is not None else ""
     chosen = str(row) == str(inp.state.get("obs"))  # else the default, the chosen row not being explained
     shown = observation_text(inp.state, row, brief=True) if chosen else f"row {row} (shown by default)"
-    fig = figures.ciu_figure(summary.ciu(row), title=f"CIU{output}, {shown}")
+    fig = figures.ciu_figure(summary.ciu(row), title=f"CIU{output}, {shown}", names=inp.names)
     info = f"Selected: {how}. Output range for CI: {summary.out_range[0]:.4g} … {summary.out_range[1]:.4g}."
     return {"figure": fig, "info": info}
 

@@ -118,7 +118,7 @@ def render(ctx, inp) -> dict:
     frame = table(inp)
     if frame is None:
         return {"data": [], "columns": [], "info": ""}
-    rows, cols = figures.table_data(frame, index_name="feature")
+    rows, cols = figures.table_data(frame.rename(index=inp.label), index_name="feature")
     for col in cols:  # the whisker to the digits the bars' hover writes it with ("± 7.86")
         if col["id"] == ERROR:
             col["format"] = {"specifier": ",.3~r"}

@@ -78,13 +78,15 @@ def render(ctx, inp) -> dict:
     edit = whatif.edits_for(inp.data, state.get("edit") or {})
     for column, value in edit.items():  # the edited row (a level as its text: shown as such)
         values[column] = value
-    labels = {
-        name: f"{name} = {figures.value_text(values[cols[0]]) if len(cols) == 1 else '…'}"
-        for name, cols in res.players.items()
-    }
+    shown = {name: figures.value_text(values[cols[0]]) if len(cols) == 1 else "…" for name, cols in res.players.items()}
+    labels = {name: f"{inp.label(name)} = {value}" for name, value in shown.items()}
     classifier = res.output is not None
     scale, unit = (100.0, "pp") if classifier else (1.0, "")
-    what = f"probability of {figures.level_label(res.output)}" if classifier else f"predicted {inp.ws.target}"
+    what = (
+        f"probability of {inp.class_label(figures.level_label(res.output))}"
+        if classifier
+        else f"predicted {inp.ws.target}"
+    )
     fig = figures.waterfall_figure(
         res.values,
         labels=labels,
@@ -96,7 +98,8 @@ def render(ctx, inp) -> dict:
         unit=unit,
     )
     frame = res.to_frame()
-    frame.insert(0, "value", [labels[k].split(" = ", 1)[-1] for k in frame.index])
+    frame.insert(0, "value", [shown[k] for k in frame.index])
+    frame.index = [inp.label(k) for k in frame.index]  # the features as people read them
     frame = frame.rename(
         columns={"contribution": f"contribution{' (pp)' if unit else ''}", "std_error": "± standard error"}
     )

@@ -35,17 +35,17 @@ def render(ctx, inp) -> dict:
     tied = list(dict.fromkeys(f for pair in ties for f in pair))
     if ties:
         verdict = (
-            f"Not settled: these permutations cannot tell {_names(tied)} apart (their difference is within 1.96 "
-            "standard errors of 0), so their order may change; ask for more repetitions (PFI panel), or read them "
-            "as equally important."
+            f"Not settled: these permutations cannot tell {_names(inp.label(f) for f in tied)} apart (their "
+            "difference is within 1.96 standard errors of 0), so their order may change; ask for more repetitions "
+            "(PFI panel), or read them as equally important."
         )
     elif conv.settled:
         verdict = "The ranking has settled: each of the top features is told apart from the next."
     else:
         verdict = "Ask for more repetitions (PFI panel) before reading the ranking; the bands show where it may go."
     info = (
-        f"{headline}; the most important feature ({conv.top[0]}) has led since permutation {conv.top_stable_from}. "
-        + verdict
+        f"{headline}; the most important feature ({inp.label(conv.top[0])}) has led since permutation "
+        f"{conv.top_stable_from}. " + verdict
     )
     loss = LOSS_LABELS.get(pfi.loss, pfi.loss)
     fig = figures.convergence_figure(
@@ -53,6 +53,7 @@ def render(ctx, inp) -> dict:
         loss=loss,
         selected=inp.feature,
         title=headline,
+        names=inp.names,
         subtitle=f"{model}; running mean with its {conv.level:.0%} band; {inp.selection}",
     )
     return {"figure": fig, "info": info}

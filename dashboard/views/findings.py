@@ -12,7 +12,7 @@ import compute
 from compute import findings
 from compute.losses import LOSS_LABELS
 
-from .. import ids
+from .. import ids, labels
 from . import caveats, interactions, performance, subgroup_finder
 from .base import PFI, PROFILES, View
 
@@ -121,7 +121,8 @@ def render(ctx, inp) -> dict:
             id={"type": ids.VIEW_LINK, "view": view, "section": section},
             className="finding-link",
         )
-        entries.append(html.Li([html.Span(item.text), " ", link], className=f"finding finding-{item.topic}"))
+        text = labels.relabel_text(inp.ws, item.text)  # the features and classes as people read them
+        entries.append(html.Li([html.Span(text), " ", link], className=f"finding finding-{item.topic}"))
     return {"list": [html.Ol(entries, className="findings")], "info": ""}
 
 
@@ -152,17 +153,17 @@ VIEW = View(
     title="What we found",
     question="What do the results say, in a few sentences?",
     method=(
-        "Each sentence is a function of computed results (compute.findings). First the verdict: each model's "
-        "skill against the best constant prediction under PFI's loss (1 - loss / the constant's loss: R² for "
-        "squared error, McFadden's pseudo-R² for log loss) with a 95 % delta-method interval, and with several "
-        "models the best one and whether its lead is beyond its uncertainty (paired on the same rows). Then the "
-        "best model's PFI bars (Casalicchio et al. 2018, Eq. 8) and their standard errors (features within two "
-        "standard errors of the first are named together), the strongest split of the top feature's ICI curves "
-        "(Eq. 9; subgroups found), Friedman's H² of the strongest pair (Friedman & Popescu 2008, Eq. 44), "
-        "importance once the other features are known against the bars (Molnar et al. 2023), the model's error on "
-        "the subgroup against the "
-        "rest (a Welch interval) and the leak check (a near-perfect model whose importance sits on one or two "
-        "features). A sentence appears only when its numbers say something."
+        "Each sentence is written from the computed results shown in the panels it links to. First the "
+        "verdict: each model's skill against the best constant prediction under PFI's loss (1 - loss / the "
+        "constant's loss: R² for squared error, McFadden's pseudo-R² for log loss) with a 95 % delta-method "
+        "interval, and with several models the best one and whether its lead is beyond its uncertainty "
+        "(paired on the same rows). Then the best model's PFI bars (Casalicchio et al. 2018, Eq. 8) and their "
+        "standard errors (features within two standard errors of the first are named together), the strongest "
+        "split of the top feature's ICI curves (Eq. 9; subgroups found), Friedman's H² of the strongest pair "
+        "(Friedman & Popescu 2008, Eq. 44), importance once the other features are known against the bars "
+        "(Molnar et al. 2023), the model's error on the subgroup against the rest (a Welch interval) and the "
+        "leak check (a near-perfect model whose importance sits on one or two features). A sentence appears "
+        "only when its numbers say something."
     ),
     outputs={"list": (LIST, "children"), "info": (INFO, "children")},
     render=render,

@@ -12,7 +12,7 @@ def render(ctx, inp) -> dict:
     summary = inp.summary
     if summary is None:
         return {"figure": empty("Waiting for the ICE/ICI pass…")}
-    return {"figure": figures.global_ci_figure(summary.global_ci(inp.mask), selected=inp.feature)}
+    return {"figure": figures.global_ci_figure(summary.global_ci(inp.mask), selected=inp.feature, names=inp.names)}
 
 
 def library(inp) -> dict:

@@ -14,7 +14,12 @@ def render(ctx, inp) -> dict:
     if prof is None:
         return {"figure": empty("Waiting for the ICE/ICI pass…")}
     fig = figures.ice_figure(
-        prof, selected=selected_label(inp, prof.rows), mask=eligible_mask(inp), centered=bool(inp.state.get("centered"))
+        prof,
+        selected=selected_label(inp, prof.rows),
+        mask=eligible_mask(inp),
+        centered=bool(inp.state.get("centered")),
+        label=inp.label(prof.feature),
+        output_label=None if prof.output is None else inp.class_label(prof.output),
     )
     return {"figure": fig}
 

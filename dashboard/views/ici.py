@@ -14,9 +14,12 @@ def render(ctx, inp) -> dict:
     if prof is None:
         return {"figure": empty("Waiting for the ICE/ICI pass…"), "info": ""}
     eligible = eligible_mask(inp)
-    fig = figures.ici_figure(prof, selected=selected_label(inp, prof.rows), mask=eligible)
+    fig = figures.ici_figure(
+        prof, selected=selected_label(inp, prof.rows), mask=eligible, label=inp.label(prof.feature)
+    )
     local = prof.local_importance if eligible is None else prof.local_importance[eligible]
-    info = f"{int((local < 0).sum())} of {local.size} observations have a negative ICI integral for {inp.feature}."
+    negative = int((local < 0).sum())
+    info = f"{negative} of {local.size} observations have a negative ICI integral for {inp.label(inp.feature)}."
     return {"figure": fig, "info": info}
 
 

@@ -26,7 +26,7 @@ def render(ctx, inp) -> dict:
     impact = summary.impact.copy()
     impact["pd_importance"] = summary.pd_importance
     impact = impact.sort_values("impact", ascending=False, kind="stable")  # most impact first, on every page
-    impact = impact.rename(columns={k: words for k, (words, _) in WORDS.items()})
+    impact = impact.rename(columns={k: words for k, (words, _) in WORDS.items()}, index=inp.label)
     rows, cols = figures.table_data(impact, index_name="feature")
     tooltips = {words: method for words, method in WORDS.values()}
     return {"data": rows, "columns": cols, "tooltips": tooltips}

@@ -27,7 +27,7 @@ def render(ctx, inp) -> dict:
     row, how = selected_row(summary, inp.state, inp.mask)
     ciu = summary.ciu(row)
     info = " ".join(filter(None, [BASELINE, disagreement(inp, row, ciu["influence"])]))
-    return {"figure": figures.influence_figure(ciu, subtitle=sentence(how)), "info": info}
+    return {"figure": figures.influence_figure(ciu, subtitle=sentence(how), names=inp.names), "info": info}
 
 
 def disagreement(inp, row, influence) -> str:

@@ -39,7 +39,7 @@ def render(ctx, inp) -> dict:
     if summary is None or prof is None:
         return {"data": [], "columns": [], "tooltips": {}, "negative": [], "excluded": info}
     table = summary.influential(inp.feature, N_INFLUENTIAL, eligible_mask(inp))
-    named = words(inp.feature)
+    named = words(inp.label(inp.feature))
     rows, cols = figures.table_data(table.rename(columns={k: w for k, (w, _) in named.items()}), index_name="row")
     for record, label in zip(rows, table.index):  # DataTable's active_cell.row_id: sort/page proof
         record["id"] = str(label)

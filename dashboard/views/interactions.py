@@ -114,8 +114,9 @@ def _sample_text(result: compute.InteractionStrength, inp) -> str:
     return f"{inp.state['model']}; a seeded sample of {result.n_rows:,} of {inp.selection}"
 
 
-def reading(result: compute.InteractionStrength, pair: tuple | None) -> str:
-    """One line: the strongest pair and what H² and h say, or that nothing interacts."""
+def reading(result: compute.InteractionStrength, pair: tuple | None, label=str) -> str:
+    """One line: the strongest pair and what H² and h say, or that nothing interacts;
+    ``label`` writes a feature as people read it."""
     if pair is None:
         return ""
     strongest = result.pairs.iloc[0]
@@ -125,7 +126,7 @@ def reading(result: compute.InteractionStrength, pair: tuple | None) -> str:
             f"The model is close to additive: no pair's joint effect is more than {share} interaction, so "
             "each feature's curve tells its story alone."
         )
-    a, b = strongest["feature_1"], strongest["feature_2"]
+    a, b = label(strongest["feature_1"]), label(strongest["feature_2"])
     return (
         f"{a} and {b} act together most: {strongest['h2']:.0%} of their joint effect on the prediction is "
         f"interaction (H² = {figures.shown_number(strongest['h2'], 3)}; its size h = "
@@ -142,7 +143,8 @@ def render(ctx, inp) -> dict:
     unit = "predicted probability" if result.output is not None else "prediction"
     sample = _sample_text(result, inp)
     hover = {
-        f: f"{esc(f)}<br>H² = {row['h2']:.3g} (share of its effect that is interaction)<br>h = {row['h']:.3g}"
+        f: f"{esc(inp.label(f))}<br>H² = {row['h2']:.3g} (share of its effect that is interaction)"
+        f"<br>h = {row['h']:.3g}"
         for f, row in result.overall.iterrows()
     }
     bars = figures.bar_figure(
@@ -154,11 +156,12 @@ def render(ctx, inp) -> dict:
         selected=inp.feature,
         hover=hover,
         subtitle=sample,
+        names=inp.names,
     )
     # on the same 0-1 scale as the matrix, at least to 0.1: 0.03 looks small
     bars.layout.xaxis.range = [0, max(0.1, 1.1 * float(result.features.max()))]
     options = [
-        {"label": f"{a} × {b}  (H² {h2:.2f})", "value": pair_key(a, b)}
+        {"label": f"{inp.label(a)} × {inp.label(b)}  (H² {h2:.2f})", "value": pair_key(a, b)}
         for a, b, h2 in result.pairs[["feature_1", "feature_2", "h2"]].itertuples(index=False)
     ]
     if pair is None:
@@ -175,17 +178,19 @@ def render(ctx, inp) -> dict:
     return {
         "bars": bars,
         "matrix": pair_matrix_figure(
-            result.pairs, selected=pair, order=order, subtitle=f"{sample}; click a cell to draw it"
+            result.pairs, selected=pair, order=order, subtitle=f"{sample}; click a cell to draw it", names=inp.names
         ),
         "pd2": pd2_figure(
             surface,
-            value_title=f"average {unit}" + (f" of {result.output}" if result.output is not None else ""),
+            value_title=f"average {unit}"
+            + (f" of {inp.class_label(result.output)}" if result.output is not None else ""),
             subtitle=f"{sample}; H² = {figures.shown_number(_h2(result, pair), 3)}",
+            names=inp.names,
         ),
         "options": options,
         # the pair drawn, when the state names none (or one this result does not hold)
-        "placeholder": f"{pair[0]} × {pair[1]}",
-        "info": reading(result, pair),
+        "placeholder": f"{inp.label(pair[0])} × {inp.label(pair[1])}",
+        "info": reading(result, pair, inp.label),
     }
 
 

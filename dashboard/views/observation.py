@@ -19,8 +19,9 @@ def render(ctx, inp) -> dict:
     row, how = selected_row(summary, inp.state, inp.mask)
     values = inp.data.loc[planning.row_label(row, inp.data.index)].to_frame("value")
     values.loc["prediction"] = float(summary.base_pred.loc[row])
-    values.loc[f"ICI integral ({inp.feature})"] = float(summary.local[inp.feature].loc[row])
+    values.loc[f"ICI integral ({inp.label(inp.feature)})"] = float(summary.local[inp.feature].loc[row])
     values["value"] = [_shown(v) for v in values["value"]]  # 4 significant digits; levels as text
+    values.index = [inp.label(c) for c in values.index]  # the features as people read them
     rows, cols = figures.table_data(values, index_name="column")
     return {"data": rows, "columns": cols, "info": f"The values of {how}."}
 

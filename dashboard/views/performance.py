@@ -130,16 +130,16 @@ def render(ctx, inp, controls) -> dict:
     model = inp.state["model"] if inp.state["model"] in preds else next(iter(preds))
     pred = preds[model]
     y = inp.data[inp.ws.target]
-    feature = inp.feature
+    feature = inp.label(inp.feature)  # as people read it (its label); the data's column is inp.feature
     chosen = groups(inp)
     selected_label, selected = chosen[0]
     rows, cols = figures.table_data(metrics_table(inp), digits=3)
     threshold = threshold_of(controls.get("threshold"))
-    x = inp.data[feature].to_numpy()
-    categorical = not pd.api.types.is_numeric_dtype(inp.data[feature].dtype)
+    x = inp.data[inp.feature].to_numpy()
+    categorical = not pd.api.types.is_numeric_dtype(inp.data[inp.feature].dtype)
     both = f"{model}, subgroup and rest" if len(chosen) > 1 else f"{model}, {inp.selection}"
     if pred.is_classifier:
-        label = figures.level_label(pred.output)
+        label = inp.class_label(figures.level_label(pred.output))
         if pred.has_proba:
             curves = []
             for k, (name, p) in enumerate(preds.items()):
@@ -150,7 +150,7 @@ def render(ctx, inp, controls) -> dict:
                         curves.append((f"{name}: {part}" if len(chosen) > 1 else str(name), curve, color, dash))
             fit = figures.calibration_figure(
                 curves,
-                output=pred.output,
+                output=label,
                 title=f"Calibration: predicted probability against the share that is {label}",
                 subtitle="subgroup: solid, rest: dashed" if len(chosen) > 1 else inp.selection,
             )
@@ -173,7 +173,8 @@ def render(ctx, inp, controls) -> dict:
         matrix = compute.confusion_matrix(pred, y, mask=selected, threshold=threshold)
         total = max(int(matrix.to_numpy().sum()), 1)
         shown = matrix.map(lambda n: f"{n:,} ({n / total:.0%})")
-        shown.columns = [f"predicted {c}" for c in shown.columns]
+        shown.columns = [f"predicted {_class_text(inp, c)}" for c in shown.columns]
+        shown.index = [_class_text(inp, c) for c in shown.index]
         confusion, confusion_columns = figures.table_data(shown, index_name="actual")
         rule = (
             f"{label} is predicted when its probability is at least the threshold of {threshold:.2f}"
@@ -223,6 +224,15 @@ def render(ctx, inp, controls) -> dict:
         "threshold_style": threshold_style,
         "info": info,
     }
+
+
+def _class_text(inp, value) -> str:
+    """A confusion matrix's class as people read it: its label ("not churned" for the rest
+    of a one-against-the-rest matrix)."""
+    text = str(value)
+    if text.startswith("not ") and inp.class_label(text[4:]) != text[4:]:
+        return f"not {inp.class_label(text[4:])}"
+    return inp.class_label(value)
 
 
 def export_csv(ctx, inp):

@@ -75,7 +75,7 @@ def render(ctx, inp) -> dict:
     if inp.state.get("sfimp") and first.n_total is not None:  # SFIMP's smaller sample: the same button
         sampled = sampled or first.n_total > (planning.sfimp_sample(len(first.features)) or first.n_total)
     return {
-        "figure": figures.pfi_figure(pfi, selected=inp.feature, title=title, subtitle=subtitle),
+        "figure": figures.pfi_figure(pfi, selected=inp.feature, title=title, subtitle=subtitle, names=inp.names),
         "info": info,
         "reset_style": reset,
         "all_label": "Back to a sample" if inp.state.get("pfi_all") else "Use all rows",

@@ -16,7 +16,9 @@ def render(ctx, inp) -> dict:
         sub = inp.state["subgroup"]
         groups = {sub: inp.profile_mask, f"not ({sub})": ~inp.profile_mask}
     global_pfi = float(summary.conditional_pfi().loc[inp.feature, "all"])
-    fig = figures.pi_figure(prof, groups, global_pfi=global_pfi, x_all=inp.data[inp.feature].to_numpy())
+    fig = figures.pi_figure(
+        prof, groups, global_pfi=global_pfi, x_all=inp.data[inp.feature].to_numpy(), label=inp.label(prof.feature)
+    )
     return {"figure": fig}
 
 

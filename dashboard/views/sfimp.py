@@ -43,7 +43,7 @@ def render(ctx, inp) -> dict:
             "error of the permutations and orderings with the sample's (each row's own Shapley values, their "
             "spread over the rows). 'Use all rows' (under the PFI bars) computes on every row. " + info
         )
-    figure = figures.sfimp_figure(sfimp, selected=inp.feature)
+    figure = figures.sfimp_figure(sfimp, selected=inp.feature, names=inp.names)
     return {"figure": figure, "info": info, "button": button, "button_style": style}
 
 

@@ -57,7 +57,7 @@ def render(ctx, inp) -> dict:
     found = suggestions(inp)
     if found is None:
         return {"list": [], "info": "The model has one feature: there is nothing else to split on."}
-    feature = inp.feature
+    feature = inp.label(inp.feature)  # as people read it; the conditions keep the column names
     scope = f"the subgroup's {found.n_rows:,} rows" if inp.state["subgroup"] else f"{found.n_rows:,} rows"
     if not found.splits:
         return {
@@ -65,7 +65,7 @@ def render(ctx, inp) -> dict:
             "info": f"{feature}'s ICI curves are flat on {scope}: the model's error does not depend on {feature}, "
             "so no subgroup changes its importance.",
         }
-    cards = [_card(split, feature) for split in shown(found)]
+    cards = [_card(split, feature, inp.label) for split in shown(found)]
     best = found.splits[0]
     if best.share < WEAK:
         info = (
@@ -82,7 +82,7 @@ def render(ctx, inp) -> dict:
     return {"list": cards, "info": info}
 
 
-def _card(split: compute.RegionalSplit, feature) -> html.Div:
+def _card(split: compute.RegionalSplit, feature, label=str) -> html.Div:
     def side(condition: str, n: int, pfi: float) -> html.Div:
         return html.Div(
             [
@@ -97,7 +97,7 @@ def _card(split: compute.RegionalSplit, feature) -> html.Div:
         [
             html.Div(
                 [
-                    f"Split on {split.column}{where}: explains ",
+                    f"Split on {label(split.column)}{where}: explains ",
                     html.Span(f"{split.share:.0%}" if split.share >= 0.005 else "under 1%", className="share"),
                     f" of the variation of {feature}'s ICI curves",
                 ],

@@ -19,7 +19,7 @@ from dash import dcc, html
 import compute
 from compute.sampling import is_categorical
 
-from .. import components, figures, ids, planning
+from .. import components, figures, ids, labels, planning
 from .base import ALL_FIELDS, PROFILES, View, csv_download, empty
 from .selection import observation_text
 
@@ -63,9 +63,10 @@ TASK = planning.TaskSpec(
 )
 
 
-def _field(data: pd.DataFrame, feature, row, edit: dict) -> html.Div:
+def _field(data: pd.DataFrame, feature, row, edit: dict, label: str | None = None) -> html.Div:
     """One feature's input: a number box (whole numbers for an integer column) or a list of
-    the levels found in the data; an edited field says what the row had."""
+    the levels found in the data; an edited field says what the row had. ``label``: the
+    feature as people read it (its id keeps the column name)."""
     column = data[feature]
     original = data.at[row, feature]
     key = str(feature)
@@ -92,7 +93,7 @@ def _field(data: pd.DataFrame, feature, row, edit: dict) -> html.Div:
             className="whatif-number",
         )
         hint = f"{figures.value_text(column.min())} to {figures.value_text(column.max())}"
-    parts: list = [html.Label(key), control, html.Div(hint, className="whatif-hint")]
+    parts: list = [html.Label(label or key, title=key), control, html.Div(hint, className="whatif-hint")]
     if edited:
         parts.insert(1, html.Span(f"was {figures.value_text(original)}", className="whatif-was"))
     return html.Div(parts, className="whatif-field edited" if edited else "whatif-field")
@@ -112,7 +113,7 @@ def _units(ws, output=None) -> Units:
     class the result says it explains); a regressor's prediction in its own units."""
     output = ws.output if ws.output is not None else output
     if output is not None:
-        return Units(100.0, "pp", f"probability of {figures.level_label(output)} (%)")
+        return Units(100.0, "pp", f"probability of {labels.class_label(ws, figures.level_label(output))} (%)")
     return Units(1.0, "", f"predicted {ws.target}")
 
 
@@ -124,7 +125,7 @@ def render(ctx, inp) -> dict:
     data, edit = inp.data, state.get("edit") or {}
     row = planning.row_label(state["obs"], data.index)
     features = list(inp.ws.model(state["model"]).features)
-    form = [_field(data, f, row, edit) for f in features]
+    form = [_field(data, f, row, edit, inp.label(f)) for f in features]
     reset_style: dict = {} if edit else {"display": "none"}
     found = inp.results(KIND).get(state["model"])
     if found is None:
@@ -135,7 +136,7 @@ def render(ctx, inp) -> dict:
     scale, unit, what = units.scale, units.unit, units.what
     feature = state["feature"]
     changes = ", ".join(
-        f"{c} {figures.value_text(res.values.loc[c, 'original'])} → {figures.value_text(v)}"
+        f"{inp.label(c)} {figures.value_text(res.values.loc[c, 'original'])} → {figures.value_text(v)}"
         for c, v in res.edits.items()
     )
     subtitle = f"{state['model']}, row {row}" + (f" with {changes}" if changes else " (no value changed yet)")
@@ -147,22 +148,23 @@ def render(ctx, inp) -> dict:
             (res.values.loc[feature, "edited"], res.prediction),
         ),
         categorical=res.categorical[feature],
-        feature=feature,
-        title=f"How the prediction for row {row} moves with {feature}",
+        feature=inp.label(feature),
+        title=f"How the prediction for row {row} moves with {inp.label(feature)}",
         subtitle=subtitle,
         y_title=what,
         scale=scale,
+        percent=unit == "pp",
     )
     ciu = figures.ciu_figure(
         res.ciu,
         title=f"CIU of row {row}" + (" as edited" if res.edits else ""),
         subtitle="bars: as edited; open markers: before the edit" if res.edits else "",
         reference=res.original_ciu if res.edits else None,
+        names=inp.names,
     )
     before, after = res.original_prediction * scale, res.prediction * scale
 
-    def text(value: float, unit: str, sign: str = "") -> str:  # a probability in %, its change in pp
-        return f"{value:.1f} %" if unit == "pp" and not sign else figures.prediction_text(value, unit, sign)
+    text = figures.prediction_text  # a probability in %, its change in pp
 
     named = observation_text(state, row)
     said = what.removesuffix(" (%)")  # the axis title's unit: the numbers carry theirs
