@@ -20,7 +20,12 @@ from dashboard.views import plan_state, whatif
 
 
 @pytest.fixture()
-def ctx(tmp_path):
+def ctx(tmp_path, monkeypatch):
+    # what these tests check is which process answers, not how fast: a machine busy with other
+    # work (a browser test, a second suite) must not turn a slow first answer into a job. The
+    # test of the time limits sets its own.
+    monkeypatch.setattr(warm, "QUICK_SECONDS", 60.0)
+    monkeypatch.setattr(warm, "SLOW_SECONDS", 60.0)
     warm.stop_all()  # none left by other tests (their pages' requests start warm processes too)
     app_ctx = create_app(Config(cache_dir=str(tmp_path / "cache"), max_curves=200))._wip_context
     yield app_ctx
