@@ -31,3 +31,21 @@ def report_figures(html: str) -> list[tuple[list, dict]]:
 def figure_title(layout: dict) -> str:
     title = layout.get("title") or {}
     return title.get("text", "") if isinstance(title, dict) else str(title)
+
+
+def plotly_array(values) -> list | None:
+    """A figure's array as numbers, however it was written: a list, a numpy array, or the
+    typed array Plotly's JSON encoder writes (``{"dtype": "f8", "bdata": base64}``)."""
+    import base64
+
+    import numpy as np
+
+    if values is None:
+        return None
+    if isinstance(values, dict) and "bdata" in values:
+        flat = np.frombuffer(base64.b64decode(values["bdata"]), dtype=np.dtype(values["dtype"]))
+        shape = values.get("shape")
+        if isinstance(shape, str):
+            shape = [int(s) for s in shape.split(",")]
+        return (flat.reshape(shape) if shape else flat).tolist()
+    return np.asarray(values).tolist()
