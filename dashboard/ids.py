@@ -106,3 +106,4 @@ SUGGESTED = "suggested-subgroup"  # pattern-matching type: {"type", "condition"}
 SUGGESTED_PICK = "suggested-pick"  # dcc.Store: {"condition", "t"} from the clicked suggestion
 PAGE = "page"  # the page's root: its class says presentation mode
 PRESENT = "present-toggle"  # the toolbar's presentation-mode button
+PRESENT_TITLE = "present-title"  # presentation mode: the data set, models and rows shown

@@ -163,6 +163,8 @@ def header():
                     html.Span(
                         "model-agnostic feature importance: PFI · SFIMP · PI/ICI · ICE/PD · CIU", className="tagline"
                     ),
+                    # presentation mode only (style.css): what the audience is looking at
+                    html.P(id=ids.PRESENT_TITLE, className="present-title"),
                 ],
                 className="brand",
             ),

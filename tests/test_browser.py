@@ -1472,6 +1472,16 @@ def test_presentation_mode_folds_the_controls_for_a_projector(server, tab):
     )
     page_width = tab.evaluate("() => document.querySelector('.views').getBoundingClientRect().width")
     assert all(w > 0.95 * page_width for w in widths), (widths, page_width)  # one panel per row
+    # the pickers are folded: a line names the data set, the models and the rows
+    named = tab.inner_text("#present-title")
+    assert "X3 interaction" in named and "random forest" in named.lower() and "all rows" in named, named
+    assert tab.evaluate("() => parseFloat(getComputedStyle(document.querySelector('#present-title')).fontSize)") >= 16
+    # every chart's text at 16 px or more (18 px titles), laid out by Plotly: none cut
+    _charts_read_from_the_back(tab, "overview")
+    open_section(tab, "feature")
+    tab.wait_for_function(DRAWN_JS, arg=3)
+    _charts_read_from_the_back(tab, "feature")
+    open_section(tab, "overview")
     shot(tab, "presentation-mode")
     if os.environ.get("WIP_README_SHOTS"):  # README's picture of it
         tab.set_viewport_size({"width": 1400, "height": 900})
@@ -1482,6 +1492,50 @@ def test_presentation_mode_folds_the_controls_for_a_projector(server, tab):
     tab.wait_for_function("() => !new URLSearchParams(location.search).has('present')")
     assert tab.locator("#feature-select").is_visible()
     assert tab.get_attribute("#present-toggle", "aria-pressed") == "false"
+    assert not tab.locator("#present-title").is_visible()
+    # the charts' own sizes again: the PFI chart's title at the theme's 14 px
+    tab.wait_for_function(
+        "() => { const t = document.querySelector('#view-pfi .gtitle');"
+        " return t && parseFloat(t.style.fontSize) < 16; }"
+    )
+
+
+CHART_TEXT_JS = """() => {
+    const seen = [];
+    document.querySelectorAll('.views section.panel .js-plotly-plot').forEach(gd => {
+        if (!gd.offsetParent) { return; }  // a section not shown
+        const box = gd.getBoundingClientRect();
+        gd.querySelectorAll('svg.main-svg text').forEach(t => {
+            if (t.closest('.hoverlayer') || !t.textContent.trim()) { return; }
+            const r = t.getBoundingClientRect();
+            if (r.width === 0) { return; }  // not drawn (an empty label)
+            seen.push({
+                panel: (gd.closest('section.panel') || {}).id, text: t.textContent.slice(0, 40),
+                size: parseFloat(getComputedStyle(t).fontSize), title: t.classList.contains('gtitle'),
+                cut: r.left < box.left - 1 || r.right > box.right + 1
+                    || r.top < box.top - 1 || r.bottom > box.bottom + 1,
+            });
+        });
+    });
+    return seen;
+}"""
+
+
+def _charts_read_from_the_back(tab, section: str) -> None:
+    """Every text of every chart shown in presentation mode at 16 px or more, titles at 18 px,
+    and inside its chart (Plotly laid the larger text out: nothing cut at an edge)."""
+    tab.wait_for_function(
+        "() => Array.from(document.querySelectorAll('.views .js-plotly-plot')).filter(g => g.offsetParent)"
+        ".every(g => !g.__wipBusy && g.layout && g.layout.wipPresentOriginal)"
+    )
+    texts = tab.evaluate(CHART_TEXT_JS)
+    panels = {t["panel"] for t in texts}
+    assert len(panels) >= 2, (section, panels)
+    small = [t for t in texts if t["size"] < 16]
+    assert not small, (section, small[:8])
+    assert all(t["size"] >= 18 for t in texts if t["title"]), section
+    cut = [t for t in texts if t["cut"]]
+    assert not cut, (section, [(t["panel"], t["text"]) for t in cut])
 
 
 def test_the_pair_matrix_by_keyboard(server, tab):

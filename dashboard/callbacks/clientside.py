@@ -46,9 +46,26 @@ function(clicks) {
 HOVERED_ROW_JS = CLICKED_ROW_JS
 
 PRESENT_JS = """
-function(state) {
+function(state, datasets, models) {
     const on = !!(state && state.present);
-    return [on ? 'page present' : 'page', on ? 'true' : 'false', on ? 'Leave presentation mode' : 'Presentation mode'];
+    const named = function(options, value) {
+        const found = (options || []).find(function(o) {
+            return (o && o.value !== undefined ? o.value : o) === value;
+        });
+        return found === undefined ? '' : String(found && found.label !== undefined ? found.label : found);
+    };
+    const names = (models || []).map(function(m) { return String(m && m.label !== undefined ? m.label : m); });
+    const parts = [];
+    const dataset = named(datasets, state && state.ws);
+    if (dataset) { parts.push('Data: ' + dataset); }
+    if (names.length) { parts.push((names.length > 1 ? 'models: ' : 'model: ') + names.join(', ')); }
+    parts.push(state && state.subgroup ? 'rows where ' + state.subgroup : 'all rows');
+    return [
+        on ? 'page present' : 'page',
+        on ? 'true' : 'false',
+        on ? 'Leave presentation mode' : 'Presentation mode',
+        parts.join(' \u00b7 '),
+    ];
 }
 """
 

@@ -410,14 +410,18 @@ def register(app, ctx) -> None:
         prevent_initial_call=True,
     )
 
-    # presentation mode: the page's class (style.css folds controls and notes, enlarges type)
-    # and the toolbar button's pressed state and words, from the state
+    # presentation mode: the page's class (style.css folds controls and notes, enlarges type;
+    # assets/present.js enlarges the charts' text), the toolbar button's pressed state and
+    # words, and the line naming the data set, models and rows (the pickers are folded)
     app.clientside_callback(
         PRESENT_JS,
         Output(ids.PAGE, "className"),
         Output(ids.PRESENT, "aria-pressed"),
         Output(ids.PRESENT, "children"),
+        Output(ids.PRESENT_TITLE, "children"),
         Input(ids.STATE, "data"),
+        Input(ids.WS_SELECT, "options"),
+        Input(ids.MODEL_SELECT, "options"),
     )
 
     # the data sets this tab loaded, for the data-set list (the browser's session storage)
