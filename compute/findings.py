@@ -177,7 +177,8 @@ def where_importance_comes_from(found: SubgroupSuggestions, *, min_share: float 
     )
     high, low = max(split.importance_left, split.importance_right), min(split.importance_left, split.importance_right)
     text = (
-        f"{found.feature}'s importance comes from rows where {big}: its PFI there is {number(high)}, against "
+        f"{found.feature}'s importance comes from rows where {big}: read from its ICI curves (every row set to "
+        f"each value of its grid, not the bars' few shuffles), it is {number(high)} there, against "
         f"{number(low)} where {small} (this split explains {split.share:.0%} of how its importance varies "
         "from row to row)."
     )

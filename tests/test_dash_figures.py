@@ -107,7 +107,7 @@ def test_pi_figure_global_pfi_line(prof):
     (shape,) = fig.layout.shapes
     assert shape.y0 == shape.y1 == pytest.approx(prof.importance)
     assert shape.line.dash == "dash"
-    assert any(a.text == "global PFI" for a in fig.layout.annotations)
+    assert any(a.text == "all rows' PFI from the curves" for a in fig.layout.annotations)
 
 
 def test_pi_figure_histogram_shows_x_all(prof, x3):

@@ -76,7 +76,10 @@ def split(share: float, left: float, right: float) -> SubgroupSuggestions:
 
 def test_where_importance_comes_from_reads_the_strongest_split():
     found = findings.where_importance_comes_from(split(0.35, 2.5, 218.0))
-    assert found.text.startswith("X1's importance comes from rows where X3 == 1: its PFI there is 218, against 2.50")
+    assert found.text.startswith(
+        "X1's importance comes from rows where X3 == 1: read from its ICI curves (every row set to each value of "
+        "its grid, not the bars' few shuffles), it is 218 there, against 2.50"
+    )
     assert "35%" in found.text
     assert findings.where_importance_comes_from(split(0.05, 2.5, 218.0)) is None  # explains too little
     assert findings.where_importance_comes_from(SubgroupSuggestions("X1", (), 500, 1.0, 0.0)) is None

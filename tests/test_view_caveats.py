@@ -60,7 +60,7 @@ def test_subgroup_finder_lists_the_librarys_splits_as_buttons(ctx):
     assert "differs most across X3 == 0 and X3 == 1" in out["info"]
     # the report lists them (buttons as text)
     html = views.report_html(ctx, results)
-    assert "Subgroups found for you" in html and "X3 == 0: PFI of X1" in html
+    assert "Subgroups found for you" in html and "X3 == 0: importance of X1 from its curves" in html
 
 
 def test_subgroup_finder_inside_a_subgroup_and_without_excluded_rows(ctx):

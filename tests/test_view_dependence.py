@@ -141,7 +141,7 @@ def test_the_x3_demo_findings_name_the_features_and_the_x3_split(ctx):
     assert "relies most on X2" in text and "X1" in text
     # the top feature's importance comes from one side of the X3 split (X1: X3 == 0, X2: X3 == 1)
     split = r"(X1's importance comes from rows where X3 == 0|X2's importance comes from rows where X3 == 1)"
-    assert re.search(split + r": its PFI there is [\d,]+", text), text
+    assert re.search(split + r": read from its ICI curves .*, it is [\d,]+ there", text), text
     assert "X1 and X3 act together" in text
     assert 3 <= len([s for s in sentences if s.strip()]) <= 7
     links = [c.id for c in out["list"][0].children for c in c.children if getattr(c, "id", None)]

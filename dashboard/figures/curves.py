@@ -165,7 +165,7 @@ def pi_figure(
         ]
         layout["annotations"] = [
             dict(
-                text="global PFI",
+                text="all rows' PFI from the curves",
                 xref="x2 domain",
                 x=0,
                 yref="y2",

@@ -44,8 +44,10 @@ VIEW = View(
     question="Where in its range does the feature matter to the model's accuracy, overall and in the subgroup?",
     method=(
         "Partial importance (PI) curves, Casalicchio et al. (2018), Fig. 4 and 6: the mean change in error "
-        "when the feature is set to x, for all rows and each group; the dashed line is the global PFI, the "
-        "top the feature's distribution."
+        "when the feature is set to x, for all rows and each group; the dashed line is the curves' mean over "
+        "the rows' values (Eq. 9: the PFI read from the curves, every row set to each grid value; the PFI bars "
+        "shuffle the feature a few times instead, so they differ by the permutations' noise), the top the "
+        "feature's distribution."
     ),
     outputs={"figure": (ids.PI_GRAPH, "figure")},
     render=render,

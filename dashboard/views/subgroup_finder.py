@@ -75,9 +75,10 @@ def render(ctx, inp) -> dict:
         )
     else:
         info = (
-            f"On {scope}, {feature}'s importance differs most across {best.left_rule} and {best.right_rule}: PFI "
-            f"{figures.value_text(best.importance_left)} vs {figures.value_text(best.importance_right)}. "
-            "Click a side to apply it as the subgroup."
+            f"On {scope}, {feature}'s importance differs most across {best.left_rule} and {best.right_rule}: "
+            f"{figures.value_text(best.importance_left)} vs {figures.value_text(best.importance_right)}, read from "
+            "its ICI curves (every row set to each grid value; the PFI bars shuffle it a few times instead, so "
+            "their all-rows value differs by the permutations' noise). Click a side to apply it as the subgroup."
         )
     return {"list": cards, "info": info}
 
@@ -87,7 +88,9 @@ def _card(split: compute.RegionalSplit, feature, label=str) -> html.Div:
         return html.Div(
             [
                 html.Button(condition, id={"type": ids.SUGGESTED, "condition": condition}, className="button small"),
-                html.Span(f" PFI of {feature} {figures.value_text(pfi)} ({n:,} rows)", className="help"),
+                html.Span(
+                    f" importance of {feature} from its curves {figures.value_text(pfi)} ({n:,} rows)", className="help"
+                ),
             ],
             className="suggestion-side",
         )
@@ -146,8 +149,8 @@ VIEW = View(
         "A shallow regression tree (depth <= 3, leaves >= 5 % of the rows) on the chosen feature's ICI curves "
         "(Casalicchio et al. 2018) against the other features, each split scored by the share of the curves' "
         "weighted sum of squares it explains, as the regional-effect trees of Herbinger, Bischl & Casalicchio "
-        "(REPID, 2022; GADGET, 2023) do on ICE curves. Each side's PFI is its mean ICI integral (Eq. 9). From the "
-        "cached curves: no model call."
+        "(REPID, 2022; GADGET, 2023) do on ICE curves. Each side's importance is its mean ICI integral "
+        "(Eq. 9). From the cached curves: no model call."
     ),
     outputs={"list": (LIST, "children"), "info": (INFO, "children")},
     placeholder=lambda message: {"list": [], "info": message},
