@@ -65,6 +65,9 @@ def test_a_subgroup_where_the_chosen_feature_is_missing_fails_only_the_pairs(ope
     assert "could not be computed for these rows" in said and "income_k" in said and "Choose another" in said
     performance = views.render(ctx, "performance", results)
     assert performance["data"] and any(r["rows"] == "subgroup" for r in performance["data"])
+    said = _annotation(performance["by_feature"])  # not an empty scatter: it says why
+    assert "income_k is missing on every row of subgroup income_k is missing" in said, said
+    assert "Choose another feature" in said and not performance["by_feature"].data
     bars = next(t for t in views.render(ctx, "pfi", results)["figure"].data if t.type == "bar")
     assert sorted(bars.y) == ["age", "income_k", "region", "tenure"] and np.isfinite(np.asarray(bars.x, float)).all()
     sentences = texts(views.render(ctx, "findings", results)["list"])

@@ -212,6 +212,12 @@ def render(ctx, inp, controls) -> dict:
         )
         confusion, confusion_columns, threshold_style = [], [], {"display": "none"}
         info = ""
+    drawn = selected if pred.is_classifier else np.logical_or.reduce([mask for _, mask in chosen[:2]])
+    if not pd.notna(x[np.asarray(drawn, bool)]).any():  # an empty chart would read as "no effect"
+        by_feature = empty(
+            f"{feature} is missing on every row of {inp.selection}: there is nothing to plot against it. "
+            "Choose another feature for this chart."
+        )
     note = data_role_note(inp.ws, "performance")
     info = f"{note} {info}".strip() if note else info
     return {
