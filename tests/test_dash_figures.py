@@ -455,3 +455,19 @@ def test_a_figures_own_margin_never_changes_the_default_for_later_figures():
     assert fig.layout.margin.b == 123
     assert figures.MARGIN == before
     assert figures.empty_figure("x").layout.margin.b == before["b"]
+
+
+def test_a_long_subtitle_takes_a_second_line_at_a_fact_boundary():
+    """The wine demo's PFI subtitle (three models; what ± is; which rows) was cut at the right
+    edge of a half-width panel ("…; all 72 ro"): it now breaks after a "; " that fits."""
+    from dashboard.figures.theme import SUBTITLE_CHARS, _figure, _style
+
+    long = "XGBoost, LightGBM, CatBoost; mean ± standard error over the 72 rows used and 10 permutations; all 72 rows"
+    text = _style(_figure(), "t", "u", subtitle=long).layout.title.subtitle.text
+    first, second = text.split("<br>")
+    assert len(first) <= SUBTITLE_CHARS and first.endswith(";") and second == "all 72 rows"
+    assert f"{first} {second}" == long  # nothing lost or added but the break
+    short = "random forest; all 500 rows"
+    assert _style(_figure(), "t", "u", subtitle=short).layout.title.subtitle.text == short
+    markup = "a <b> model; " + "x" * 100  # a visitor's markup stays text, wrapped or not
+    assert "<b>" not in _style(_figure(), "t", "u", subtitle=markup).layout.title.subtitle.text

@@ -132,6 +132,19 @@ _DATA_TEXT = ("x", "y", "name")  # trace properties that hold only data (no mark
 _AXIS_DATA = ("categoryarray", "tickvals")
 
 
+SUBTITLE_CHARS = 95  # about what a half-width panel shows at 12 px: a longer subtitle was cut
+
+
+def _wrapped(text: str, width: int = SUBTITLE_CHARS) -> str:
+    """A subtitle longer than ``width`` broken onto a second line at its last "; " that fits
+    (its parts are separate facts: models; what ± is; which rows), so none is cut at the
+    chart's right edge. Plotly does not wrap a subtitle itself."""
+    if len(text) <= width or "<br>" in text:
+        return text
+    cut = text.rfind("; ", 0, width)
+    return text if cut <= 0 else f"{text[: cut + 1]}<br>{text[cut + 2 :]}"
+
+
 def _escape_data_text(fig: go.Figure, spec: dict) -> None:
     """Escape, in place, the texts that hold only data (see the module docstring)."""
     title = spec.get("title")
@@ -140,7 +153,7 @@ def _escape_data_text(fig: go.Figure, spec: dict) -> None:
             title["text"] = esc(title["text"])
         sub = title.get("subtitle")
         if isinstance(sub, dict) and isinstance(sub.get("text"), str):
-            sub["text"] = esc(sub["text"])
+            sub["text"] = _wrapped(esc(sub["text"]))
     for key, axis in spec.items():
         if not (key.startswith(("xaxis", "yaxis")) and isinstance(axis, dict)):
             continue
