@@ -31,14 +31,17 @@ def render(ctx, inp) -> dict:
         headline = f"The order of {top} has held since permutation {conv.stable_from} of {n}"
     else:
         headline = f"The order of {top} still changed at permutation {conv.stable_from - 1} of {n}"
+    title = headline
     ties = compute.ranking_ties(pfi, TOP)  # the rule the findings use to say "cannot tell apart"
-    tied = list(dict.fromkeys(f for pair in ties for f in pair))
     if ties:
+        pairs = [f"{inp.label(a)} from {inp.label(b)}" for a, b in ties]  # neighbours in the ranking
         verdict = (
-            f"Not settled: these permutations cannot tell {_names(inp.label(f) for f in tied)} apart (their "
-            "difference is within 1.96 standard errors of 0), so their order may change; ask for more repetitions "
-            "(PFI panel), or read them as equally important."
+            f"Not settled: these permutations cannot tell {', nor '.join(pairs)} (each difference is within 1.96 "
+            "standard errors of 0), so their order may change; ask for more repetitions (PFI panel), or read them "
+            "as equally important."
         )
+        # the chart's headline says the verdict: an order that has not changed is not yet a settled one
+        title = "Not settled yet: the bands of the top features overlap"
     elif conv.settled:
         verdict = "The ranking has settled: each of the top features is told apart from the next."
     else:
@@ -52,7 +55,7 @@ def render(ctx, inp) -> dict:
         conv,
         loss=loss,
         selected=inp.feature,
-        title=headline,
+        title=title,
         names=inp.names,
         subtitle=f"{model}; running mean with its {conv.level:.0%} band; {inp.selection}",
     )
