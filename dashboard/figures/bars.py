@@ -302,7 +302,8 @@ def sfimp_figure(sfimp: Mapping[str, Any], *, selected=None, names: Mapping[str,
 
 
 def influence_figure(ciu: pd.DataFrame, subtitle: str = "", names: Mapping[str, str] | None = None) -> go.Figure:
-    """Contextual influence CI * (CU - phi0), Eq. (10) of seed 003: signed bars sorted by
+    """Contextual influence CI * (CU - phi0) with phi0 = 0.5 (the middle of the output's range
+    as the feature varies), Eq. (10) of seed 003: signed bars sorted by
     absolute influence (largest on top), each labelled with its signed value ("+0.12",
     "−0.05"); positive ones (raise the output) in POSITIVE_COLOR, negative in NEGATIVE_COLOR.
     ``subtitle`` names the row."""
@@ -322,9 +323,9 @@ def influence_figure(ciu: pd.DataFrame, subtitle: str = "", names: Mapping[str, 
     )
     fig = bar_figure(
         [bars],
-        title="Contextual influence CI × (CU − φ0): + raises, − lowers the output",
+        title="Contextual influence: + pushes the output up, − down",
         subtitle=subtitle,
-        x_title="contextual influence",
+        x_title="CI × (CU − 0.5): from the middle of the output's range",
         uirevision="influence",
         order=order,
         names=names,
