@@ -44,6 +44,12 @@ class Finding:
     numbers: dict = field(default_factory=dict)
 
 
+def possessive(name) -> str:
+    """``name``'s, or ``name``' for a name ending in s ("flavanoids' importance")."""
+    text = str(name)
+    return f"{text}'" if text.endswith(("s", "S")) else f"{text}'s"
+
+
 def number(value: float) -> str:
     """3 significant digits (a whole number from 100 up: "1,094", not "1,090"), thousands
     separated, no exponent for everyday magnitudes."""
@@ -153,14 +159,14 @@ def reliance(pfi: PermutationImportance, *, model: str, loss: str) -> Finding | 
     numbers = {"features": [str(f) for f in shown], "share": share, "importance": importance[shown].to_dict()}
     if tied:
         text = (
-            f"{model}'s performance relies most on {_names(shown)}, which these data cannot tell apart: "
+            f"{possessive(model)} performance relies most on {_names(shown)}, which these data cannot tell apart: "
             f"shuffling one raises the {loss} by {parts}; together {share:.0%} of all features' importance."
         )
         return Finding("importance", text, numbers)
     runner = order[1] if len(order) > 1 and importance[order[1]] > 0 else None
     nxt = "" if runner is None else f"; next is {runner} ({number(importance[runner])} ± {number(error[runner])})"
     text = (
-        f"{model}'s performance relies most on {top}: shuffling it raises the {loss} by "
+        f"{possessive(model)} performance relies most on {top}: shuffling it raises the {loss} by "
         f"{number(importance[top])} ± {number(error[top])}, {share:.0%} of all features' importance{nxt}."
     )
     return Finding("importance", text, numbers)
@@ -177,8 +183,8 @@ def where_importance_comes_from(found: SubgroupSuggestions, *, min_share: float 
     )
     high, low = max(split.importance_left, split.importance_right), min(split.importance_left, split.importance_right)
     text = (
-        f"{found.feature}'s importance comes from rows where {big}: read from its ICI curves (every row set to "
-        f"each value of its grid, not the bars' few shuffles), it is {number(high)} there, against "
+        f"{possessive(found.feature)} importance comes from rows where {big}: read from its ICI curves "
+        f"(every row set to each value of its grid, not the bars' few shuffles), it is {number(high)} there, against "
         f"{number(low)} where {small} (this split explains {split.share:.0%} of how its importance varies "
         "from row to row)."
     )
@@ -201,7 +207,7 @@ def acting_together(found: InteractionStrength, *, min_h2: float = 0.05) -> Find
     )
     text = (
         f"{a} and {b} act together: {h2:.0%} of their joint effect on the prediction is interaction "
-        f"(Friedman's H² = {number(h2)}), so {a}'s effect depends on {b}{more}."
+        f"(Friedman's H² = {number(h2)}), so {possessive(a)} effect depends on {b}{more}."
     )
     return Finding("interactions", text, {"pair": [str(a), str(b)], "h2": h2})
 
@@ -230,7 +236,8 @@ def inflated_by_dependence(
     known = ", ".join(map(str, cs.conditioned_on.get(name, [])[:2])) or "the other features"
     share = float(real[name] / row["marginal"])
     text = (
-        f"{name}'s importance is inflated by dependence: {number(row['marginal'])} when shuffled among all rows, "
+        f"{possessive(name)} importance is inflated by dependence: {number(row['marginal'])} when shuffled "
+        "among all rows, "
         f"{number(row['conditional'])} once {known} {'is' if ',' not in known else 'are'} known ({share:.0%} of it "
         "came from shuffled rows that never occur)."
     )

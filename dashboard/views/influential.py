@@ -6,6 +6,8 @@ from __future__ import annotations
 import pandas as pd
 from dash import html
 
+from compute.findings import possessive
+
 from .. import components, figures, ids
 from .base import PROFILES, Select, View, csv_download
 from .selection import eligible_mask
@@ -21,7 +23,7 @@ def words(feature) -> dict:
         "ici_integral": (
             "error increase",
             f"ICI integral (local PFI, Casalicchio et al. 2018, Eq. 9): how much this row's error grows, on "
-            f"average, when {feature} takes the other rows' values; its share of {feature}'s PFI",
+            f"average, when {feature} takes the other rows' values; its share of {possessive(feature)} PFI",
         ),
         "rank": ("which end", f"the {N_INFLUENTIAL} rows {feature} matters most for, and the {N_INFLUENTIAL} least"),
     }

@@ -13,6 +13,7 @@ import pandas as pd
 from dash import dcc, html
 
 import compute
+from compute.findings import possessive
 
 from .. import components, figures, planning
 from ..figures.heatmaps import pair_key, pair_matrix_figure, pd2_figure
@@ -131,7 +132,7 @@ def reading(result: compute.InteractionStrength, pair: tuple | None, label=str) 
         f"{a} and {b} act together most: {strongest['h2']:.0%} of their joint effect on the prediction is "
         f"interaction (H² = {figures.shown_number(strongest['h2'], 3)}; its size h = "
         f"{figures.shown_number(strongest['h'], 3)} in prediction units), so "
-        f"{a}'s effect depends on {b}. Look at their curves on subgroups of {b} (or {a})."
+        f"{possessive(a)} effect depends on {b}. Look at their curves on subgroups of {b} (or {a})."
     )
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dash import dcc, html
 
 import compute
+from compute.findings import possessive
 
 from .. import figures, ids
 from .base import PROFILES, View
@@ -62,20 +63,21 @@ def render(ctx, inp) -> dict:
     if not found.splits:
         return {
             "list": [],
-            "info": f"{feature}'s ICI curves are flat on {scope}: the model's error does not depend on {feature}, "
-            "so no subgroup changes its importance.",
+            "info": f"{possessive(feature)} ICI curves are flat on {scope}: the model's error does not depend on "
+            f"{feature}, so no subgroup changes its importance.",
         }
     cards = [_card(split, feature, inp.label) for split in shown(found)]
     best = found.splits[0]
     if best.share < WEAK:
         info = (
-            f"On {scope}, no split on another feature explains more than {WEAK:.0%} of how {feature}'s ICI curves "
-            f"vary (best: {best.share:.0%}): {feature}'s importance is much the same in every subgroup tried, so no "
-            "strong interaction was found. The best splits are listed anyway."
+            f"On {scope}, no split on another feature explains more than {WEAK:.0%} of how "
+            f"{possessive(feature)} ICI curves vary (best: {best.share:.0%}): {possessive(feature)} importance is "
+            "much the same in every subgroup tried, so no strong interaction was found. The best splits are "
+            "listed anyway."
         )
     else:
         info = (
-            f"On {scope}, {feature}'s importance differs most across {best.left_rule} and {best.right_rule}: "
+            f"On {scope}, {possessive(feature)} importance differs most across {best.left_rule} and {best.right_rule}: "
             f"{figures.value_text(best.importance_left)} vs {figures.value_text(best.importance_right)}, read from "
             "its ICI curves (every row set to each grid value; the PFI bars shuffle it a few times instead, so "
             "their all-rows value differs by the permutations' noise). Click a side to apply it as the subgroup."
@@ -102,7 +104,7 @@ def _card(split: compute.RegionalSplit, feature, label=str) -> html.Div:
                 [
                     f"Split on {label(split.column)}{where}: explains ",
                     html.Span(f"{split.share:.0%}" if split.share >= 0.005 else "under 1%", className="share"),
-                    f" of the variation of {feature}'s ICI curves",
+                    f" of the variation of {possessive(feature)} ICI curves",
                 ],
                 className="suggestion-head",
             ),
