@@ -111,6 +111,11 @@ def test_classifier_confusion_matrix_follows_the_threshold(ctx):
         assert "threshold of 0.50" in hostile["info"]
     fit = out["fit"]
     assert fit.layout.xaxis.title.text == "predicted probability of malignant"
+    # probabilities in % on both charts (the report mixed 0-1 and %): the axis and the hovers
+    by_feature = out["by_feature"]
+    assert fit.layout.yaxis.tickformat == by_feature.layout.yaxis.tickformat == ".0%"
+    assert all("%{y:.1%}" in t.hovertemplate for t in by_feature.data)
+    assert "%{x:.1%}" in fit.data[1].hovertemplate
     assert {t.name for t in fit.data} >= {f"{m.name}: subgroup" for m in ws.models}
     rows = {(r["model"], r["rows"]): r for r in out["data"]}
     auc = metrics.roc_auc_score(y[inside] == "malignant", p)

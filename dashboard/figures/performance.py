@@ -62,7 +62,7 @@ def calibration_figure(
                 marker=dict(
                     color=color, symbol=symbols[color], size=np.clip(4 + 12 * np.sqrt(n / max(n.max(), 1)), 4, 16)
                 ),
-                hovertemplate=f"{esc(name)}<br>predicted %{{x:.2f}}, observed %{{y:.2f}} (%{{customdata:,}} rows)"
+                hovertemplate=f"{esc(name)}<br>predicted %{{x:.1%}}, observed %{{y:.1%}} (%{{customdata:,}} rows)"
                 "<extra></extra>",
             )
         )
@@ -91,14 +91,17 @@ def scatter_figure(
     diagonal: bool = False,
     zero_line: bool = False,
     categorical: bool = False,
+    y_percent: bool = False,
 ) -> go.Figure:
     """Points ``(name, x, y, colour)`` per group, group k with marker symbol k (circle,
     square, ...) besides its colour, e.g. predicted against observed
     (``diagonal``: the line y = x) or residuals against a feature (``zero_line``). A
     categorical x is drawn on a category axis. SVG up to SVG_MAX_POINTS points in all: a
     browser without a GPU (a virtual desktop, headless Chromium 13x and later) has no WebGL
-    and shows "WebGL is not supported" instead of the chart; only more points go to WebGL."""
+    and shows "WebGL is not supported" instead of the chart; only more points go to WebGL.
+    ``y_percent``: y is a probability (0 to 1), written in % as the calibration chart does."""
     fig = _figure()
+    y_hover = "%{y:.1%}" if y_percent else "%{y:.4g}"
     n_points = sum(len(y) for _, _, y, _ in groups)
     trace = go.Scattergl if n_points > SVG_MAX_POINTS else go.Scatter
     values = [np.asarray(y, float) for _, _, y, _ in groups if len(y)]
@@ -127,7 +130,7 @@ def scatter_figure(
                 mode="markers",
                 name=name,
                 marker=dict(color=color, symbol=SYMBOLS[k % len(SYMBOLS)], size=6, opacity=0.55, line_width=0),
-                hovertemplate=f"{esc(name)}<br>{esc(x_title)}: %{{x}}<br>{esc(y_title)}: %{{y:.4g}}<extra></extra>",
+                hovertemplate=f"{esc(name)}<br>{esc(x_title)}: %{{x}}<br>{esc(y_title)}: {y_hover}<extra></extra>",
             )
         )
     shapes = []
@@ -142,7 +145,7 @@ def scatter_figure(
         height=400,
         subtitle=subtitle,
         xaxis=dict(title=x_title, type="category" if categorical else "-"),
-        yaxis=dict(title=y_title),
+        yaxis=dict(title=y_title) | (dict(tickformat=".0%") if y_percent else {}),
         shapes=shapes,
         showlegend=len(groups) > 1 or diagonal,
     )

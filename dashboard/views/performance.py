@@ -166,6 +166,7 @@ def render(ctx, inp, controls) -> dict:
                 x_title=str(feature),
                 y_title=f"predicted probability of {label}",
                 categorical=categorical,
+                y_percent=True,
             )
         else:
             fit = empty(f"{model} gives no probabilities, so there is no calibration curve.")
