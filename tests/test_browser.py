@@ -1476,6 +1476,12 @@ def test_presentation_mode_folds_the_controls_for_a_projector(server, tab):
     named = tab.inner_text("#present-title")
     assert "X3 interaction" in named and "random forest" in named.lower() and "all rows" in named, named
     assert tab.evaluate("() => parseFloat(getComputedStyle(document.querySelector('#present-title')).fontSize)") >= 16
+    cells = tab.evaluate(
+        "() => Array.from(document.querySelectorAll("
+        "'.views .dash-table-container td, .views .dash-table-container th'))"
+        ".filter(c => c.offsetParent).map(c => parseFloat(getComputedStyle(c).fontSize))"
+    )
+    assert cells and min(cells) >= 16, cells[:5]  # the performance table reads from the back too
     # every chart's text at 16 px or more (18 px titles), laid out by Plotly: none cut
     _charts_read_from_the_back(tab, "overview")
     open_section(tab, "feature")
