@@ -1596,6 +1596,11 @@ def test_a_labels_file_uploads_with_the_model_and_names_the_features(server, tab
     _choose_files(tab, "#labels-upload", [good])
     tab.wait_for_selector("#labels-file-info:has-text('labels of 2 features and 1 class')")
     assert tab.inner_text("#labels-error").strip() == ""
+    # what the rows are: held out from training, and the class whose probability is explained
+    tab.check("#data-role input[value='held-out']")
+    tab.click("#output-select")
+    tab.get_by_role("option", name="yes", exact=True).click()
+    tab.wait_for_selector("#output-select:has-text('yes')")
     shot(tab, "labels-upload-form")
     tab.click("#load-button")
     tab.wait_for_function("() => !location.search.includes('demo-x3') && location.search.includes('ws=')")
@@ -1632,3 +1637,11 @@ def test_a_labels_file_uploads_with_the_model_and_names_the_features(server, tab
     tab.locator("#view-pfi").scroll_into_view_if_needed()
     tab.locator("#view-pfi").screenshot(path=str(OUTPUT / "labels-pfi.png"))
     shot(tab, "labels-overview")
+    # held-out rows: no warning that the errors are optimistic (a demo says nothing either)
+    for panel in ("#view-pfi", "#view-performance"):
+        words = tab.inner_text(panel)
+        assert "optimistic" not in words and "not said at Load" not in words, (panel, words[-400:])
+    # the chosen class, by its label, is the one the observation's charts explain
+    open_section(tab, "observation")
+    tab.wait_for_function(DRAWN_JS, arg=1)
+    tab.wait_for_selector("#view-ciu .gtitle:has-text('P(approved)')")
