@@ -20,7 +20,7 @@ from .errors import InputError
 from .losses import CLASSIFICATION_LOSSES, REGRESSION_LOSSES
 from .results import PermutationImportance
 from .sampling import is_categorical
-from .validation import is_label
+from .validation import as_pandas, is_label
 
 __all__ = [
     "Dependence",
@@ -200,6 +200,7 @@ def feature_dependence(
     more than ``max_rows`` rows a seeded sample of ``max_rows`` is used (sampling error of
     rho about 1/sqrt(max_rows), under 0.01).
     """
+    X = as_pandas(X)  # a Polars or PyArrow frame: pandas from here on
     if not isinstance(X, pd.DataFrame):
         raise InputError(f"'X' must be a pandas DataFrame (got {type(X).__name__}).")
     features = list(X.columns) if features is None else ([features] if is_label(features) else list(features))

@@ -34,6 +34,7 @@ from .prediction import Predictor, Segment, predict_positions, predict_segments,
 from .results import FeatureProfile
 from .sampling import is_categorical, make_grid
 from .validation import (
+    as_pandas,
     check_choice,
     check_frame,
     check_int,
@@ -266,6 +267,7 @@ def _ciu(
     single: bool,
 ) -> pd.DataFrame:
     X = check_frame(X)
+    instances = [as_pandas(inst, "instance") for inst in instances]  # a Polars or PyArrow row
     predictor, Xm = make_predictor(model, X, output)
     players = check_players(features, list(Xm.columns))
     n_samples = check_int(n_samples, "n_samples", low=0, high=1_000_000)
@@ -323,6 +325,7 @@ def with_instances(predictor: Predictor, Xm: pd.DataFrame, instances, what: str)
     """
     positions, extra = [], []
     for inst in instances:
+        inst = as_pandas(inst, what.strip("'"))  # a one-row Polars or PyArrow frame (what-if, Shapley)
         if isinstance(inst, pd.DataFrame):
             if len(inst) != 1:
                 raise InputError(f"The {what} DataFrame must have exactly one row (got {len(inst)}).")

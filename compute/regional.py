@@ -39,7 +39,7 @@ import pandas as pd
 from .errors import InputError
 from .results import FeatureProfile
 from .splits import SplitSearch, grow_tree, join_conditions, wrap_condition
-from .validation import is_label
+from .validation import as_pandas, is_label
 
 __all__ = ["RegionalSplit", "SubgroupSuggestions", "suggest_subgroups"]
 
@@ -131,6 +131,7 @@ def suggest_subgroups(
     """
     if not isinstance(profile, FeatureProfile):
         raise InputError(f"'profile' must be a FeatureProfile (got {type(profile).__name__}).")
+    X = as_pandas(X)  # a Polars or PyArrow frame: pandas from here on
     if not isinstance(X, pd.DataFrame):
         raise InputError(f"'X' must be a pandas DataFrame (got {type(X).__name__}).")
     if not isinstance(max_depth, (int, np.integer)) or not 1 <= int(max_depth) <= 5:

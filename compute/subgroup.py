@@ -52,6 +52,7 @@ import numpy as np
 import pandas as pd
 
 from compute.errors import InputError, SubgroupError
+from compute.validation import as_pandas
 
 __all__ = ["format_condition", "parse_subgroup"]
 
@@ -520,6 +521,7 @@ def parse_subgroup(condition: str, X: pd.DataFrame) -> pd.Series:
         raise SubgroupError(f"The subgroup 'condition' must be a string (got {type(condition).__name__}).")
     if not condition.strip():
         raise SubgroupError("The subgroup 'condition' is empty; write e.g. \"x1 > 0 and group == 'a'\".", position=None)
+    X = as_pandas(X)  # a Polars or PyArrow frame: pandas from here on
     if not isinstance(X, pd.DataFrame):
         raise InputError(f"'X' must be a pandas DataFrame (got {type(X).__name__}).")
     if len(condition) > MAX_LENGTH:

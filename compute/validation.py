@@ -34,9 +34,49 @@ from .prediction import Predictor
 from .results import FeatureProfile
 from .sampling import MAX_GRID, is_categorical
 
+#: where frames of other libraries come from: converted to pandas once, at the door
+FOREIGN_FRAMES = ("polars", "pyarrow")
+
+
+def as_pandas(value, name: str = "X"):
+    """A Polars ``DataFrame``/``Series`` or a PyArrow ``Table``/``Array``/``ChunkedArray`` as
+    pandas (its own ``to_pandas``: categoricals and dictionaries become pandas categories,
+    nulls missing values, an integer column with nulls floats, as pandas holds them);
+    anything else as it is. Done once where a function takes ``X`` or ``y``, so every
+    formula sees the same pandas frame whichever library the caller's data lives in."""
+    if type(value).__module__.split(".")[0] not in FOREIGN_FRAMES:
+        return value
+    convert = getattr(value, "to_pandas", None)
+    if convert is None:
+        raise InputError(f"{name!r} is a {type(value).__name__}, which has no to_pandas(): pass a DataFrame.")
+    try:
+        converted = convert()
+    except ImportError as exc:  # Polars converts through pyarrow
+        raise InputError(f"{name!r} is a {type(value).__name__}: converting it needs {exc.name or 'pyarrow'}.") from exc
+    if isinstance(converted, pd.DataFrame):
+        for column in converted.columns:
+            converted[column] = _levels_sorted(converted[column])
+        return converted
+    return _levels_sorted(converted) if isinstance(converted, pd.Series) else converted
+
+
+def _levels_sorted(column: pd.Series) -> pd.Series:
+    """An unordered categorical with its levels sorted, as pandas makes one from values
+    (``astype("category")``): Polars' Categorical and Arrow's dictionary list levels in the
+    order they first appear, and a level's position decides a direction (ICE impact's sign)
+    and a grid's order. An ordered one (a Polars Enum) keeps its order."""
+    if not isinstance(column.dtype, pd.CategoricalDtype) or column.cat.ordered:
+        return column
+    try:
+        return column.cat.reorder_categories(sorted(column.cat.categories))
+    except TypeError:  # levels of mixed types have no order: as they are
+        return column
+
 
 def check_frame(X, name: str = "X") -> pd.DataFrame:
-    """X as a DataFrame with unique column labels and at least one row."""
+    """X as a DataFrame with unique column labels and at least one row (a Polars or PyArrow
+    frame converted: :func:`as_pandas`)."""
+    X = as_pandas(X, name)
     if isinstance(X, np.ndarray):
         if X.ndim != 2:
             raise InputError(f"{name!r} must be 2-dimensional (got an array of shape {X.shape}).")
@@ -287,8 +327,9 @@ def encode_target(
 
     Labels match the model's classes across int, float and text spellings (a CSV's ``"1"``
     or ``1.0`` is the class ``1``; see :func:`label_positions`). ``name`` names the target
-    in messages.
+    in messages. A Polars or PyArrow column is converted first (:func:`as_pandas`).
     """
+    y = as_pandas(y, name)
     if isinstance(y, (pd.DataFrame,)) or (hasattr(y, "ndim") and np.ndim(y) != 1):
         raise InputError(f"{name} must be one-dimensional (got shape {np.shape(y)}).")
     values = y.to_numpy() if isinstance(y, pd.Series) else np.asarray(y)

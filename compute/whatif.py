@@ -30,6 +30,7 @@ from .errors import InputError
 from .prediction import Segment, predict_segments, unmodified_segment
 from .sampling import is_categorical, make_grid
 from .validation import (
+    as_pandas,
     check_feature,
     check_frame,
     check_grid,
@@ -207,6 +208,7 @@ def apply_edits(X: pd.DataFrame, original: pd.DataFrame, edits) -> tuple[dict, p
     """(the edits that change a value, the edited one-row frame), every value checked
     against its column in X and stored in the column's type."""
     X = check_frame(X)
+    original = as_pandas(original, "original")
     if not isinstance(original, pd.DataFrame) or len(original) != 1:
         is_frame = isinstance(original, pd.DataFrame)
         shown = f"a DataFrame of {len(original)} rows" if is_frame else type(original).__name__

@@ -27,6 +27,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from compute.validation import as_pandas
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -69,7 +71,8 @@ def report(
 
     ``models``: one fitted model (anything with ``predict``/``predict_proba``: scikit-learn
     estimators and pipelines, the XGBoost/LightGBM/CatBoost scikit-learn wrappers) or a
-    ``{name: model}`` dict; ``data``: a pandas DataFrame holding the ``target`` column. All
+    ``{name: model}`` dict; ``data``: a pandas DataFrame (or a Polars DataFrame or PyArrow
+    Table, converted once) holding the ``target`` column. All
     sections are computed (PFI and its caveats, SFIMP, subgroups found, the curves of the
     most important feature, performance). Returns the numbers behind the report (also
     written to ``json_path`` when given): each model's PFI with its standard error and
@@ -81,6 +84,7 @@ def report(
     (the column names stay the keys of the returned numbers). Raises :class:`ReportError`
     with a one-line reason."""
     named = _pickled(models)
+    data = as_pandas(data, "data")  # a Polars or PyArrow frame: pandas before it is handed over
     out = Path(path)
     with tempfile.TemporaryDirectory(prefix="wip-report-") as folder:
         session = Path(folder) / "session.pkl"
@@ -222,6 +226,7 @@ def show(
     Raises :class:`ShowError` with a one-line reason."""
     global _SERVER
     named = _pickled(models)
+    data = as_pandas(data, "data")  # a Polars or PyArrow frame: pandas before it is handed over
     shown_labels = _labels_given(labels, ShowError)
     current = _SERVER
     if current is None or not current.alive or (port is not None and port != current.port) or current.keep != keep:

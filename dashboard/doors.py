@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 import compute
+from compute.validation import as_pandas
 
 from . import jobs, planning, session_models
 from . import labels as labelling
@@ -54,8 +55,9 @@ def open_workspace(
     (a dict of a labels file's shape, or its path; :mod:`dashboard.labels`). Raises
     ``LoadError`` (with ``field``: "model", "data" or "target"), ``LabelsError`` or
     ``compute.ExplainError`` naming what is wrong."""
+    data = as_pandas(data, "data")  # a Polars or PyArrow frame: pandas from here on
     if not isinstance(data, pd.DataFrame) or data.empty:
-        raise LoadError("The data must be a non-empty pandas DataFrame.", field="data")
+        raise LoadError("The data must be a non-empty DataFrame (pandas, Polars or a PyArrow Table).", field="data")
     if not isinstance(target, str) or target not in data.columns:
         shown = ", ".join(map(str, list(data.columns)[:12]))
         raise LoadError(f"The target column {target!r} is not in the data (its columns: {shown}).", field="target")
