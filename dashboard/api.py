@@ -66,6 +66,7 @@ def report(
     held_out: bool = False,
     positive_class=None,
     labels=None,
+    columns_in_order: bool = False,
 ) -> dict:
     """Write the dashboard's one-file HTML review of ``models`` on ``data`` to ``path``.
 
@@ -81,8 +82,10 @@ def report(
     class whose probability is explained; ``labels``: human labels of features and classes,
     ``{"features": {"income_k": "Yearly income (k$)"}, "classes": {"1": "churned"}}`` or the
     path of such a JSON file, shown on axes, in tables, in the findings and in the report
-    (the column names stay the keys of the returned numbers). Raises :class:`ReportError`
-    with a one-line reason."""
+    (the column names stay the keys of the returned numbers); ``columns_in_order=True``: the
+    data's columns (the target left out) are in the order a model that names no inputs was
+    trained on (XGBoost/LightGBM/CatBoost trained on arrays, a single-tensor ONNX model).
+    Raises :class:`ReportError` with a one-line reason."""
     named = _pickled(models)
     data = as_pandas(data, "data")  # a Polars or PyArrow frame: pandas before it is handed over
     out = Path(path)
@@ -93,6 +96,7 @@ def report(
             with open(os.open(session, os.O_WRONLY | os.O_CREAT, 0o600), "wb") as handle:
                 given = {"models": named, "data": data, "target": target, "title": title, "held_out": bool(held_out)}
                 given.update(positive_class=positive_class, labels=_labels_given(labels, ReportError))
+                given.update(columns_in_order=bool(columns_in_order))
                 pickle.dump(given, handle, protocol=5)
         except ReportError:
             raise
@@ -211,6 +215,7 @@ def show(
     held_out: bool = False,
     positive_class=None,
     labels=None,
+    columns_in_order: bool = False,
 ) -> Shown:
     """Show ``models`` on ``data`` (its ``target`` column the outcome) in the dashboard and
     return at once: a :class:`Shown` with the page's ``url`` and ``stop()``. In a notebook
@@ -222,7 +227,7 @@ def show(
     The server ends when this Python process ends, however it ends (a kernel restarted or
     shut down, a script killed): ``keep=True`` lets it outlive the process (it prints how to
     stop it); asking for the other choice than the running server's starts a new server.
-    ``held_out``, ``positive_class`` and ``labels`` as in :func:`report`.
+    ``held_out``, ``positive_class``, ``labels`` and ``columns_in_order`` as in :func:`report`.
     Raises :class:`ShowError` with a one-line reason."""
     global _SERVER
     named = _pickled(models)
@@ -236,6 +241,7 @@ def show(
     try:
         given = {"models": named, "data": data, "target": target, "title": title}
         given.update(held_out=bool(held_out), positive_class=positive_class, labels=shown_labels)
+        given.update(columns_in_order=bool(columns_in_order))
         reply = current.open(given)
     except (pickle.PicklingError, TypeError, AttributeError) as exc:
         raise ShowError(

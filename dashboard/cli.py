@@ -20,6 +20,7 @@ from .api import Pickled
 from .config import Config
 from .doors import open_workspace, write_report
 from .loading import MODEL_SUFFIXES, LoadError, read_data
+from .loading.checks import CLI_CONFIRM, PYTHON_CONFIRM
 from .state import make_context
 from .store import Workspace
 
@@ -44,6 +45,7 @@ def report_main(argv: list[str] | None = None, *, stderr=None) -> int:
     args = parser.parse_args(argv)
     if args.session is None and not (args.model and args.data and args.target):
         parser.error("give --model (one or more), --data and --target")
+    bar: ProgressBar | None = None
     try:
         ctx = make_context(Config(cache_dir=args.cache_dir))
         if args.session is not None:  # objects of the Python session that called dashboard.report
@@ -55,7 +57,17 @@ def report_main(argv: list[str] | None = None, *, stderr=None) -> int:
             output = args.output if args.output is not None else given.get("positive_class")
             labels = args.labels if args.labels is not None else given.get("labels")
             ws = open_workspace(
-                ctx, models, data, target, title=title, loss=args.loss, data_role=role, output=output, labels=labels
+                ctx,
+                models,
+                data,
+                target,
+                title=title,
+                loss=args.loss,
+                data_role=role,
+                output=output,
+                labels=labels,
+                columns_in_order=bool(given.get("columns_in_order")),
+                confirm_how=PYTHON_CONFIRM,  # the caller is dashboard.report()
             )
         else:
             ws = open_files(
@@ -68,6 +80,7 @@ def report_main(argv: list[str] | None = None, *, stderr=None) -> int:
                 held_out=args.held_out,
                 output=args.output,
                 labels=args.labels,
+                columns_in_order=args.columns_in_order,
             )
         for note in ws.warnings:
             print(f"note: {note}", file=err)
@@ -75,6 +88,8 @@ def report_main(argv: list[str] | None = None, *, stderr=None) -> int:
         write_report(ctx, ws, args.out, json_path=args.json, progress=bar)
         bar.finish()
     except (LoadError, compute.ExplainError, OSError) as exc:  # LabelsError is an ExplainError
+        if bar is not None and bar.drawn:
+            bar.finish()  # the message on a line of its own, not after the bar
         print(f"error: {_one_line(exc)}", file=err)
         return 2
     print(f"wrote {args.out}" + (f" and {args.json}" if args.json else ""), file=err)
@@ -91,6 +106,12 @@ def add_row_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--class", dest="output", default=None, metavar="LABEL", help="the class whose probability is explained"
+    )
+    parser.add_argument(
+        "--columns-in-order",
+        action="store_true",
+        help="the data's columns (the target left out) are in the order a model that names no inputs "
+        "was trained on (XGBoost/LightGBM/CatBoost trained on arrays, a single-tensor ONNX model)",
     )
     parser.add_argument(
         "--labels",
@@ -113,17 +134,29 @@ def open_files(
     held_out: bool = False,
     output=None,
     labels=None,
+    columns_in_order: bool = False,
 ) -> Workspace:
     """A workspace of model files and a data file named by the operator (see the module
     docstring); raises ``LoadError`` or ``compute.ExplainError`` naming what is wrong.
     ``held_out``: the models did not train on these rows; ``output``: the class explained;
-    ``labels``: a labels file (or dict) of :mod:`dashboard.labels`."""
+    ``labels``: a labels file (or dict) of :mod:`dashboard.labels`; ``columns_in_order``:
+    ``--columns-in-order`` (the order a model that names no inputs takes)."""
     data = read_data(data_path, name=data_path.name, policy=ctx.policy)
     models = {_name(path, i): _model(path, err or sys.stderr) for i, path in enumerate(model_paths)}
     title = f"{data_path.name}: {', '.join(models)}"
     role = "held-out" if held_out else "unknown"
     return open_workspace(
-        ctx, models, data, target, title=title, loss=loss, data_role=role, output=output, labels=labels
+        ctx,
+        models,
+        data,
+        target,
+        title=title,
+        loss=loss,
+        data_role=role,
+        output=output,
+        labels=labels,
+        columns_in_order=columns_in_order,
+        confirm_how=CLI_CONFIRM,
     )
 
 
@@ -142,7 +175,8 @@ def _model(path: Path, err):
         return Pickled(path.read_bytes(), "joblib")  # loaded in the job process, as a session's model
     if suffix in MODEL_SUFFIXES:
         return path
-    raise LoadError(f"{path.name}: not a model file ({', '.join((*MODEL_SUFFIXES, *PICKLES))}).", field="model")
+    known = ", ".join(dict.fromkeys((*MODEL_SUFFIXES, *PICKLES)))  # MODEL_SUFFIXES names the pickles too
+    raise LoadError(f"{path.name}: not a model file ({known}).", field="model")
 
 
 def _one_line(exc: Exception) -> str:
@@ -155,6 +189,7 @@ class ProgressBar:
 
     def __init__(self, out, width: int = 30):
         self.out, self.width, self.last = out, width, 0.0
+        self.drawn = False  # something is on the bar's line
 
     def __call__(self, done: int, total: int, label: str) -> None:
         now = time.monotonic()
@@ -165,9 +200,11 @@ class ProgressBar:
         filled = int(round(share * self.width))
         line = f"\r[{'#' * filled}{'.' * (self.width - filled)}] {share:4.0%}  {label[:70]:<70}"
         print(line, end="", file=self.out, flush=True)
+        self.drawn = True
 
     def finish(self) -> None:
         print(file=self.out)
+        self.drawn = False
 
 
 if __name__ == "__main__":  # python -m dashboard.cli ...: the review (dashboard.report runs it so)

@@ -28,6 +28,7 @@ from . import labels as labelling
 from .callbacks.compute import run_request
 from .isolation import isolated
 from .loading import MODEL_SUFFIXES, LoadError
+from .loading.checks import PYTHON_CONFIRM
 from .loading.inspect import Checked, inspect_model
 from .state import Context, default_state, normalize
 from .store import ModelEntry, Workspace, new_workspace_id
@@ -48,11 +49,16 @@ def open_workspace(
     output=None,
     data_role: str = "unknown",
     labels=None,
+    columns_in_order: bool = False,
+    confirm_how: str = PYTHON_CONFIRM,
 ) -> Workspace:
     """A saved workspace of ``models`` (name -> a fitted object of this session, its
     ``Pickled`` bytes, or the ``Path`` of a model file the upload form takes) on ``data``,
     whose ``target`` column is the outcome. ``labels``: the features' and classes' labels
-    (a dict of a labels file's shape, or its path; :mod:`dashboard.labels`). Raises
+    (a dict of a labels file's shape, or its path; :mod:`dashboard.labels`).
+    ``columns_in_order``: the data's columns (the target left out) are in the order a model
+    that names no inputs was trained on; without it such a model is refused with a message
+    showing that order and ``confirm_how`` (how the caller's door confirms it). Raises
     ``LoadError`` (with ``field``: "model", "data" or "target"), ``LabelsError`` or
     ``compute.ExplainError`` naming what is wrong."""
     data = as_pandas(data, "data")  # a Polars or PyArrow frame: pandas from here on
@@ -98,7 +104,10 @@ def open_workspace(
         models=tuple(entries),
         data_role=data_role,
     )
-    checked = isolated(_inspect_all, ctx, draft, loss, output, what="Checking the models", limits=ctx.load_limits)
+    order = (bool(columns_in_order), confirm_how)
+    checked = isolated(
+        _inspect_all, ctx, draft, loss, output, order, what="Checking the models", limits=ctx.load_limits
+    )
     tasks = {c.task for c in checked}
     if len(tasks) > 1:
         raise LoadError("The models mix classifiers and regressors; give models of one task together.", field="model")
@@ -141,13 +150,24 @@ def _as_file(ctx: Context, given) -> Path:
     return path
 
 
-def _inspect_all(ctx: Context, ws: Workspace, loss, output) -> list[Checked]:
-    """Each model loaded as a job loads it and checked against the data (in the isolated process)."""
+def _inspect_all(ctx: Context, ws: Workspace, loss, output, order: tuple[bool, str]) -> list[Checked]:
+    """Each model loaded as a job loads it and checked against the data (in the isolated
+    process); ``order``: (the column order is confirmed, how the door confirms it)."""
     data, found = ctx.store.data(ws), []
     loaded: dict = {}
+    confirmed, how = order
     for entry in ws.models:
         model = jobs.load(ctx.store, ws, entry.name, loaded, ctx.policy)
-        checked = inspect_model(model, data, ws.target, name=entry.name, loss=loss, output=output)
+        checked = inspect_model(
+            model,
+            data,
+            ws.target,
+            name=entry.name,
+            loss=loss,
+            output=output,
+            order_confirmed=confirmed,
+            confirm_how=how,
+        )
         loss, output = checked.loss, checked.output  # the first model's choice holds for the others
         found.append(checked)
     return found

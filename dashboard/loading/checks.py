@@ -22,6 +22,12 @@ def infer_task(model) -> str:
         raise LoadError(str(exc), field="model") from exc
 
 
+#: how each door confirms the column order of a model that names no inputs (the message says it)
+PAGE_CONFIRM = "tick 'the columns are in the order the model was trained on' and press Load again"
+CLI_CONFIRM = "run the command again with --columns-in-order"
+PYTHON_CONFIRM = "call again with columns_in_order=True"
+
+
 def check_model_data(
     model,
     data: pd.DataFrame,
@@ -31,6 +37,7 @@ def check_model_data(
     output=None,
     loss: str | None = None,
     order_confirmed: bool | None = None,
+    confirm_how: str = PAGE_CONFIRM,
 ) -> tuple[pd.DataFrame, pd.Series]:
     """The model's inputs X and the target y from ``data``, checked to fit ``model``.
 
@@ -43,7 +50,8 @@ def check_model_data(
     missing inputs. When the model records no column names, the non-target columns are
     used in file order and ``X.attrs["notes"]`` says so (a list of strings for the user);
     the page asks the user to confirm that order first (``order_confirmed=False`` refuses,
-    showing the order; None, for library callers, only notes it).
+    showing the order and ``confirm_how``: how the door that asked confirms it; None, for
+    library callers, only notes it).
     """
     where = str(data.attrs.get("name", "the data"))
     columns = list(data.columns)
@@ -93,9 +101,8 @@ def check_model_data(
         order = ", ".join(str(c) for c in X.columns[:30]) + (", ..." if X.shape[1] > 30 else "")
         raise LoadError(
             f"{name} does not name its {X.shape[1]} inputs (one tensor of numbers), so it will be fed the columns "
-            f"of {where} other than {target!r} in this order: {order}. If that is the order it was trained on, tick "
-            "'the columns are in the order the model was trained on' and press Load again; otherwise reorder the "
-            "file's columns.",
+            f"of {where} other than {target!r} in this order: {order}. If that is the order it was trained on, "
+            f"{confirm_how}; otherwise reorder the file's columns.",
             field="data",
         )
     if recorded is None:

@@ -13,7 +13,7 @@ import pandas as pd
 from compute.losses import DEFAULT_LOSS
 
 from .boosters import booster_classes
-from .checks import check_model_data, infer_task
+from .checks import PAGE_CONFIRM, check_model_data, infer_task
 from .models import load_warnings
 
 
@@ -41,6 +41,7 @@ def inspect_model(
     output=None,
     labels=(),
     order_confirmed: bool = False,
+    confirm_how: str = PAGE_CONFIRM,
 ) -> Checked:
     """Check ``model`` against ``data`` (its ``target`` column the outcome): raises a
     ``LoadError`` or ``compute.ExplainError`` naming the column, file or parameter that is
@@ -63,7 +64,16 @@ def inspect_model(
     elif task == "regression":
         output = None
     output = None if output == "" else output
-    X, _ = check_model_data(model, data, target, name=name, output=output, loss=loss, order_confirmed=order_confirmed)
+    X, _ = check_model_data(
+        model,
+        data,
+        target,
+        name=name,
+        output=output,
+        loss=loss,
+        order_confirmed=order_confirmed,
+        confirm_how=confirm_how,
+    )
     warnings.extend(load_warnings(model))
     warnings.extend(n for n in X.attrs.get("notes", []) if n not in warnings)
     return Checked(task, loss, output, tuple(str(c) for c in X.columns), classes, tuple(warnings))
