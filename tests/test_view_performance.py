@@ -130,3 +130,26 @@ def test_report_and_export_include_the_view(ctx):
     assert "How good is each model, and where?" in html and "Predicted against observed" in html
     download = views.export(ctx, performance.EXPORT, results)
     assert download["filename"] == "performance.csv" and "RMSE" in download["content"]
+
+
+def test_a_multiclass_models_accuracy_in_the_numbers_is_the_tables(ctx):
+    """Issue 41, item 5: the JSON's "accuracy" of a three-class model was the explained
+    class's accuracy at the threshold (that class against the rest), overwriting the table's
+    accuracy (the most probable class right). Each keeps its own name now."""
+    from sklearn.datasets import load_iris
+    from sklearn.ensemble import RandomForestClassifier
+
+    from dashboard.doors import open_workspace
+
+    iris = load_iris(as_frame=True)
+    data = iris.frame.rename(columns={"target": "species"})
+    features = [c for c in data.columns if c != "species"]
+    model = RandomForestClassifier(n_estimators=15, max_depth=2, random_state=0).fit(data[features], data.species)
+    ws = open_workspace(ctx, {"forest": model}, data, "species", title="iris", output=0)
+    found = views.performance.library(views.load_inputs(ctx, _results(ctx, ws.id)))
+    right = metrics.accuracy_score(data.species, model.predict(data[features]))
+    assert_allclose(found["accuracy"][("forest", "all rows")], right, rtol=1e-12)
+    threshold = found["accuracy at the threshold (0 or not)"]
+    p = model.predict_proba(data[features])[:, 0]
+    assert_allclose(threshold, np.mean((p >= 0.5) == (data.species == 0)), rtol=1e-12)
+    assert not np.isclose(threshold, right)  # two quantities: the case the old key mixed up

@@ -252,9 +252,11 @@ EXPORT = "performance-export"
 
 
 def library(inp) -> dict:
-    """Each model's metrics per group of rows (``compute.model_performance``) and, for a
-    classifier, the share classified right at the default threshold
-    (``compute.confusion_accuracy``)."""
+    """Each model's metrics per group of rows (``compute.model_performance``: its
+    ``accuracy`` is the table's, the most probable class right) and, for a classifier, the
+    share classified right when the explained class is predicted at the default threshold
+    (``compute.confusion_accuracy``, under its own name: for several classes it is that
+    class against the rest, not the table's accuracy, which it overwrote)."""
     if not inp.results(KIND):
         return {}
     frame = metrics_table(inp)
@@ -264,7 +266,8 @@ def library(inp) -> dict:
     if pred.is_classifier:
         y, selected = inp.data[inp.ws.target], groups(inp)[0][1]
         matrix = compute.confusion_matrix(pred, y, mask=selected, threshold=threshold_of(None))
-        found["accuracy"] = compute.confusion_accuracy(matrix)
+        label = figures.level_label(pred.output)
+        found[f"accuracy at the threshold ({label} or not)"] = compute.confusion_accuracy(matrix)
     return found
 
 
