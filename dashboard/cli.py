@@ -20,6 +20,7 @@ from .api import Pickled
 from .config import Config
 from .doors import open_workspace, write_report
 from .loading import MODEL_SUFFIXES, LoadError, read_data
+from .loading.boosters import AMBIGUOUS_SUFFIXES
 from .loading.checks import CLI_CONFIRM, PYTHON_CONFIRM
 from .state import make_context
 from .store import Workspace
@@ -173,9 +174,9 @@ def _model(path: Path, err):
     if suffix in PICKLES:  # before MODEL_SUFFIXES, which names them to refuse them at upload
         print(f"warning: loading {path.name} runs the code it holds; load only your own files.", file=err)
         return Pickled(path.read_bytes(), "joblib")  # loaded in the job process, as a session's model
-    if suffix in MODEL_SUFFIXES:
+    if suffix in MODEL_SUFFIXES or suffix in AMBIGUOUS_SUFFIXES:  # .model / .bst: read by content
         return path
-    known = ", ".join(dict.fromkeys((*MODEL_SUFFIXES, *PICKLES)))  # MODEL_SUFFIXES names the pickles too
+    known = ", ".join(dict.fromkeys((*MODEL_SUFFIXES, *AMBIGUOUS_SUFFIXES, *PICKLES)))  # pickles are in both
     raise LoadError(f"{path.name}: not a model file ({known}).", field="model")
 
 

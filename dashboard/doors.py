@@ -28,6 +28,7 @@ from . import labels as labelling
 from .callbacks.compute import run_request
 from .isolation import isolated
 from .loading import MODEL_SUFFIXES, LoadError
+from .loading.boosters import AMBIGUOUS_SUFFIXES, suffix_by_content
 from .loading.checks import PYTHON_CONFIRM
 from .loading.inspect import Checked, inspect_model
 from .state import Context, default_state, normalize
@@ -76,6 +77,8 @@ def open_workspace(
             model = _as_file(ctx, model)  # a raw booster: its own file format
         if isinstance(model, Path):
             suffix = model.suffix.lower()
+            if suffix in AMBIGUOUS_SUFFIXES:  # .model / .bst: LightGBM or XGBoost, read by content
+                suffix = suffix_by_content(model, model.name)
             if suffix not in MODEL_SUFFIXES:
                 known = ", ".join(MODEL_SUFFIXES)
                 raise LoadError(f"{model.name}: not a model file this door reads ({known}).", field="model")
