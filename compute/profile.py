@@ -144,10 +144,16 @@ def _checked_grid(column: pd.Series, grid, grid_weights) -> Grid:
     grid_obj = make_grid(column, grid, grid_weights)
     if grid_obj.values.size < 2:
         raise InputError(
-            f"Feature {column.name!r} has a single distinct value ({grid_obj.values[0]!r}); "
-            f"a curve needs at least two grid points."
+            f"Feature {column.name!r} has a single distinct value ({_plain_value(grid_obj.values[0])}) in these "
+            "rows; a curve needs at least two grid points."
         )
     return grid_obj
+
+
+def _plain_value(value) -> str:
+    """A value as people read it: ``0.0`` or ``'US'``, never NumPy's ``np.float64(0.0)``."""
+    value = value.item() if isinstance(value, np.generic) else value
+    return repr(value) if isinstance(value, str) else str(value)
 
 
 def _profile(

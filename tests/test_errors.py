@@ -117,3 +117,12 @@ def test_unknown_output_class(clf_pipeline, clf_data):
     Xc, y = clf_data
     with pytest.raises(InputError, match="'output' class 'huge' is not one of"):
         feature_profile(clf_pipeline, Xc, y, "num", output="huge")
+
+
+def test_a_constant_feature_is_named_with_its_value_as_people_write_it():
+    """Issue 41, item 2: the message showed NumPy's repr ("np.float64(0.0)")."""
+    X0 = pd.DataFrame({"a": [0.0] * 5, "b": [1.0, 2.0, 3.0, 4.0, 5.0], "region": ["US"] * 5})
+    model = LinearRegression().fit(X0[["a", "b"]], X0["b"])
+    with pytest.raises(InputError) as said:
+        feature_profile(model, X0[["a", "b"]], feature="a")
+    assert "single distinct value (0.0) in these rows" in str(said.value) and "np." not in str(said.value)
