@@ -20,8 +20,8 @@ from .api import Pickled
 from .config import Config
 from .doors import open_workspace, write_report
 from .loading import MODEL_SUFFIXES, LoadError, read_data
-from .loading.boosters import AMBIGUOUS_SUFFIXES
 from .loading.checks import CLI_CONFIRM, PYTHON_CONFIRM
+from .loading.sniff import AMBIGUOUS_SUFFIXES
 from .state import make_context
 from .store import Workspace
 

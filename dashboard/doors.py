@@ -26,14 +26,15 @@ from compute.validation import as_pandas
 from . import jobs, planning, session_models
 from . import labels as labelling
 from .callbacks.compute import run_request
+from .html_report import report_html
 from .isolation import isolated
 from .loading import MODEL_SUFFIXES, LoadError
-from .loading.boosters import AMBIGUOUS_SUFFIXES, suffix_by_content
 from .loading.checks import PYTHON_CONFIRM
 from .loading.inspect import Checked, inspect_model
+from .loading.sniff import AMBIGUOUS_SUFFIXES, suffix_by_content
 from .state import Context, default_state, normalize
 from .store import ModelEntry, Workspace, new_workspace_id
-from .views import REGISTRY, load_inputs, plan_state, report_html
+from .views import REGISTRY, load_inputs, plan_state
 from .views.performance import verdicts
 
 Progress = Callable[[int, int, str], None]

@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 
 from dashboard.loading import LoadError
-from dashboard.loading.boosters import suffix_by_content
+from dashboard.loading.sniff import suffix_by_content
 
 ROOT = Path(__file__).resolve().parent.parent
 

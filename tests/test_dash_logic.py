@@ -36,6 +36,7 @@ from dashboard.callbacks.drilldown import (
 )
 from dashboard.callbacks.load import describe_data, describe_models, load_outputs, load_workspace
 from dashboard.config import Config, from_env, parse_args
+from dashboard.html_report import report_html
 from dashboard.server import create_app
 from dashboard.state import (
     DEFAULT_REPEATS,
@@ -49,7 +50,7 @@ from dashboard.store import Store, result_key, safe_name
 from dashboard.views import export as export_table
 from dashboard.views import influential as influential_view
 from dashboard.views import pfi as pfi_view
-from dashboard.views import plan_state, report_html
+from dashboard.views import plan_state
 
 FEATURES = ["X1", "X2", "X3"]
 

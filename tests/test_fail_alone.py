@@ -14,6 +14,7 @@ from dashboard import views
 from dashboard.callbacks.compute import resolve_state, run_request
 from dashboard.config import Config
 from dashboard.doors import open_workspace, report_numbers
+from dashboard.html_report import report_html
 from dashboard.server import create_app
 from dashboard.state import default_state, normalize
 from dashboard.store import Failed
@@ -76,7 +77,7 @@ def test_a_subgroup_where_the_chosen_feature_is_missing_fails_only_the_pairs(ope
     numbers = report_numbers(ctx, results)
     assert numbers["performance"]["forest"]["skill"] and numbers["pfi"]["forest"]["income_k"]
     assert "could not be computed" in numbers["views"]["interactions"]["error"]
-    html = views.report_html(ctx, results)
+    html = report_html(ctx, results)
     assert "<h3>What we found</h3>" in html and "could not be computed for these rows" in html
 
 

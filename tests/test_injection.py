@@ -21,6 +21,7 @@ from dashboard import jobs, views
 from dashboard.callbacks.compute import resolve_state
 from dashboard.callbacks.load import load_workspace
 from dashboard.config import Config
+from dashboard.html_report import report_html
 from dashboard.server import create_app
 from dashboard.state import default_state, normalize
 from dashboard.views import plan_state
@@ -250,7 +251,7 @@ def test_the_report_holds_no_visitors_markup(markup):
     """The downloaded report is a file opened from disk (no Content-Security-Policy there):
     no visitor string may become a tag in it, in its text or its figures' JSON."""
     ctx, ws_id = markup
-    report = views.report_html(ctx, _markup_record(ctx, ws_id, STYLE_COLUMN))
+    report = report_html(ctx, _markup_record(ctx, ws_id, STYLE_COLUMN))
     assert report and "<script>alert(1)" not in report
     for hostile in HOSTILE:
         assert hostile not in report, hostile

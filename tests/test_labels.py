@@ -26,10 +26,11 @@ from dashboard.callbacks.labels_upload import describe_labels
 from dashboard.callbacks.load import load_outputs
 from dashboard.config import Config
 from dashboard.doors import open_workspace, report_numbers, write_report
+from dashboard.html_report import report_html
 from dashboard.server import create_app
 from dashboard.state import default_state, normalize, search_from_state
 from dashboard.store import Workspace
-from dashboard.views import load_inputs, plan_state, render, report_html
+from dashboard.views import load_inputs, plan_state, render
 
 ROOT = Path(__file__).resolve().parent.parent
 LABELS = {

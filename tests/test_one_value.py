@@ -29,6 +29,7 @@ from numpy.testing import assert_allclose
 
 from dashboard import ids, views
 from dashboard.config import Config
+from dashboard.html_report import report_html
 from dashboard.server import create_app
 from dashboard.state import default_state, normalize
 from dashboard.views import caveats, conditional_pfi, load_inputs, plan_state
@@ -194,7 +195,7 @@ def test_two_methods_two_names(ctx):
     assert OLD_NAME.search(cs) is None, OLD_NAME.search(cs)
     bars = views.render(ctx, "pfi", results)["info"]  # the bars point to the table by its name
     assert "PFI within the subgroup (Subgroups" in bars and OLD_NAME.search(bars) is None
-    html = views.report_html(ctx, results)
+    html = report_html(ctx, results)
     for view in ("conditional_pfi", "pfi_caveats"):
         title = views.BY_NAME[view].title
         section = html[html.index(f"<h3>{title}</h3>") :].split("</section>")[0]

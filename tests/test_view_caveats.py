@@ -13,6 +13,7 @@ import compute
 from dashboard import ids, jobs, planning, views
 from dashboard.callbacks.drilldown import update_state
 from dashboard.config import Config
+from dashboard.html_report import report_html
 from dashboard.loading import load_model
 from dashboard.server import create_app
 from dashboard.state import default_state, normalize
@@ -59,7 +60,7 @@ def test_subgroup_finder_lists_the_librarys_splits_as_buttons(ctx):
     assert f"{found.splits[0].share:.0%}" in text and "Split on X3" in text
     assert "differs most across X3 == 0 and X3 == 1" in out["info"]
     # the report lists them (buttons as text)
-    html = views.report_html(ctx, results)
+    html = report_html(ctx, results)
     assert "Subgroups found for you" in html and "X3 == 0: importance of X1 from its curves" in html
 
 

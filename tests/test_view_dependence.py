@@ -17,6 +17,7 @@ import compute
 from dashboard import jobs, planning, views
 from dashboard.callbacks.drilldown import search_from_state, update_state
 from dashboard.config import Config
+from dashboard.html_report import report_html
 from dashboard.loading import load_model
 from dashboard.server import create_app
 from dashboard.state import default_state, normalize
@@ -110,7 +111,7 @@ def test_importance_once_the_others_are_known_sits_beside_the_bars_and_reads_the
 
 def test_the_report_carries_both_views(ctx):
     results = _results(ctx, "demo-x3", feature="X1")
-    html = views.report_html(ctx, results)
+    html = report_html(ctx, results)
     titles = [figure_title(layout) for _, layout in report_figures(html)]
     assert "Which features act together?" in html and "Which pairs act together (Friedman's H²)" in titles
     assert "Importance once the other features are known" in html
@@ -125,7 +126,7 @@ def test_the_report_writes_figure_text_the_same_whichever_encoder_plotly_has(ctx
     pages = []
     for engine in ("json", "auto"):
         monkeypatch.setattr(pio.json.config, "default_engine", engine)
-        pages.append(views.report_html(ctx, results))
+        pages.append(report_html(ctx, results))
     figures = [report_figures(page) for page in pages]
     assert figures[0] == figures[1] and len(figures[0]) >= 5
     assert "Which pairs act together (Friedman's H²)" in pages[0]  # as itself, not \\u00b2
@@ -146,5 +147,5 @@ def test_the_x3_demo_findings_name_the_features_and_the_x3_split(ctx):
     assert 3 <= len([s for s in sentences if s.strip()]) <= 7
     links = [c.id for c in out["list"][0].children for c in c.children if getattr(c, "id", None)]
     assert {link["view"] for link in links} >= {"pfi", "subgroup_finder", "interactions"}
-    html = views.report_html(ctx, results)
+    html = report_html(ctx, results)
     assert "<h3>What we found</h3>" in html and "act together" in html.split("<h3>What we found</h3>")[1][:3000]

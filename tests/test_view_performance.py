@@ -11,6 +11,7 @@ from sklearn import metrics
 import compute
 from dashboard import jobs, planning, views
 from dashboard.config import Config
+from dashboard.html_report import report_html
 from dashboard.loading import load_model
 from dashboard.server import create_app
 from dashboard.state import default_state, normalize
@@ -126,7 +127,7 @@ def test_classifier_confusion_matrix_follows_the_threshold(ctx):
 
 def test_report_and_export_include_the_view(ctx):
     results = _results(ctx, "demo-x3")
-    html = views.report_html(ctx, results)
+    html = report_html(ctx, results)
     assert "How good is each model, and where?" in html and "Predicted against observed" in html
     download = views.export(ctx, performance.EXPORT, results)
     assert download["filename"] == "performance.csv" and "RMSE" in download["content"]

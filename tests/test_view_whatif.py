@@ -14,6 +14,7 @@ from dashboard import ids, jobs, planning, views
 from dashboard.callbacks.compute import resolve_state, run_request
 from dashboard.callbacks.drilldown import controller_outputs, edit_values, normalize, update_state
 from dashboard.config import Config
+from dashboard.html_report import report_html
 from dashboard.loading import load_model
 from dashboard.server import create_app
 from dashboard.state import clean_state, default_state, search_from_state, state_from_search
@@ -272,7 +273,7 @@ def test_the_report_carries_the_what_if_and_its_contributions(ctx):
     results = _results(
         ctx, "demo-diabetes", kinds=(whatif.KIND, contributions.KIND, "profiles"), obs="7", edit={"bmi": 35.0}
     )
-    page = views.report_html(ctx, results)
+    page = report_html(ctx, results)
     assert "What if this observation were different?" in page and "Why this prediction" in page
     assert "with bmi" in page and "(as edited)" in page
 

@@ -9,6 +9,7 @@ from dash import ctx as dash_ctx
 from flask import request
 
 from .. import ids, views
+from ..html_report import report_html
 from ..quota import client_key
 
 REPORTS_PER_MINUTE = 6  # a report renders every view and carries plotly.js (~5 MB): a few a minute
@@ -50,7 +51,7 @@ def register(app, ctx) -> None:
                 return no_update, (
                     f"At most {REPORTS_PER_MINUTE} reports a minute per visitor: the next one in {wait} s."
                 )
-            text = views.report_html(ctx, results, report_base(href))
+            text = report_html(ctx, results, report_base(href))
             if text is None:
                 return no_update, no_update
             return dict(content=text, filename="feature-importance-report.html"), no_update

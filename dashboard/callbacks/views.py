@@ -6,6 +6,7 @@ import numpy as np
 from dash import Input, Output, State
 
 from .. import ids, planning, views
+from ..fan_out import HIDDEN, fan_out_js
 from ..state import clean_state
 
 
@@ -44,7 +45,7 @@ def rows_line(ctx, results) -> str:
 
 
 def register(app, ctx) -> None:
-    views.register(app, ctx)
+    register_views(app, ctx)
 
     @app.callback(Output(ids.SUBGROUP_SIZE, "children"), Input(ids.RESULTS, "data"), prevent_initial_call=True)
     def subgroup_size(results):
@@ -58,3 +59,31 @@ def register(app, ctx) -> None:
     )
     def hovered(row, state):
         return hover_text(ctx, row, state)
+
+
+def register_views(app, ctx) -> None:
+    """One callback per view: its input store (the results record) in, the view's named
+    outputs out; a clientside callback feeds each store only when the view's signature
+    changed."""
+    app.clientside_callback(
+        fan_out_js([v.name for v in views.REGISTRY], [v.section for v in views.REGISTRY]),
+        [Output(views.input_id(v), "data") for v in views.REGISTRY],
+        Input(ids.RESULTS, "data"),
+        Input(ids.SECTION_TABS, "value"),
+        [State(views.input_id(v), "data") for v in views.REGISTRY],
+    )
+    for view in views.REGISTRY:
+
+        def callback(given, view=view, **controls):
+            if isinstance(given, dict) and given.get("hidden"):
+                return views.placeholder(view, HIDDEN)  # a section not open: blank, drawn when opened
+            results = given.get("results") if isinstance(given, dict) else None
+            return views.render(ctx, view, results, controls=controls)
+
+        app.callback(
+            output={name: Output(cid, prop) for name, (cid, prop) in view.outputs.items()},
+            inputs={
+                "given": Input(views.input_id(view), "data"),
+                **{name: Input(control.id, control.prop) for name, control in view.controls.items()},
+            },
+        )(callback)
