@@ -9,7 +9,9 @@ import os
 bind = os.environ.get("WIP_BIND", f"{os.environ.get('WIP_HOST', '127.0.0.1')}:{os.environ.get('WIP_PORT', '8050')}")
 workers = int(os.environ.get("WIP_WORKERS", "2"))
 threads = int(os.environ.get("WIP_THREADS", "4"))  # gthread: polls of background jobs are cheap
-worker_class = "gthread"
+# gunicorn's gthread worker that dies with the master and, told to stop, ends its background
+# jobs and model processes at once (dashboard/serving.py; `python app.py` uses it too)
+worker_class = "dashboard.serving.Worker"
 # Slow clients: gthread waits for a connection's first bytes without using a thread, but then
 # reads its headers in a thread with no deadline; request bodies have one in the app (server.
 # BodyGuard: 408 once a body falls behind 10 s + 8 KiB/s). Facing the internet, put a buffering

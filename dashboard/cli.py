@@ -32,13 +32,16 @@ def report_main(argv: list[str] | None = None, *, stderr=None) -> int:
     """Run the review; returns the exit status."""
     err = stderr or sys.stderr
     parser = argparse.ArgumentParser(
-        prog="python app.py report", description="Write the dashboard's review of models on a data set, no browser."
+        prog="python app.py report",
+        usage="%(prog)s --model FILE [--model FILE ...] --data FILE --target COLUMN --out FILE [options]",
+        description="Write the dashboard's review of models on a data set, no browser.",
     )
-    parser.add_argument("--model", action="append", type=Path, help="a model file (repeat for more)")
-    parser.add_argument("--data", type=Path, help="the data (.csv or .parquet) with the target column")
-    parser.add_argument("--target", help="the outcome column of the data")
+    needed = parser.add_argument_group("required")  # --session (dashboard.report) stands for the first three
+    needed.add_argument("--model", action="append", type=Path, help="a model file (repeat for more)")
+    needed.add_argument("--data", type=Path, help="the data (.csv or .parquet) with the target column")
+    needed.add_argument("--target", help="the outcome column of the data")
+    needed.add_argument("--out", required=True, type=Path, help="the HTML report to write")
     parser.add_argument("--session", type=Path, help=argparse.SUPPRESS)  # dashboard.report's objects, pickled
-    parser.add_argument("--out", required=True, type=Path, help="the HTML report to write")
     parser.add_argument("--json", type=Path, default=None, help="also write the numbers behind it here")
     parser.add_argument("--loss", default=None, help="the loss PFI uses (default: squared error or log loss)")
     parser.add_argument("--cache-dir", default=".wip-cache", help="where results are cached (default .wip-cache)")
@@ -97,7 +100,7 @@ def report_main(argv: list[str] | None = None, *, stderr=None) -> int:
     return 0
 
 
-def add_row_options(parser: argparse.ArgumentParser) -> None:
+def add_row_options(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
     """What the rows are, which class to explain and the labels of features and classes: the
     options the upload form asks for."""
     parser.add_argument(

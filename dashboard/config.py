@@ -88,7 +88,7 @@ _HELP = {
     "(0: a quarter of --cache-size-mb)",
     "jobs_per_client": "computations and loads one client (address) may have running or waiting at once",
     "max_jobs": "computations and loads running at once on this server; more wait their turn (0: twice the CPU cores)",
-    "debug": "Dash debug mode (never in production)",
+    "debug": "Dash debug mode on Flask's development server instead of gunicorn (never in production)",
 }
 
 
@@ -121,10 +121,17 @@ def from_env(environ=None, *, with_secret: bool = True) -> Config:
     return config
 
 
-def parse_args(argv=None, environ=None) -> Config:
-    """Command-line options; each defaults to its environment variable, then to the built-in."""
+def parse_args(argv=None, environ=None, *, parents=(), epilog: str | None = None) -> Config:
+    """Command-line options; each defaults to its environment variable, then to the built-in.
+    ``parents``: parsers of options the caller reads itself (app.py's data set), listed in
+    ``--help`` with these; ``epilog``: the help's last words (the subcommands)."""
     base = from_env(environ, with_secret=False)
-    parser = argparse.ArgumentParser(description="Why it performs: feature-importance dashboard.")
+    parser = argparse.ArgumentParser(
+        description="Why it performs: feature-importance dashboard.",
+        parents=list(parents),
+        epilog=epilog,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     for f in fields(Config):
         flag = "--" + f.name.replace("_", "-")
         default = getattr(base, f.name)
@@ -138,7 +145,8 @@ def parse_args(argv=None, environ=None) -> Config:
             parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=default, help=help_text)
         else:
             parser.add_argument(flag, type=type(default), default=default, help=help_text)
-    args = vars(parser.parse_args(argv))
+    known = {f.name for f in fields(Config)}
+    args = {k: v for k, v in vars(parser.parse_args(argv)).items() if k in known}  # the parents' are the caller's
     if not args["secret_key"]:  # one key per cache folder, shared by the workers using it
         args["secret_key"] = _shared_secret(Path(args["cache_dir"]).resolve())
     return Config(**args)

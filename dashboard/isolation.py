@@ -3,8 +3,10 @@
 Everything that reads a visitor's file or calls a visitor's model goes through
 :func:`isolated`: a forked child that
 
-- dies with its parent (``PR_SET_PDEATHSIG``), so a cancelled or killed job takes its
-  model process with it;
+- starts as every process the server forks does (:func:`become_child`): it closes the
+  sockets it inherits (the server's listening socket and its clients' connections) and
+  dies with its parent (``PR_SET_PDEATHSIG``), so a cancelled or killed job takes its
+  model process with it and no child of a stopped server keeps its port;
 - has an address-space limit (``RLIMIT_AS``; works in a container without cgroups) of
   what it maps when it starts (the forked web worker, with its imports and its threads'
   malloc arenas) plus the job's budget, so a file that decompresses or allocates without
@@ -20,11 +22,17 @@ from __future__ import annotations
 
 import os
 import pickle
+import queue
 import resource
 import select
 import signal
+import stat
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+
+import psutil
 
 import compute
 
@@ -50,6 +58,124 @@ def die_with_parent(parent: int) -> None:
         pass
     if os.getppid() != parent:  # the parent died before prctl took effect
         os._exit(1)
+
+
+def close_inherited_sockets() -> None:
+    """Close every socket this forked process inherited: the server's listening socket, its
+    clients' connections, gunicorn's control socket. A child holding them keeps the port
+    bound after the server ends, and a connection the server closes open. Only sockets:
+    the child's own pipes and files stay, and so do descriptors 0-2 (under systemd the
+    standard streams are a socket to the journal)."""
+    try:
+        names = os.listdir("/proc/self/fd")
+    except OSError:
+        return
+    for name in names:
+        try:
+            fd = int(name)
+            if fd > 2 and stat.S_ISSOCK(os.fstat(fd).st_mode):
+                os.close(fd)
+        except (OSError, ValueError):
+            pass
+
+
+# Signals a forked child must not handle as its parent does: the parent's Python handlers
+# (gunicorn's worker and master install some) would run in the child and, e.g., make a
+# SIGTERM set a flag of a worker object that does not run here instead of ending the child.
+_DEFAULT_SIGNALS = ("SIGTERM", "SIGQUIT", "SIGHUP", "SIGUSR1", "SIGUSR2", "SIGWINCH", "SIGABRT", "SIGCHLD", "SIGTTIN")
+
+
+def reset_signals() -> None:
+    """Default signal handling in a forked child, SIGINT ignored (a Ctrl-C reaches the whole
+    foreground group: the server stops, and its children end with it, without tracebacks),
+    and no wake-up descriptor of the parent's."""
+    for name in _DEFAULT_SIGNALS:
+        try:
+            signal.signal(getattr(signal, name), signal.SIG_DFL)
+        except (AttributeError, OSError, ValueError):
+            pass
+    try:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.set_wakeup_fd(-1)
+    except (OSError, ValueError):
+        pass
+
+
+def become_child(parent: int) -> None:
+    """What every process the server forks does first (job processes, model processes, warm
+    processes, the warm-up): hold no socket it does not serve, handle no signal as its
+    parent, and end when its parent ends (even by SIGKILL), so nothing re-parented to init
+    outlives the server or keeps its port."""
+    close_inherited_sockets()
+    reset_signals()
+    die_with_parent(parent)
+
+
+def end_descendants() -> int:
+    """SIGKILL every descendant of this process (a server stopping: its jobs, model and warm
+    processes end with it at once rather than when they finish); how many there were."""
+    try:
+        found = psutil.Process().children(recursive=True)
+    except psutil.Error:
+        return 0
+    for process in found:
+        try:
+            process.kill()
+        except psutil.Error:
+            pass
+    return len(found)
+
+
+# --- the forking thread ------------------------------------------------------------------
+# PR_SET_PDEATHSIG fires when the *thread* that forked a child exits, not the process: a
+# child forked by a request thread of a development server (one thread per connection)
+# would be killed when its request ends. Long-lived children (warm processes, background
+# jobs) are therefore forked by one thread of the process that lives as long as it does.
+@dataclass
+class _Call:
+    fn: Callable[[], object]
+    done: threading.Event
+    result: object = None
+    error: BaseException | None = None
+
+
+_FORKER: dict = {}  # pid -> (its forking thread, its queue of calls)
+
+
+def _forker(calls: queue.SimpleQueue) -> None:
+    while True:
+        call = calls.get()
+        try:
+            call.result = call.fn()
+        except BaseException as exc:  # noqa: BLE001 - handed to the asking thread
+            call.error = exc
+        call.done.set()
+
+
+def in_forking_thread(fn):
+    """``fn()`` called in this process's forking thread (started on first use); its result,
+    or its exception raised here. ``fn`` forks the long-lived children."""
+    pid = os.getpid()
+    found = _FORKER.get(pid)
+    if found is None:  # a forked process inherits no thread (nor this entry: _forget_forker)
+        calls: queue.SimpleQueue = queue.SimpleQueue()
+        thread = threading.Thread(target=_forker, args=(calls,), name="forker", daemon=True)
+        found = _FORKER.setdefault(pid, (thread, calls))
+        if found[0] is thread:
+            thread.start()
+    call = _Call(fn, threading.Event())
+    found[1].put(call)
+    call.done.wait()
+    if call.error is not None:
+        raise call.error
+    return call.result
+
+
+def _forget_forker() -> None:
+    _FORKER.clear()
+
+
+os.register_at_fork(after_in_child=_forget_forker)
 
 
 def name_process(name: str) -> None:
@@ -93,7 +219,7 @@ def limit_memory(limit: int | None) -> None:
 def _child(fn, args, parent: int, write_fd: int, limits: Limits) -> None:
     code = 0
     try:
-        die_with_parent(parent)
+        become_child(parent)
         try:
             limit_memory(limits.memory_bytes)
             result = ("ok", fn(*args))

@@ -57,6 +57,7 @@ def watch_inbox(app, inbox: Path, stop: threading.Event, interval: float = 0.1) 
                     data_role="held-out" if given.get("held_out") else "unknown",
                     output=given.get("positive_class"),
                     labels=given.get("labels"),
+                    columns_in_order=bool(given.get("columns_in_order")),  # PYTHON_CONFIRM: show()'s words
                 )
                 reply: dict = {"ws": ws.id, "warnings": list(ws.warnings)}
             except (LoadError, compute.ExplainError, OSError) as exc:

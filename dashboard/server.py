@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import atexit
 import logging
+import os
 import shutil
 import threading
 import time
@@ -17,6 +19,7 @@ from .callbacks import register_all
 from .callbacks.compute import resolve_state, run_parts, run_request
 from .config import Config
 from .http_guard import UPLOAD_PATH, guard_routes, limit_requests, upload_name
+from .isolation import become_child, in_forking_thread
 from .loading import DATA_SUFFIXES, MODEL_SUFFIXES, preload
 from .quota import WRITING, UploadQuota, client_key
 from .state import Context, default_state, make_context, normalize
@@ -157,10 +160,53 @@ class JobManager(DiskcacheManager):
         _reap()
 
     def call_job_fn(self, key, job_fn, args, context):
-        """Start the job's process, and a reaper that collects it once it ends."""
-        pid = super().call_job_fn(key, job_fn, args, context)
+        """Start the job's process (as Dash does, through ``multiprocess``), forked by the
+        worker's forking thread so that it dies with the worker and not with the request
+        thread (:func:`dashboard.isolation.in_forking_thread`), and a reaper that collects it
+        once it ends. The job first closes the sockets it inherits and arms
+        ``PR_SET_PDEATHSIG`` (:func:`dashboard.isolation.become_child`)."""
+        from multiprocess import Process
+
+        parent = os.getpid()
+        job_args = (key, self._make_progress_key(key), args, context)
+
+        def start() -> int:
+            process = Process(target=_job_process, args=(parent, job_fn, job_args))
+            process.start()
+            return process.pid
+
+        pid = in_forking_thread(start)
         _start_reaper()
+        _end_jobs_at_exit()
         return pid
+
+
+def _job_process(parent: int, job_fn, job_args: tuple) -> None:
+    """A background job's process: a child of the server like any other, then Dash's job."""
+    become_child(parent)
+    job_fn(*job_args)
+
+
+_AT_EXIT: list = []  # the pid that registered _end_jobs (a forked worker registers its own)
+
+
+def _end_jobs_at_exit() -> None:
+    """When this process exits, end its job processes first: ``multiprocess`` joins them at
+    exit (a server stopping would wait for every running computation to finish). Registered
+    after ``multiprocess`` has registered its own exit function, so it runs before it."""
+    import multiprocess.util  # noqa: F401 - registers its exit function (if not yet done)
+
+    if _AT_EXIT != [os.getpid()]:
+        _AT_EXIT[:] = [os.getpid()]
+        atexit.register(_end_jobs)
+
+
+def _end_jobs() -> None:
+    import multiprocess
+
+    if _AT_EXIT == [os.getpid()]:
+        for process in multiprocess.active_children():
+            process.kill()
 
 
 _REAPER: list = []  # this worker's reaper thread, while it has job processes

@@ -29,10 +29,8 @@ from __future__ import annotations
 import json
 import logging
 import os
-import queue
 import select
 import signal
-import stat
 import struct
 import threading
 import time
@@ -40,7 +38,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 from . import jobs
-from .isolation import die_with_parent, limit_memory, name_process
+from .isolation import become_child, in_forking_thread, limit_memory, name_process
 
 log = logging.getLogger(__name__)
 
@@ -98,9 +96,8 @@ def _read(fd: int, size: int, deadline: float | None) -> bytes | None:
 
 def _serve(ctx, ws, requests: int, replies: int, parent: int) -> None:
     """The warm process: load the model on the first request, then answer each one."""
-    die_with_parent(parent)
+    become_child(parent)
     name_process(PROCESS_NAME)
-    _close_sockets()
     limit_memory(ctx.job_limits.memory_bytes)
     models: dict = {}  # loaded once, kept for every later request
     while True:
@@ -119,22 +116,6 @@ def _serve(ctx, ws, requests: int, replies: int, parent: int) -> None:
         except Exception as exc:  # noqa: BLE001 - the job computes it again and says why
             reply = {"error": f"{type(exc).__name__}: {str(exc)[:300]}"}
         _send(replies, reply)
-
-
-def _close_sockets() -> None:
-    """Close every socket the fork inherited (the web worker's listening socket and open
-    client connections): a connection gunicorn closes must not stay open here."""
-    try:
-        names = os.listdir("/proc/self/fd")
-    except OSError:
-        return
-    for name in names:
-        try:
-            fd = int(name)
-            if stat.S_ISSOCK(os.fstat(fd).st_mode):
-                os.close(fd)
-        except (OSError, ValueError):
-            pass
 
 
 @dataclass(frozen=True)
@@ -262,44 +243,14 @@ def _answer(reply: dict | None, tasks: list[dict]) -> Answer | None:
     return Answer([t for t in tasks if t["key"] in set(busy)], min(max(written, 0), MAX_BYTES))
 
 
-# --- the forking thread: warm processes are children of a thread that lives as long as ----
-# the worker (PR_SET_PDEATHSIG fires when the thread that forked a child exits: a request
-# thread of the development server ends with its connection)
-@dataclass
-class _Start:
-    ctx: object
-    ws: object
-    done: threading.Event
-    process: WarmProcess | None = None
-    error: BaseException | None = None
-
-
-_STARTS: queue.Queue = queue.Queue()
-_FORKER: dict = {}  # pid -> the forking thread of that process
-
-
-def _forker() -> None:
-    while True:
-        start = _STARTS.get()
-        try:
-            start.process = WarmProcess(start.ctx, start.ws)
-        except BaseException as exc:  # noqa: BLE001 - handed to the asking thread
-            start.error = exc
-        start.done.set()
-
-
 def _start(ctx, ws) -> WarmProcess:
-    pid = os.getpid()
-    if pid not in _FORKER:  # this process's own thread (a forked worker inherits none)
-        _FORKER.clear()
-        _FORKER[pid] = threading.Thread(target=_forker, name="warm-forker", daemon=True)
-        _FORKER[pid].start()
-    start = _Start(ctx, ws, threading.Event())
-    _STARTS.put(start)
-    start.done.wait()
-    if start.process is None:
-        raise OSError(f"no warm model process: {start.error}")
-    return start.process
+    """A new warm process, forked by the worker's forking thread (PR_SET_PDEATHSIG fires when
+    the thread that forked a child exits: a request thread of the development server ends
+    with its connection)."""
+    try:
+        return in_forking_thread(lambda: WarmProcess(ctx, ws))
+    except Exception as exc:  # noqa: BLE001 - the job takes the task
+        raise OSError(f"no warm model process: {exc}") from exc
 
 
 # --- the pool -----------------------------------------------------------------------------

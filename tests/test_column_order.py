@@ -116,3 +116,20 @@ def test_an_error_after_the_progress_bar_starts_is_on_a_line_of_its_own(unnamed,
     text = err.getvalue()
     assert status == 2 and "\nerror: the data file changed" in text, text
     assert "%  permutations" in text.split("\nerror:")[0]  # the bar was drawn, then the line ended
+
+
+def test_the_help_lists_every_option_and_the_subcommand():
+    """Issue 43, item 5: `app.py --help` did not mention `report` or the data-set options;
+    `report --help` showed its required options as optional."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parent.parent
+    served = subprocess.run([sys.executable, str(root / "app.py"), "--help"], capture_output=True, text=True)
+    for option in ("--model", "--data", "--target", "--held-out", "--class", "--columns-in-order", "--labels"):
+        assert option in served.stdout, option
+    assert "report" in served.stdout.split("subcommands:")[1]
+    review = subprocess.run([sys.executable, str(root / "app.py"), "report", "--help"], capture_output=True, text=True)
+    usage = review.stdout.split("\n\n")[0]
+    assert "--model FILE [--model FILE ...] --data FILE --target COLUMN --out FILE" in " ".join(usage.split())
+    assert "required:" in review.stdout
