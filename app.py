@@ -23,6 +23,7 @@ from dashboard.cli import add_row_options, open_files, report_main
 from dashboard.config import from_env, parse_args
 from dashboard.loading import LoadError
 from dashboard.server import create_app, warm
+from dashboard.start import set_start
 
 SUBCOMMANDS = """subcommands:
   report                the review without a browser: python app.py report --help"""
@@ -62,6 +63,7 @@ def main(argv=None) -> None:
         except (LoadError, compute.ExplainError, OSError) as exc:
             sys.exit(f"error: {' '.join(str(exc).split())[:500]}")
         start, path = {"ws": ws.id}, f"/?ws={ws.id}"
+    set_start(app._wip_context, start["ws"] if start else None)  # what the root address opens
     print(f"Why it performs: http://{config.host}:{config.port}{path} (cache {config.cache_path})", file=sys.stderr)
     warming = (lambda: warm(app, start)) if config.warm or start else None
     if config.debug:  # Flask's development server: one thread per connection, Dash's debugger

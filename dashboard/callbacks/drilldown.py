@@ -18,6 +18,7 @@ import compute
 
 from .. import ids, labels, views
 from ..demos import DEMOS
+from ..start import start_ws
 from ..state import (
     DEFAULT_REPEATS,
     MAX_REPEATS,
@@ -99,6 +100,8 @@ def update_state(ctx, state: dict | None, trigger: str | None, inputs: dict) -> 
         reducer = _exclude_default(ctx)
     try:
         state = clean_state(reducer(dict(state), inputs))
+        if reducer is from_url and "ws=" not in str(inputs.get("search") or ""):
+            state["ws"] = start_ws(ctx) or state["ws"]  # the root address: the operator's data set, if any
     except compute.SubgroupError as exc:
         return state, str(exc)
     except (TypeError, ValueError, AttributeError, KeyError):  # a forged or malformed input value
