@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers.numbers import NUM, agrees
+from helpers.written import NUM, agrees
 
 pytestmark = pytest.mark.browser
 

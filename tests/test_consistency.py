@@ -44,7 +44,7 @@ import pandas as pd
 import pytest
 import skops.io as sio
 from helpers.components import plotly_array, report_figures, texts
-from helpers.numbers import NUM, agrees
+from helpers.written import NUM, agrees
 from sklearn.ensemble import RandomForestClassifier
 from sklearn.linear_model import LogisticRegression
 
