@@ -172,3 +172,14 @@ def test_dashboard_modules_stay_readable(name):
     figures, the HTTP guard, a file-format reader each have their own."""
     lines = len(MODULES[name].read_text().splitlines())
     assert name in LONG_ALLOWED or lines <= LONG_MODULE, f"{name}: {lines} lines"
+
+
+def test_no_test_helper_shadows_a_standard_library_module():
+    """Scripts in tests/helpers run with that folder first on sys.path: a helper named like a
+    standard module (numbers.py once) replaced it, and every booster fixture failed."""
+    import sys
+    from pathlib import Path
+
+    folder = Path(__file__).resolve().parent / "helpers"
+    shadowing = sorted(p.name for p in folder.glob("*.py") if p.stem in sys.stdlib_module_names)
+    assert not shadowing, shadowing
