@@ -348,14 +348,14 @@ def test_influence_bars_carry_their_sign_in_text(ciu_table):
 
 def test_waterfall_contributions_carry_their_sign_in_text():
     """Each contribution of the waterfall is labelled "+1.2 pp" or "−0.8 pp" (the minus sign,
-    which a screen reader reads out), the two totals without a sign; raises and lowers are
+    which a screen reader reads out), the two totals (probabilities) in % without a sign; raises and lowers are
     the theme's colours, the totals the summary's black."""
     contributions = pd.Series({"a": 0.012, "b": -0.3, "c": 0.2})
     fig = F.waterfall_figure(contributions, labels={}, base=0.5, prediction=0.412, title="t", scale=100.0, unit="pp")
     (trace,) = fig.data
     relative = [(x, t) for m, x, t in zip(trace.measure, trace.x, trace.text) if m == "relative"]
     assert [t for _, t in relative] == ["+1.2 pp", "+20.0 pp", "\u221230.0 pp"]
-    assert trace.text[0] == "50.0 pp" and trace.text[-1] == "41.2 pp"
+    assert trace.text[0] == "50.0 %" and trace.text[-1] == "41.2 %"  # the totals are probabilities
     assert trace.increasing.marker.color == F.POSITIVE_COLOR and trace.decreasing.marker.color == F.NEGATIVE_COLOR
     assert apart(trace.totals.marker.color, F.NEGATIVE_COLOR) and apart(trace.totals.marker.color, F.POSITIVE_COLOR)
 
