@@ -26,6 +26,7 @@ import queue
 import resource
 import select
 import signal
+import socket
 import stat
 import threading
 import time
@@ -61,22 +62,50 @@ def die_with_parent(parent: int) -> None:
 
 
 def close_inherited_sockets() -> None:
-    """Close every socket this forked process inherited: the server's listening socket, its
-    clients' connections, gunicorn's control socket. A child holding them keeps the port
-    bound after the server ends, and a connection the server closes open. Only sockets:
-    the child's own pipes and files stay, and so do descriptors 0-2 (under systemd the
-    standard streams are a socket to the journal)."""
+    """Close the server's sockets this forked process inherited: every listening socket (the
+    server's port, gunicorn's control socket) and every connection accepted on one of their
+    ports (its clients'). A child holding them keeps the port bound after the server ends,
+    and a connection the server closes open. The connections the child's own work uses stay
+    (a Celery worker's Redis connection, through which a job reports its progress), and so
+    do its pipes, its files and descriptors 0-2 (under systemd a socket to the journal)."""
     try:
         names = os.listdir("/proc/self/fd")
     except OSError:
         return
+    sockets = []
     for name in names:
         try:
             fd = int(name)
             if fd > 2 and stat.S_ISSOCK(os.fstat(fd).st_mode):
-                os.close(fd)
+                sockets.append(fd)
         except (OSError, ValueError):
             pass
+    found = {fd: _socket_facts(fd) for fd in sockets}
+    ports = {port for listening, port in found.values() if listening and port is not None}
+    for fd, (listening, port) in found.items():
+        if listening or (port is not None and port in ports):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+def _socket_facts(fd: int) -> tuple[bool, int | None]:
+    """(is it listening, its local TCP/UDP port or None) of an open socket descriptor, which
+    stays open."""
+    try:
+        sock = socket.socket(fileno=fd)
+    except OSError:
+        return False, None
+    try:
+        listening = bool(sock.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN))
+        address = sock.getsockname()
+        port = address[1] if isinstance(address, tuple) and len(address) >= 2 else None
+        return listening, port
+    except OSError:
+        return False, None
+    finally:
+        sock.detach()  # the descriptor is not this object's to close
 
 
 # Signals a forked child must not handle as its parent does: the parent's Python handlers

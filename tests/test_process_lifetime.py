@@ -271,3 +271,41 @@ def test_sigterm_again_and_again(tmp_path, kind):
         left, binds, listening, output = _run(kind, tmp_path, signal.SIGTERM, repeats)
         assert not left, f"run {repeats - 19}: left after {GRACE} s: {left}\n{output}"
         assert not listening and binds, (repeats, listening, output)
+
+
+def test_a_child_closes_the_servers_sockets_and_keeps_its_own_connections():
+    """The server's listening sockets and the connections accepted on their ports are closed
+    in a forked child; an outgoing connection (a Celery worker's Redis connection, which a
+    job reports its progress through) stays usable: closing it made every job fail there."""
+    import socket as socketlib
+
+    from dashboard.isolation import close_inherited_sockets
+
+    server = socketlib.create_server(("127.0.0.1", 0))
+    client = socketlib.create_connection(server.getsockname())
+    accepted, _ = server.accept()
+    other = socketlib.create_server(("127.0.0.1", 0))  # another service, e.g. Redis
+    outgoing = socketlib.create_connection(other.getsockname())
+    fds = {"server": server.fileno(), "accepted": accepted.fileno(), "outgoing": outgoing.fileno()}
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: which are still open after the close
+        close_inherited_sockets()
+        still = [name for name, fd in fds.items() if _open(fd)]
+        os.write(write, ",".join(still).encode())
+        os._exit(0)
+    os.close(write)
+    os.waitpid(pid, 0)
+    still = os.read(read, 1000).decode().split(",")
+    os.close(read)
+    for sock in (server, client, accepted, other, outgoing):
+        sock.close()
+    assert still == ["outgoing"], still
+
+
+def _open(fd: int) -> bool:
+    try:
+        os.fstat(fd)
+        return True
+    except OSError:
+        return False
