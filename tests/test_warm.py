@@ -201,15 +201,20 @@ def test_a_busy_process_is_not_waited_for_and_a_client_asks_once_at_a_time(ctx):
 
 
 def test_the_warm_process_holds_no_socket_and_outlives_the_thread_that_asked(ctx, tmp_path):
-    """It closes the sockets it inherits (the worker's clients' connections are not its to
-    keep open or read) and is a child of the worker's forking thread, so a request thread
-    that ends (the development server's) does not take it along (PR_SET_PDEATHSIG)."""
+    """It closes the server's sockets it inherits (the listening port and the clients'
+    connections accepted on it are not its to keep open or read) and is a child of the
+    worker's forking thread, so a request thread that ends (the development server's) does
+    not take it along (PR_SET_PDEATHSIG). Its parent's other sockets (a Redis connection
+    the test process may hold) are not the server's and may stay."""
     import socket
     import threading
 
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen()
+    client = socket.create_connection(listener.getsockname())
+    accepted, _ = listener.accept()
+    server_sockets = {os.readlink(f"/proc/self/fd/{sock.fileno()}") for sock in (listener, accepted)}
     ws = ctx.store.workspace("demo-x3")
     result = {}
 
@@ -224,9 +229,11 @@ def test_the_warm_process_holds_no_socket_and_outlives_the_thread_that_asked(ctx
     time.sleep(0.3)  # the asking thread is gone: its child would be killed by now
     assert _alive(process.pid)
     links = [os.readlink(f"/proc/{process.pid}/fd/{fd}") for fd in os.listdir(f"/proc/{process.pid}/fd")]
-    assert not [link for link in links if link.startswith("socket:")], links
+    assert all(link.startswith("socket:") for link in server_sockets)
+    assert not server_sockets & set(links), links
     assert warm.run_quick(ctx, ws, [_whatif_task(ctx, _edited(ctx, 1.25))])[0] == []
-    listener.close()
+    for sock in (client, accepted, listener):
+        sock.close()
 
 
 @pytest.mark.parametrize(
