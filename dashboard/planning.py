@@ -334,9 +334,19 @@ def plan(p: PlanInput, specs: tuple[TaskSpec, ...]) -> dict:
     return {"keys": keys, "tasks": [t.to_dict() for t in tasks]}
 
 
-def missing(store: Store, tasks: list[dict]) -> list[dict]:
-    """The tasks with a result not in the cache (evicted or dropped as damaged included)."""
-    return [t for t in tasks if not all(store.has(k) for k in (t["key"], *t.get("also", ())))]
+def missing(store: Store, tasks: list[dict], verify: bool = False) -> list[dict]:
+    """The tasks with a result not in the cache (evicted or dropped as damaged included).
+    ``verify``: every key is read and checksummed (:meth:`Store.intact`), so a damaged entry
+    (a truncated value file, an altered row) is dropped and its task counted missing, every
+    one of them at once; else only the keys' presence is looked up."""
+    if not verify:
+        return [t for t in tasks if not all(store.has(k) for k in (t["key"], *t.get("also", ())))]
+    out = []
+    for t in tasks:
+        found = [store.intact(k) for k in (t["key"], *t.get("also", ()))]  # each read: no short cut
+        if not all(found):
+            out.append(t)
+    return out
 
 
 # --- rows --------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ Layout of ``cache_dir``::
     data/<sha>.parquet          parsed data sets, by content hash
     models/<sha><suffix>        model files, by content hash
     workspaces/<id>.json        workspace records
+    workspaces/copies/<id>.json their second copies (a damaged or lost record is restored from it)
     demos/                      demo models (.skops) and data, built at first use
     results/                    diskcache: computed results
     jobs/                       diskcache: Dash background-callback manager
@@ -232,6 +233,7 @@ for _name in (
 
 
 DAMAGED = ".damaged"  # suffix of a workspace record found unreadable (kept for the operator)
+COPIES = "copies"  # the workspaces' folder of second copies of their records
 REFUSED = ".refused"  # an upload folder's record of why its file was refused (hidden from upload_path)
 
 
@@ -319,12 +321,17 @@ class Store:
                 ws = Workspace.from_json(record.read_text())
                 if not ws.demo and record.stat().st_mtime < limit:
                     record.unlink()
+                    self._copy_of(ws.id).unlink(missing_ok=True)
                     removed += 1
                     continue
             except (FileNotFoundError, ValueError, KeyError, TypeError):
                 continue
             used.add(ws.data_path)
             used.update(m.path for m in ws.models)
+        for copy in (self.root / "workspaces" / COPIES).glob("*.json"):  # copies of upload records gone
+            stale = not copy.name.startswith("demo-") and copy.stat().st_mtime < limit
+            if stale and not (self.root / "workspaces" / copy.name).exists():
+                copy.unlink(missing_ok=True)
         for sub in ("data", "models"):
             for file in (self.root / sub).iterdir():
                 rel = f"{sub}/{file.name}"
@@ -352,16 +359,30 @@ class Store:
 
     # --- workspaces ------------------------------------------------------------------
     def save_workspace(self, ws: Workspace) -> None:
-        _atomic_write(self.root / "workspaces" / f"{ws.id}.json", lambda p: Path(p).write_text(ws.to_json()))
+        """Write the workspace's record, and the copy a damaged or lost one is restored from."""
+        text = ws.to_json()
+        _atomic_write(self.root / "workspaces" / f"{ws.id}.json", lambda p: Path(p).write_text(text))
+        _atomic_write(self._copy_of(ws.id), lambda p: Path(p).write_text(text))
+
+    def _copy_of(self, ws_id: str) -> Path:
+        return self.root / "workspaces" / COPIES / f"{ws_id}.json"
+
+    def _read_record(self, file: Path, ws_id: str) -> Workspace:  # checked: it names its own id
+        ws = Workspace.from_json(file.read_text())
+        if ws.id != ws_id or not ws.models:
+            raise ValueError("the record names another workspace")
+        return ws
 
     def workspace(self, ws_id: str) -> Workspace | None:
-        """A workspace by id, or None for an unknown or malformed id (never a path escape)."""
+        """A workspace by id, or None for an unknown or malformed id (never a path escape).
+        A record found damaged (truncated, garbled) is set aside and, like a lost one, restored
+        from its copy when that is whole; a demo without either is built again."""
         if not isinstance(ws_id, str) or not (_TOKEN.match(ws_id) or _DEMO_ID.match(ws_id)):
             return None
         file = self.root / "workspaces" / f"{ws_id}.json"
         if file.exists():
             try:
-                return Workspace.from_json(file.read_text())
+                return self._read_record(file, ws_id)
             except FileNotFoundError:  # purged meanwhile
                 return None
             except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
@@ -372,9 +393,22 @@ class Store:
                     file.replace(file.with_name(file.name + DAMAGED))
                 except OSError:
                     pass
+        restored = self._restore(ws_id, file)
+        if restored is not None:
+            return restored
         if _DEMO_ID.match(ws_id) and self.build_demo is not None:
             return self.build_demo(self, ws_id)  # trained at first use (or again, after damage)
         return None
+
+    def _restore(self, ws_id: str, file: Path) -> Workspace | None:
+        """The workspace from its copy, written back as its record; None without a whole copy."""
+        try:
+            ws = self._read_record(self._copy_of(ws_id), ws_id)
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):  # none, or damaged too
+            return None
+        log.warning("workspace record %s restored from its copy", ws_id)
+        _atomic_write(file, lambda p: Path(p).write_text(ws.to_json()))
+        return ws
 
     def workspace_damaged(self, ws_id) -> bool:
         """Whether the record of this workspace was found damaged and set aside."""
@@ -387,14 +421,10 @@ class Store:
 
     # --- results ---------------------------------------------------------------------
     def get(self, key: str):
-        """A cached result, or None when absent, evicted, or corrupt (then it is deleted, so
-        the next request recomputes it: a damaged entry is never served)."""
-        try:
-            blob = self.results.get(key, default=None, retry=True)
-        except Exception:  # unreadable value file, damaged database row
-            log.warning("result %s unreadable; dropped", key)
-            self._drop(key)
-            return None
+        """A cached result, or None when absent, evicted, or damaged (a value file missing or
+        garbled, an altered row, a failed checksum): then it is deleted, so the job the page
+        waits for computes it again. A damaged entry is never served."""
+        blob = self._blob(key)
         if blob is None:
             return None
         value = unseal(blob)
@@ -403,6 +433,31 @@ class Store:
             self._drop(key)
             return None
         return value
+
+    def intact(self, key: str) -> bool:
+        """Whether ``key`` holds a readable result whose checksum holds (read, not unpickled);
+        a damaged entry is deleted as :meth:`get` does."""
+        blob = self._blob(key)
+        whole = blob is not None and sealed_intact(blob)
+        if blob is not None and not whole:
+            log.warning("result %s failed its checksum; dropped", key)
+            self._drop(key)
+        return whole
+
+    def _blob(self, key: str):
+        """The stored bytes of ``key``, None when absent; an unreadable entry is dropped."""
+        try:
+            blob = self.results.get(key, default=None, retry=True)
+            if blob is None and key in self.results:
+                # a row whose value file is gone reads as None: once more (a writer may be replacing it)
+                blob = self.results.get(key, default=None, retry=True)
+                if blob is None:
+                    raise OSError("value file missing")
+        except Exception:  # unreadable value file, damaged database row
+            log.warning("result %s unreadable; dropped", key)
+            self._drop(key)
+            return None
+        return blob
 
     def has(self, key: str) -> bool:
         return key in self.results
@@ -427,6 +482,13 @@ def seal(value) -> bytes:
     """Pickle a result with a SHA-256 of the bytes in front (checked by :func:`unseal`)."""
     payload = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
     return _MAGIC + hashlib.sha256(payload).digest() + payload
+
+
+def sealed_intact(blob) -> bool:
+    """Whether a sealed blob is whole (its checksum holds), without unpickling it."""
+    if not isinstance(blob, (bytes, bytearray)) or len(blob) < 36 or blob[:4] != _MAGIC:
+        return False
+    return hashlib.sha256(memoryview(blob)[36:]).digest() == blob[4:36]
 
 
 def unseal(blob):

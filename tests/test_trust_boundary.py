@@ -300,7 +300,15 @@ def test_a_damaged_workspace_record_is_a_message_and_a_rebuild_not_an_error(ctx,
         None,
     )
     ws_id = result["ws"]
+    # issue 40: a damaged record is restored from its copy; only with both damaged is it lost
     (ctx.store.root / "workspaces" / f"{ws_id}.json").write_text('{"id": "' + ws_id + '", "tit')
+    state, error = normalize(ctx, {**default_state(), "ws": ws_id})
+    assert error is None and state["ws"] == ws_id
+    for record in (
+        ctx.store.root / "workspaces" / f"{ws_id}.json",
+        ctx.store.root / "workspaces" / "copies" / f"{ws_id}.json",
+    ):
+        record.write_text('{"id": "' + ws_id + '", "tit')
     state, error = normalize(ctx, {**default_state(), "ws": ws_id})
     assert state["ws"] == "demo-x3" and error is not None and "damaged" in error and "load its files again" in error
     new, message = update_state(ctx, {**default_state(), "ws": ws_id}, None, {})
