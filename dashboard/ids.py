@@ -6,6 +6,7 @@ RESULTS = "results"  # dcc.Store: cache keys of the results the views render
 JOB_REQUEST = "job-request"  # dcc.Store: the state the background job is asked to compute
 JOB_DONE = "job-done"  # dcc.Store: what the last background job reported
 JOB_ACTIVE = "job-active"  # dcc.Store: True while a background job runs (watchdog)
+JOB_WATCH = "job-watch"  # dcc.Interval: ticks while a job runs; each tick asks whether its process lives
 LOADED_WS = "loaded-ws"  # dcc.Store: workspace id produced by "Load"
 MY_WORKSPACES = "my-workspaces"  # dcc.Store (browser session): ids of the data sets this tab loaded
 STATUS = "status"

@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import json
+import os
+import secrets
 import time
 from collections.abc import Callable
 from contextlib import contextmanager, nullcontext
@@ -192,6 +195,101 @@ def job_ended(store: Store, token: str) -> bool:
             return False
         fcntl.flock(handle, fcntl.LOCK_UN)
         return True
+
+
+# --- a job's record: does its process live, and how did it end --------------------------
+# Dash learns that a background job ended by polling it; a poll lost with its worker (killed,
+# restarted) ends the page's polling with nothing shown. Each job therefore keeps a record
+# the page's watchdog (dashboard.callbacks.compute.check_job) reads on its own requests: a
+# marker file (running, then done with the job's outcome) and an exclusive lock held by the
+# job's process while it lives, which the kernel releases however that process ends.
+RECORDS = "running"  # folder of the cache_dir holding the job markers
+RECORD_DAYS = 1.0  # markers older than this are removed as new jobs start
+
+
+def _record_path(store: Store, token: str, suffix: str = ".json"):
+    folder = store.root / RECORDS
+    folder.mkdir(exist_ok=True)
+    return folder / (hashlib.sha256(token.encode()).hexdigest()[:32] + suffix)
+
+
+def _write_record(path, record: dict) -> None:
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+    tmp.write_text(json.dumps(record, default=str))
+    os.replace(tmp, path)
+
+
+def _prune_records(store: Store) -> None:
+    limit = time.time() - RECORD_DAYS * 86400
+    for old in (store.root / RECORDS).iterdir():
+        try:
+            if old.stat().st_mtime < limit:
+                old.unlink()
+        except OSError:
+            continue
+
+
+@contextmanager
+def job_record(store: Store, token: str):
+    """Held by a job's process for the whole job: marks it running and holds its lock; yields
+    ``finish(outcome)``, which keeps the job's outcome (a JSON-able dict) before the lock
+    goes, so a watchdog that finds the lock free reads either the outcome or a job that died."""
+    try:
+        _prune_records(store)
+    except OSError:
+        pass
+    marker = _record_path(store, token)
+    with open(_lock_path(store, "run:" + token), "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            _write_record(marker, {"state": "running", "pid": os.getpid(), "t": time.time()})
+
+            def finish(outcome: dict) -> None:
+                _write_record(marker, {"state": "done", "outcome": outcome, "t": time.time()})
+
+            yield finish
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def job_cancelled(store: Store, token: str) -> None:
+    """The visitor cancelled the job: its end is no failure to report."""
+    _write_record(_record_path(store, token, ".cancelled"), {"t": time.time()})
+
+
+def first_look(store: Store, token: str, now: float) -> float:
+    """When a watchdog first looked for this job (``now`` on the first call)."""
+    path = _record_path(store, token, ".seen")
+    try:
+        return float(json.loads(path.read_text())["t"])
+    except (OSError, ValueError, KeyError, TypeError):
+        _write_record(path, {"t": now})
+        return now
+
+
+def job_status(store: Store, token: str) -> tuple[str, dict]:
+    """What became of a job: ("unknown", {}) before its process marked it, ("running", record)
+    while its process holds its lock, ("done", record with its ``outcome`` and time ``t``),
+    ("cancelled", {}), or ("died", record) when its process ended without an outcome."""
+    if _record_path(store, token, ".cancelled").exists():
+        return "cancelled", {}
+    with open(_lock_path(store, "run:" + token), "a") as handle:  # the lock first: a job that
+        try:  # ended well wrote its outcome before letting it go
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return "running", {}
+        fcntl.flock(handle, fcntl.LOCK_UN)
+    try:
+        record = json.loads(_record_path(store, token).read_text())
+    except FileNotFoundError:
+        return "unknown", {}
+    except (OSError, ValueError):
+        return "died", {}
+    if not isinstance(record, dict):
+        return "died", {}
+    if record.get("state") == "done" and isinstance(record.get("outcome"), dict):
+        return "done", record
+    return "died", record
 
 
 def load(store, ws, name: str, models: dict, policy):

@@ -324,6 +324,7 @@ def page(config) -> html.Div:
             dcc.Store(id=ids.JOB_REQUEST),
             dcc.Store(id=ids.JOB_DONE),
             dcc.Store(id=ids.JOB_ACTIVE, data=False),
+            dcc.Interval(id=ids.JOB_WATCH, interval=1500, disabled=True),
             dcc.Store(id=ids.LOADED_WS),
             dcc.Store(id=ids.MY_WORKSPACES, storage_type="session", data=[]),
             dcc.Store(id=ids.NEGATIVE),

@@ -15,6 +15,7 @@ import hashlib
 import json
 import logging
 import secrets
+import time
 import traceback
 from dataclasses import dataclass
 
@@ -37,10 +38,12 @@ def request_id(tasks: list[dict]) -> str:
 
 
 def _readable(ctx, keys: dict, state: dict) -> bool:
-    """Read (and checksum) every entry the views will read; a damaged one is dropped by the
-    store, so it is recomputed at once rather than shown as missing."""
+    """Read (and checksum) every entry the views will read; each damaged one is dropped by
+    the store, all of them in this one pass, so the job the page then waits for computes
+    them all again rather than the views showing them as missing."""
     needed = {k for spec in needed_specs() for k in spec.keys_read(keys, state) if k}
-    return all(ctx.store.get(k) is not None for k in sorted(needed))
+    intact = [ctx.store.intact(k) for k in sorted(needed)]  # no short cut: every one is read
+    return all(intact)
 
 
 def _trusted_state(ctx, raw) -> tuple[dict | None, Workspace | None]:
@@ -139,7 +142,18 @@ def run_request(ctx, request, set_progress=None, client: str | None = None) -> d
     """Body of the background job: plan the state's tasks on the server and compute the
     missing ones into the cache, in an isolated process with the job limits. ``client``
     (its address, as the page's request came from): the job runs in one of that client's
-    slots (``ctx.slots``), waiting its turn when the server's are all taken."""
+    slots (``ctx.slots``), waiting its turn when the server's are all taken. The job keeps
+    its record (:func:`jobs.job_record`) for the page's watchdog: running, then its outcome."""
+    token = job_token(request if isinstance(request, dict) else {})
+    with jobs.job_record(ctx.store, token) as finish:
+        outcome = _run_request(ctx, request, set_progress, client)
+        if isinstance(request, dict) and isinstance(request.get("nonce"), str):
+            outcome["nonce"] = request["nonce"][:64]  # which of the page's requests ended
+        finish(outcome)
+    return outcome
+
+
+def _run_request(ctx, request, set_progress=None, client: str | None = None) -> dict:
 
     def progress(done, total, label):
         if set_progress is not None:
@@ -154,7 +168,8 @@ def run_request(ctx, request, set_progress=None, client: str | None = None) -> d
             raise compute.InputError("The data set of this page is not available; reload the page.")
         planned = plan_state(ctx, ws, state)
         rid = request_id(planned["tasks"])
-        todo = planning.missing(ctx.store, planned["tasks"])
+        # every result of the state read and checksummed: a damaged one is computed again now
+        todo = planning.missing(ctx.store, planned["tasks"], verify=True)
         if todo:
             if client is not None:
                 ctx.slots.check_budget(client, ctx.config.client_results_bytes)
@@ -162,7 +177,7 @@ def run_request(ctx, request, set_progress=None, client: str | None = None) -> d
                 stored = _compute(ctx, ws, todo, request, progress)
                 # the curves just computed name the default observation: its what-if and
                 # contributions are planned now, and computed in the same job
-                more = planning.missing(ctx.store, plan_state(ctx, ws, state)["tasks"])
+                more = planning.missing(ctx.store, plan_state(ctx, ws, state)["tasks"], verify=True)
                 if more:
                     stored += _compute(ctx, ws, more, request, progress)
             if client is not None:
@@ -354,6 +369,7 @@ def register(app, ctx) -> None:
             (Output(ids.CANCEL, "disabled"), False, True),
             (Output(ids.PROGRESS_BOX, "style"), {"visibility": "visible"}, {"visibility": "hidden"}),
             (Output(ids.JOB_ACTIVE, "data"), True, False),
+            (Output(ids.JOB_WATCH, "disabled"), False, True),
         ],
         cancel=[Input(ids.CANCEL, "n_clicks")],
         interval=150,  # ms between polls of a running job (a what-if answers in one or two)
@@ -372,11 +388,15 @@ def register(app, ctx) -> None:
 
     @app.callback(
         output=outcome,
-        inputs={"done": Input(ids.JOB_DONE, "data"), "state": State(ids.STATE, "data")},
+        inputs={
+            "done": Input(ids.JOB_DONE, "data"),
+            "state": State(ids.STATE, "data"),
+            "request": State(ids.JOB_REQUEST, "data"),
+        },
         prevent_initial_call=True,
     )
-    def finish(done, state):
-        return finish_job(ctx, state, done)
+    def finish(done, state, request):
+        return finish_job(ctx, state, done, request)
 
     @app.callback(
         Output(ids.STATUS, "children", allow_duplicate=True),
@@ -386,6 +406,8 @@ def register(app, ctx) -> None:
         prevent_initial_call=True,
     )
     def cancelled(_n, request):
+        if isinstance(request, dict) and request.get("nonce"):
+            jobs.job_cancelled(ctx.store, job_token(request))  # its end is no failure for the watchdog
         try:
             cancel_parts(ctx, request)
         except Exception as exc:  # the broker unreachable: the parts still skip themselves
@@ -404,6 +426,19 @@ def register(app, ctx) -> None:
     def watch(active, state, done):
         return watch_job(ctx, active, state, done)
 
+    @app.callback(
+        output={
+            "done": Output(ids.JOB_DONE, "data", allow_duplicate=True),
+            "cancel": Output(ids.CANCEL, "disabled", allow_duplicate=True),
+            "box": Output(ids.PROGRESS_BOX, "style", allow_duplicate=True),
+            "watch": Output(ids.JOB_WATCH, "disabled", allow_duplicate=True),
+        },
+        inputs={"tick": Input(ids.JOB_WATCH, "n_intervals"), "request": State(ids.JOB_REQUEST, "data")},
+        prevent_initial_call=True,
+    )
+    def check(tick, request):
+        return check_job(ctx, request)
+
 
 STOPPED = (
     "The computation ended without its results: it was cancelled, or its process stopped "
@@ -415,6 +450,51 @@ SHOWN: dict[str, str] = {}
 
 
 UNCHANGED = {"results": no_update, "status": no_update, "retry": no_update}
+
+DIED = (
+    "The computation's process ended unexpectedly (killed, out of memory, or its server restarted) "
+    "before giving its results. Press Retry to compute it again."
+)
+NOT_STARTED = (
+    "The computation did not start: its process ended at once (killed, out of memory, or its server "
+    "restarted). Press Retry to compute it again."
+)
+START_GRACE = 4.0  # seconds a job may take to start (its process to mark itself) before it counts as lost
+DELIVER_AFTER = 3.0  # seconds after a job's end before the watchdog hands its outcome over itself
+WAITING = {"done": no_update, "cancel": no_update, "box": no_update, "watch": no_update}
+
+
+def check_job(ctx, request, now=None) -> dict:
+    """The watchdog, on each tick while a job runs (its own requests, to whichever worker
+    answers): the page must never wait for a job that is gone. A job whose process ended
+    without its outcome (killed, out of memory, its worker gone), or that never started,
+    gets a job end saying so (``finish_job`` then shows it with Retry); a job that ended
+    while the page's polling was lost with its worker gets its own outcome handed over.
+    Returns the job-end record, and the Cancel, progress and ticking outputs (``WAITING``:
+    nothing to do yet)."""
+    if not isinstance(request, dict) or not request.get("nonce"):
+        return {**WAITING, "watch": True}
+    now = time.time() if now is None else now
+    status, record = jobs.job_status(ctx.store, job_token(request))
+    if status == "running":
+        return dict(WAITING)
+    stop = {"cancel": True, "box": {"visibility": "hidden"}, "watch": True}
+    if status == "cancelled":
+        return {**stop, "done": no_update}
+    if status == "done":
+        if now - float(record.get("t") or 0) < DELIVER_AFTER:  # Dash's own polling hands it over
+            return dict(WAITING)
+        return {**stop, "done": record["outcome"]}
+    if status == "unknown":  # not started yet: lost once that lasts START_GRACE from the first look
+        if now - jobs.first_look(ctx.store, job_token(request), now) < START_GRACE:
+            return dict(WAITING)
+        message = NOT_STARTED
+    else:
+        message = DIED
+    state, ws = _trusted_state(ctx, request.get("state"))
+    rid = _final_id(ctx, ws, state, request.get("request")) if state is not None else request.get("request")
+    log.warning("a job's process ended without its results (%s)", status)
+    return {**stop, "done": {"request": rid, "error": message, "nonce": request["nonce"]}}
 
 
 def watch_job(ctx, active, state, done) -> dict:
@@ -429,13 +509,27 @@ def watch_job(ctx, active, state, done) -> dict:
     return {"results": {"error": STOPPED, "state": clean_state(state)}, "status": STOPPED, "retry": SHOWN}
 
 
-def finish_job(ctx, state, done) -> dict:
+LEFT_OUT = (
+    "The computation ended, but some results the page needs are still missing (the cache dropped "
+    "them, or they became known only now). Press Retry to compute them."
+)
+
+
+def finish_job(ctx, state, done, request=None) -> dict:
     """After a job: the results if the current state is now complete, its error if it
     failed (with Retry: a time or memory limit may not be hit again on a quieter server);
-    nothing while a newer job (for a newer state) is still running. Returns the page's
-    results record, status line and Retry button style (as :func:`watch_job`)."""
+    nothing while a newer job (for a newer state) is still running. ``request``: the page's
+    latest job request; when ``done`` is its end (same nonce) yet results are missing, the
+    page waits for no other job, so it says so (with Retry) rather than wait. Returns the
+    page's results record, status line and Retry button style (as :func:`watch_job`)."""
     resolved = resolve_state(ctx, state, done)
-    if isinstance(resolved.request, dict):  # a newer job (for a newer state) is still running
-        return dict(UNCHANGED)
+    if isinstance(resolved.request, dict):
+        ours = isinstance(done, dict) and isinstance(request, dict) and request.get("nonce")
+        if not ours or done.get("nonce") != request.get("nonce"):  # a newer job is still running
+            return dict(UNCHANGED)
+        # the page's own job ended, planned otherwise than here (a worker that knew more or less
+        # of the cache): its error, or what is missing, with Retry
+        message = str(done.get("error") or LEFT_OUT)
+        return {"results": {"error": message, "state": clean_state(state)}, "status": message, "retry": SHOWN}
     failed = isinstance(resolved.results, dict) and "error" in resolved.results
     return {"results": resolved.results, "status": resolved.status, "retry": SHOWN if failed else HIDDEN}
