@@ -452,12 +452,12 @@ SHOWN: dict[str, str] = {}
 UNCHANGED = {"results": no_update, "status": no_update, "retry": no_update}
 
 DIED = (
-    "The computation's process ended unexpectedly (killed, out of memory, or its server restarted) "
-    "before giving its results. Press Retry to compute it again."
+    "The computation ended without its results: its process ended unexpectedly (killed, out of "
+    "memory, or its server restarted). Press Retry to compute it again."
 )
 NOT_STARTED = (
-    "The computation did not start: its process ended at once (killed, out of memory, or its server "
-    "restarted). Press Retry to compute it again."
+    "The computation ended without its results: its process ended before it could start (killed, "
+    "out of memory, or its server restarted). Press Retry to compute it again."
 )
 START_GRACE = 4.0  # seconds a job may take to start (its process to mark itself) before it counts as lost
 DELIVER_AFTER = 3.0  # seconds after a job's end before the watchdog hands its outcome over itself
