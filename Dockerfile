@@ -14,10 +14,11 @@ WORKDIR /app
 COPY pyproject.toml README.md ./
 COPY compute ./compute
 COPY dashboard ./dashboard
+# the page's CSS and scripts are part of the package (installed as dashboard/assets)
+COPY assets ./assets
 # the versions the test suite passed with (pyproject's 'pinned' extra)
 RUN pip install ".[pinned]"
 COPY app.py gunicorn.conf.py ./
-COPY assets ./assets
 
 RUN useradd --create-home --uid 10001 wip && mkdir -p /cache && chown wip /cache
 USER wip

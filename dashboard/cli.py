@@ -28,11 +28,12 @@ from .store import Workspace
 PICKLES = (".pkl", ".pickle", ".joblib")
 
 
-def report_main(argv: list[str] | None = None, *, stderr=None) -> int:
-    """Run the review; returns the exit status."""
+def report_main(argv: list[str] | None = None, *, stderr=None, prog: str = "python app.py report") -> int:
+    """Run the review; returns the exit status. ``prog``: the command as the help names it
+    (``why-it-performs report`` when the installed command runs it)."""
     err = stderr or sys.stderr
     parser = argparse.ArgumentParser(
-        prog="python app.py report",
+        prog=prog,
         usage="%(prog)s --model FILE [--model FILE ...] --data FILE --target COLUMN --out FILE [options]",
         description="Write the dashboard's review of models on a data set, no browser.",
     )

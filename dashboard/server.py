@@ -280,9 +280,13 @@ def register_part_task(celery_app, config: Config) -> None:
         return run_parts(ctx, ws, tasks, token)
 
 
-def _assets_folder():
-
-    return Path(__file__).resolve().parent.parent / "assets"
+def _assets_folder() -> Path:
+    """The page's CSS and scripts: ``assets/`` beside the package in the repository (an
+    editable install too); ``dashboard/assets`` in an installed wheel (pyproject.toml ships
+    the repository's folder there)."""
+    here = Path(__file__).resolve().parent
+    installed = here / "assets"
+    return installed if installed.is_dir() else here.parent / "assets"
 
 
 def add_upload_route(server, ctx: Context) -> None:
