@@ -14,6 +14,7 @@ import contextlib
 import hashlib
 import json
 import logging
+import re
 import secrets
 import time
 import traceback
@@ -147,8 +148,8 @@ def run_request(ctx, request, set_progress=None, client: str | None = None) -> d
     token = job_token(request if isinstance(request, dict) else {})
     with jobs.job_record(ctx.store, token) as finish:
         outcome = _run_request(ctx, request, set_progress, client)
-        if isinstance(request, dict) and isinstance(request.get("nonce"), str):
-            outcome["nonce"] = request["nonce"][:64]  # which of the page's requests ended
+        if page_nonce(request):
+            outcome["nonce"] = page_nonce(request)  # which of the page's requests ended
         finish(outcome)
     return outcome
 
@@ -240,11 +241,22 @@ def _run_tasks(ctx, ws, tasks, progress) -> int:
 PART_MESSAGES = 4  # messages a split job's parts are sent in (each a few parts, from the first)
 
 
+_NONCE = re.compile(r"[0-9a-f]{16}")
+
+
+def page_nonce(request) -> str | None:
+    """The nonce of a job request as the server made it (16 hex digits), None for any other
+    value: only such a nonce is echoed back to the page."""
+    nonce = request.get("nonce") if isinstance(request, dict) else None
+    return nonce if isinstance(nonce, str) and _NONCE.fullmatch(nonce) else None
+
+
 def job_token(request: dict) -> str:
     """Names a split job for its parts and for Cancel: derived from the request's nonce,
     which only the session that asked for the job holds (a fresh random one without it)."""
     nonce = str(request.get("nonce") or secrets.token_hex(8))
-    return hashlib.sha256(("job:" + nonce).encode()).hexdigest()[:24]
+    # a forged nonce may hold lone surrogates, which plain UTF-8 refuses
+    return hashlib.sha256(("job:" + nonce).encode("utf-8", "surrogatepass")).hexdigest()[:24]
 
 
 def sent_key(token: str) -> str:
@@ -472,7 +484,7 @@ def check_job(ctx, request, now=None) -> dict:
     while the page's polling was lost with its worker gets its own outcome handed over.
     Returns the job-end record, and the Cancel, progress and ticking outputs (``WAITING``:
     nothing to do yet)."""
-    if not isinstance(request, dict) or not request.get("nonce"):
+    if not page_nonce(request):
         return {**WAITING, "watch": True}
     now = time.time() if now is None else now
     status, record = jobs.job_status(ctx.store, job_token(request))
@@ -494,7 +506,7 @@ def check_job(ctx, request, now=None) -> dict:
     state, ws = _trusted_state(ctx, request.get("state"))
     rid = _final_id(ctx, ws, state, request.get("request")) if state is not None else request.get("request")
     log.warning("a job's process ended without its results (%s)", status)
-    return {**stop, "done": {"request": rid, "error": message, "nonce": request["nonce"]}}
+    return {**stop, "done": {"request": rid, "error": message, "nonce": page_nonce(request)}}
 
 
 def watch_job(ctx, active, state, done) -> dict:
