@@ -16,7 +16,7 @@ from dashboard import jobs, views
 from dashboard.callbacks.compute import resolve_state
 from dashboard.config import Config
 from dashboard.server import create_app
-from dashboard.state import default_state, normalize, state_fields
+from dashboard.state import default_state, normalize, state_fields, view_fields
 from dashboard.views import plan_state
 
 WS = "demo-diabetes"
@@ -37,6 +37,24 @@ VARIANTS = {
     "edit": {"edit": {"bmi": 30.0, "s5": 4.2}},
     "present": {"present": True},  # how the page is laid out: no view reads it
 }
+
+
+def _variant(field):
+    """Another valid value of a view's whole-number or yes/no field (its default moved by one,
+    or flipped): a view's new URL field needs no edit here; other kinds are listed above."""
+    default = field.default
+    if isinstance(default, bool):
+        return {field.name: not default}
+    if isinstance(default, int):
+        for value in (default - 1, default + 1):
+            if field.clean(value) == value:
+                return {field.name: value}
+    return None
+
+
+for _field in view_fields():
+    if _field.name not in VARIANTS and _variant(_field) is not None:
+        VARIANTS[_field.name] = _variant(_field)
 
 
 @pytest.fixture(scope="module")
@@ -134,7 +152,8 @@ def test_every_view_sits_in_a_section_and_the_page_has_one_tab_each(ctx):
     for tab in tabs.children:  # each tab holds exactly its section's panels (and their input stores)
         text = json.dumps(tab.to_plotly_json(), cls=plotly.utils.PlotlyJSONEncoder)
         for view in views.REGISTRY:
-            assert (views.input_id(view) in text) == (view.section == tab.value), (view.name, tab.value)
+            # the id as a JSON string: "view-input-ale" is also the start of "view-input-ale_range"
+            assert (json.dumps(views.input_id(view)) in text) == (view.section == tab.value), (view.name, tab.value)
 
 
 def test_on_a_subgroup_both_pfi_views_say_why_they_differ(ctx):
