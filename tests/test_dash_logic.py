@@ -940,7 +940,8 @@ def test_every_controller_input_has_a_reducer():
     assert triggers == set(drilldown.REDUCERS)
     # every view's selection is an input of the controller, with its reducer
     selections = {s.id for s in views.selects()}
-    assert selections == {pfi_view.PFI_GRAPH, "sfimp-graph", "global-ci-graph", influential_view.ICI_TABLE}
+    # (the built-in ones at least: a new view's select needs no edit here)
+    assert {pfi_view.PFI_GRAPH, "sfimp-graph", "global-ci-graph", influential_view.ICI_TABLE} <= selections
     assert selections <= triggers
 
 
