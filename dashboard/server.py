@@ -21,6 +21,7 @@ from .config import Config
 from .http_guard import UPLOAD_PATH, guard_routes, limit_requests, upload_name
 from .isolation import become_child, in_forking_thread
 from .loading import DATA_SUFFIXES, MODEL_SUFFIXES, preload
+from .loading.sniff import AMBIGUOUS_SUFFIXES
 from .quota import WRITING, UploadQuota, client_key
 from .state import Context, default_state, make_context, normalize
 from .store import ForkSafeCache
@@ -297,7 +298,8 @@ def add_upload_route(server, ctx: Context) -> None:
     random token: the only handle callbacks get.
     """
     limit = config_limit = ctx.config.upload_limit_mb * 2**20
-    suffixes = {"model": MODEL_SUFFIXES, "data": DATA_SUFFIXES, "labels": labels.SUFFIXES}
+    # .model / .bst (the suffixes of LightGBM's and XGBoost's examples): read by content at Load
+    suffixes = {"model": (*MODEL_SUFFIXES, *AMBIGUOUS_SUFFIXES), "data": DATA_SUFFIXES, "labels": labels.SUFFIXES}
     # a labels file is small text: its own limit, far below the upload limit
     kind_limit = {"labels": min(labels.MAX_BYTES, config_limit)}
     last_purge = [0.0]

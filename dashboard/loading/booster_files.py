@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..model_trust import ModelFileError
 from .ubjson import _refuse
 
 MAX_CATEGORY = 1 << 24  # largest category code a split may test (bitsets are sized by it)
@@ -50,6 +51,14 @@ def _finite(values, label: str, what: str) -> np.ndarray:
     if not np.all(np.isfinite(arr)):
         raise _refuse(label, f"{what} hold a non-finite value")
     return arr
+
+
+def _numbers_or_nan(values, label: str, what: str) -> np.ndarray:
+    """Numbers (NaN allowed: the caller says where), as a float array."""
+    try:
+        return np.asarray(values if values is not None else [], dtype=np.float64).ravel()
+    except (TypeError, ValueError) as exc:
+        raise _refuse(label, f"{what} are not numbers") from exc
 
 
 def check_binary_tree(left: np.ndarray, right: np.ndarray, label: str, where: str) -> None:
@@ -164,6 +173,12 @@ def check_xgboost(doc, label: str) -> XGBoostFile:
     version = doc.get("version")
     if isinstance(version, (list, np.ndarray)):
         info.version = ".".join(str(int(v)) for v in list(version)[:3])
+        if len(version) and int(version[0]) < 1:  # JSON before 1.0 was an unversioned draft
+            raise ModelFileError(
+                f"{label} was written by XGBoost {info.version}; this server reads XGBoost's JSON and UBJSON "
+                "from XGBoost 1.0 on. Load it with the XGBoost that wrote it, or a newer one, and save it "
+                "again with save_model('model.json')."
+            )
     width = max(num_class, 1) * num_target
     if kind == "gblinear":
         weights = _finite((gb.get("model") or {}).get("weights"), label, "linear weights")
@@ -214,7 +229,7 @@ def _check_xgb_tree(tree, t: int, n_features: int, info: XGBoostFile, label: str
     left = _ints(tree.get("left_children"), label, f"{where}'s children")
     right = _ints(tree.get("right_children"), label, f"{where}'s children")
     split = _ints(tree.get("split_indices"), label, f"{where}'s split features")
-    cond = _finite(tree.get("split_conditions"), label, f"{where}'s thresholds")
+    cond = _numbers_or_nan(tree.get("split_conditions"), label, f"{where}'s thresholds")
     weights = _finite(tree.get("base_weights"), label, f"{where}'s leaf values")
     if not (n == left.size == right.size == split.size == cond.size == weights.size) or n < 1:
         raise _refuse(label, f"{where} declares {n:,} nodes, {left.size:,} present")
@@ -223,6 +238,12 @@ def _check_xgb_tree(tree, t: int, n_features: int, info: XGBoostFile, label: str
     if used.size and (used.min() < 0 or used.max() >= n_features):
         raise _refuse(label, f"{where} splits on feature {int(used.max()):,}; the model has {n_features}")
     nodes = _ints(tree.get("categories_nodes"), label, f"{where}'s categorical nodes")
+    # XGBoost 1.4-1.6 write NaN as the (unused) threshold of a categorical node: its test is
+    # its categories, checked below; every other node's threshold or leaf value is a number
+    unused = np.zeros(n, dtype=bool)
+    unused[nodes[(nodes >= 0) & (nodes < n)]] = True
+    if np.any(~np.isfinite(cond) & ~(np.isnan(cond) & unused & (left >= 0))):
+        raise _refuse(label, f"{where}'s thresholds hold a non-finite value")
     if nodes.size:
         cats = _ints(tree.get("categories"), label, f"{where}'s categories")
         seg = _ints(tree.get("categories_segments"), label, f"{where}'s category segments")
@@ -292,9 +313,13 @@ def check_lightgbm(data: bytes, label: str) -> LightGBMFile:
         raise _refuse(label, "it does not start with LightGBM's 'tree' line")
     first = text.find("\nTree=")
     end = text.find("\nend of trees")
+    closed = end >= 0  # LightGBM 2.0 wrote no 'end of trees' line: its trees run to the next section
+    if first >= 0 and not closed:
+        end = min((i for i in (text.find(m, first) for m in _AFTER_TREES) if i >= 0), default=-1)
     if first < 0 or end < first:
         raise _refuse(label, "no trees between the header and 'end of trees'")
     head = _kv(text[:first].splitlines())
+    _check_lgb_version(head.get("version"), label)
     try:
         num_class = int(head.get("num_class", "1"))
         per_iteration = int(head.get("num_tree_per_iteration", "1"))
@@ -319,7 +344,9 @@ def check_lightgbm(data: bytes, label: str) -> LightGBMFile:
     start = len(text[: first + 1].encode("utf-8"))
     stop = len(text[: end + 1].encode("utf-8"))
     if sizes.size:  # the loader jumps by these sizes: they must tile the trees exactly
-        if sizes.min() < 1 or int(sizes.sum()) != stop - start:
+        # (without 'end of trees', up to the blank lines before the next section)
+        slack = 0 if closed else len(blob[start:stop]) - len(blob[start:stop].rstrip(b"\n"))
+        if sizes.min() < 1 or not 0 <= stop - start - int(sizes.sum()) <= slack:
             raise _refuse(
                 label,
                 f"tree_sizes declare {sizes.size:,} trees of {int(sizes.sum()):,} bytes, "
@@ -359,6 +386,30 @@ def check_lightgbm(data: bytes, label: str) -> LightGBMFile:
         num_class=num_class,
         per_iteration=per_iteration,
         version=head.get("version", ""),
+    )
+
+
+#: the sections LightGBM writes after its trees (2.0 wrote no 'end of trees' line before them)
+_AFTER_TREES = ("\nfeature importances:", "\nfeature_importances:", "\nparameters:", "\npandas_categorical:")
+#: LightGBM text format versions its current releases read: v2 (LightGBM 2.0-2.2), v3 (2.3-3.x), v4
+LGB_FORMATS = ("v2", "v3", "v4")
+
+
+def _check_lgb_version(version: str | None, label: str) -> None:
+    """Refuse a text format this server's LightGBM does not read, naming its version."""
+    if version in LGB_FORMATS:
+        return
+    formats = ", ".join(LGB_FORMATS)
+    if version is None or re.fullmatch(r"v[01]", version):
+        said = f"format {version}" if version else "no format version, as LightGBM before 2.0 wrote"
+        raise ModelFileError(
+            f"{label} is a LightGBM text model with {said}; this server reads formats {formats} "
+            "(LightGBM 2.0 and later). Load it with the LightGBM that wrote it and save it again with "
+            "LightGBM 2.0 or later (Booster.save_model('model.txt'))."
+        )
+    raise ModelFileError(
+        f"{label} is a LightGBM text model with format {version[:20]!r}, which this server does not read "
+        f"(it reads formats {formats}); save it as LightGBM 4 writes it, or ask the operator to update LightGBM."
     )
 
 

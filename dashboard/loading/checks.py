@@ -185,11 +185,16 @@ def _missing_values(predictor, X: pd.DataFrame, name: str, where: str) -> list[s
     """Missing input values are accepted when the model predicts on the rows that hold them
     (an imputer in the pipeline, or a model that takes NaN): for each column with missing
     values, the model predicts its first MISSING_PROBE such rows. A model that cannot is
-    refused with its own message, naming the column and the rows."""
+    refused with its own message, naming the column and the rows. Columns with no values at
+    all (all missing) are named together: refused only where the model cannot predict with
+    them, else a note says they have no curve and a PFI of 0."""
     counts = X.isna().sum()
     counts = counts[counts > 0]
     if not len(counts):
         return []
+    empty = [c for c, n in counts.items() if n == len(X)]
+    notes = _empty_columns(predictor, X, empty, name, where) if empty else []
+    counts = counts.drop(empty)
     for column, count in counts.items():
         rows = np.flatnonzero(X[column].isna().to_numpy())
         try:
@@ -204,10 +209,36 @@ def _missing_values(predictor, X: pd.DataFrame, name: str, where: str) -> list[s
                 "handles missing values (an imputer in its pipeline, or a histogram gradient boosting model).",
                 field="data",
             ) from exc
+    if not len(counts):
+        return notes
     listed = ", ".join(f"{c!r} ({n} row{'s' if n > 1 else ''})" for c, n in counts.head(10).items())
-    return [
+    return notes + [
         f"{where} has missing values in {len(counts)} input column(s): {listed}. {name} predicts on those rows; "
         "the curves show 'missing' as a point of its own and PFI shuffles missing values like the others."
+    ]
+
+
+def _empty_columns(predictor, X: pd.DataFrame, empty: list, name: str, where: str) -> list[str]:
+    """Input columns with no values in these rows: the model is asked about its first rows
+    (every row has them missing). Refused, naming them, when it cannot predict; else a note."""
+    listed = ", ".join(repr(str(c)) for c in empty[:10]) + (", ..." if len(empty) > 10 else "")
+    some = "s" if len(empty) > 1 else ""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            predictor.raw(predictor.design.block(np.arange(min(MISSING_PROBE, len(X))), {}))
+    except ModelError as exc:
+        raise LoadError(
+            f"The input column{some} {listed} of {where} hold{'' if some else 's'} no values (all missing), and "
+            f"{name} cannot predict with {'them' if some else 'it'} missing: {exc} Fill {'them' if some else 'it'} "
+            "in, or load a model that reads missing values (XGBoost, LightGBM, CatBoost, a histogram gradient "
+            "boosting model, or a pipeline with an imputer).",
+            field="data",
+        ) from exc
+    return [
+        f"The input column{some} {listed} of {where} hold{'' if some else 's'} no values (all missing); {name} "
+        f"reads {'them' if some else 'it'} as missing values, so {'they have' if some else 'it has'} no curve and "
+        "a PFI of 0 (shuffling missing values among themselves changes no prediction)."
     ]
 
 

@@ -204,10 +204,5 @@ def _check_frame(frame: pd.DataFrame, label: str, policy: Policy) -> None:
             field="data",
         )
     _check_names(list(frame.columns), label, policy)
-    empty = frame.columns[frame.isna().all().to_numpy()].tolist()
-    if empty:
-        raise LoadError(
-            f"{label}: column(s) {[str(c) for c in empty[:10]]} have no values (all "
-            f"missing); delete them or fill them in.",
-            field="data",
-        )
+    # a column with no values (all missing) is kept: a model that reads missing values predicts
+    # with it; the load refuses it, naming it, only for a model that cannot (loading/checks.py)

@@ -13,11 +13,12 @@ from ..model_trust import Inspection, ModelFileError, allow_list, check_model, i
 from .boosters import BOOSTER_SUFFIXES, booster_versions, load_booster
 from .errors import LoadError, Policy, check_size, file_suffix, short
 from .onnx import load_onnx, onnx_versions
+from .sniff import AMBIGUOUS_SUFFIXES, suffix_by_content
 
 MODEL_SUFFIXES = (".skops", ".onnx", *BOOSTER_SUFFIXES, ".pkl", ".pickle", ".joblib")
 PICKLE_SUFFIXES = (".pkl", ".pickle", ".joblib")
 #: what the page says it accepts
-FORMATS_TEXT = ".skops, .onnx, XGBoost .json/.ubj, LightGBM .txt, CatBoost .cbm/.json"
+FORMATS_TEXT = ".skops, .onnx, XGBoost .json/.ubj, LightGBM .txt, CatBoost .cbm/.json, .model/.bst"
 
 
 # --- models --------------------------------------------------------------------------------
@@ -40,20 +41,21 @@ def load_model(path, *, name: str | None = None, policy: Policy = Policy(), acce
     """Load an uploaded model file; see the module docstring for what each format may do.
 
     ``name`` is the user's file name, shown in messages. The format comes from the suffix of
-    ``path`` (or of ``name`` when ``path`` has none of :data:`MODEL_SUFFIXES`).
+    ``path`` (or of ``name`` when ``path`` has none of :data:`MODEL_SUFFIXES`); a ``.model`` or
+    ``.bst`` file is read by its content (:mod:`dashboard.loading.sniff`).
     ``accepted_types`` are skops type names the user accepted (honoured only with
     ``policy.allow_user_types``). ``classes``: the class labels of an XGBoost or LightGBM
     classifier (its file does not store them; see :func:`dashboard.loading.boosters.booster_classes`).
     """
     path = os.fspath(path)
     label = name or os.path.basename(path)
-    suffix = file_suffix(path, name, MODEL_SUFFIXES)
+    suffix = _format_suffix(path, name, label)
     if suffix not in MODEL_SUFFIXES:
         raise LoadError(
-            f"{label}: a model file must end in {', '.join(MODEL_SUFFIXES)} (got "
+            f"{label}: a model file must end in {', '.join((*MODEL_SUFFIXES, *AMBIGUOUS_SUFFIXES))} (got "
             f"{suffix or 'no suffix'}). Save it with skops.io.dump(model, 'model.skops'), export it to "
             f"ONNX, or save a gradient-boosting model with its library's save_model (XGBoost .json/.ubj, "
-            f"LightGBM .txt, CatBoost .cbm).",
+            f"LightGBM .txt, CatBoost .cbm; .model / .bst are read by their content).",
             field="model",
         )
     if suffix in PICKLE_SUFFIXES and not policy.allow_pickle:
@@ -115,8 +117,8 @@ def model_versions(path) -> dict[str, str]:
     an unreadable file: {}.
     """
     path = os.fspath(path)
-    suffix = file_suffix(path, None, MODEL_SUFFIXES)
     try:
+        suffix = _format_suffix(path, None, os.path.basename(path))
         if suffix == ".skops":
             schema = _skops_schema(path, "model.skops")
             found = {"skops": str(schema.get("_skops_version", "")), "skops protocol": str(schema.get("protocol", ""))}
@@ -131,6 +133,19 @@ def model_versions(path) -> dict[str, str]:
     except Exception:  # unreadable: load_model says why
         return {}
     return {}
+
+
+def _format_suffix(path: str, name: str | None, label: str) -> str:
+    """The suffix that says the file's format: its own, or for a ``.model`` / ``.bst`` file
+    (LightGBM's and XGBoost's examples use them for several formats) the one its first
+    bytes say (raises :class:`LoadError` for content none of those formats has)."""
+    suffix = file_suffix(path, name, (*MODEL_SUFFIXES, *AMBIGUOUS_SUFFIXES))
+    if suffix not in AMBIGUOUS_SUFFIXES:
+        return suffix
+    try:
+        return suffix_by_content(path, label)
+    except OSError as exc:
+        raise LoadError(f"{label} could not be read; upload it again.", field="model") from exc
 
 
 # --- skops ---------------------------------------------------------------------------------

@@ -71,6 +71,8 @@ def render(ctx, inp) -> dict:
         )
     dependent = partners_line(inp)
     info = f"{info} {dependent}" if dependent else info
+    idle = idle_line(inp, pfi)
+    info = f"{info} {idle}" if idle else info
     sampled = any(res.sampled or res.n_pairs is not None for res in pfi.values())
     if inp.state.get("sfimp") and first.n_total is not None:  # SFIMP's smaller sample: the same button
         sampled = sampled or first.n_total > (planning.sfimp_sample(len(first.features)) or first.n_total)
@@ -81,6 +83,36 @@ def render(ctx, inp) -> dict:
         "all_label": "Back to a sample" if inp.state.get("pfi_all") else "Use all rows",
         "all_style": {} if (sampled or inp.state.get("pfi_all")) else hidden,
     }
+
+
+def idle_line(inp, pfi) -> str:
+    """Why a feature's PFI is exactly 0 when it holds no values (all missing) or one value in
+    the selected rows: shuffling it changes no prediction, and it has no curves either."""
+    rows = inp.data if inp.mask is None else inp.data[inp.mask]
+    said: list[str] = []
+    if rows.empty:
+        return ""
+    for feature in next(iter(pfi.values())).features:
+        if feature not in rows.columns or any(res.importance.get(feature) != 0.0 for res in pfi.values()):
+            continue
+        column = rows[feature]
+        if column.isna().all():
+            said.append(f"{inp.label(feature)} holds no values (all missing)")
+        elif column.notna().all() and bool((column == column.iloc[0]).all()):
+            said.append(f"{inp.label(feature)} holds one value ({_plain(column.iloc[0])})")
+    if not said:
+        return ""
+    listed = said[0] if len(said) == 1 else ", ".join(said[:-1]) + " and " + said[-1]
+    them, their, they = ("them", "their", "they have") if len(said) > 1 else ("it", "its", "it has")
+    return f"{listed} in these rows, so shuffling {them} changes no prediction: {their} PFI is 0 and {they} no curves."
+
+
+def _plain(value) -> str:
+    """A value as people write it: 2, 0.5, US (never NumPy's repr)."""
+    value = value.item() if hasattr(value, "item") else value
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
 
 
 def library(inp) -> dict:
