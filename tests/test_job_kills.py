@@ -27,6 +27,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -44,16 +45,17 @@ VICTIMS = ("job", "model", "worker", "warm")
 MOMENTS = ("start", "middle", "end")
 SLOW_REPEATS = int(os.environ.get("WIP_KILL_REPEATS", "20"))
 
-#: a worker: starts the job of a request as Dash's DiskcacheManager does, and waits for it
+#: a worker: starts the job of a request as the server's job manager does (a ``multiprocess``
+#: process that first becomes the worker's child, dying with it: ``server._job_process``)
 WORKER = r"""
-import json, sys
+import json, os, sys
 from multiprocess import Process
 from dashboard.callbacks.compute import run_request
 from dashboard.config import Config
-from dashboard.server import create_app
+from dashboard.server import _job_process, create_app
 ctx = create_app(Config(cache_dir=sys.argv[1], max_curves=150))._wip_context
 request = json.loads(sys.argv[2])
-job = Process(target=run_request, args=(ctx, request))
+job = Process(target=_job_process, args=(os.getpid(), run_request, (ctx, request)))
 job.start()
 print(job.pid, flush=True)
 job.join()
@@ -200,10 +202,14 @@ def _kill_warm_cell(ctx, cache, moment: str, k: int) -> dict:
         env=_env(),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
+        stderr=(errors := tempfile.TemporaryFile("w+")),
         text=True,
     )
     try:
-        assert worker.stdout.readline().strip() == "warm"
+        if worker.stdout.readline().strip() != "warm":
+            worker.wait(timeout=30)
+            errors.seek(0)
+            pytest.fail(f"the worker did not start its warm process: {errors.read()[-3000:]}")
         from dashboard import warm
 
         def warm_ones():
