@@ -54,7 +54,7 @@ def render(ctx, inp) -> dict:
     unit = "prediction" if inp.ws.output is None else "probability"
     figure = figures.bar_figure(
         shown,
-        title=f"How far each feature's own effect moves the {unit}: the top {len(shown)}",
+        title=f"The top {len(shown)} by the range of their ALE curve",
         x_title=f"range of the ALE curve, max − min ({unit})",
         uirevision="ale-range",
         name="ALE range",
@@ -85,7 +85,9 @@ VIEW = View(
     outputs={"figure": (GRAPH, "figure")},
     render=render,
     body=lambda: [components.graph(GRAPH, height=None, filename="ale_range")],
-    extra=lambda: html.Label(["top ", dcc.Input(id=TOP, type="number", min=1, max=50, step=1, value=10)]),
+    extra=lambda: html.Label(
+        ["top ", dcc.Input(id=TOP, type="number", min=1, max=50, step=1, value=10, style={"width": "60px"})]
+    ),
     needs=frozenset({PROFILES}),
     reads=frozenset({"ws", "model", "feature", K, "ale_top"}),
     selects=(Select(GRAPH, "feature"),),
