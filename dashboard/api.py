@@ -88,10 +88,11 @@ def report(
     Raises :class:`ReportError` with a one-line reason."""
     named = _pickled(models)
     data = as_pandas(data, "data")  # a Polars or PyArrow frame: pandas before it is handed over
-    out = Path(path)
+    # absolute: the dashboard's process runs from the package's folder, relative paths are the caller's
+    out, cache_dir = Path(path).absolute(), Path(cache_dir).absolute()
     with tempfile.TemporaryDirectory(prefix="wip-report-") as folder:
         session = Path(folder) / "session.pkl"
-        numbers = Path(json_path) if json_path is not None else Path(folder) / "numbers.json"
+        numbers = Path(json_path).absolute() if json_path is not None else Path(folder) / "numbers.json"
         try:
             with open(os.open(session, os.O_WRONLY | os.O_CREAT, 0o600), "wb") as handle:
                 given = {"models": named, "data": data, "target": target, "title": title, "held_out": bool(held_out)}
@@ -140,6 +141,7 @@ class _Server:
 
     def __init__(self, port: int | None, cache_dir, *, keep: bool = False):
         self.inbox = Path(tempfile.mkdtemp(prefix="wip-show-"))  # private: 0700
+        cache_dir = Path(cache_dir).absolute()  # the server runs from the package's folder: the caller's path
         self.port = port or _free_port()
         self.keep = keep
         tie = [] if keep else ["--parent", str(os.getpid())]  # it ends when this process ends, however

@@ -144,6 +144,25 @@ def test_report_from_python_objects(files, tmp_path):
         dashboard.report({"m": lambda X: X}, files["X"], "income", tmp_path / "y.html", cache_dir=tmp_path / "cache")
 
 
+def test_report_with_relative_paths_writes_where_the_caller_is(files, tmp_path, monkeypatch):
+    """Relative paths are the caller's: the report, its numbers and the cache land in the
+    caller's working folder, not in the folder the dashboard's process runs from."""
+    monkeypatch.chdir(tmp_path)
+    dashboard.report(
+        {"ridge": files["ridge"]},
+        files["X"].assign(**{TARGET: files["y"]}),
+        TARGET,
+        "relative.html",
+        json_path="relative.json",
+        cache_dir="relative-cache",
+        progress=False,
+    )
+    assert (tmp_path / "relative.html").stat().st_size > 10_000
+    assert json.loads((tmp_path / "relative.json").read_text())["pfi"]
+    assert (tmp_path / "relative-cache").is_dir()
+    assert not (ROOT / "relative.html").exists() and not (ROOT / "relative-cache").exists()
+
+
 def test_a_session_model_another_process_does_not_hold_says_so():
     path, sha = session_models.keep(Ridge())
     assert session_models.is_session_model(path) and len(sha) == 64
