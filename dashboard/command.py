@@ -75,7 +75,7 @@ def serve(argv: list[str], name: str, conf_file: Path) -> None:
     config = parse_args(rest, parents=[own], epilog=subcommands(name))
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     app = create_app(config)
-    start, path = None, "/"
+    start, path = None, config.url_prefix
     if files.labels is not None and not files.model:
         sys.exit("error: --labels names the features of a data set: give it with --model, --data and --target")
     if files.model or files.data or files.target:
@@ -94,7 +94,7 @@ def serve(argv: list[str], name: str, conf_file: Path) -> None:
             )
         except (LoadError, compute.ExplainError, OSError) as exc:
             sys.exit(f"error: {' '.join(str(exc).split())[:500]}")
-        start, path = {"ws": ws.id}, f"/?ws={ws.id}"
+        start, path = {"ws": ws.id}, f"{config.url_prefix}?ws={ws.id}"
     set_start(app._wip_context, start["ws"] if start else None)  # what the root address opens
     print(f"Why it performs: http://{config.host}:{config.port}{path} (cache {config.cache_path})", file=sys.stderr)
     warming = (lambda: warm(app, start)) if config.warm or start else None

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import secrets
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -41,7 +42,11 @@ class Config:
     results_mb_per_hour: int = 0  # result-cache MiB one client's computations may add per hour (0: a quarter)
     jobs_per_client: int = 3  # computations and loads one client runs (or has waiting) at once
     max_jobs: int = 0  # computations and loads running at once in all (0: twice the CPU cores)
+    url_prefix: str = "/"  # the path the page is served under (behind a reverse proxy's location)
     debug: bool = False
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "url_prefix", url_prefix(self.url_prefix))
 
     @property
     def job_slots(self) -> int:
@@ -88,8 +93,26 @@ _HELP = {
     "(0: a quarter of --cache-size-mb)",
     "jobs_per_client": "computations and loads one client (address) may have running or waiting at once",
     "max_jobs": "computations and loads running at once on this server; more wait their turn (0: twice the CPU cores)",
+    "url_prefix": "path every route, asset, callback, upload and download is served under, e.g. /tools/why/ "
+    "behind a reverse proxy that forwards that location unchanged",
     "debug": "Dash debug mode on Flask's development server instead of gunicorn (never in production)",
 }
+
+
+_PREFIX = re.compile(r"/(?:[A-Za-z0-9._~-]+/)*")
+
+
+def url_prefix(raw: str) -> str:
+    """The URL prefix as Dash wants it: starting and ending with "/" ("tools/why" is
+    "/tools/why/"); only letters, digits, ``. _ ~ -`` between slashes, no "." or ".." part."""
+    text = "/" + str(raw).strip().strip("/") + "/" if str(raw).strip("/ ") else "/"
+    parts = text.strip("/").split("/")
+    if not _PREFIX.fullmatch(text) or any(part in (".", "..") for part in parts):
+        raise ValueError(
+            f"The URL prefix (--url-prefix, {env_name('url_prefix')}) must be a path such as /tools/why/: letters, "
+            f"digits and . _ ~ - between slashes (got {str(raw)[:80]!r})."
+        )
+    return text
 
 
 def env_name(name: str) -> str:
@@ -113,7 +136,7 @@ def from_env(environ=None, *, with_secret: bool = True) -> Config:
         raw = environ.get(env_name(f.name))
         if raw is not None:
             values[f.name] = _convert(type(getattr(Config, f.name)), raw, f.name)
-    config = Config(**values)
+    config = _config(values)
     if with_secret and not config.secret_key:
         # Several workers need one key: derive a stable one from a file in the cache folder.
         values["secret_key"] = _shared_secret(config.cache_path)
@@ -149,7 +172,15 @@ def parse_args(argv=None, environ=None, *, parents=(), epilog: str | None = None
     args = {k: v for k, v in vars(parser.parse_args(argv)).items() if k in known}  # the parents' are the caller's
     if not args["secret_key"]:  # one key per cache folder, shared by the workers using it
         args["secret_key"] = _shared_secret(Path(args["cache_dir"]).resolve())
-    return Config(**args)
+    return _config(args)
+
+
+def _config(values: dict) -> Config:
+    """The configuration of these values; a value it refuses ends the program with its reason."""
+    try:
+        return Config(**values)
+    except ValueError as exc:
+        raise SystemExit(f"error: {exc}") from None
 
 
 def _shared_secret(cache_path: Path) -> str:

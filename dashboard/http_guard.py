@@ -30,15 +30,15 @@ log = logging.getLogger(__name__)
 
 
 CALLBACK_BODY_LIMIT = 2 * 2**20  # the largest honest callback body is a few hundred KiB
-UPLOAD_PATH = "/upload"
+UPLOAD = "upload"  # the upload route, under the URL prefix (upload.js posts to it relative to the page)
 
 
-def limit_requests(server) -> None:
+def limit_requests(server, prefix: str = "/") -> None:
     """Bodies over CALLBACK_BODY_LIMIT get 413 on every route (``/upload`` raises its own
     limit per request), chunked ones included (:class:`BodyGuard`), and JSON nested too
     deeply for the parser gets 400, not a 500. A body that arrives too slowly gets 408."""
     server.config["MAX_CONTENT_LENGTH"] = CALLBACK_BODY_LIMIT
-    server.wsgi_app = BodyGuard(server.wsgi_app)
+    server.wsgi_app = BodyGuard(server.wsgi_app, prefix + UPLOAD)
 
     @server.before_request
     def refused_body():
@@ -213,8 +213,9 @@ class BodyGuard:
 
     REFUSED = "wip.refused_body"
 
-    def __init__(self, app):
+    def __init__(self, app, upload_path: str = "/" + UPLOAD):
         self.app = app
+        self.upload_path = upload_path  # its body streams to the route, which sets its own limit
 
     def __call__(self, environ, start_response):
         chunked = "chunked" in environ.get("HTTP_TRANSFER_ENCODING", "").lower()
@@ -231,7 +232,7 @@ class BodyGuard:
 
         _RECEIVING.add(body)
         try:
-            if environ.get("PATH_INFO") == UPLOAD_PATH:
+            if environ.get("PATH_INFO") == self.upload_path:
                 environ["wsgi.input"] = body
             elif length is None or length <= CALLBACK_BODY_LIMIT:
                 self._buffer(environ, body)
@@ -277,7 +278,7 @@ def guard_routes(app: Dash, config: Config) -> None:
     redirects, the report's link is the browser's own address (``export.report_base``)."""
     server = app.server
     prefix = app.config.routes_pathname_prefix
-    post_only = {prefix + "_dash-update-component", UPLOAD_PATH}
+    post_only = {prefix + "_dash-update-component", prefix + UPLOAD}
     check_host = not config.trusted_proxies
 
     @server.before_request

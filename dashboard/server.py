@@ -18,7 +18,7 @@ from . import jobs, labels, layout, planning
 from .callbacks import register_all
 from .callbacks.compute import resolve_state, run_parts, run_request
 from .config import Config
-from .http_guard import UPLOAD_PATH, guard_routes, limit_requests, upload_name
+from .http_guard import UPLOAD, guard_routes, limit_requests, upload_name
 from .isolation import become_child, in_forking_thread
 from .loading import DATA_SUFFIXES, MODEL_SUFFIXES, preload
 from .loading.sniff import AMBIGUOUS_SUFFIXES
@@ -61,10 +61,11 @@ def create_app(config: Config) -> Dash:
         assets_folder=str(_assets_folder()),
         background_callback_manager=manager,
         suppress_callback_exceptions=False,
+        url_base_pathname=config.url_prefix,  # every route, asset and callback under it ("/" by default)
     )
     app._wip_celery = celery_app  # type: ignore[attr-defined]
     app.server.secret_key = config.secret_key
-    limit_requests(app.server)
+    limit_requests(app.server, config.url_prefix)
     app.layout = layout.page(config)
     register_all(app, ctx)
     add_upload_route(app.server, ctx)
@@ -75,7 +76,7 @@ def create_app(config: Config) -> Dash:
     # Dash registers its script bundles on the first request, after flagging setup as done:
     # a second thread's request meanwhile gets "dash is not a registered library" (500).
     # One request here, before any real traffic, closes that window.
-    app.server.test_client().get("/")
+    app.server.test_client().get(config.url_prefix)
     app._wip_context = ctx  # type: ignore[attr-defined]  # for tests and benchmarks (read-only handle; no per-user data)
     return app
 
@@ -320,7 +321,7 @@ def add_upload_route(server, ctx: Context) -> None:
         response.headers["Retry-After"] = str(verdict.retry_after)
         return response
 
-    @server.route(UPLOAD_PATH, methods=["POST"])
+    @server.route(ctx.config.url_prefix + UPLOAD, methods=["POST"])
     def upload():
         if time.time() - last_purge[0] > 600:
             last_purge[0] = time.time()

@@ -1,8 +1,9 @@
 """Run the whole test suite: unit tests and browser tests (README's second command).
 
-Browser tests need Debian's ``chromium`` and ``chromium-driver``, the Celery test
-``redis-server``. When they are missing and we are root, they are installed with apt first
-(the machines have the Debian mirror but no browser downloads: never ``playwright install``).
+Browser tests need Debian's ``chromium`` and ``chromium-driver`` (and ``nginx-light`` for the
+page behind a reverse proxy), the Celery test ``redis-server``. When they are missing and we
+are root, they are installed with apt first (the machines have the Debian mirror but no
+browser downloads: never ``playwright install``).
 The accessibility test needs axe-core, fetched once from the npm registry (pinned version,
 checked against the registry's sha512 integrity). Before pytest it runs ``ruff check``,
 ``ruff format --check`` and ``mypy`` (compute/ and dashboard/), as configured in
@@ -22,12 +23,17 @@ import tarfile
 import urllib.request
 from pathlib import Path
 
-PACKAGES = {"chromium": "chromium", "chromedriver": "chromium-driver", "redis-server": "redis-server"}
+PACKAGES = {
+    "chromium": "chromium",
+    "chromedriver": "chromium-driver",
+    "redis-server": "redis-server",
+    "nginx": "nginx-light",  # the reverse proxy of tests/test_browser_prefix.py
+}
 
 
 def ensure_system_packages() -> None:
     """Debian packages the browser and Celery tests need (browsers never come from the web)."""
-    missing = [pkg for exe, pkg in PACKAGES.items() if not shutil.which(exe)]
+    missing = [pkg for exe, pkg in PACKAGES.items() if not (shutil.which(exe) or os.path.exists(f"/usr/sbin/{exe}"))]
     if not missing:
         return
     if os.geteuid() != 0 or not shutil.which("apt-get"):
