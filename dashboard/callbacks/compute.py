@@ -471,7 +471,9 @@ NOT_STARTED = (
     "The computation ended without its results: its process ended before it could start (killed, "
     "out of memory, or its server restarted). Press Retry to compute it again."
 )
-START_GRACE = 4.0  # seconds a job may take to start (its process to mark itself) before it counts as lost
+# seconds a job may take to start (its process to mark itself; forking is slow on a loaded machine)
+# before it counts as lost: a job lost before it starts is still answered within 10 s
+START_GRACE = 7.0
 DELIVER_AFTER = 3.0  # seconds after a job's end before the watchdog hands its outcome over itself
 WAITING = {"done": no_update, "cancel": no_update, "box": no_update, "watch": no_update}
 
