@@ -11,10 +11,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .errors import InputError
-from .prediction import Segment, cycle_segment, predict_segments
+from .errors import InputError, ModelError
+from .prediction import Segment, cycle_segment, predict_positions, predict_segments
 from .results import PermutationImportance, PermutationPairs
 from .sampling import sample_rows
+from .trees import Choice, choose_engine, for_permutations, permuted_losses
 from .validation import (
     check_choice,
     check_features,
@@ -48,6 +49,7 @@ def permutation_importance(
     random_state=0,
     n_jobs=1,
     chunk_rows=None,
+    engine="auto",
 ) -> PermutationImportance:
     """Permutation feature importance with repetitions.
 
@@ -88,6 +90,13 @@ def permutation_importance(
         Results do not depend on ``n_jobs`` or ``chunk_rows`` for a given seed.
     n_jobs : int, default 1
         Threads evaluating chunks in parallel.
+    engine : {"auto", "trees", "predict"}, default "auto"
+        As in :func:`compute.feature_profile`: ``"trees"`` walks each row through each tree
+        once per feature and looks every repeat's donor value up in the row's intervals
+        (the same losses as the batched predict); groups of several columns take the
+        batched predict, and so do single trees and forests under ``"auto"`` (the NumPy
+        walk is slower than their predict for PFI; boosted ensembles are walked).
+        ``result.engine`` and ``result.engine_reason`` say which ran and why.
     Returns
     -------
     :class:`PermutationImportance`: ``repeats`` (features x ``repeat_1`` ...
@@ -112,7 +121,18 @@ def permutation_importance(
         random_state=random_state,
         n_jobs=n_jobs,
         chunk_rows=chunk_rows,
+        engine=engine,
     )
+
+
+@dataclass(frozen=True, eq=False)
+class EnginePermutationImportance(PermutationImportance):
+    """A :class:`PermutationImportance` that says which engine computed it: ``engine``
+    ("exact tree walk" or "batched predict") and ``engine_reason`` (why the walk was not
+    taken, under ``engine="auto"``)."""
+
+    engine: str = "batched predict"
+    engine_reason: str | None = None
 
 
 def permutation_block(
@@ -167,6 +187,7 @@ class _Setup:
     # conditional importance: per item, a label per row; the permutations stay within labels
     strata: tuple[np.ndarray | None, ...] | None = None
     streamed: bool = False  # a block of a split job (streams given): keep each row's change for concat
+    choice: Choice = Choice(None)  # the engine: the exact tree walk or the batched predict
 
 
 def _setup(
@@ -186,6 +207,7 @@ def _setup(
     chunk_rows=None,
     streams=None,
     keep_pairs=False,
+    engine="auto",
 ) -> _Setup:
     """Every argument checked, the rows and the items' random streams drawn."""
     X = check_frame(X)
@@ -212,6 +234,15 @@ def _setup(
     if not isinstance(keep_pairs, (bool, np.bool_)):
         raise InputError(f"The 'keep_pairs' parameter must be True or False (got {keep_pairs!r}).")
     n = rows.size
+    choice = for_permutations(choose_engine(engine, predictor))
+    joint = [name for name, members in groups.items() if len(members) > 1]
+    if choice.ensemble is not None and joint:
+        if engine == "trees":
+            raise ModelError(
+                f"engine='trees' cannot compute grouped PFI ({joint[0]!r} has several columns): the walk leaves "
+                "one column free at a time."
+            )
+        choice = Choice(None, "groups of several columns: the walk leaves one column free at a time")
     return _Setup(
         predictor=predictor,
         loss=loss_obj,
@@ -228,6 +259,7 @@ def _setup(
         pair_donors=np.empty((len(items), n_repeats, n), dtype=np.int32) if keep_pairs else None,
         pair_losses=np.empty((len(items), n_repeats, n)) if keep_pairs else None,
         streamed=streamed,
+        choice=choice,
     )
 
 
@@ -244,13 +276,10 @@ def _all_permuted(setup: _Setup, local, at: np.ndarray, items: range) -> list[Se
         return list(pool.map(lambda k: _permuted(setup, local, at, k), items))
 
 
-def _permuted(setup: _Setup, local, at: np.ndarray, k: int) -> Segment:
-    """All repeats of item k (a feature or a group): row r*n + i is observation rows[i] with
-    the item's columns taken from observation donors[r*n + i] (permutation tau_r of the rows),
-    gathered from the sample's own design when it is a sample (cache-local copies; the same
-    values as gathering from all of X). The donors' values are gathered once for all repeats
-    (numeric data: in the dtype of the blocks they are written into)."""
-    n, rows, columns = setup.rows.size, setup.rows, setup.items[k][1]
+def _positions(setup: _Setup, k: int) -> np.ndarray:
+    """The donors of item k, all repeats end to end (repeat r's permutation tau_r of the
+    rows at ``r*n:(r+1)*n``), from the item's own random stream; kept in the pairs."""
+    n = setup.rows.size
     perm_rng = np.random.default_rng(setup.seeds[k])
     labels = None if setup.strata is None else setup.strata[k]
     if labels is None:
@@ -259,6 +288,30 @@ def _permuted(setup: _Setup, local, at: np.ndarray, k: int) -> Segment:
         positions = np.concatenate([permutation_within(labels, perm_rng) for _ in range(setup.n_repeats)])
     if setup.pair_donors is not None:
         setup.pair_donors[k] = positions.reshape(setup.n_repeats, n)
+    return positions
+
+
+def _walked_losses(setup: _Setup, ens, items: range, base: np.ndarray) -> np.ndarray:
+    """The losses :func:`predict_segments` gives for the stream of ``items``, from the exact
+    tree walk of ``ens``: one walk per row and item, every repeat's donor looked up in the
+    row's intervals (:mod:`compute.trees`); ``base`` the rows' own losses (the model's)."""
+    predictor, rows = setup.predictor, setup.rows
+    parts = []
+    target = ((setup.y, setup.loss), base)
+    for k in items:
+        donors = _positions(setup, k).reshape(setup.n_repeats, rows.size)
+        parts.append(permuted_losses(ens, predictor, rows, setup.items[k][1], donors, target))
+    return np.concatenate(parts)
+
+
+def _permuted(setup: _Setup, local, at: np.ndarray, k: int) -> Segment:
+    """All repeats of item k (a feature or a group): row r*n + i is observation rows[i] with
+    the item's columns taken from observation donors[r*n + i] (permutation tau_r of the rows),
+    gathered from the sample's own design when it is a sample (cache-local copies; the same
+    values as gathering from all of X). The donors' values are gathered once for all repeats
+    (numeric data: in the dtype of the blocks they are written into)."""
+    n, rows, columns = setup.rows.size, setup.rows, setup.items[k][1]
+    positions = _positions(setup, k)
     donors = positions if at is local.every_row else at[positions]  # a sample's own design: the same
     if local.numeric:  # each column read contiguously, written in the blocks' dtype
         numbers, dtype = local.numbers(), local.block_dtype
@@ -283,6 +336,7 @@ class _Errors:
     base: np.ndarray
     row_cov: np.ndarray | None = None  # items x items: covariance of the items' mean changes (see below)
     changes: np.ndarray | None = None  # items x rows: each row's mean loss change (float32)
+    choice: Choice = Choice(None)  # the engine that ran
 
 
 #: Most (item, row) loss changes kept during a pass for the row covariance (float32: 40 MB);
@@ -307,18 +361,32 @@ def _permuted_errors(setup: _Setup) -> _Errors:
     batch = max(1, BATCH_ROWS // (n * n_repeats))
     model_error: float | None = None
     base = np.empty(0)
-    for start in range(0, len(setup.items), batch):
-        group = _all_permuted(setup, local, at, range(start, min(start + batch, len(setup.items))))
-        head = [unmodified] if model_error is None else []
-        _, losses = predict_segments(
-            setup.predictor,
-            head + group,
-            y_enc=setup.y,
-            loss=setup.loss,
-            chunk_rows=setup.chunk_rows,
-            n_jobs=setup.n_jobs,
-            keep_values=False,
+    choice = setup.choice
+    if choice.ensemble is not None:  # the rows as they are: the model's own predict, bit for bit
+        own_values, own = predict_positions(
+            setup.predictor, rows, y_enc=setup.y, loss=setup.loss, chunk_rows=setup.chunk_rows, n_jobs=setup.n_jobs
         )
+        choice = choice.verified(setup.predictor, rows, own_values)
+        if choice.ensemble is not None:
+            assert own is not None  # a loss was given
+            base = own
+            model_error = float(own.mean())
+    for start in range(0, len(setup.items), batch):
+        group = range(start, min(start + batch, len(setup.items)))
+        head = [unmodified] if model_error is None else []
+        losses: np.ndarray | None
+        if choice.ensemble is not None:
+            losses = _walked_losses(setup, choice.ensemble, group, base)
+        else:
+            _, losses = predict_segments(
+                setup.predictor,
+                head + _all_permuted(setup, local, at, group),
+                y_enc=setup.y,
+                loss=setup.loss,
+                chunk_rows=setup.chunk_rows,
+                n_jobs=setup.n_jobs,
+                keep_values=False,
+            )
         assert losses is not None  # a loss was given, so the pass returns losses
         if head:
             base, losses = losses[:n], losses[n:]
@@ -335,7 +403,7 @@ def _permuted_errors(setup: _Setup) -> _Errors:
     # the covariance of two items' mean changes over the rows (ddof=1, over n): var(a - b) of a
     # paired comparison is C_aa + C_bb - 2 C_ab; C_aa is row_se² (up to float32 rounding)
     row_cov = None if changes is None else np.atleast_2d(np.cov(changes, ddof=1)) / n
-    return _Errors(errors, row_se, model_error, base, row_cov, changes)
+    return _Errors(errors, row_se, model_error, base, row_cov, changes, choice)
 
 
 def _aggregate(setup: _Setup, found: _Errors) -> PermutationImportance:
@@ -361,7 +429,9 @@ def _aggregate(setup: _Setup, found: _Errors) -> PermutationImportance:
     pairs = None
     if setup.pair_losses is not None and setup.pair_donors is not None:
         pairs = PermutationPairs(setup.pair_losses, setup.pair_donors, base)
-    return PermutationImportance(
+    return EnginePermutationImportance(
+        engine=found.choice.name,
+        engine_reason=found.choice.reason,
         repeats=repeats,
         model_error=model_error,
         loss=setup.loss.name,

@@ -2,15 +2,26 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pandas as pd
 from joblib import Parallel, delayed
 
 from .errors import InputError
 from .losses import Loss
-from .prediction import GridSpec, Predictor, Segment, predict_segments, repeated, unmodified_segment
+from .prediction import (
+    GridSpec,
+    Predictor,
+    Segment,
+    predict_positions,
+    predict_segments,
+    repeated,
+    unmodified_segment,
+)
 from .results import FeatureProfile
 from .sampling import Grid, make_grid, sample_rows
+from .trees import Choice, Own, choose_engine, profile_pass
 from .validation import (
     check_feature,
     check_features,
@@ -40,6 +51,7 @@ def feature_profile(
     random_state=0,
     n_jobs=1,
     chunk_rows=None,
+    engine="auto",
 ) -> FeatureProfile:
     """Intervene on one feature over a grid and evaluate the model once on all of it.
 
@@ -80,6 +92,14 @@ def feature_profile(
         Threads evaluating chunks in parallel (-1: all cores).
     chunk_rows : int, optional
         Most intervened rows per model call (default: within a 256 MiB budget).
+    engine : {"auto", "trees", "predict"}, default "auto"
+        How the intervened rows are evaluated. ``"trees"``: the exact tree walk
+        (:mod:`compute.trees`, scikit-learn tree models: one walk per row and tree gives the
+        row's whole ICE curve, the same numbers as the model's own predict); it raises a
+        ``ModelError`` naming why a model is not read. ``"predict"``: the batched predict
+        of every intervened row. ``"auto"``: the walk when the model is read, else the
+        batched predict. ``params["engine"]`` says which ran ("exact tree walk" or
+        "batched predict"), ``params["engine_reason"]`` why the walk was not taken.
 
     Returns
     -------
@@ -98,15 +118,27 @@ def feature_profile(
         loss_obj = None
     y_enc = encode_target(y, len(X), predictor, loss_obj) if loss_obj is not None else None
     grid_obj = _checked_grid(Xm[feature], grid, grid_weights)
+    choice = choose_engine(engine, predictor)
     rows = sample_rows(len(X), n_obs, rng)
     params = {
         "grid": grid if isinstance(grid, (str, int)) else "array",
         "loss": None if loss_obj is None else loss_obj.name,
         "n_obs": n_obs,
         "random_state": random_state if isinstance(random_state, int) else None,
+        **choice.note(),
     }
     return _profile(
-        predictor, feature, grid_obj, X.index, rows, y_enc, loss_obj, params, chunk_rows=chunk_rows, n_jobs=n_jobs
+        predictor,
+        feature,
+        grid_obj,
+        X.index,
+        rows,
+        y_enc,
+        loss_obj,
+        params,
+        chunk_rows=chunk_rows,
+        n_jobs=n_jobs,
+        choice=choice,
     )
 
 
@@ -168,6 +200,7 @@ def _profile(
     *,
     chunk_rows: int | None,
     n_jobs: int,
+    choice: Choice | None = None,
 ) -> FeatureProfile:
     design = predictor.design
     n_obs, n_grid = rows.size, grid.values.size
@@ -196,7 +229,16 @@ def _profile(
     off = ~on_grid
     tensor = Segment(n_obs * n_grid, make_block, lambda a, b: repeated(rows, n_grid, a, b), rows_of)
     segments = [tensor, unmodified_segment(predictor, rows[off], local, at[off])] if off.any() else [tensor]
-    values, losses = predict_segments(predictor, segments, y_enc=y_enc, loss=loss, chunk_rows=chunk_rows, n_jobs=n_jobs)
+    walked = None
+    if choice is not None and choice.ensemble is not None:  # the exact tree walk: the same stream's numbers
+        walked = _walked(choice, predictor, rows, feature, grid_values, off, (y_enc, loss), chunk_rows, n_jobs)
+        params.update(walked.choice.note())
+    if walked is not None and walked.values is not None:
+        values, losses = walked.values, walked.losses
+    else:
+        values, losses = predict_segments(
+            predictor, segments, y_enc=y_enc, loss=loss, chunk_rows=chunk_rows, n_jobs=n_jobs
+        )
     pred = values[: n_obs * n_grid].reshape(n_obs, n_grid)
     loss_grid = None if losses is None else losses[: n_obs * n_grid].reshape(n_obs, n_grid)
 
@@ -223,6 +265,36 @@ def _profile(
         output=predictor.output,
         params=params,
     )
+
+
+@dataclass(frozen=True)
+class _Walked:
+    """A profile's stream from the tree walk (``values`` None: the walk was not used) and
+    the engine that ran."""
+
+    choice: Choice
+    values: np.ndarray | None = None
+    losses: np.ndarray | None = None
+
+
+def _walked(choice: Choice, predictor, rows, feature, grid_values, off, target, chunk_rows, n_jobs) -> _Walked:
+    """The profile's stream (the tensor, then the rows ``rows[off]`` unmodified) from the
+    exact tree walk: the rows' own predictions from the model (one call on the ``n_obs``
+    unmodified rows, so they are its own numbers bit for bit; the walk is checked against
+    them), every other cell from one walk per row and tree (:func:`compute.trees.profile_pass`)."""
+    y_enc, loss = target
+    own_values, own_losses = predict_positions(
+        predictor, rows, y_enc=y_enc, loss=loss, chunk_rows=chunk_rows, n_jobs=n_jobs
+    )
+    choice = choice.verified(predictor, rows, own_values)
+    if choice.ensemble is None:
+        return _Walked(choice)
+    own = Own(own_values, own_losses)
+    values, losses = profile_pass(choice.ensemble, predictor, rows, feature, grid_values, target, own)
+    values = np.concatenate([values, own_values[off]])
+    if losses is not None and own_losses is not None:
+        losses = np.concatenate([losses, own_losses[off]])
+    return _Walked(choice, values, losses)
 
 
 def _own_values(design, feature, rows: np.ndarray, categorical: bool) -> np.ndarray:

@@ -1,0 +1,212 @@
+"""Choosing the engine of a block method, and the tree engine's passes.
+
+``engine="auto"`` (default) takes the exact tree walk when the model is one the engine
+reads, else the batched predict, recording why (:class:`Choice`); ``"trees"`` raises
+:class:`~compute.errors.ModelError` naming why a model is not read; ``"predict"`` is the
+batched predict of every intervened row (the reference, and the path of every other model).
+Before it is used, the walk is checked against the model's own predictions of a few of the
+unmodified rows every pass predicts anyway (those with missing values first): a
+disagreement (another library version's arithmetic) falls back, never a wrong number.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import InputError, ModelError
+from ..losses import Loss
+from ..prediction import Predictor, _custom_loss
+from .read import Ensemble, Unsupported, read_model
+from .walk import curve_sums, lookup_sums, same_walk
+
+ENGINES = ("auto", "trees", "predict")
+TREE_WALK = "exact tree walk"
+BATCHED_PREDICT = "batched predict"
+#: Rows of the data the walk is checked on against the model's own predict.
+CHECK_ROWS = 32
+#: Largest gap (relative to the spread of the checked outputs) the check accepts.
+CHECK_TOLERANCE = 1e-9
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The engine a call runs on: ``ensemble`` for the tree walk (None: batched predict),
+    ``reason`` why the batched predict was taken (None otherwise), ``forced`` when the walk
+    was asked for (``engine="trees"``: a walk that cannot be used raises)."""
+
+    ensemble: Ensemble | None
+    reason: str | None = None
+    forced: bool = False
+
+    @property
+    def name(self) -> str:
+        return TREE_WALK if self.ensemble is not None else BATCHED_PREDICT
+
+    def note(self) -> dict:
+        """What a result records: ``engine`` and ``engine_reason``."""
+        return {"engine": self.name, "engine_reason": self.reason}
+
+    def verified(self, predictor: Predictor, rows: np.ndarray, own_values: np.ndarray) -> Choice:
+        """This choice once the walk is checked against the model's own curve values
+        ``own_values`` of the rows ``rows`` (the unmodified rows a pass predicts anyway): up
+        to :data:`CHECK_ROWS` of them, those with missing values first. A walk that
+        disagrees gives the batched predict with the reason (``engine="trees"``: raises)."""
+        if self.ensemble is None:
+            return self
+        try:
+            _verify(self.ensemble, predictor, rows, own_values)
+        except Unsupported as exc:
+            return _fallback(exc, self.forced)
+        return self
+
+
+def _fallback(exc: Unsupported, forced: bool) -> Choice:
+    if forced:
+        raise ModelError(f"engine='trees' cannot compute this model: {exc}. Use engine='auto' or 'predict'.") from exc
+    return Choice(None, str(exc))
+
+
+def choose_engine(engine, predictor: Predictor) -> Choice:
+    """The engine for ``predictor`` (before the walk is checked, :meth:`Choice.verified`)."""
+    if not isinstance(engine, str) or engine not in ENGINES:
+        raise InputError(f"The 'engine' parameter must be one of {list(ENGINES)!r} (got {engine!r}).")
+    if engine == "predict":
+        return Choice(None, "engine='predict' was asked for")
+    try:
+        return Choice(_readable(predictor), forced=engine == "trees")
+    except Unsupported as exc:
+        return _fallback(exc, engine == "trees")
+
+
+#: Models whose PFI the walk (plain NumPy) computes slower than the batched predict at the
+#: usual repeats (benchmarks/speed_trees.py: a full-depth forest 1.6x the raw predict at 10
+#: repeats, where the batched predict is 0.9x): under "auto" their PFI takes the predict.
+SLOWER_FOR_PFI = ("DecisionTree", "RandomForest", "ExtraTrees")
+
+
+def for_permutations(choice: Choice) -> Choice:
+    """The engine of a PFI call under ``engine="auto"``: the walk, except for deep single
+    trees and forests (:data:`SLOWER_FOR_PFI`), where the batched predict is faster."""
+    ens = choice.ensemble
+    if ens is None or choice.forced or not ens.name.startswith(SLOWER_FOR_PFI):
+        return choice
+    return Choice(
+        None, f"{ens.name}: the NumPy tree walk is slower than the batched predict for PFI (engine='trees' forces it)"
+    )
+
+
+def _readable(predictor: Predictor) -> Ensemble:
+    """The model's :class:`Ensemble`, or :class:`Unsupported` naming why the walk cannot
+    compute it on this data."""
+    design = predictor.design
+    if not design.numeric:
+        raise Unsupported("the data has non-numeric columns: the engine walks numeric inputs only")
+    ens = read_model(predictor.model)
+    if predictor.is_classifier and not predictor.has_proba:
+        raise Unsupported("a classifier without predict_proba")
+    if predictor.is_classifier and predictor.classes is not None:
+        width = ens.n_outputs if ens.n_outputs > 1 else 2
+        if width != len(predictor.classes):
+            raise Unsupported(f"{ens.name} gives {width} outputs for {len(predictor.classes)} classes")
+    if ens.float32 and np.nanmax(np.abs(design.numbers()), initial=0.0) > np.finfo(np.float32).max:
+        raise Unsupported("values beyond float32's range, which the model refuses")
+    return ens
+
+
+def _verify(ens: Ensemble, predictor: Predictor, rows: np.ndarray, own_values: np.ndarray) -> None:
+    numbers = predictor.design.numbers()
+    picked = _check_rows(numbers[rows])
+    at = rows[picked]
+    sums = lookup_sums(ens, ens.compared(numbers[at]), 0, numbers[at, :1])[:, 0, :]
+    mine = np.asarray(predictor.value(ens.finish(sums)), dtype=np.float64)
+    theirs = np.asarray(own_values, dtype=np.float64)[picked]
+    spread = max(float(np.ptp(theirs)) if theirs.size else 0.0, float(np.max(np.abs(theirs), initial=0.0)), 1e-300)
+    gap = float(np.max(np.abs(mine - theirs), initial=0.0)) if mine.shape == theirs.shape else np.inf
+    if not gap <= CHECK_TOLERANCE * spread:
+        raise Unsupported(f"the walk disagrees with the model's own predict on the check rows (gap {gap:.3g})")
+
+
+def _check_rows(numbers: np.ndarray) -> np.ndarray:
+    """Up to :data:`CHECK_ROWS` rows: those with missing values first, then spread evenly."""
+    n = numbers.shape[0]
+    missing = np.flatnonzero(np.isnan(numbers).any(axis=1))[: CHECK_ROWS // 2]
+    spread = np.unique(np.linspace(0, n - 1, min(n, CHECK_ROWS - missing.size)).astype(np.int64))
+    return np.unique(np.concatenate([missing, spread]))
+
+
+def pointwise_loss(loss: Loss, target, raw: np.ndarray) -> np.ndarray:
+    """Each row's loss as the batched predict computes it: a built-in loss directly, a
+    user's callable checked (``prediction._custom_loss``)."""
+    return loss.fn(target, raw) if loss.builtin else _custom_loss(loss, target, raw)
+
+
+@dataclass(frozen=True)
+class Own:
+    """The rows' own predictions, from the model's own predict (one call per chunk of the
+    unmodified rows): ``values`` (curve values) and ``losses`` (None without a target). A
+    cell whose walk is the row's own (the feature's value in the same bin as the row's)
+    takes these, bit for bit, so a change is exactly 0 where the model cannot see one."""
+
+    values: np.ndarray
+    losses: np.ndarray | None
+
+
+def profile_pass(
+    ens: Ensemble,
+    predictor: Predictor,
+    rows: np.ndarray,
+    feature,
+    grid_values: np.ndarray,
+    target: tuple[np.ndarray | None, Loss | None],
+    own: Own,
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """The ``rows x grid`` tensor of a profile (values and, given ``target = (y_enc,
+    loss)``, losses; flat, row by row) from one walk per row and tree."""
+    design = predictor.design
+    j = design.position(feature)
+    numbers = design.numbers()
+    X = ens.compared(numbers[rows])
+    grid = np.asarray(grid_values, dtype=np.float64)
+    sums = curve_sums(ens, X, j, grid)
+    n, m = sums.shape[0], sums.shape[1]
+    raw = ens.finish(sums.reshape(n * m, -1))
+    y_enc, loss = target
+    losses = None if loss is None or y_enc is None else pointwise_loss(loss, np.repeat(y_enc[rows], m), raw)
+    values = predictor.value(raw)
+    same = same_walk(ens, j, numbers[rows, j][:, None], grid[None, :]).ravel()
+    at = np.repeat(np.arange(n), m)[same]
+    values[same] = own.values[at]
+    if losses is not None and own.losses is not None:
+        losses[same] = own.losses[at]
+    return values, losses
+
+
+def permuted_losses(
+    ens: Ensemble,
+    predictor: Predictor,
+    rows: np.ndarray,
+    columns: list,
+    donors: np.ndarray,
+    target: tuple[tuple[np.ndarray, Loss], np.ndarray],
+) -> np.ndarray:
+    """The losses of rows ``rows`` with ``columns`` (one column) taken from the rows
+    ``rows[donors[r]]`` (repeats x rows), repeat-major as PFI's stream: one walk per row for
+    every repeat, each donor's value looked up in its row's intervals. ``target`` is
+    ``((y_enc, loss), own losses of the rows)``; a donor whose value walks as the row's own
+    gives the row's own loss."""
+    design = predictor.design
+    (column,) = columns
+    j = design.position(column)
+    numbers = design.numbers()
+    X = ens.compared(numbers[rows])
+    x = numbers[rows, j]
+    queries = x[donors].T  # rows x repeats
+    sums = lookup_sums(ens, X, j, queries)  # rows x repeats x outputs
+    raw = ens.finish(sums.transpose(1, 0, 2).reshape(donors.size, -1))
+    (y_enc, loss), own = target
+    losses = pointwise_loss(loss, np.tile(y_enc[rows], donors.shape[0]), raw)
+    same = same_walk(ens, j, x[None, :], x[donors]).ravel()
+    losses[same] = np.tile(own, donors.shape[0])[same]
+    return losses
