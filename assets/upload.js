@@ -31,7 +31,7 @@
 
   // what each kind of upload's chooser offers (the server checks the kind and the bytes again)
   var ACCEPT = {
-    model: ".skops,.onnx,.json,.ubj,.txt,.cbm,.model,.bst,.pkl,.pickle,.joblib",
+    model: ".skops,.onnx,.json,.ubj,.txt,.cbm,.model,.bst,.zip,.pkl,.pickle,.joblib",
     data: ".csv,.parquet,.pq",
     labels: ".json,application/json",
   };

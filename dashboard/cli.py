@@ -38,7 +38,7 @@ def report_main(argv: list[str] | None = None, *, stderr=None, prog: str = "pyth
         description="Write the dashboard's review of models on a data set, no browser.",
     )
     needed = parser.add_argument_group("required")  # --session (dashboard.report) stands for the first three
-    needed.add_argument("--model", action="append", type=Path, help="a model file (repeat for more)")
+    needed.add_argument("--model", action="append", type=Path, help="a model file or MLflow folder (repeat for more)")
     needed.add_argument("--data", type=Path, help="the data (.csv or .parquet) with the target column")
     needed.add_argument("--target", help="the outcome column of the data")
     needed.add_argument("--out", required=True, type=Path, help="the HTML report to write")
@@ -173,6 +173,12 @@ def _model(path: Path, err):
     """A model file: its path for the formats the upload form reads (loaded in the job), the
     object itself for a pickle (loaded here: the operator's own file)."""
     suffix = path.suffix.lower()
+    if path.is_dir():  # an MLflow model folder (MLmodel + the flavour's files): zipped by the door
+        if not (path / "MLmodel").is_file():
+            raise LoadError(
+                f"{path}: a folder given as --model must be an MLflow model folder (no MLmodel in it).", field="model"
+            )
+        return path
     if not path.is_file():
         raise LoadError(f"{path}: no such model file.", field="model")
     if suffix in PICKLES:  # before MODEL_SUFFIXES, which names them to refuse them at upload

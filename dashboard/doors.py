@@ -31,6 +31,7 @@ from .isolation import isolated
 from .loading import MODEL_SUFFIXES, LoadError
 from .loading.checks import PYTHON_CONFIRM
 from .loading.inspect import Checked, inspect_model
+from .loading.mlflow import MLFLOW_SUFFIX, folder_archive
 from .loading.sniff import AMBIGUOUS_SUFFIXES, suffix_by_content
 from .state import Context, default_state, normalize
 from .store import ModelEntry, Workspace, new_workspace_id
@@ -76,6 +77,8 @@ def open_workspace(
     for name, model in models.items():
         if isinstance(model, session_models.Pickled) and model.how.startswith("file:"):
             model = _as_file(ctx, model)  # a raw booster: its own file format
+        if isinstance(model, Path) and model.is_dir():  # an MLflow model folder: kept as its zip
+            model = _as_file(ctx, session_models.Pickled(folder_archive(model, ctx.policy), "file:" + MLFLOW_SUFFIX))
         if isinstance(model, Path):
             suffix = model.suffix.lower()
             if suffix in AMBIGUOUS_SUFFIXES:  # .model / .bst: LightGBM or XGBoost, read by content

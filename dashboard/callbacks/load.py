@@ -32,6 +32,7 @@ from ..loading import (
     read_data,
 )
 from ..loading.inspect import inspect_model
+from ..loading.mlflow import MLFLOW_SUFFIX
 from ..quota import client_key
 from ..store import ModelEntry, Workspace, new_workspace_id
 from . import labels_upload
@@ -79,7 +80,7 @@ def describe_models(ctx, files) -> ModelFeedback:
                 "or export it to ONNX."
             )
             ctx.store.discard_upload(f.get("id"), errors[-1])  # refused files do not wait for the TTL
-        elif suffix == ".skops":
+        elif suffix in (".skops", MLFLOW_SUFFIX):  # an MLflow zip: its archive, MLmodel and flavour too
             path = ctx.store.upload_path(f.get("id"))
             if path is None:
                 errors.append(ctx.store.upload_gone(f.get("id"), name))
@@ -97,7 +98,7 @@ def describe_models(ctx, files) -> ModelFeedback:
                 ctx.store.discard_upload(f.get("id"), errors[-1])
             except Exception as exc:  # never a 500 for a visitor's file
                 log.warning("type listing failed for an upload: %s", exc)
-                errors.append(f"{name} is not a valid .skops file ({type(exc).__name__}).")
+                errors.append(f"{name} is not a valid {suffix} file ({type(exc).__name__}).")
                 ctx.store.discard_upload(f.get("id"), errors[-1])
     options = [{"label": f" {t}", "value": t, "disabled": not ctx.policy.allow_user_types} for t in sorted(set(types))]
     box = {"display": "block"} if options else {"display": "none"}

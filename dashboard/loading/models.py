@@ -12,18 +12,22 @@ import weakref
 from ..model_trust import Inspection, ModelFileError, allow_list, check_model, inspect_skops
 from .boosters import BOOSTER_SUFFIXES, booster_versions, load_booster
 from .errors import LoadError, Policy, check_size, file_suffix, short
+from .mlflow import MLFLOW_SUFFIX, inner_name, load_mlflow, unpacked
 from .onnx import load_onnx, onnx_versions
 from .sniff import AMBIGUOUS_SUFFIXES, suffix_by_content
 
-MODEL_SUFFIXES = (".skops", ".onnx", *BOOSTER_SUFFIXES, ".pkl", ".pickle", ".joblib")
+MODEL_SUFFIXES = (".skops", ".onnx", *BOOSTER_SUFFIXES, ".pkl", ".pickle", ".joblib", MLFLOW_SUFFIX)
 PICKLE_SUFFIXES = (".pkl", ".pickle", ".joblib")
 #: what the page says it accepts
-FORMATS_TEXT = ".skops, .onnx, XGBoost .json/.ubj, LightGBM .txt, CatBoost .cbm/.json, .model/.bst"
+FORMATS_TEXT = (
+    ".skops, .onnx, XGBoost .json/.ubj, LightGBM .txt, CatBoost .cbm/.json, .model/.bst, an MLflow model .zip"
+)
 
 
 # --- models --------------------------------------------------------------------------------
 def model_untrusted_types(path, *, policy: Policy = Policy(), name: str | None = None) -> list[str]:
-    """Types in a ``.skops`` file that the user would have to accept; [] for other formats.
+    """Types in a ``.skops`` file (or the one an MLflow ``.zip`` holds) that the user would
+    have to accept; [] for other formats.
 
     Every type named in the schema that is not on the allow-list with the loader it uses
     (see :mod:`dashboard.model_trust`); read without building any object or calling skops.
@@ -31,7 +35,12 @@ def model_untrusted_types(path, *, policy: Policy = Policy(), name: str | None =
     """
     path = os.fspath(path)
     label = name or os.path.basename(path)
-    if file_suffix(path, name, MODEL_SUFFIXES) != ".skops":
+    suffix = file_suffix(path, name, MODEL_SUFFIXES)
+    if suffix == MLFLOW_SUFFIX:  # an MLflow zip: its archive, MLmodel and flavour checked; a skops file's types
+        check_size(path, label, policy, "model")
+        with unpacked(path, label, policy) as (inner_path, inner):
+            return model_untrusted_types(inner_path, policy=policy, name=inner_name(label, inner))
+    if suffix != ".skops":
         return []
     check_size(path, label, policy, "model")
     return list(_inspect_skops(path, label, policy).refused)
@@ -55,7 +64,8 @@ def load_model(path, *, name: str | None = None, policy: Policy = Policy(), acce
             f"{label}: a model file must end in {', '.join((*MODEL_SUFFIXES, *AMBIGUOUS_SUFFIXES))} (got "
             f"{suffix or 'no suffix'}). Save it with skops.io.dump(model, 'model.skops'), export it to "
             f"ONNX, or save a gradient-boosting model with its library's save_model (XGBoost .json/.ubj, "
-            f"LightGBM .txt, CatBoost .cbm; .model / .bst are read by their content).",
+            f"LightGBM .txt, CatBoost .cbm; .model / .bst are read by their content), or upload an MLflow "
+            f"model folder as a .zip.",
             field="model",
         )
     if suffix in PICKLE_SUFFIXES and not policy.allow_pickle:
@@ -68,6 +78,12 @@ def load_model(path, *, name: str | None = None, policy: Policy = Policy(), acce
             field="model",
         )
     check_size(path, label, policy, "model")
+    if suffix == MLFLOW_SUFFIX:  # an MLflow model folder's zip: the flavour's native file, loaded as such
+
+        def native(inner: str, name: str, given: Policy) -> object:
+            return load_model(inner, name=name, policy=given, accepted_types=accepted_types, classes=classes)
+
+        return load_mlflow(path, label, policy, native)[0]
     versions: list[str] = []
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
