@@ -2,6 +2,15 @@
 
 from __future__ import annotations
 
+import os
+
+# One OpenMP thread in the test process, set before any library that uses OpenMP loads: many
+# tests fork model processes from this process (dashboard.isolation), and a child forked after
+# libgomp started its thread pool hangs in its first parallel region (HistGradientBoosting or
+# XGBoost trained here, then an XGBoost file loaded in a forked child: the load timed out).
+# The servers the tests start inherit it too; production keeps its own setting.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
 import numpy as np
 import pandas as pd
 import pytest
