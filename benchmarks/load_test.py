@@ -196,6 +196,11 @@ CLIENTSIDE_NOT_NEEDED = {
     "model-files.data": "the upload buttons (a file chooser): not in the action mix",
     "data-file.data": "the upload buttons (a file chooser): not in the action mix",
 }
+# Clientside callbacks the mix does trigger whose outputs no callback reads: run as "no
+# update" (what they draw is the browser's business), checked to feed nothing when the map is read.
+CLIENTSIDE_INERT = {
+    "page.className": "presentation mode: the page's class, the toolbar button's words and the title line",
+}
 # Figures that must have traces when their view is drawn for the demo: those that have them in
 # every feature x subgroup state of the demo (checked in-process; SFIMP, what-if, contributions
 # and the caveats' group figure depend on a button or an observation). Any other drawn view only
@@ -217,6 +222,7 @@ WAITING_TEXT = "Waiting for results…"  # dashboard.views.base.waiting(None): a
 PLACEHOLDERS: dict[str, dict] = {}  # view name -> {"id.prop": value} of placeholder(view, HIDDEN) (registry_check)
 NO_UPDATE = object()  # dash_clientside.no_update
 UNDEFINED = object()  # a property never set (JSON.stringify leaves it out)
+INERT = object()  # a clientside callback whose outputs no callback reads (CLIENTSIDE_INERT)
 
 
 # --- errors ---------------------------------------------------------------------------------
@@ -372,7 +378,7 @@ class Callback:
         if self.clientside:
             self.name = "clientside:" + key
         self.first_output = key
-        self.emulation: FanOut | None = None  # the fan-out (the only clientside callback emulated)
+        self.emulation: FanOut | object | None = None  # the fan-out, INERT, or None (not emulated)
         self.view: str | None = None  # a view's callback: the view's name
         self.downstream: set[str] = set()  # every property this callback can change, transitively
 
@@ -417,6 +423,11 @@ class CallbackMap:
                     )
                     continue
                 cb.emulation, cb.name, self.fan_out = fan, "fan_out", fan
+            elif cb.first_output in CLIENTSIDE_INERT:
+                read = sorted(k for k in cb.output_keys if self.by_input.get(k))
+                if read:
+                    self.problems.append(f"{cb.name} is counted inert but {read} feed other callbacks: emulate it")
+                cb.emulation = INERT
             else:
                 self.not_emulated[cb.name] = CLIENTSIDE_NOT_NEEDED.get(cb.first_output, "unknown to this script")
         if self.fan_out is None and not self.problems:
@@ -846,12 +857,15 @@ class Client:
     def _clientside(self, cb: Callback, changed: set) -> dict:
         """A clientside callback, in Python: only the fan-out is emulated (CLIENTSIDE_NOT_NEEDED)."""
         fan = cb.emulation
+        if fan is INERT:
+            return {}
         if fan is None:
             why = self.map.not_emulated.get(cb.name, "") if self.map else ""
             self.stats.error(
                 "check", f"{cb.name} was triggered by {sorted(changed)} but is not emulated ({why}): extend the script"
             )
             raise CheckFailed(cb.name)
+        assert isinstance(fan, FanOut)
         with self.props_lock:
             results = self.props.get("results.data", UNDEFINED)
             section = self.props.get("section-tabs.value", UNDEFINED)
