@@ -20,7 +20,7 @@ _TRUE = {"1", "true", "yes", "on"}
 class Config:
     host: str = "127.0.0.1"
     port: int = 8050
-    cache_dir: str = ".wip-cache"  # results, uploads, background jobs (shared by all workers)
+    cache_dir: str = ".wip-cache"  # results, uploads, background jobs (this machine's workers)
     cache_size_mb: int = 2048  # disk-cache size limit; least recently used entries go first
     upload_limit_mb: int = 200  # per file, enforced while streaming
     upload_ttl_hours: float = 24.0  # uploaded files are deleted after this long
@@ -67,20 +67,22 @@ class Config:
 _HELP = {
     "host": "interface to listen on",
     "port": "port to listen on",
-    "cache_dir": "folder for results, uploads and background jobs (must be shared by all workers)",
+    "cache_dir": "folder for results, uploads and background jobs of the workers of this machine (with "
+    "--celery-broker each machine keeps its own: results and files travel through the broker)",
     "cache_size_mb": "size limit of the result cache in MiB",
     "upload_limit_mb": "largest accepted upload in MiB",
     "upload_ttl_hours": "hours an uploaded file is kept",
     "allow_pickle": "accept pickle/joblib model files: they EXECUTE CODE when loaded; only for files you trust",
     "allow_user_types": "let users accept skops types that are not on the allow-list: such types CAN RUN "
     "CODE; only for users you trust",
-    "secret_key": "signs background-job handles; workers sharing a cache folder share the key kept there",
+    "secret_key": "signs background-job handles, and the results and files machines exchange through the "
+    "broker; workers sharing a cache folder share the key kept there (required with --celery-broker)",
     "max_curves": "observations explained per feature (ICI/ICE curves)",
     "grid_budget": "largest n_obs x n_grid per feature before the observed grid becomes a quantile grid",
     "n_jobs": "threads per model call inside a background job",
     "warm": "compute the default demo at start-up",
-    "celery_broker": "run background jobs on Celery workers through this broker (redis://...) instead of "
-    "forked children of the web workers",
+    "celery_broker": "run background jobs on Celery workers through this Redis broker (redis://...) instead "
+    "of forked children of the web workers; web and compute machines then share only the broker",
     "upload_per_minute": "uploads one client (address) may make per minute",
     "upload_mb_per_hour": "MiB one client (address) may upload per hour",
     "upload_disk_mb": "disk space (MiB) for uploads not yet loaded; the oldest are deleted first",
@@ -137,6 +139,8 @@ def from_env(environ=None, *, with_secret: bool = True) -> Config:
         if raw is not None:
             values[f.name] = _convert(type(getattr(Config, f.name)), raw, f.name)
     config = _config(values)
+    if with_secret and config.celery_broker and not config.secret_key:
+        raise SystemExit(_BROKER_NEEDS_KEY)
     if with_secret and not config.secret_key:
         # Several workers need one key: derive a stable one from a file in the cache folder.
         values["secret_key"] = _shared_secret(config.cache_path)
@@ -170,9 +174,17 @@ def parse_args(argv=None, environ=None, *, parents=(), epilog: str | None = None
             parser.add_argument(flag, type=type(default), default=default, help=help_text)
     known = {f.name for f in fields(Config)}
     args = {k: v for k, v in vars(parser.parse_args(argv)).items() if k in known}  # the parents' are the caller's
+    if args["celery_broker"] and not args["secret_key"]:
+        parser.error(_BROKER_NEEDS_KEY)
     if not args["secret_key"]:  # one key per cache folder, shared by the workers using it
         args["secret_key"] = _shared_secret(Path(args["cache_dir"]).resolve())
     return _config(args)
+
+
+_BROKER_NEEDS_KEY = (
+    "--celery-broker needs --secret-key (or WIP_SECRET_KEY): the same key on every web and compute "
+    "machine; it signs the results, files and job records they exchange through the broker"
+)
 
 
 def _config(values: dict) -> Config:

@@ -150,9 +150,14 @@ def _say(tell: Progress, at: int, steps: int) -> Callable[[str, int], None]:
 
 @contextmanager
 def task_lock(store: Store, key: str, wait: bool = True):
-    """An exclusive lock per task across processes and machines sharing the cache folder
-    (``flock``: released by the kernel if the holder dies, so a killed job blocks no one).
+    """An exclusive lock per task across processes (``flock`` on the cache folder: released by
+    the kernel if the holder dies, so a killed job blocks no one) and, with a broker, across
+    machines (a Redis lock its holder renews: it frees itself seconds after the holder died).
     Yields True once held; with ``wait=False``, False at once when another process holds it."""
+    if store.remote is not None:
+        with store.remote.lock("task:" + key, wait=wait) as held:
+            yield held
+        return
     with open(_lock_path(store, key), "a") as handle:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
@@ -176,7 +181,12 @@ def job_alive(store: Store, token: str):
     """Held by a split job while it lives (an exclusive ``flock`` on a file named after the
     job's token): the parts it queued for other workers run only while it is held. A job that
     ends in any way (done, cancelled, killed for time or memory, its server restarted)
-    releases it, through the kernel if it has to."""
+    releases it, through the kernel if it has to (with a broker: within seconds, as the lock's
+    renewals stop)."""
+    if store.remote is not None:
+        with store.remote.lock("job:" + token):
+            yield
+        return
     with open(_lock_path(store, "job:" + token), "a") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
@@ -188,6 +198,8 @@ def job_alive(store: Store, token: str):
 def job_ended(store: Store, token: str) -> bool:
     """True when no process holds the job's :func:`job_alive` lock: its queued parts are
     then not wanted any more."""
+    if store.remote is not None:
+        return not store.remote.held("job:" + token)
     with open(_lock_path(store, "job:" + token), "a") as handle:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -205,6 +217,7 @@ def job_ended(store: Store, token: str) -> bool:
 # job's process while it lives, which the kernel releases however that process ends.
 RECORDS = "running"  # folder of the cache_dir holding the job markers
 RECORD_DAYS = 1.0  # markers older than this are removed as new jobs start
+_TTL = int(RECORD_DAYS * 86400)  # the same, for records kept in the broker
 
 
 def _record_path(store: Store, token: str, suffix: str = ".json"):
@@ -234,6 +247,16 @@ def job_record(store: Store, token: str):
     """Held by a job's process for the whole job: marks it running and holds its lock; yields
     ``finish(outcome)``, which keeps the job's outcome (a JSON-able dict) before the lock
     goes, so a watchdog that finds the lock free reads either the outcome or a job that died."""
+    if store.remote is not None:  # the page's watchdog may ask from another machine
+        remote = store.remote
+        with remote.lock("run:" + token):
+            remote.put_json("rec:" + token, {"state": "running", "pid": os.getpid(), "t": time.time()}, ttl_s=_TTL)
+
+            def finish_remote(outcome: dict) -> None:
+                remote.put_json("rec:" + token, {"state": "done", "outcome": outcome, "t": time.time()}, ttl_s=_TTL)
+
+            yield finish_remote
+        return
     try:
         _prune_records(store)
     except OSError:
@@ -254,11 +277,21 @@ def job_record(store: Store, token: str):
 
 def job_cancelled(store: Store, token: str) -> None:
     """The visitor cancelled the job: its end is no failure to report."""
+    if store.remote is not None:
+        store.remote.put_json("cancelled:" + token, {"t": time.time()}, ttl_s=_TTL)
+        return
     _write_record(_record_path(store, token, ".cancelled"), {"t": time.time()})
 
 
 def first_look(store: Store, token: str, now: float) -> float:
     """When a watchdog first looked for this job (``now`` on the first call)."""
+    if store.remote is not None:
+        store.remote.add_json("seen:" + token, {"t": now}, ttl_s=_TTL)
+        seen = store.remote.get_json("seen:" + token)
+        try:
+            return float(seen["t"])
+        except (TypeError, KeyError, ValueError):
+            return now
     path = _record_path(store, token, ".seen")
     try:
         return float(json.loads(path.read_text())["t"])
@@ -271,6 +304,8 @@ def job_status(store: Store, token: str) -> tuple[str, dict]:
     """What became of a job: ("unknown", {}) before its process marked it, ("running", record)
     while its process holds its lock, ("done", record with its ``outcome`` and time ``t``),
     ("cancelled", {}), or ("died", record) when its process ended without an outcome."""
+    if store.remote is not None:
+        return _remote_status(store.remote, token)
     if _record_path(store, token, ".cancelled").exists():
         return "cancelled", {}
     with open(_lock_path(store, "run:" + token), "a") as handle:  # the lock first: a job that
@@ -285,6 +320,21 @@ def job_status(store: Store, token: str) -> tuple[str, dict]:
         return "unknown", {}
     except (OSError, ValueError):
         return "died", {}
+    if not isinstance(record, dict):
+        return "died", {}
+    if record.get("state") == "done" and isinstance(record.get("outcome"), dict):
+        return "done", record
+    return "died", record
+
+
+def _remote_status(remote, token: str) -> tuple[str, dict]:
+    if remote.get_json("cancelled:" + token) is not None:
+        return "cancelled", {}
+    if remote.held("run:" + token):  # the lock first, as above
+        return "running", {}
+    record = remote.get_json("rec:" + token)
+    if record is None:
+        return "unknown", {}
     if not isinstance(record, dict):
         return "died", {}
     if record.get("state") == "done" and isinstance(record.get("outcome"), dict):

@@ -15,6 +15,7 @@ from flask import jsonify, request
 from werkzeug.exceptions import RequestEntityTooLarge
 
 from . import jobs, labels, layout, planning
+from .broker import BrokerError
 from .callbacks import register_all
 from .callbacks.compute import resolve_state, run_parts, run_request
 from .config import Config
@@ -241,9 +242,10 @@ def _start_reaper() -> None:
 
 def background_manager(config: Config):
     """Where background jobs run: forked children of the web worker, coordinated through a
-    disk cache in the shared cache folder (one machine), or Celery workers behind a broker
-    such as Redis (``--celery-broker``; compute workers may then live on other machines,
-    sharing the cache folder, e.g. over NFS). Returns (manager, celery app or None)."""
+    disk cache in the cache folder (one machine), or Celery workers behind a Redis broker
+    (``--celery-broker``; compute workers may then live on other machines, each with a cache
+    folder of its own: results, files and job records travel through the broker, see
+    :mod:`dashboard.broker`). Returns (manager, celery app or None)."""
     if config.celery_broker:
         from celery import Celery
         from dash import CeleryManager
@@ -263,7 +265,7 @@ def background_manager(config: Config):
 
 def register_part_task(celery_app, config: Config) -> None:
     """The Celery task a split job sends its parts as (``callbacks.compute.run_request``):
-    run planned tasks of a workspace into the shared cache, in an isolated process with the
+    run planned tasks of a workspace into the cache (and the broker), in an isolated process with the
     job limits; returns how many it computed. A part another process finished (or is
     computing: the per-task lock) is skipped, so parts may be sent to every worker and run
     in any order; parts of a job that has ended (``jobs.job_ended``) are not run."""
@@ -377,4 +379,10 @@ def add_upload_route(server, ctx: Context) -> None:
         if not room.ok:
             shutil.rmtree(path.parent, ignore_errors=True)
             return refused(room, 507)
+        try:  # machines sharing only the broker: the one whose job loads it reads it there
+            ctx.store.publish_upload(token)
+        except BrokerError as exc:
+            shutil.rmtree(path.parent, ignore_errors=True)
+            log.warning("upload could not be kept in the broker: %s", exc)
+            return jsonify(error=f"{name}: the server could not keep the file ({exc}); try again later."), 503
         return jsonify(id=token, name=name, size=size)

@@ -20,6 +20,7 @@ import pandas as pd
 
 import compute
 
+from .broker import broker_for
 from .config import Config
 from .demos import DEFAULT_DEMO, build_demo
 from .isolation import Limits
@@ -149,7 +150,8 @@ class Context:
 
 
 def make_context(config: Config) -> Context:
-    store = Store(config.cache_path, size_limit_mb=config.cache_size_mb, build_demo=build_demo)
+    remote = broker_for(config.celery_broker, config.secret_key, max_bytes=max(config.upload_limit_mb, 512) * 2**20)
+    store = Store(config.cache_path, size_limit_mb=config.cache_size_mb, build_demo=build_demo, remote=remote)
     policy = Policy(
         allow_pickle=config.allow_pickle,
         allow_user_types=config.allow_user_types,

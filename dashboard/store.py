@@ -27,7 +27,6 @@ import hashlib
 import json
 import logging
 import os
-import pickle
 import re
 import secrets
 import shutil
@@ -35,14 +34,16 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import diskcache
 import numpy as np
 import pandas as pd
+
+from .broker import Broker, BrokerError
+from .fork_safe_cache import ForkSafeCache
+from .sealed import _CORRUPT, seal, sealed_intact, unseal
 
 log = logging.getLogger(__name__)
 RESULT_VERSION = "r6"  # bump when a result's meaning changes, to orphan old entries (r6: parts by feature, pairs)
@@ -135,103 +136,6 @@ def _json_default(value):
 
 
 # --- SQLite and fork ---------------------------------------------------------------------
-# Background jobs and model processes are forked from gunicorn's multi-threaded workers. A
-# child forked while another thread is inside an SQLite transaction inherits SQLite's
-# in-process lock records of that transaction, which nobody in the child will ever release:
-# its first write then waits on a phantom lock (``diskcache.Timeout``) or deadlocks. And
-# diskcache, on its first use in the child, *closes* the inherited connection, which SQLite
-# forbids across fork. Measured (4 writer threads, 30 forks): 7 children timed out, 3 hung.
-# ForkSafeCache closes both holes: every cache operation holds a process-wide guard that
-# ``fork`` also takes (no transaction is in flight when a process forks), and the child
-# drops the inherited connections without touching them (it reconnects on first use).
-_FORK_GUARD = threading.RLock()
-_CACHES: list = []  # weak references to every ForkSafeCache of this process
-_ORPHANED: list = []  # inherited connections a child must neither use nor close
-
-
-def _before_fork() -> None:
-    _FORK_GUARD.acquire()
-
-
-def _after_fork_in_parent() -> None:
-    _FORK_GUARD.release()
-
-
-def _after_fork_in_child() -> None:
-    global _FORK_GUARD
-    _FORK_GUARD = threading.RLock()
-    for ref in list(_CACHES):
-        cache = ref()
-        if cache is not None:
-            _ORPHANED.append(cache._local)  # kept alive: never finalised, never closed
-            cache._local = threading.local()
-
-
-os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent, after_in_child=_after_fork_in_child)
-
-
-class ForkSafeCache(diskcache.Cache):
-    """A :class:`diskcache.Cache` that processes forked from threaded parents can use."""
-
-    def __init__(self, *args, **kwargs):
-        import weakref
-
-        with _FORK_GUARD:
-            super().__init__(*args, **kwargs)
-        _CACHES.append(weakref.ref(self))
-
-    @contextmanager
-    def transact(self, retry=False):
-        with _FORK_GUARD, super().transact(retry=retry):
-            yield
-
-
-def _guarded(name):
-    method = getattr(diskcache.Cache, name)
-
-    def call(self, *args, **kwargs):
-        with _FORK_GUARD:
-            return method(self, *args, **kwargs)
-
-    call.__name__ = call.__qualname__ = name
-    call.__doc__ = method.__doc__
-    return call
-
-
-for _name in (
-    "get",
-    "set",
-    "add",
-    "delete",
-    "touch",
-    "pop",
-    "incr",
-    "decr",
-    "read",
-    "push",
-    "pull",
-    "peek",
-    "peekitem",
-    "check",
-    "expire",
-    "evict",
-    "cull",
-    "clear",
-    "volume",
-    "stats",
-    "reset",
-    "create_tag_index",
-    "drop_tag_index",
-    "__getitem__",
-    "__setitem__",
-    "__delitem__",
-    "__contains__",
-    "__len__",
-    "close",
-):
-    setattr(ForkSafeCache, _name, _guarded(_name))
-
-
 DAMAGED = ".damaged"  # suffix of a workspace record found unreadable (kept for the operator)
 COPIES = "copies"  # the workspaces' folder of second copies of their records
 REFUSED = ".refused"  # an upload folder's record of why its file was refused (hidden from upload_path)
@@ -246,11 +150,27 @@ def _refused_message(name: str, reason: str) -> str:
 DemoBuilder = Callable[["Store", str], "Workspace | None"]
 
 
-class Store:
-    """File layout and caches under one folder shared by all workers of a deployment."""
+_SHARED_FILE = re.compile(r"^(data|models|demos)/[A-Za-z0-9._-]{1,200}$")  # files a job may fetch
 
-    def __init__(self, root: str | Path, *, size_limit_mb: int = 2048, build_demo: DemoBuilder | None = None):
+
+class Store:
+    """File layout and caches under one folder shared by the workers of a machine.
+
+    With a ``remote`` (:class:`dashboard.broker.Broker`: machines that share only the
+    broker), the folder is this machine's cache: results, data and model files, uploads and
+    workspace records written here are also kept in the broker, and one missing here is
+    fetched from it (checked against its signature) and kept here."""
+
+    def __init__(
+        self,
+        root: str | Path,
+        *,
+        size_limit_mb: int = 2048,
+        build_demo: DemoBuilder | None = None,
+        remote: Broker | None = None,
+    ):
         self.root = Path(root).resolve()
+        self.remote = remote
         self.build_demo = build_demo  # (store, demo id) -> its Workspace: trains a demo at first use
         self.bytes_written = 0  # result bytes this process stored (a job's share of the cache)
         self.size_limit_mb = int(size_limit_mb)
@@ -264,7 +184,36 @@ class Store:
 
     # --- files -----------------------------------------------------------------------
     def path(self, relative: str) -> Path:
-        return self.root / relative
+        """The local path of a stored file; a data, model or demo file this machine has not
+        seen is fetched from the broker first (when there is one and it has the file)."""
+        local = self.root / relative
+        if self.remote is not None and _SHARED_FILE.match(relative) and not local.exists():
+            data = self._remote_read(f"f:{relative}")
+            if data is not None:
+                _atomic_write(local, lambda p: Path(p).write_bytes(data))
+        return local
+
+    def _publish(self, relative: str) -> None:
+        """Keep a stored file in the broker too (once: it is named by its content or id)."""
+        if self.remote is None or self.remote.exists(f"f:{relative}"):
+            return
+        self.remote.put(f"f:{relative}", (self.root / relative).read_bytes())
+
+    def _remote_read(self, name: str) -> bytes | None:
+        """A value from the broker, None when absent, refused or the broker unreachable (logged:
+        what needs it is computed again, and a job that cannot reach it says so)."""
+        assert self.remote is not None
+        try:
+            return self.remote.get(name)
+        except BrokerError as exc:
+            log.warning("%s", exc)
+            return None
+
+    def publish_upload(self, token: str) -> None:
+        """Keep a received upload in the broker, so the machine whose job loads it can read it."""
+        path = self.upload_path(token)
+        if self.remote is not None and path is not None:
+            self.remote.put(f"u:{token}", path.name.encode() + b"\0" + path.read_bytes())
 
     def new_upload(self, filename: str) -> tuple[str, Path]:
         token = secrets.token_urlsafe(16)
@@ -278,7 +227,22 @@ class Store:
             return None
         folder = self.root / "uploads" / token
         files = [p for p in folder.iterdir() if not p.name.startswith(".")] if folder.is_dir() else []
+        if not files and self.remote is not None and not (folder / REFUSED).exists():
+            files = self._fetch_upload(token, folder)
         return files[0] if len(files) == 1 else None
+
+    def _fetch_upload(self, token: str, folder: Path) -> list[Path]:
+        data = self._remote_read(f"u:{token}")
+        name, sep, body = (data or b"").partition(b"\0")
+        try:
+            filename = safe_name(name.decode())
+        except UnicodeDecodeError:
+            return []
+        if not sep or not filename:
+            return []
+        folder.mkdir(parents=True, exist_ok=True)
+        _atomic_write(folder / filename, lambda p: Path(p).write_bytes(body))
+        return [folder / filename]
 
     def discard_upload(self, token: str, reason: str = "") -> bool:
         """Delete an upload's file at once (a file found invalid) and keep why, so a later
@@ -288,7 +252,14 @@ class Store:
         if path is None:
             return False
         path.unlink(missing_ok=True)
-        (path.parent / REFUSED).write_text(str(reason)[:2000] or "the file was refused", encoding="utf-8")
+        said = str(reason)[:2000] or "the file was refused"
+        (path.parent / REFUSED).write_text(said, encoding="utf-8")
+        if self.remote is not None:
+            try:
+                self.remote.delete(f"u:{token}")
+                self.remote.put(f"ur:{token}", said.encode())
+            except BrokerError as exc:
+                log.warning("%s", exc)
         return True
 
     def upload_gone(self, token, name: str) -> str:
@@ -300,6 +271,9 @@ class Store:
                 return _refused_message(name, record.read_text(encoding="utf-8")[:2000])
             except (OSError, UnicodeDecodeError):
                 pass
+            said = self._remote_read(f"ur:{token}") if self.remote is not None else None
+            if said is not None:
+                return _refused_message(name, said.decode("utf-8", "replace")[:2000])
         return f"{name}: the upload expired; choose the file again."
 
     def purge_uploads(self, ttl_hours: float) -> int:
@@ -348,6 +322,7 @@ class Store:
         rel = f"data/{sha}.parquet"
         if not self.path(rel).exists():
             _atomic_write(self.path(rel), lambda p: frame.to_parquet(p))
+        self._publish(rel)
         return rel, sha
 
     def keep_model(self, source: Path, suffix: str) -> tuple[str, str]:
@@ -355,6 +330,7 @@ class Store:
         rel = f"models/{sha}{suffix}"
         if not self.path(rel).exists():
             _atomic_write(self.path(rel), lambda p: shutil.copyfile(source, p))
+        self._publish(rel)
         return rel, sha
 
     # --- workspaces ------------------------------------------------------------------
@@ -363,6 +339,11 @@ class Store:
         text = ws.to_json()
         _atomic_write(self.root / "workspaces" / f"{ws.id}.json", lambda p: Path(p).write_text(text))
         _atomic_write(self._copy_of(ws.id), lambda p: Path(p).write_text(text))
+        if self.remote is not None:  # the files it names first: a machine that reads it finds them
+            for rel in (ws.data_path, *(m.path for m in ws.models)):
+                if _SHARED_FILE.match(rel) and (self.root / rel).exists():
+                    self._publish(rel)
+            self.remote.put(f"w:{ws.id}", text.encode())
 
     def _copy_of(self, ws_id: str) -> Path:
         return self.root / "workspaces" / COPIES / f"{ws_id}.json"
@@ -393,7 +374,7 @@ class Store:
                     file.replace(file.with_name(file.name + DAMAGED))
                 except OSError:
                     pass
-        restored = self._restore(ws_id, file)
+        restored = self._restore(ws_id, file) or self._fetch_workspace(ws_id, file)
         if restored is not None:
             return restored
         if _DEMO_ID.match(ws_id) and self.build_demo is not None:
@@ -408,6 +389,21 @@ class Store:
             return None
         log.warning("workspace record %s restored from its copy", ws_id)
         _atomic_write(file, lambda p: Path(p).write_text(ws.to_json()))
+        return ws
+
+    def _fetch_workspace(self, ws_id: str, file: Path) -> Workspace | None:
+        """A workspace another machine recorded, from the broker (kept here with its copy)."""
+        data = self._remote_read(f"w:{ws_id}") if self.remote is not None else None
+        if data is None:
+            return None
+        try:
+            ws = Workspace.from_json(data.decode())
+        except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError):
+            return None
+        if ws.id != ws_id or not ws.models:
+            return None
+        _atomic_write(file, lambda p: Path(p).write_bytes(data))
+        _atomic_write(self._copy_of(ws_id), lambda p: Path(p).write_bytes(data))
         return ws
 
     def workspace_damaged(self, ws_id) -> bool:
@@ -457,54 +453,38 @@ class Store:
             log.warning("result %s unreadable; dropped", key)
             self._drop(key)
             return None
+        if blob is None and self.remote is not None:  # computed on another machine
+            blob = self._remote_read(f"r:{key}")
+            if blob is not None and sealed_intact(blob):
+                self.results.set(key, blob, retry=True)
+            else:
+                blob = None
         return blob
 
     def has(self, key: str) -> bool:
-        return key in self.results
+        if key in self.results:
+            return True
+        if self.remote is None:
+            return False
+        try:
+            return self.remote.exists(f"r:{key}")
+        except BrokerError:
+            return False
 
     def put(self, key: str, value) -> None:
+        """Keep a result (and in the broker, when there is one: raises
+        :class:`~dashboard.broker.BrokerError` when it cannot be reached)."""
         blob = seal(value)
         self.results.set(key, blob, retry=True)
         self.bytes_written += len(blob)
+        if self.remote is not None:
+            self.remote.put(f"r:{key}", blob)
 
     def _drop(self, key: str) -> None:
         try:
             self.results.delete(key, retry=True)
         except Exception:
             log.exception("could not delete result %s", key)
-
-
-_MAGIC = b"WIP1"
-_CORRUPT = object()
-
-
-def seal(value) -> bytes:
-    """Pickle a result with a SHA-256 of the bytes in front (checked by :func:`unseal`)."""
-    payload = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
-    return _MAGIC + hashlib.sha256(payload).digest() + payload
-
-
-def sealed_intact(blob) -> bool:
-    """Whether a sealed blob is whole (its checksum holds), without unpickling it."""
-    if not isinstance(blob, (bytes, bytearray)) or len(blob) < 36 or blob[:4] != _MAGIC:
-        return False
-    return hashlib.sha256(memoryview(blob)[36:]).digest() == blob[4:36]
-
-
-def unseal(blob):
-    """The value of a sealed blob, or ``_CORRUPT`` when it is truncated or altered.
-
-    Only blobs our own workers wrote reach ``pickle.loads`` (the cache folder is private to
-    the server, and the checksum rejects partial or damaged writes)."""
-    if not isinstance(blob, (bytes, bytearray)) or len(blob) < 36 or blob[:4] != _MAGIC:
-        return _CORRUPT
-    digest, payload = blob[4:36], blob[36:]
-    if hashlib.sha256(payload).digest() != digest:
-        return _CORRUPT
-    try:
-        return pickle.loads(payload)
-    except Exception:
-        return _CORRUPT
 
 
 def result_key(kind: str, ws: Workspace, model: ModelEntry | None = None, **params) -> str:

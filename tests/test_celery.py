@@ -2,11 +2,14 @@
 
 ``WIP_CELERY_BROKER=redis://...`` makes the web workers enqueue background callbacks to the
 broker; ``celery -A app:celery_app worker`` runs them (on this machine here, on other
-machines in production, sharing the cache folder and the broker). The test starts
-Debian's ``redis-server`` on a free loopback port, one Celery worker, ``gunicorn app:server
--w 2`` with the same configuration, and drives the demo in headless Chromium: the views
-must render from jobs that ran on the Celery worker, and the web workers must not have
-created the diskcache job store (``<cache>/jobs``) that local forked jobs would use.
+machines in production). As deployed across machines, the web server and the worker share
+only the broker: each has a cache folder of its own (``web-cache`` and ``worker-cache``),
+and results, uploads, data and model files and job records travel through Redis
+(:mod:`dashboard.broker`). The test starts Debian's ``redis-server`` on a free loopback
+port, one Celery worker, ``gunicorn app:server -w 2``, and drives the demo and an upload in
+headless Chromium: the views must render from jobs that ran on the Celery worker, and the
+web workers must not have created the diskcache job store (``<cache>/jobs``) that local
+forked jobs would use.
 """
 
 from __future__ import annotations
@@ -127,9 +130,11 @@ def wip_redis(wip_cluster_dir, request):
 
 @pytest.fixture(scope="module")
 def wip_env(wip_redis, wip_cluster_dir):
-    """One configuration for web and compute processes: broker, cache folder, secret."""
-    cache = wip_cluster_dir / "cache"
+    """The web and the compute processes' configurations: the same broker and secret, a cache
+    folder each (``env``/``cache``: the web server's; ``worker_env``/``worker_cache``)."""
+    cache, worker_cache = wip_cluster_dir / "web-cache", wip_cluster_dir / "worker-cache"
     cache.mkdir()
+    worker_cache.mkdir()
     env = {
         **os.environ,
         "WIP_CELERY_BROKER": wip_redis,
@@ -137,7 +142,8 @@ def wip_env(wip_redis, wip_cluster_dir):
         "WIP_SECRET_KEY": "celery-test",
         "PYTHONUNBUFFERED": "1",
     }
-    return {"env": env, "cache": cache}
+    worker_env = {**env, "WIP_CACHE_DIR": str(worker_cache)}
+    return {"env": env, "cache": cache, "worker_env": worker_env, "worker_cache": worker_cache}
 
 
 class _Worker:
@@ -179,7 +185,7 @@ def wip_worker(wip_env, wip_cluster_dir, request):
             "--without-mingle",
             "--without-heartbeat",
         ],
-        env=wip_env["env"],
+        env=wip_env["worker_env"],
         log_path=log_path,
         request=request,
     )
@@ -316,6 +322,60 @@ def test_background_callbacks_run_on_celery(wip_web, wip_worker, wip_env, wip_ta
         f"web workers used a diskcache job store: {list(jobs.iterdir())}"
     )
     assert "Traceback" not in wip_web["log"].read_text(errors="replace"), _tail(wip_web["log"])
+    assert tab.errors == [], f"browser errors: {tab.errors}"
+    # the worker, which shares no folder with the web server, fetched the demo from the
+    # broker (it never trained it) and computed there; the page read the results from Redis
+    worker_cache = wip_env["worker_cache"]
+    assert (worker_cache / "workspaces" / "demo-x3.json").exists()
+    assert not (worker_cache / "demos" / "demo-x3.lock").exists(), "the worker trained the demo itself"
+    assert any((worker_cache / "models").iterdir()) and any((worker_cache / "data").iterdir())
+
+
+def test_an_upload_loads_and_draws_through_the_broker_alone(wip_web, wip_env, wip_tab, tmp_path):
+    """A skops model and its CSV uploaded to the web server are loaded and computed by the
+    worker, which reads them from the broker (it has no folder in common with the web server)."""
+    import numpy as np
+    import pandas as pd
+    import skops.io as sio
+    from sklearn.ensemble import RandomForestRegressor
+
+    tab = wip_tab
+    rng = np.random.default_rng(3)
+    data = pd.DataFrame(rng.normal(size=(120, 3)).round(3), columns=["a", "b", "c"])
+    data["y"] = data.a * 2 - data.b + rng.normal(0, 0.1, 120).round(3)
+    model = RandomForestRegressor(n_estimators=10, random_state=0).fit(data[["a", "b", "c"]], data.y)
+    sio.dump(model, tmp_path / "forest.skops")
+    data.to_csv(tmp_path / "rows.csv", index=False)
+    tab.goto(wip_web["url"] + "/?ws=demo-x3")
+    tab.wait_for_selector("#pfi-graph .main-svg", timeout=FIRST_VISIT_MS)
+    tab.click("summary:has-text('Load your own')")
+    for button, path in (("#model-upload", tmp_path / "forest.skops"), ("#data-upload", tmp_path / "rows.csv")):
+        with tab.expect_file_chooser() as chooser:
+            tab.click(button)
+        chooser.value.set_files([str(path)])
+    tab.wait_for_selector("#model-files-info:has-text('forest.skops')", timeout=STEP_MS)
+    tab.wait_for_selector("#data-file-info:has-text('120 rows')", timeout=STEP_MS)
+    tab.check("#data-role input[value='held-out']")
+    tab.click("#load-button")
+    tab.wait_for_function(
+        "() => !location.search.includes('demo-x3') && location.search.includes('ws=')", timeout=STEP_MS
+    )
+    tab.click("#section-tab-overview")
+    tab.wait_for_function(
+        "() => { const g = document.querySelector('#pfi-graph .js-plotly-plot');"
+        " return g && g._fullData && g._fullData.some(t => t.type === 'bar' && Array.from(t.y || []).includes('a')); }",
+        timeout=FIRST_VISIT_MS,
+    )
+    bars = tab.evaluate(
+        "() => { const t = document.querySelector('#pfi-graph .js-plotly-plot')._fullData.find(t => t.type === 'bar');"
+        " const y = Array.from(t.y), x = Array.from(t.x); return Object.fromEntries(y.map((f, i) => [f, x[i]])); }"
+    )
+    assert set(bars) == {"a", "b", "c"} and bars["a"] > bars["b"] > bars["c"], bars  # y = 2a - b + noise
+    _shot(tab, "celery-upload")
+    ws_id = tab.evaluate("new URLSearchParams(location.search).get('ws')")
+    worker_cache = wip_env["worker_cache"]
+    assert (worker_cache / "workspaces" / f"{ws_id}.json").exists(), "the upload's workspace was not made on the worker"
+    assert list((worker_cache / "uploads").iterdir()), "the worker never fetched the upload from the broker"
     assert tab.errors == [], f"browser errors: {tab.errors}"
 
 
