@@ -30,9 +30,10 @@ import numpy as np
 import pandas as pd
 
 from .errors import InputError
-from .prediction import Predictor, Segment, predict_positions, predict_segments, unmodified_segment
+from .prediction import Predictor, predict_positions, predict_segments, unmodified_segment
 from .results import FeatureProfile
 from .sampling import is_categorical, make_grid
+from .segments import Segment
 from .validation import (
     as_pandas,
     check_choice,

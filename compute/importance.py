@@ -12,9 +12,10 @@ import numpy as np
 import pandas as pd
 
 from .errors import InputError, ModelError
-from .prediction import Segment, cycle_segment, predict_positions, predict_segments
+from .prediction import predict_positions, predict_segments
 from .results import PermutationImportance, PermutationPairs
 from .sampling import sample_rows
+from .segments import Segment, cycle_segment
 from .trees import Choice, choose_engine, for_permutations, permuted_losses
 from .validation import (
     check_choice,

@@ -40,8 +40,9 @@ import numpy as np
 import pandas as pd
 
 from .errors import InputError
-from .prediction import Segment, cycle_segment, predict_segments
+from .prediction import predict_segments
 from .sampling import make_grid, sample_rows
+from .segments import Segment, cycle_segment
 from .validation import check_features, check_frame, check_int, check_n_jobs, check_rng, make_predictor
 
 __all__ = ["InteractionStrength", "interaction_strength"]

@@ -145,22 +145,10 @@ def suggest_subgroups(
             f"'X' lacks {len(missing_rows)} of the profile's rows (first: {missing_rows[0]!r}); pass the data "
             "the profile was computed on."
         )
-    if features is None:
-        features = [c for c in X.columns if c != profile.feature]
-    features = [features] if is_label(features) else list(features)
-    unknown = [f for f in features if f not in X.columns]
-    if unknown:
-        raise InputError(f"'features' names columns not in 'X': {unknown[:5]!r}.")
+    features = _split_features(profile, X, features)
     frame = X.loc[profile.rows, features]
 
-    positions = np.arange(len(profile.rows))
-    if mask is not None:
-        if isinstance(mask, pd.Series):
-            mask = mask.reindex(profile.rows).fillna(False).to_numpy(bool)
-        mask = np.asarray(mask, dtype=bool)
-        if mask.shape != (len(profile.rows),):
-            raise InputError(f"'mask' must have one value per profile row ({len(profile.rows)}); got {mask.shape}.")
-        positions = np.flatnonzero(mask)
+    positions = _considered(profile, mask)
     local = profile.local_importance
     params = {
         "max_depth": int(max_depth),
@@ -206,3 +194,28 @@ def suggest_subgroups(
         condition=condition.strip() if condition else "",
         params=params,
     )
+
+
+def _split_features(profile: FeatureProfile, X: pd.DataFrame, features) -> list:
+    """The columns to split on, each checked to be in ``X`` (default: every column of ``X``
+    but the profile's feature)."""
+    if features is None:
+        features = [c for c in X.columns if c != profile.feature]
+    features = [features] if is_label(features) else list(features)
+    unknown = [f for f in features if f not in X.columns]
+    if unknown:
+        raise InputError(f"'features' names columns not in 'X': {unknown[:5]!r}.")
+    return features
+
+
+def _considered(profile: FeatureProfile, mask) -> np.ndarray:
+    """Positions in ``profile.rows`` of the rows to consider: all of them, or those ``mask``
+    selects (a boolean array over the profile's rows, or a Series by row label)."""
+    if mask is None:
+        return np.arange(len(profile.rows))
+    if isinstance(mask, pd.Series):
+        mask = mask.reindex(profile.rows).fillna(False).to_numpy(bool)
+    mask = np.asarray(mask, dtype=bool)
+    if mask.shape != (len(profile.rows),):
+        raise InputError(f"'mask' must have one value per profile row ({len(profile.rows)}); got {mask.shape}.")
+    return np.flatnonzero(mask)

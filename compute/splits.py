@@ -87,7 +87,7 @@ class SplitSearch:
         found = sum(max(pd.Series(s.to_numpy()[node]).nunique(dropna=False) - 1, 0) for _, s, _ in self.columns)
         return max(int(found), 1)
 
-    def _gain(self, s_left, q_left, n_left, total, q_total, n, risk):
+    def _gain(self, s_left, q_left, n_left, *, total, q_total, n, risk):
         """Gain of splits given the left sums (vectorised over candidates)."""
         s_right = total[None, :] - s_left
         left = q_left - np.einsum("ij,ij->i", s_left, s_left) / n_left
@@ -111,7 +111,7 @@ class SplitSearch:
             return None
         gains = np.full(n_levels, -np.inf)
         idx = np.flatnonzero(ok)
-        gains[idx] = self._gain(sums[idx], q[idx], counts[idx], total, q_total, n, risk)
+        gains[idx] = self._gain(sums[idx], q[idx], counts[idx], total=total, q_total=q_total, n=n, risk=risk)
         k = int(np.argmax(gains))
         left = codes == k
         if k == len(levels):
@@ -139,7 +139,7 @@ class SplitSearch:
             if min(count, n - count) >= self.min_leaf:
                 s = self.weighted[node[missing]].sum(axis=0)[None, :]
                 q = np.array([self.row_sq[node[missing]].sum()])
-                gain = float(self._gain(s, q, np.array([count]), total, q_total, n, risk)[0])
+                gain = float(self._gain(s, q, np.array([count]), total=total, q_total=q_total, n=n, risk=risk)[0])
                 best = Split(
                     gain,
                     column,
@@ -161,7 +161,7 @@ class SplitSearch:
         if not valid.any():
             return best
         k = k[valid]
-        gains = self._gain(s_cum[k - 1], q_cum[k - 1], k, total, q_total, n, risk)
+        gains = self._gain(s_cum[k - 1], q_cum[k - 1], k, total=total, q_total=q_total, n=n, risk=risk)
         j = int(np.argmax(gains))
         if best is not None and best.gain * (1 + 1e-12) >= gains[j]:
             return best

@@ -27,8 +27,9 @@ import pandas as pd
 
 from .ciu import COLUMNS, _default_range, check_out_range, check_utility, ciu_table, with_instances
 from .errors import InputError
-from .prediction import Segment, predict_segments, unmodified_segment
+from .prediction import predict_segments, unmodified_segment
 from .sampling import is_categorical, make_grid
+from .segments import Segment
 from .validation import (
     as_pandas,
     check_feature,

@@ -12,7 +12,8 @@ import compute
 from compute.losses import LOSS_LABELS
 
 from .state import search_from_state
-from .views import REGISTRY, SECTIONS, draw, load_inputs, render
+from .view_render import draw
+from .views import REGISTRY, SECTIONS, load_inputs, render
 from .views.base import Inputs, figure_html, is_figure_ready, table_html, text_html
 
 

@@ -12,6 +12,7 @@ is an edge to ``dashboard.ids``; ``from ..planning import TaskSpec`` one to
 from __future__ import annotations
 
 import ast
+import warnings
 from pathlib import Path
 
 import pytest
@@ -164,14 +165,182 @@ def test_results_of_more_than_two_values_are_named(name):
 
 LONG_MODULE = 600
 LONG_ALLOWED = {"dashboard.model_trust"}  # the skops allow-list: a table, read as one
+REGISTRY_LINES = 200  # dashboard/views/__init__.py: the registry alone (drawing: dashboard/view_render.py)
 
 
-@pytest.mark.parametrize("name", sorted(n for n in MODULES if n.startswith("dashboard")))
-def test_dashboard_modules_stay_readable(name):
-    """No module of the dashboard is over 600 lines (the skops allow-list aside): a family of
-    figures, the HTTP guard, a file-format reader each have their own."""
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_modules_stay_readable(name):
+    """No module of compute/ or the dashboard is over 600 lines (the skops allow-list aside): a
+    family of figures, the HTTP guard, a file-format reader, the segments of a prediction
+    stream each have their own."""
     lines = len(MODULES[name].read_text().splitlines())
     assert name in LONG_ALLOWED or lines <= LONG_MODULE, f"{name}: {lines} lines"
+
+
+def test_the_view_registry_is_only_the_registry():
+    """``dashboard/views/__init__.py`` finds the views and binds them to what draws them, in
+    at most 200 lines: the drawing, the report and the fan-out script live outside it."""
+    lines = len(MODULES["dashboard.views"].read_text().splitlines())
+    assert lines <= REGISTRY_LINES, f"dashboard/views/__init__.py: {lines} lines"
+
+
+# --- function sizes (issue 45) -----------------------------------------------------------------
+LONG_FUNCTION = 80  # code lines: docstring, comment and blank lines aside (nested functions count)
+MAX_POSITIONAL = 6  # parameters that can be passed by position, self/cls aside: keyword-only beyond
+
+
+def _functions(tree: ast.AST, prefix: str = "") -> list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
+    """(qualified name, node) of every function in the tree: ``Class.method``, ``outer.inner``."""
+    found: list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]] = []
+    for node in ast.iter_child_nodes(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            found += [(prefix + node.name, node), *_functions(node, f"{prefix}{node.name}.")]
+        elif isinstance(node, ast.ClassDef):
+            found += _functions(node, f"{prefix}{node.name}.")
+        else:
+            found += _functions(node, prefix)
+    return found
+
+
+def _code_lines(func: ast.AST, lines: list[str]) -> int:
+    """Lines of a function from ``def`` to its end, but docstrings (its own and its nested
+    functions' and classes'), comment lines and blank lines."""
+    docs: set[int] = set()
+    for node in ast.walk(func):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                if isinstance(first.value.value, str):
+                    docs.update(range(first.lineno, (first.end_lineno or first.lineno) + 1))
+    span = range(func.lineno, (func.end_lineno or func.lineno) + 1)  # type: ignore[attr-defined]
+    return sum(1 for i in span if i not in docs and lines[i - 1].strip() and not lines[i - 1].strip().startswith("#"))
+
+
+def _positional(func: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
+    params = [a.arg for a in func.args.posonlyargs + func.args.args]
+    return len(params) - (1 if params and params[0] in ("self", "cls") else 0)
+
+
+def _over_limits(module: str, source: str) -> tuple[list[str], list[str]]:
+    """``module:qualified.name`` of the functions over 80 code lines, and of those with more
+    than six positional parameters."""
+    lines = source.splitlines()
+    found = _functions(ast.parse(source))
+    long = [f"{module}:{name} ({n} lines)" for name, f in found if (n := _code_lines(f, lines)) > LONG_FUNCTION]
+    wide = [f"{module}:{name} ({n} positional)" for name, f in found if (n := _positional(f)) > MAX_POSITIONAL]
+    return long, wide
+
+
+def _names(found: list[str]) -> set[str]:
+    return {entry.split(" (")[0] for entry in found}
+
+
+def _measured(package: str) -> tuple[set[str], set[str]]:
+    """The qualified names over each limit in one package."""
+    long: set[str] = set()
+    wide: set[str] = set()
+    for name, path in MODULES.items():
+        if name.split(".")[0] == package:
+            over = _over_limits(name, path.read_text())
+            long, wide = long | _names(over[0]), wide | _names(over[1])
+    return long, wide
+
+
+def test_the_size_checks_see_a_long_function_and_a_wide_one():
+    """The limits below would catch what they look for: 81 code lines (docstring, comments and
+    blank lines not counted), a seventh positional parameter (``self`` not counted), in a
+    method and a nested function too; keyword-only parameters are free."""
+    body = "".join(f"    x{i} = {i}\n" for i in range(79))
+    at_limit = f'def f():\n    """Doc.\n\n    more doc\n    """\n    # a comment\n\n{body}'
+    assert _over_limits("m", at_limit) == ([], [])
+    assert _over_limits("m", at_limit + "    return x0\n") == (["m:f (81 lines)"], [])
+    inner = "        def inner(a, b, c, d, e, f, g):\n            pass\n"
+    wide = f"class C:\n    def g(self, a, b, c, d, e, f, *, h, i):\n{inner}"
+    assert _over_limits("m", wide) == ([], ["m:C.g.inner (7 positional)"])
+    assert _over_limits("m", "def k(a, b, c, d, e, f, /, g=1):\n    pass\n")[1] == ["m:k (7 positional)"]
+
+
+# compute/: no exception but these, each with its reason; the list only shrinks (an entry that
+# keeps to the limits fails its test below, so it is taken out).
+COMPUTE_LONG_ALLOWED = {
+    # 81 lines since Polars and PyArrow frames (issue 43); compute/whatif.py was not in this round's
+    # hands (issue 45): split its checks into a helper, as regional.suggest_subgroups' are
+    "compute.whatif:what_if",
+}
+COMPUTE_POSITIONAL_ALLOWED = {
+    # compute/profile.py has another owner this round (issue 45): its two helpers and the one call of
+    # trees.profile_pass (seven positional arguments) turn keyword-only with that file's next edit
+    "compute.profile:_walked",
+    "compute.profile:_profile",
+    "compute.trees.engine:profile_pass",
+}
+
+
+@pytest.mark.parametrize("name", sorted(n for n in MODULES if n.startswith("compute")))
+def test_compute_functions_stay_small(name):
+    """No function of compute/ is over 80 code lines or takes more than six positional
+    parameters (keyword-only beyond), the listed exceptions aside."""
+    long, wide = _over_limits(name, MODULES[name].read_text())
+    assert [f for f in long if f.split(" (")[0] not in COMPUTE_LONG_ALLOWED] == []
+    assert [f for f in wide if f.split(" (")[0] not in COMPUTE_POSITIONAL_ALLOWED] == []
+
+
+def test_the_compute_exceptions_still_apply():
+    """Each exception is still over its limit: one brought within it leaves the list."""
+    long, wide = _measured("compute")
+    assert COMPUTE_LONG_ALLOWED - long == set(), "within 80 lines now: take them out of COMPUTE_LONG_ALLOWED"
+    assert COMPUTE_POSITIONAL_ALLOWED - wide == set(), "six or fewer now: take them out of COMPUTE_POSITIONAL_ALLOWED"
+
+
+# dashboard/: measured, not enforced yet (issue 45 brings these down). No function joins them; one
+# brought within the limits is taken out (test_dashboard_function_sizes_are_measured warns).
+DASHBOARD_LONG_ALLOWED = {
+    "dashboard.callbacks.compute:register",
+    "dashboard.callbacks.load:_load_workspace",
+    "dashboard.callbacks.load:register",
+    "dashboard.doors:open_workspace",
+    "dashboard.figures.bars:bar_figure",
+    "dashboard.figures.ciu:ciu_figure",
+    "dashboard.figures.curves:pi_figure",
+    "dashboard.layout:load_panel",
+    "dashboard.loading.booster_files:check_lightgbm",
+    "dashboard.loading.booster_files:check_xgboost",
+    "dashboard.loading.boosters:_load_catboost",
+    "dashboard.loading.checks:check_model_data",
+    "dashboard.loading.onnx:_explain",
+    "dashboard.server:add_upload_route",
+    "dashboard.views.performance:render",
+}
+DASHBOARD_POSITIONAL_ALLOWED = {
+    "dashboard.callbacks.compute:_run_split",
+    "dashboard.callbacks.labels_upload:display_labels",
+    "dashboard.callbacks.load:_load_workspace",
+    "dashboard.callbacks.load:load_workspace",
+    "dashboard.callbacks.load:register.load",
+    "dashboard.figures.curves:_drawing",
+    "dashboard.figures.curves:_row_trace",
+    "dashboard.tasks:_profile",
+    "dashboard.tasks:permutation_importance",
+    "dashboard.views.caveats:cs_run",
+    "dashboard.views.caveats:run",
+    "dashboard.views.interactions:run",
+}
+
+
+def test_dashboard_function_sizes_are_measured(record_property):
+    """The dashboard's functions over 80 code lines and over six positional parameters are
+    counted (printed with ``-s``, and in the JUnit report): only the listed ones may be, and
+    the lists only shrink."""
+    long, wide = _measured("dashboard")
+    print(f"dashboard: {len(long)} functions over {LONG_FUNCTION} code lines,", end=" ")
+    print(f"{len(wide)} over {MAX_POSITIONAL} positional parameters")
+    record_property("dashboard_functions_over_80_lines", len(long))
+    record_property("dashboard_functions_over_6_positional", len(wide))
+    fixed = sorted((DASHBOARD_LONG_ALLOWED - long) | (DASHBOARD_POSITIONAL_ALLOWED - wide))
+    if fixed:
+        warnings.warn(f"within the limits now, take them out of the allow-lists: {fixed}", stacklevel=1)
+    assert sorted(long - DASHBOARD_LONG_ALLOWED) == [], "over 80 code lines: split it"
+    assert sorted(wide - DASHBOARD_POSITIONAL_ALLOWED) == [], "over six positional parameters: keyword-only beyond"
 
 
 def test_no_test_helper_shadows_a_standard_library_module():

@@ -12,7 +12,8 @@ from sklearn.ensemble import GradientBoostingRegressor
 import compute
 from compute import importance, prediction
 from compute.intervention import Design
-from compute.prediction import GridSpec, _fill_cycle, cycle_segment, cycled, predict_segments, repeated
+from compute.prediction import predict_segments
+from compute.segments import GridSpec, _fill_cycle, cycle_segment, cycled, repeated
 from compute.validation import make_predictor, resolve_loss
 
 

@@ -77,8 +77,8 @@ def walk(ens: Ensemble, X: np.ndarray, j: int, node_bin: np.ndarray, n_bins: int
     done: list[_Walks] = []
     missing = bool(np.isnan(flat).any())
     while plain.row.size or cut.row.size:
-        plain, plain_cut = _level(ens, flat, j, node_bin, plain, done, full, missing)
-        cut, more_cut = _level(ens, flat, j, node_bin, cut, done, full, missing)
+        plain, plain_cut = _level(ens, flat, j, node_bin, plain, done, full=full, missing=missing)
+        cut, more_cut = _level(ens, flat, j, node_bin, cut, done, full=full, missing=missing)
         if plain_cut is not None or more_cut is not None:
             parts = [w for w in (cut, plain_cut, more_cut) if w is not None]
             cut = _Walks(*(np.concatenate([getattr(w, key) for w in parts]) for key in ("row", "node", "code")))
@@ -92,7 +92,7 @@ def walk(ens: Ensemble, X: np.ndarray, j: int, node_bin: np.ndarray, n_bins: int
     )
 
 
-def _level(ens, flat, j, node_bin, walks: _Walks, done: list, full, missing: bool) -> tuple[_Walks, _Walks | None]:
+def _level(ens, flat, j, node_bin, walks: _Walks, done: list, *, full, missing: bool) -> tuple[_Walks, _Walks | None]:
     """One step down for every walk: those at a leaf go to ``done``, those at a node on j
     are cut in two (returned second), the others go where the row's value sends them."""
     if not walks.row.size:

@@ -9,30 +9,18 @@ planner, the callbacks, the HTML report and the CSV exports pick it up from the 
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
-import logging
 import os
 import pkgutil
 from importlib import import_module
 
 import compute
 
-from .. import planning, tasks
+from .. import planning, tasks, view_render
 from ..planning import TaskSpec
 from ..state import clean_state, normalize
-from .base import (
-    SECTIONS,
-    Inputs,
-    Lru,
-    Select,
-    View,
-    empty,
-    waiting,
-)
-
-log = logging.getLogger(__name__)
-
+from ..view_render import built_in, drawn, input_id, placeholder
+from .base import SECTIONS, Inputs, Lru, Select, View, waiting
 
 EXTRA_VIEWS = "WIP_EXTRA_VIEWS"  # environment: more view modules, comma-separated (outside this package)
 
@@ -69,20 +57,13 @@ def needed_tasks() -> frozenset:
     return frozenset().union(*(v.needs for v in REGISTRY))
 
 
-def _built_in(kind: str) -> TaskSpec:
-    for spec in tasks.BUILT_IN:
-        if spec.kind == kind:
-            return spec
-    raise RuntimeError(f"a view needs {kind!r}, which is no built-in task ({[s.kind for s in tasks.BUILT_IN]})")
-
-
 @functools.cache
 def needed_specs() -> tuple[TaskSpec, ...]:
     """The tasks the job planner plans: the built-in ones the registered views read (in
     their order), then the views' own."""
     needed = needed_tasks()
     for kind in needed:
-        _built_in(kind)  # a typo in a view's needs fails at start, not on a visitor's request
+        built_in(kind)  # a typo in a view's needs fails at start, not on a visitor's request
     return tuple(spec for spec in tasks.BUILT_IN if spec.kind in needed) + task_specs()
 
 
@@ -140,54 +121,10 @@ def _make_inputs(ctx, raw_state) -> Inputs | None:
     return Inputs(ctx, planned["state"], ws, data, mask, planned["keys"])
 
 
-def input_id(view: View) -> str:
-    """The store a view's callback listens to: the results record, passed on only when the
-    view's signature changed (``signatures``)."""
-    return f"view-input-{view.name.replace('_', '-')}"
-
-
-def view_keys(view: View, keys: dict, state: dict) -> list[str]:
-    """The cache keys of the results a view reads, for a planned state."""
-    specs = [_built_in(kind) for kind in sorted(view.needs)] + list(view.tasks)
-    return [k for spec in specs for k in spec.keys_read(keys, state) if k]
-
-
 def signatures(store, state: dict, keys: dict) -> dict[str, str]:
-    """Per view, a digest of what its outputs depend on: the state fields it reads and
-    which of its results are cached. Equal digests mean equal outputs, so the page skips
-    drawing that view again (an edit, a feature or an observation switch redraws only the
-    views that show it)."""
-    cached: dict[str, bool] = {}
-
-    def has(key: str) -> bool:
-        if key not in cached:
-            cached[key] = store.has(key)
-        return cached[key]
-
-    out = {}
-    for view in REGISTRY:
-        fields = {name: state.get(name) for name in sorted(view.fields)}
-        if "obs" in fields:  # a row shown by default is named so; once chosen, not
-            fields["obs_default"] = bool(state.get("obs_default"))
-        ready = [has(k) for k in view_keys(view, keys, state)]
-        blob = json.dumps([fields, ready], sort_keys=True, default=str)
-        out[view.name] = hashlib.sha256(blob.encode()).hexdigest()[:16]
-    return out
-
-
-def placeholder(view: View, message: str) -> dict:
-    """The view's outputs while its results are missing: a message in its figures, empty
-    tables and texts."""
-    if view.placeholder is not None:
-        return view.placeholder(message)
-    out = {}
-    for name, (_, prop) in view.outputs.items():
-        out[name] = (
-            empty(message)
-            if prop == "figure"
-            else {"data": [], "columns": [], "style": {}, "tooltip_header": {}}.get(prop, "")
-        )
-    return out
+    """Per view, a digest of what its outputs depend on; equal digests mean equal outputs, so
+    the page skips drawing that view again (:func:`dashboard.view_render.signatures`)."""
+    return view_render.signatures(REGISTRY, store, state, keys)
 
 
 def render(ctx, view: View | str, results, inp: Inputs | None = None, controls: dict | None = None) -> dict:
@@ -198,28 +135,7 @@ def render(ctx, view: View | str, results, inp: Inputs | None = None, controls: 
     cached results are shown, never what is computed."""
     view = BY_NAME[view] if isinstance(view, str) else view
     inp = inp or load_inputs(ctx, results)
-    if inp is None:
-        return placeholder(view, waiting(results))
-    try:
-        out = draw(ctx, view, inp, controls)
-    except compute.ExplainError as exc:  # its results cannot be had for these rows: it says why, alone
-        return placeholder(view, str(exc))
-    except Exception as exc:  # a bug: log it, keep the page and the other views working
-        log.exception("view %s failed", view.name)
-        return placeholder(view, f"This view could not be drawn ({type(exc).__name__}).")
-    missing = set(view.outputs) - set(out)
-    if missing:
-        raise RuntimeError(f"view {view.name} rendered no {sorted(missing)}")
-    return out
-
-
-def draw(ctx, view: View, inp: Inputs, controls: dict | None = None) -> dict:
-    """The view's own render, with its controls' values (their defaults where not given)."""
-    if view.controls:
-        given = controls or {}
-        values = {name: given.get(name, control.default) for name, control in view.controls.items()}
-        return view.render(ctx, inp, values)
-    return view.render(ctx, inp)
+    return placeholder(view, waiting(results)) if inp is None else drawn(ctx, view, inp, controls)
 
 
 def render_all(ctx, results) -> dict[str, dict]:
@@ -227,29 +143,9 @@ def render_all(ctx, results) -> dict[str, dict]:
     return {v.name: render(ctx, v, results, inp) for v in REGISTRY}
 
 
-def panel_id(name: str) -> str:
-    """The page id of a view's panel (a link to the view scrolls to it)."""
-    return f"view-{name}"
-
-
 def panels(panel, section: str | None = None) -> list:
     """One panel per view (of one section), in page order (``panel`` is ``dashboard.components.panel``)."""
-    from dash import dcc
-
-    return [
-        panel(
-            v.title,
-            *v.body(),
-            dcc.Store(id=input_id(v)),
-            help_text=v.question,
-            method=v.method,
-            extra=None if v.extra is None else v.extra(),
-            class_name="panel wide" if v.wide else "panel",
-            panel_id=panel_id(v.name),
-        )
-        for v in REGISTRY
-        if section is None or v.section == section
-    ]
+    return view_render.panels(REGISTRY, panel, section)
 
 
 def exports() -> dict:
@@ -289,6 +185,5 @@ __all__ = [
     "panels",
     "render",
     "render_all",
-    "draw",
     "placeholder",
 ]
