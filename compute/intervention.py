@@ -62,7 +62,7 @@ class Design:
     @functools.cached_property
     def every_row(self) -> np.ndarray:
         """The positions of all rows, 0 .. n_rows - 1: one array per design, so the passes
-        that cycle through all its rows name the same cycle (see ``prediction.CycleSpec``)."""
+        that cycle through all its rows name the same cycle (see ``segments.CycleSpec``)."""
         return np.arange(self.n_rows)
 
     def subset(self, positions: np.ndarray) -> Design:
