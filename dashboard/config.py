@@ -32,6 +32,7 @@ class Config:
     n_jobs: int = 1  # threads per model call inside a background job
     warm: bool = True  # compute the default demo at start-up (python app.py)
     celery_broker: str = ""  # e.g. redis://host:6379/0: background jobs on Celery workers
+    requeue_after: float = 60.0  # seconds after which a job whose Celery worker vanished goes to another
     upload_per_minute: int = 30  # uploads per client and minute
     upload_mb_per_hour: int = 2000  # MiB per client and hour
     upload_disk_mb: int = 4096  # all uploads not yet loaded, oldest evicted first
@@ -83,6 +84,8 @@ _HELP = {
     "warm": "compute the default demo at start-up",
     "celery_broker": "run background jobs on Celery workers through this Redis broker (redis://...) instead "
     "of forked children of the web workers; web and compute machines then share only the broker",
+    "requeue_after": "with --celery-broker: seconds after which a job whose worker vanished (killed, its "
+    "machine gone) is handed to another worker; a job running longer may also be started on a second one",
     "upload_per_minute": "uploads one client (address) may make per minute",
     "upload_mb_per_hour": "MiB one client (address) may upload per hour",
     "upload_disk_mb": "disk space (MiB) for uploads not yet loaded; the oldest are deleted first",

@@ -253,9 +253,18 @@ def background_manager(config: Config):
         celery_app = Celery("why_it_performs", broker=config.celery_broker, backend=config.celery_broker)
         celery_app.conf.update(
             task_acks_late=True,
+            task_reject_on_worker_lost=True,  # a pool process killed mid-job: its job goes back to the queue
             worker_prefetch_multiplier=1,
             result_expires=3600,
             broker_connection_retry_on_startup=True,
+            # a whole worker gone (killed, its machine lost): the job it had taken is handed to
+            # another after requeue_after s (swept every 2 s); a job running longer than that
+            # may be started a second time elsewhere, which its task locks make cheap
+            broker_transport_options={
+                "visibility_timeout": max(int(config.requeue_after), 1),
+                "unacked_restore_interval": 2,
+                "unacked_restore_throttle": 1,
+            },
         )
         register_part_task(celery_app, config)
         return CeleryManager(celery_app, expire=3600), celery_app

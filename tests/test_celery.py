@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -32,6 +33,7 @@ OUTPUT = Path(os.environ.get("WIP_TEST_OUTPUT", ROOT / "test-output")) / "screen
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 FIRST_VISIT_MS = 120_000  # trains the demo (web worker) and runs its ICE/ICI passes (Celery worker)
 STEP_MS = 60_000  # a subgroup: one permutation-PFI job on the Celery worker
+REQUEUE_S = 8  # a job whose worker vanished goes to another after this long
 START_S = 60  # each process up (imports of dash, sklearn, celery on a loaded machine)
 
 
@@ -140,6 +142,7 @@ def wip_env(wip_redis, wip_cluster_dir):
         "WIP_CELERY_BROKER": wip_redis,
         "WIP_CACHE_DIR": str(cache),
         "WIP_SECRET_KEY": "celery-test",
+        "WIP_REQUEUE_AFTER": str(REQUEUE_S),
         "PYTHONUNBUFFERED": "1",
     }
     worker_env = {**env, "WIP_CACHE_DIR": str(worker_cache)}
@@ -466,3 +469,72 @@ def test_cancel_revokes_a_split_jobs_parts_on_the_workers(wip_env, wip_worker):
     terminated = [i for i in ids if f"Terminating {i}" in log]
     dropped = [i for i in ids if f"Discarding revoked task: wip.compute_part[{i}]" in log]
     assert len(terminated) == 2 and sorted(terminated + dropped) == sorted(ids), log[-3000:]
+
+
+def _worker_cmd() -> list[str]:
+    return [sys.executable, "-m", "celery", "-A", "app:celery_app", "worker", "--concurrency", "2"] + [
+        "--pool",
+        "prefork",
+        "--loglevel",
+        "INFO",
+        "--without-gossip",
+        "--without-mingle",
+        "--without-heartbeat",
+    ]
+
+
+def test_a_job_whose_worker_is_killed_is_taken_up_by_another(wip_web, wip_worker, wip_env, wip_tab, wip_cluster_dir):
+    """Two workers, each with its own cache folder; the one running the page's job is killed
+    with SIGKILL (its pool and job processes with it) mid-job. Another worker takes the job up
+    (after REQUEUE_S), the page draws the views and never says the job died. Runs last: it may
+    kill the module's worker."""
+    import psutil
+
+    folder = wip_cluster_dir / "worker2-cache"
+    folder.mkdir()
+    log2 = wip_cluster_dir / "celery2.log"
+    env2 = {**wip_env["worker_env"], "WIP_CACHE_DIR": str(folder)}
+    with open(log2, "w") as out:
+        proc2 = subprocess.Popen(_worker_cmd(), cwd=ROOT, env=env2, stdout=out, stderr=subprocess.STDOUT)
+    second = _Worker(proc2, log2)
+    try:
+        second.wait_ready()
+        workers = [wip_worker, second]
+        seen = {id(w): set(re.findall(r"Task background_callback_\w+\[([^\]]+)\] received", w.text())) for w in workers}
+        tab = wip_tab
+        tab.goto(wip_web["url"] + "/?ws=demo-cancer")
+        deadline = time.time() + FIRST_VISIT_MS / 1000
+        victim, task = None, None
+        while victim is None and time.time() < deadline:
+            for w in workers:
+                new = set(re.findall(r"Task background_callback_\w+\[([^\]]+)\] received", w.text())) - seen[id(w)]
+                if new:
+                    victim, task = w, sorted(new)[0]
+            time.sleep(0.1)
+        assert victim is not None, "no worker received the page's job"
+        time.sleep(1.0)  # mid-job: the job's process holds its record's lock
+        assert f"[{task}] succeeded" not in victim.text(), "the job ended before it could be killed"
+        tree = [victim.proc.pid] + [p.pid for p in psutil.Process(victim.proc.pid).children(recursive=True)]
+        for pid in tree:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        victim.proc.wait(timeout=10)
+        killed = time.time()
+        survivor = second if victim is wip_worker else wip_worker
+        tab.click("#section-tab-overview")
+        tab.wait_for_function(
+            "() => { const g = document.querySelector('#pfi-graph .js-plotly-plot');"
+            " return g && g._fullData && g._fullData.some(t => t.type === 'bar'); }",
+            timeout=FIRST_VISIT_MS,
+        )
+        tab.wait_for_function("() => !document.querySelector('._dash-loading-callback')")
+        print(f"views drawn {time.time() - killed:.1f} s after the kill")
+        _shot(tab, "celery-worker-killed")
+        assert f"[{task}] received" in survivor.text(), "the other worker never took the job up:\n" + _tail(
+            survivor.log
+        )
+        assert "ended without its results" not in tab.inner_text("body")
+    finally:
+        _stop(proc2)

@@ -474,6 +474,7 @@ NOT_STARTED = (
 # seconds a job may take to start (its process to mark itself; forking is slow on a loaded machine)
 # before it counts as lost: a job lost before it starts is still answered within 10 s
 START_GRACE = 7.0
+REQUEUE_SLACK = 15.0  # seconds beyond requeue_after for another worker to take up a job whose worker died
 DELIVER_AFTER = 3.0  # seconds after a job's end before the watchdog hands its outcome over itself
 WAITING = {"done": no_update, "cancel": no_update, "box": no_update, "watch": no_update}
 
@@ -504,6 +505,10 @@ def check_job(ctx, request, now=None) -> dict:
             return dict(WAITING)
         message = NOT_STARTED
     else:
+        if ctx.config.celery_broker and now - jobs.first_look(ctx.store, "died:" + job_token(request), now) < (
+            ctx.config.requeue_after + REQUEUE_SLACK
+        ):  # its worker vanished: Celery hands the job to another, which takes up its record
+            return dict(WAITING)
         message = DIED
     state, ws = _trusted_state(ctx, request.get("state"))
     rid = _final_id(ctx, ws, state, request.get("request")) if state is not None else request.get("request")
