@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import codecs
 import csv
+import glob
 import os
 import re
 
@@ -23,6 +24,11 @@ def read_data(path, *, name: str | None = None, policy: Policy = Policy()) -> pd
     """
     path = os.fspath(path)
     label = name or os.path.basename(path)
+    if os.path.isdir(path) or glob.has_magic(path):  # a Parquet data set: a folder of files, or a glob
+        frame = _read_parquet_set(path, label, policy)
+        _check_frame(frame, label, policy)
+        frame.attrs["name"] = label
+        return frame
     suffix = file_suffix(path, name, DATA_SUFFIXES)
     if suffix not in DATA_SUFFIXES:
         raise LoadError(
@@ -149,6 +155,102 @@ def _read_parquet(path: str, label: str, policy: Policy) -> pd.DataFrame:
             raise LoadError(f"{label} could not be read as Parquet ({short(exc)}).", field="data") from exc
     finally:
         pf.close()
+
+
+def parquet_set_files(path: str) -> list[str]:
+    """The files of a Parquet data set: every ``.parquet``/``.pq`` file under a folder (as
+    Spark, Dask and pyarrow write them, partition folders included; hidden and ``_`` files
+    such as ``_SUCCESS`` left out), or those a glob matches, in name order."""
+    if os.path.isdir(path):
+        found = [
+            os.path.join(root, f)
+            for root, dirs, files in os.walk(path)
+            for f in files
+            if not f.startswith((".", "_")) and f.lower().endswith((".parquet", ".pq"))
+        ]
+    else:
+        found = [f for f in glob.glob(path, recursive=True) if os.path.isfile(f)]
+    return sorted(found)
+
+
+def _read_parquet_set(path: str, label: str, policy: Policy) -> pd.DataFrame:
+    """A Parquet data set read as one frame: every file must hold the same columns with the
+    same types (a column with no values at all, typed null, fits any type); a file that does
+    not is refused, naming it and the column. Rows, columns and the memory the set takes once
+    read are bounded as for one file, over all its files."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    files = parquet_set_files(path)
+    if not files:
+        raise LoadError(f"{label}: no .parquet files found there.", field="data")
+    first, rows, expanded, tables = None, 0, 0, []
+    for file in files:
+        name = os.path.relpath(file, path) if os.path.isdir(path) else os.path.basename(file)
+        try:
+            pf = pq.ParquetFile(file)
+        except Exception as exc:
+            raise LoadError(f"{label}: {name} is not a valid Parquet file ({short(exc)}).", field="data") from exc
+        try:
+            schema = pf.schema_arrow
+            if first is None:
+                first = (name, schema)
+                _check_names(list(schema.names), label, policy)
+            else:
+                _same_columns(label, first, (name, schema))
+            rows += pf.metadata.num_rows
+            expanded += _parquet_in_memory(pf)
+            if rows > policy.max_rows or expanded > PARQUET_EXPANSION * policy.max_bytes:
+                raise LoadError(
+                    f"{label} holds more than this server reads ({policy.max_rows:,} rows, "
+                    f"{PARQUET_EXPANSION * policy.max_bytes / 2**20:,.0f} MiB in memory) by {name}; "
+                    "give fewer files, or a sample of the rows.",
+                    field="data",
+                )
+            tables.append(pf.read())
+        finally:
+            pf.close()
+    assert first is not None
+    try:
+        table = pa.concat_tables([t.select(first[1].names) for t in tables], promote_options="permissive")
+        return table.to_pandas()
+    except Exception as exc:
+        raise LoadError(f"{label} could not be read as one table ({short(exc)}).", field="data") from exc
+
+
+def _same_columns(label: str, first: tuple, other: tuple) -> None:
+    """Refuse a file of a data set whose columns or types differ from the first file's."""
+
+    (name0, schema0), (name, schema) = first, other
+    missing = [c for c in schema0.names if c not in schema.names]
+    extra = [c for c in schema.names if c not in schema0.names]
+    if missing or extra:
+        said = f"lacks column {missing[0]!r}" if missing else f"has column {extra[0]!r}, which {name0} lacks"
+        raise LoadError(f"{label}: {name} {said}; every file of a data set needs the same columns.", field="data")
+    for column in schema0.names:
+        a, b = _kind(schema0.field(column).type), _kind(schema.field(column).type)
+        if a != b and "no values" not in (a, b):
+            raise LoadError(
+                f"{label}: column {column!r} holds {b} in {name} but {a} in {name0}; every file of a "
+                "data set needs the same types.",
+                field="data",
+            )
+
+
+def _kind(t) -> str:
+    """A column type in words, as a data set's files must agree on it (whole and decimal
+    numbers agree: pandas writes a column with a missing value as decimals)."""
+    import pyarrow as pa
+
+    checks = (
+        (pa.types.is_null, "no values"),
+        (pa.types.is_boolean, "true/false values"),
+        (lambda t: pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t), "numbers"),
+        (lambda t: pa.types.is_string(t) or pa.types.is_large_string(t), "text"),
+        (pa.types.is_dictionary, "categories"),
+        (pa.types.is_temporal, "dates or times"),
+    )
+    return next((word for check, word in checks if check(t)), str(t))
 
 
 def _parquet_in_memory(pf) -> int:
