@@ -12,9 +12,12 @@ dashboard`` stays light."""
 from __future__ import annotations
 
 import atexit
+import html
+import importlib.util
 import json
 import os
 import pickle
+import re
 import shutil
 import signal
 import socket
@@ -117,11 +120,15 @@ def report(
 
 
 class Shown:
-    """A data set ``dashboard.show`` opened: its page's ``url``, and ``stop()`` to end the
-    server (which every data set shown in this session shares)."""
+    """A data set ``dashboard.show`` opened: its page's ``url`` (what the person's browser
+    opens: under a Jupyter server's proxy the path ``<base_url>proxy/<port>/?ws=...`` on the
+    notebook's own address), ``local_url`` (the server itself on 127.0.0.1, for code running
+    on this machine), and ``stop()`` to end the server (which every data set shown in this
+    session shares)."""
 
-    def __init__(self, server: _Server, url: str, ws: str, warnings: list[str]):
+    def __init__(self, server: _Server, url: str, ws: str, warnings: list[str], local_url: str = ""):
         self.server, self.url, self.ws, self.warnings = server, url, ws, warnings
+        self.local_url = local_url or url
 
     def stop(self) -> None:
         self.server.stop()
@@ -130,24 +137,28 @@ class Shown:
         return f"Shown(url={self.url!r})"
 
     def _repr_html_(self) -> str:  # a notebook shows the page inline, with a link for a full tab
+        url = html.escape(self.url, quote=True)  # under a proxy: a path on the notebook's own address
         return (
-            f'<p><a href="{self.url}" target="_blank">Open the dashboard in a new tab</a></p>'
-            f'<iframe src="{self.url}" width="100%" height="900" style="border:1px solid #ddd"></iframe>'
+            f'<p><a href="{url}" target="_blank">Open the dashboard in a new tab</a></p>'
+            f'<iframe src="{url}" width="100%" height="900" style="border:1px solid #ddd"></iframe>'
         )
 
 
 class _Server:
     """The dashboard's server process of this session (``python -m dashboard.serve``)."""
 
-    def __init__(self, port: int | None, cache_dir, *, keep: bool = False):
+    def __init__(self, port: int | None, cache_dir, *, keep: bool = False, base: str | None = None):
         self.inbox = Path(tempfile.mkdtemp(prefix="wip-show-"))  # private: 0700
         cache_dir = Path(cache_dir).absolute()  # the server runs from the package's folder: the caller's path
         self.port = port or _free_port()
         self.keep = keep
+        self.base = base  # the Jupyter server's base URL whose proxy serves the page; None: none
+        self.prefix = proxied_prefix(base, self.port) if base is not None else "/"
         tie = [] if keep else ["--parent", str(os.getpid())]  # it ends when this process ends, however
+        served = ["--url-prefix", self.prefix] if base is not None else []
         self.process = subprocess.Popen(
             [sys.executable, "-m", "dashboard.serve", "--inbox", str(self.inbox), "--port", str(self.port)]
-            + ["--cache-dir", str(cache_dir), *tie],
+            + ["--cache-dir", str(cache_dir), *tie, *served],
             cwd=ROOT,
             env=_env(),
             stdout=subprocess.PIPE,
@@ -218,6 +229,7 @@ def show(
     positive_class=None,
     labels=None,
     columns_in_order: bool = False,
+    proxy: bool | str = "auto",
 ) -> Shown:
     """Show ``models`` on ``data`` (its ``target`` column the outcome) in the dashboard and
     return at once: a :class:`Shown` with the page's ``url`` and ``stop()``. In a notebook
@@ -230,16 +242,39 @@ def show(
     shut down, a script killed): ``keep=True`` lets it outlive the process (it prints how to
     stop it); asking for the other choice than the running server's starts a new server.
     ``held_out``, ``positive_class``, ``labels`` and ``columns_in_order`` as in :func:`report`.
+
+    ``proxy``: in a notebook whose kernel runs under JupyterHub (``JUPYTERHUB_SERVICE_PREFIX``
+    is set) or under a Jupyter server with ``jupyter-server-proxy`` installed, the person's
+    browser may not reach this machine's 127.0.0.1: with ``"auto"`` (the default) the page
+    is then served through the Jupyter server's own proxy, under ``<base_url>proxy/<port>/``,
+    and the inline view and ``url`` are that path on the notebook's own address; elsewhere
+    (a script, VS Code, a notebook server without the proxy) the page is at
+    ``http://127.0.0.1:<port>/``. ``proxy=True`` forces the proxy's path (the base URL ``/``
+    when no Jupyter server is found), ``proxy=False`` the direct address.
     Raises :class:`ShowError` with a one-line reason."""
     global _SERVER
     named = _pickled(models)
     data = as_pandas(data, "data")  # a Polars or PyArrow frame: pandas before it is handed over
     shown_labels = _labels_given(labels, ShowError)
+    if proxy not in (True, False, "auto"):
+        raise ShowError(f"proxy must be True, False or 'auto' (got {proxy!r}).")
+    base = jupyter_base(proxy)
+    if base is not None and not re.fullmatch(r"/(?:[A-Za-z0-9._~-]+/)*", base):  # as dashboard.config's url_prefix
+        raise ShowError(
+            f"The Jupyter server's base URL {base[:80]!r} has characters the dashboard cannot serve under (only "
+            "letters, digits and . _ ~ - between slashes); show(..., proxy=False) serves it at 127.0.0.1 instead."
+        )
     current = _SERVER
-    if current is None or not current.alive or (port is not None and port != current.port) or current.keep != keep:
+    if (
+        current is None
+        or not current.alive
+        or (port is not None and port != current.port)
+        or current.keep != keep
+        or current.base != base
+    ):
         if current is not None:
             current.stop()
-        _SERVER = current = _Server(port, cache_dir, keep=keep)
+        _SERVER = current = _Server(port, cache_dir, keep=keep, base=base)
     try:
         given = {"models": named, "data": data, "target": target, "title": title}
         given.update(held_out=bool(held_out), positive_class=positive_class, labels=shown_labels)
@@ -251,11 +286,62 @@ def show(
         ) from exc
     if "error" in reply:
         raise ShowError(reply["error"])
-    url = f"http://127.0.0.1:{current.port}/?ws={reply['ws']}"
-    shown = Shown(current, url, reply["ws"], list(reply.get("warnings", [])))
+    local = f"http://127.0.0.1:{current.port}{current.prefix}?ws={reply['ws']}"
+    url = f"{current.prefix}?ws={reply['ws']}" if current.base is not None else local
+    shown = Shown(current, url, reply["ws"], list(reply.get("warnings", [])), local_url=local)
     if open_browser:
-        webbrowser.open(url)
+        webbrowser.open(local)
     return shown
+
+
+def proxied_prefix(base: str, port: int) -> str:
+    """The path of the page under a Jupyter server's proxy: ``<base_url>proxy/<port>/``."""
+    return "/" + "/".join(p for p in (*base.split("/"), "proxy", str(port)) if p) + "/"
+
+
+def jupyter_base(proxy: bool | str = "auto", environ: Mapping[str, str] | None = None) -> str | None:
+    """The base URL of the Jupyter server whose proxy should serve the page, or None (serve
+    at 127.0.0.1): JupyterHub's ``JUPYTERHUB_SERVICE_PREFIX`` (``/user/<name>/``); else the
+    Jupyter server that started this kernel (its pid is the kernel's ``JPY_PARENT_PID``,
+    found among ``list_running_servers()``) when ``jupyter_server_proxy`` is importable;
+    ``proxy=True``: that, or ``/``; ``proxy=False``: None."""
+    if proxy is False:
+        return None
+    env = os.environ if environ is None else environ
+    hub = env.get("JUPYTERHUB_SERVICE_PREFIX", "").strip()
+    if hub:
+        return "/" + "/".join(p for p in hub.split("/") if p) + "/" if hub.strip("/") else "/"
+    server = kernel_server(env)
+    if server is not None and (proxy is True or importlib.util.find_spec("jupyter_server_proxy") is not None):
+        return str(server.get("base_url") or "/")
+    return "/" if proxy is True else None
+
+
+def kernel_server(environ: Mapping[str, str]) -> dict | None:
+    """The running Jupyter server that started this kernel (its info: ``base_url``, ``port``,
+    ``pid``...), or None: not a kernel of a Jupyter server (a script, nbclient, VS Code)."""
+    try:
+        parent = int(environ.get("JPY_PARENT_PID") or 0)
+    except ValueError:
+        return None
+    if parent <= 0:
+        return None
+    try:
+        from jupyter_server.serverapp import list_running_servers
+    except ImportError:  # the kernel's environment lacks jupyter_server: read its info file
+        try:
+            from jupyter_core.paths import jupyter_runtime_dir
+        except ImportError:
+            return None
+        try:
+            found = json.loads((Path(jupyter_runtime_dir()) / f"jpserver-{parent}.json").read_text())
+        except (OSError, ValueError):
+            return None
+        return found if isinstance(found, dict) else None
+    try:
+        return next((info for info in list_running_servers() if info.get("pid") == parent), None)
+    except (OSError, ValueError):
+        return None
 
 
 def _labels_given(labels, error: type[Exception]):

@@ -46,13 +46,20 @@ def report_main(argv: list[str] | None = None, *, stderr=None, prog: str = "pyth
     parser.add_argument("--json", type=Path, default=None, help="also write the numbers behind it here")
     parser.add_argument("--loss", default=None, help="the loss PFI uses (default: squared error or log loss)")
     parser.add_argument("--cache-dir", default=".wip-cache", help="where results are cached (default .wip-cache)")
+    parser.add_argument(
+        "--allow-pickle",
+        action="store_true",
+        help="accept pickled models, as the server's --allow-pickle does: MLflow folders of a pickled flavour "
+        "(scikit-learn or LightGBM saved with pickle/cloudpickle); they EXECUTE CODE when loaded, only for files "
+        "you trust (a .pkl/.joblib file given with --model is the operator's own and loads with a warning anyway)",
+    )
     add_row_options(parser)
     args = parser.parse_args(argv)
     if args.session is None and not (args.model and args.data and args.target):
         parser.error("give --model (one or more), --data and --target")
     bar: ProgressBar | None = None
     try:
-        ctx = make_context(Config(cache_dir=args.cache_dir))
+        ctx = make_context(Config(cache_dir=args.cache_dir, allow_pickle=args.allow_pickle))
         if args.session is not None:  # objects of the Python session that called dashboard.report
             with open(args.session, "rb") as handle:
                 given = pickle.load(handle)  # written by dashboard.api for this process: the caller's own

@@ -12,11 +12,19 @@ process ends, however it ends: a kernel restarted or shut down (SIGTERM, then SI
 script stopped by a signal, where ``atexit`` never runs. A thread watches the parent's pid
 (re-parenting changes ``getppid()``; ``PR_SET_PDEATHSIG`` alone would follow the thread
 that started us, and a notebook may call ``show`` from a thread that ends first) and ends
-every process of the server's session within a second or two."""
+every process of the server's session within a second or two.
+
+With ``--url-prefix <base_url>proxy/<port>/`` (what ``show`` passes in a notebook under a
+Jupyter server's proxy) the page is served under that path, as ``jupyter-server-proxy``'s
+``<base_url>proxy/absolute/<port>/`` forwards it, and also without it, as its
+``<base_url>proxy/<port>/`` forwards it (the prefix removed): :class:`UnderProxy` puts the
+prefix back. The page may be framed by the notebook (the inline view): by its own origin
+under the proxy, by a notebook on this machine otherwise."""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import logging
 import os
@@ -36,6 +44,36 @@ from .loading import LoadError
 from .server import create_app, warm
 
 log = logging.getLogger("wip")
+
+#: who may frame the page without a proxy: a notebook on this machine (Jupyter on localhost,
+#: VS Code's notebook webview)
+LOCAL_NOTEBOOKS = "'self' http://localhost:* http://127.0.0.1:* https://localhost:* https://127.0.0.1:* vscode-webview:"
+
+
+class UnderProxy:
+    """WSGI: a request whose path lacks ``prefix`` (``jupyter-server-proxy``'s ``proxy/<port>/``
+    removes it) is served as the same path under it; every answer may be framed by
+    ``ancestors`` (the notebook's inline view) instead of by nothing."""
+
+    def __init__(self, wsgi, prefix: str, ancestors: str):
+        self.wsgi, self.prefix, self.ancestors = wsgi, prefix, ancestors
+
+    def __call__(self, environ, start_response):
+        path = environ.get("PATH_INFO") or "/"
+        if not path.startswith(self.prefix) and path + "/" != self.prefix:
+            environ["PATH_INFO"] = self.prefix.rstrip("/") + (path if path.startswith("/") else "/" + path)
+
+        def framed(status, headers, exc_info=None):
+            kept = []
+            for name, value in headers:
+                if name.lower() == "x-frame-options":
+                    continue  # DENY; frame-ancestors says who may frame it
+                if name.lower() == "content-security-policy":
+                    value = value.replace("frame-ancestors 'none'", f"frame-ancestors {self.ancestors}")
+                kept.append((name, value))
+            return start_response(status, kept, exc_info) if exc_info else start_response(status, kept)
+
+        return self.wsgi(environ, framed)
 
 
 def watch_inbox(app, inbox: Path, stop: threading.Event, interval: float = 0.1) -> None:
@@ -118,11 +156,18 @@ def main(argv=None) -> None:
     parser.add_argument("--port", required=True, type=int)
     parser.add_argument("--cache-dir", default=".wip-cache")
     parser.add_argument("--parent", type=int, default=None, help="end when this process ends")
+    parser.add_argument("--url-prefix", default=None, help="served under a Jupyter server's proxy at this path")
     args = parser.parse_args(argv)
     if args.parent is not None:  # before anything slow: a caller gone during start-up ends us too
         threading.Thread(target=_end_with, args=(args.parent,), daemon=True, name="wip-parent").start()
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    app = create_app(Config(cache_dir=args.cache_dir, host="127.0.0.1", port=args.port, warm=False))
+    config = Config(cache_dir=args.cache_dir, host="127.0.0.1", port=args.port, warm=False)
+    if args.url_prefix:
+        config = dataclasses.replace(config, url_prefix=args.url_prefix)
+    app = create_app(config)
+    # the notebook frames the page: under the proxy from its own origin, else from this machine's
+    ancestors = "'self'" if args.url_prefix else LOCAL_NOTEBOOKS
+    app.server.wsgi_app = UnderProxy(app.server.wsgi_app, config.url_prefix, ancestors)
     for noisy in ("werkzeug", "dash.dash", app.logger.name):  # no request log or banner in the caller's notebook
         logging.getLogger(noisy).setLevel(logging.ERROR)
     stop = threading.Event()

@@ -35,7 +35,7 @@ from dashboard.cli import open_files
 from dashboard.config import Config
 from dashboard.isolation import Limits, isolated
 from dashboard.loading import LoadError, Policy, load_model
-from dashboard.loading.mlflow import folder_archive, read_mlmodel
+from dashboard.loading.mlflow import folder_archive, read_mlmodel, type_mismatch
 from dashboard.server import create_app
 
 _missing = [n for n in ("mlflow", "xgboost", "lightgbm", "catboost", "skl2onnx") if importlib.util.find_spec(n) is None]
@@ -86,6 +86,10 @@ WRITE = textwrap.dedent(
     mlflow.sklearn.save_model(ridge, "skl_skops", serialization_format="skops", **quick)
     np.save("skl_skops.npy", ridge.predict(X))
     mlflow.lightgbm.save_model(lgb, "lgb_wrapper", **quick)  # the scikit-learn wrapper: skops with LightGBM's types
+    Xn = X.assign(n=rng.integers(0, 5, 300))  # a whole-number column: the signature says long
+    Xn.assign(y=y).to_csv("data_n.csv", index=False)
+    xgb_n = xgboost.XGBRegressor(n_estimators=10, max_depth=2).fit(Xn.to_numpy(), y)
+    mlflow.xgboost.save_model(xgb_n, "xgb_long", signature=infer_signature(Xn, y.to_numpy()), **quick)
     print(mlflow.__version__)
     """
 )
@@ -210,6 +214,25 @@ def test_pickled_flavours_are_refused_by_name(app, files, tmp_path):
     assert "lightgbm.basic.Booster" in [t["value"] for t in said.types], said
 
 
+def test_the_review_takes_allow_pickle_as_the_server_does(files):
+    """Issue 43: ``report --allow-pickle``, the serve command's option with the same meaning: a
+    pickled flavour is refused by name without it and reviewed with it."""
+    command = [sys.executable, str(ROOT / "app.py"), "report", "--model", "skl_pickle", "--data", "data.csv"]
+    command += ["--target", "y", "--out", "p.html", "--json", "p.json", "--cache-dir", "cache-pickle"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    refused = subprocess.run(command, cwd=files, capture_output=True, text=True, timeout=600, env=env)
+    assert refused.returncode == 2, refused.stderr[-2000:]
+    assert "sklearn flavour saved with cloudpickle" in refused.stderr and "--allow-pickle" in refused.stderr
+    done = subprocess.run([*command, "--allow-pickle"], cwd=files, capture_output=True, text=True, timeout=600, env=env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    y = pd.read_csv(files / "data.csv")["y"].to_numpy()
+    expected = float(np.mean((y - np.load(files / "skl_skops.npy")) ** 2))  # the same Ridge
+    loss = json.loads((files / "p.json").read_text())["performance"]["skl_pickle"]["loss"]
+    assert abs(loss - expected) <= 1e-9 * max(1.0, expected)
+    helped = subprocess.run([sys.executable, str(ROOT / "app.py"), "report", "--help"], capture_output=True, text=True)
+    assert "--allow-pickle" in helped.stdout
+
+
 def _kind(path: str, policy: Policy) -> str:
     return type(load_model(path, policy=policy)).__name__
 
@@ -263,3 +286,55 @@ def test_mlmodel_is_read_as_data(tmp_path):
         folder_archive(tmp_path, Policy())
     with pytest.raises(LoadError, match="has no MLmodel file"):
         folder_archive(tmp_path / "nothing", Policy())
+
+
+def _types(folder: Path) -> dict[str, str]:
+    meta = read_mlmodel((folder / "MLmodel").read_bytes(), "m")
+    return {i["name"]: i["type"] for i in json.loads(meta["signature"]["inputs"])}
+
+
+def test_the_signatures_column_types_are_checked_against_the_data(app, files, tmp_path):
+    """Issue 43, item 3: a column whose type contradicts MLflow's signature is refused naming
+    the column and both types; compatible types (whole numbers where it says double, a float
+    column of whole numbers where it says long) load."""
+    assert _types(files / "xgb") == {"a": "double", "b": "double", "c": "double"}  # as MLflow wrote them
+    assert _types(files / "xgb_long")["n"] == "long"
+    data = pd.read_csv(files / "data.csv")
+
+    def load(name: str, frame: pd.DataFrame, folder: str) -> dict:
+        csv = post(app, "data", name, frame.to_csv(index=False).encode())
+        model = post(app, "model", f"{folder}.zip", zipped(files / folder))
+        return load_workspace(app._wip_context, [model], csv, "y", None, None, [], False, None, "training", False)
+
+    text = data.assign(a=[f"v{i % 3}" for i in range(len(data))])
+    message = load("text.csv", text, "xgb")["errors"]["data"]
+    assert re.search(r"column 'a' holds text \(str, e\.g\. 'v0'\).*xgb\.zip gives it the type double", message), message
+    whole = data.assign(a=(data.a * 10).round().astype("int64"))  # long numbers where the signature says double
+    assert "ws" in load("whole.csv", whole, "xgb"), "a long column where the signature says double must load"
+
+    n_data = pd.read_csv(files / "data_n.csv")
+    assert "ws" in load("n.csv", n_data, "xgb_long")
+    assert "ws" in load("n_float.csv", n_data.assign(n=n_data.n.astype(float)), "xgb_long")  # 2.0 is long
+    message = load("n_frac.csv", n_data.assign(n=n_data.n + 0.5), "xgb_long")["errors"]["data"]
+    assert re.search(r"column 'n' holds numbers with a fractional part \(float64, e\.g\. \d\.5\)", message), message
+    assert "gives it the type long" in message, message
+    # the command line's door reads the same check
+    bad = tmp_path / "bad.csv"
+    text.to_csv(bad, index=False)
+    with pytest.raises(LoadError, match=r"column 'a' holds text .* type double"):
+        open_files(app._wip_context, [files / "xgb"], bad, "y")
+
+
+def test_type_mismatch_rules():
+    s = pd.Series
+    assert type_mismatch(s([1, 2, 3]), "double") is None and type_mismatch(s([1.5]), "float") is None
+    assert type_mismatch(s([True, False]), "double") is None
+    assert type_mismatch(s(["x", "y"]), "double") == "text (str, e.g. 'x')"
+    assert type_mismatch(s([1.0, None, 3.0]), "long") is None
+    assert type_mismatch(s([1.0, 2.5]), "integer").startswith("numbers with a fractional part")
+    assert type_mismatch(s(["x"]), "long") == "text (str, e.g. 'x')"
+    assert type_mismatch(s([0, 1, 1]), "boolean") is None and type_mismatch(s([True]), "boolean") is None
+    assert type_mismatch(s([0, 2]), "boolean").startswith("numbers other than 0 and 1")
+    assert type_mismatch(s(["a", None]), "string") is None
+    assert type_mismatch(s(pd.Categorical(["a", "b"])), "string") is None
+    assert type_mismatch(s([1, 2]), "string") == "numbers (int64, e.g. 1)"

@@ -28,6 +28,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+import pandas as pd
+
+from compute.errors import InputError
+
 from .errors import LoadError, Policy, short
 
 MLFLOW_SUFFIX = ".zip"
@@ -43,12 +47,15 @@ _PICKLED = ("pickle", "cloudpickle")
 @dataclass(frozen=True)
 class Inner:
     """The native file an MLflow folder holds: its member name, the suffix of its format,
-    the flavour, and the input column names of the folder's signature (None: not named)."""
+    the flavour, the input column names of the folder's signature (None: not named) and
+    their types (``(name, type)`` pairs, MLflow's: double, float, long, integer, boolean,
+    string...)."""
 
     member: str
     suffix: str
     flavour: str
     columns: tuple[str, ...] | None
+    types: tuple[tuple[str, str], ...] = ()
 
 
 def folder_archive(folder: Path, policy: Policy = Policy()) -> bytes:
@@ -98,6 +105,7 @@ def load_mlflow(
     with unpacked(path, label, policy) as (target, inner):
         model = load_native(target, inner_name(label, inner), policy)
     name_columns(model, inner.columns)
+    check_signature_types(model, inner.types, label)
     return model, inner
 
 
@@ -221,6 +229,7 @@ def flavour_file(meta: dict, label: str, policy: Policy) -> Inner:
     docstring); refuses pickled and unknown flavours naming them."""
     flavours = meta["flavors"]
     columns = signature_columns(meta, label, policy)
+    typed = signature_types(meta, columns)
 
     def conf(name: str) -> dict:
         found = flavours.get(name)
@@ -237,14 +246,14 @@ def flavour_file(meta: dict, label: str, policy: Policy) -> Inner:
     if "xgboost" in flavours:
         data = member(conf("xgboost").get("data"), "xgboost")
         fmt = _text(conf("xgboost").get("model_format") or PurePosixPath(data).suffix.lstrip("."))
-        return Inner(data, _XGBOOST_FORMATS.get(fmt, ".model"), "xgboost", columns)  # .model: by content
+        return Inner(data, _XGBOOST_FORMATS.get(fmt, ".model"), "xgboost", columns, typed)  # .model: by content
     if "lightgbm" in flavours:
         data = member(conf("lightgbm").get("data"), "lightgbm")
         serial = conf("lightgbm").get("serialization_format")
         if data.endswith(".lgb"):  # a Booster: LightGBM's text format
-            return Inner(data, ".txt", "lightgbm", columns)
+            return Inner(data, ".txt", "lightgbm", columns, typed)
         _refuse_pickled("lightgbm", serial, data, label, policy)
-        return Inner(data, ".skops" if serial == "skops" else ".pkl", "lightgbm", columns)
+        return Inner(data, ".skops" if serial == "skops" else ".pkl", "lightgbm", columns, typed)
     if "catboost" in flavours:
         data = member(conf("catboost").get("data") or "model.cb", "catboost")
         fmt = _text(conf("catboost").get("save_format") or "cbm")
@@ -254,7 +263,7 @@ def flavour_file(meta: dict, label: str, policy: Policy) -> Inner:
                 "'json' formats (mlflow.catboost.save_model's default is cbm).",
                 field="model",
             )
-        return Inner(data, _CATBOOST_FORMATS[fmt], "catboost", columns)
+        return Inner(data, _CATBOOST_FORMATS[fmt], "catboost", columns, typed)
     if "onnx" in flavours:
         return Inner(member(conf("onnx").get("data"), "onnx"), ".onnx", "onnx", columns)
     if "sklearn" in flavours:
@@ -262,7 +271,7 @@ def flavour_file(meta: dict, label: str, policy: Policy) -> Inner:
         data = member(sk.get("pickled_model"), "sklearn")
         serial = sk.get("serialization_format") or "cloudpickle"
         _refuse_pickled("sklearn", serial, data, label, policy)
-        return Inner(data, ".skops" if serial == "skops" else ".pkl", "sklearn", columns)
+        return Inner(data, ".skops" if serial == "skops" else ".pkl", "sklearn", columns, typed)
     if "python_function" in flavours:
         raise LoadError(
             f"{label} is an MLflow model of the python_function flavour only (a Python model class saved with "
@@ -326,6 +335,97 @@ def signature_columns(meta: dict, label: str, policy: Policy) -> tuple[str, ...]
     if not all(isinstance(n, str) and n for n in names) or len(set(names)) != len(names):
         return None
     return tuple(str(n) for n in names)
+
+
+def signature_types(meta: dict, columns: tuple[str, ...] | None) -> tuple[tuple[str, str], ...]:
+    """``(name, type)`` of each named column of the signature (read as
+    :func:`signature_columns` reads its names; () without them)."""
+    if not columns:
+        return ()
+    inputs = json.loads(meta["signature"]["inputs"])  # read and checked by signature_columns
+    return tuple((str(i["name"]), i["type"]) for i in inputs if isinstance(i.get("type"), str))
+
+
+#: MLflow's column types this server checks the data against (others, e.g. datetime or binary,
+#: are left to the model)
+NUMBER_TYPES = ("double", "float")
+WHOLE_TYPES = ("long", "integer")
+CHECKED_TYPES = (*NUMBER_TYPES, *WHOLE_TYPES, "boolean", "string")
+
+
+def type_mismatch(column: pd.Series, wanted: str) -> str | None:
+    """What ``column`` holds when that contradicts the signature's type ``wanted`` (None:
+    compatible). Numbers of any width are compatible with double and float (a long column
+    where the signature says double, as MLflow converts it); long and integer take whole
+    numbers (a float column read with missing values included); boolean takes booleans and
+    0/1; string takes text or categories."""
+    dtype = column.dtype
+    known = column.dropna()
+    is_bool = pd.api.types.is_bool_dtype(dtype)
+    is_number = pd.api.types.is_numeric_dtype(dtype) and not is_bool
+    if wanted in NUMBER_TYPES and (is_number or is_bool):
+        return None
+    if wanted in WHOLE_TYPES:
+        if is_bool or pd.api.types.is_integer_dtype(dtype):
+            return None
+        if is_number:
+            values = known.to_numpy(dtype=float)
+            fractional = values[values != values.round()]
+            if not len(fractional):
+                return None
+            return f"numbers with a fractional part ({dtype}, e.g. {float(fractional[0])!r})"
+    if wanted == "boolean":
+        if is_bool or (is_number and known.isin([0, 1]).all()):
+            return None
+        if is_number:
+            return f"numbers other than 0 and 1 ({dtype}, e.g. {_plain(known[~known.isin([0, 1])].iloc[0])!r})"
+    if wanted == "string" and not is_number and not is_bool:
+        return None
+    example = f", e.g. {_plain(known.iloc[0])!r}" if len(known) else ""
+    if is_bool:
+        return f"true/false values ({dtype}{example})"
+    if is_number:
+        return f"numbers ({dtype}{example})"
+    return f"text ({dtype}{example})"
+
+
+def _plain(value):
+    """A NumPy scalar as the Python value it holds (``2.5``, not ``np.float64(2.5)``)."""
+    return value.item() if hasattr(value, "item") else value
+
+
+class SignatureCheck:
+    """The model's ``check_columns`` (called by the load's checks with the model's input
+    columns): refuses a data column whose type contradicts the MLflow signature's, naming the
+    column and both types (:class:`compute.errors.InputError`), then runs the native model's
+    own check. Stored on the loaded model; picklable with it."""
+
+    def __init__(self, model, types: tuple[tuple[str, str], ...], label: str):
+        self.model, self.types, self.label = model, types, label
+
+    def __call__(self, X) -> None:
+        for name, wanted in self.types:
+            if wanted not in CHECKED_TYPES or name not in X.columns:
+                continue
+            held = type_mismatch(X[name], wanted)
+            if held is not None:
+                raise InputError(
+                    f"The column {name!r} holds {held}, but the signature of the MLflow model {self.label} gives it "
+                    f"the type {wanted}: is it the column the model was trained on? Convert the column, or save the "
+                    "model with a signature inferred from its training data (mlflow.models.infer_signature)."
+                )
+        own = getattr(type(self.model), "check_columns", None)
+        if own is not None:
+            own(self.model, X)
+
+
+def check_signature_types(model, types: tuple[tuple[str, str], ...], label: str) -> None:
+    """Have the load's column check compare the data's column types with the signature's."""
+    if any(wanted in CHECKED_TYPES for _, wanted in types):
+        try:
+            model.check_columns = SignatureCheck(model, types, label)
+        except AttributeError:  # an object that takes no attributes: its own checks only
+            pass
 
 
 def name_columns(model, columns: tuple[str, ...] | None) -> None:
