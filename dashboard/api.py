@@ -76,7 +76,8 @@ def report(
     ``models``: one fitted model (anything with ``predict``/``predict_proba``: scikit-learn
     estimators and pipelines, the XGBoost/LightGBM/CatBoost scikit-learn wrappers) or a
     ``{name: model}`` dict; ``data``: a pandas DataFrame (or a Polars DataFrame or PyArrow
-    Table, converted once) holding the ``target`` column. All
+    Table, converted once, or the path of a .csv/.parquet file or of a Parquet data set: a
+    folder of files or a glob) holding the ``target`` column. All
     sections are computed (PFI and its caveats, SFIMP, subgroups found, the curves of the
     most important feature, performance). Returns the numbers behind the report (also
     written to ``json_path`` when given): each model's PFI with its standard error and
@@ -90,7 +91,7 @@ def report(
     trained on (XGBoost/LightGBM/CatBoost trained on arrays, a single-tensor ONNX model).
     Raises :class:`ReportError` with a one-line reason."""
     named = _pickled(models)
-    data = as_pandas(data, "data")  # a Polars or PyArrow frame: pandas before it is handed over
+    data = _data_given(data, ReportError)
     # absolute: the dashboard's process runs from the package's folder, relative paths are the caller's
     out, cache_dir = Path(path).absolute(), Path(cache_dir).absolute()
     with tempfile.TemporaryDirectory(prefix="wip-report-") as folder:
@@ -254,7 +255,7 @@ def show(
     Raises :class:`ShowError` with a one-line reason."""
     global _SERVER
     named = _pickled(models)
-    data = as_pandas(data, "data")  # a Polars or PyArrow frame: pandas before it is handed over
+    data = _data_given(data, ShowError)
     shown_labels = _labels_given(labels, ShowError)
     if proxy not in (True, False, "auto"):
         raise ShowError(f"proxy must be True, False or 'auto' (got {proxy!r}).")
@@ -342,6 +343,21 @@ def kernel_server(environ: Mapping[str, str]) -> dict | None:
         return next((info for info in list_running_servers() if info.get("pid") == parent), None)
     except (OSError, ValueError):
         return None
+
+
+def _data_given(data, error: type[Exception]):
+    """``data=`` as a pandas frame: a Polars or PyArrow frame converted, or the path of a
+    .csv or .parquet file or of a Parquet data set (a folder of files, or a glob) read as the
+    command line's ``--data`` is."""
+    if isinstance(data, (str, os.PathLike)):
+        from .loading.data import read_data
+        from .loading.errors import LoadError
+
+        try:
+            return read_data(data)
+        except LoadError as exc:
+            raise error(str(exc)) from None
+    return as_pandas(data, "data")  # a Polars or PyArrow frame: pandas before it is handed over
 
 
 def _labels_given(labels, error: type[Exception]):

@@ -39,7 +39,12 @@ def report_main(argv: list[str] | None = None, *, stderr=None, prog: str = "pyth
     )
     needed = parser.add_argument_group("required")  # --session (dashboard.report) stands for the first three
     needed.add_argument("--model", action="append", type=Path, help="a model file or MLflow folder (repeat for more)")
-    needed.add_argument("--data", type=Path, help="the data (.csv or .parquet) with the target column")
+    needed.add_argument(
+        "--data",
+        type=Path,
+        help="the data with the target column: a .csv or .parquet file, or a Parquet data set "
+        "(a folder of files, or a quoted glob)",
+    )
     needed.add_argument("--target", help="the outcome column of the data")
     needed.add_argument("--out", required=True, type=Path, help="the HTML report to write")
     parser.add_argument("--session", type=Path, help=argparse.SUPPRESS)  # dashboard.report's objects, pickled

@@ -68,7 +68,12 @@ def serve(argv: list[str], name: str, conf_file: Path) -> None:
     own = argparse.ArgumentParser(add_help=False)  # the operator's own data set, opened at start
     mine = own.add_argument_group("the data set to open at start (given together; the demos stay one click away)")
     mine.add_argument("--model", action="append", type=Path, help="a model file or MLflow folder (repeat for more)")
-    mine.add_argument("--data", type=Path, help="the data (.csv or .parquet) with the target column")
+    mine.add_argument(
+        "--data",
+        type=Path,
+        help="the data with the target column: a .csv or .parquet file, or a Parquet data set "
+        "(a folder of files, or a quoted glob)",
+    )
     mine.add_argument("--target", help="the outcome column of the data")
     add_row_options(mine)
     files, rest = own.parse_known_args(argv)

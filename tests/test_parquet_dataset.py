@@ -123,3 +123,25 @@ def test_the_command_line_reports_on_a_parquet_folder(tmp_path):
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert "all 240 rows" in out.read_text()
+
+
+def test_report_takes_a_parquet_folder_and_names_a_bad_file(tmp_path):
+    """``dashboard.report(model, "folder/", ...)``: the same numbers as on the frame itself;
+    a file that disagrees is a ReportError naming it."""
+    from sklearn.linear_model import LinearRegression
+
+    import dashboard
+
+    parts = [_frame(60, s).drop(columns="c") for s in range(3)]
+    (tmp_path / "set").mkdir()
+    for i, part in enumerate(parts):
+        part.to_parquet(tmp_path / "set" / f"p{i}.parquet", index=False)
+    whole = pd.concat(parts, ignore_index=True)
+    model = LinearRegression().fit(whole[["a", "b"]], whole.y)
+    cache = tmp_path / "cache"
+    from_folder = dashboard.report(model, tmp_path / "set", "y", tmp_path / "a.html", cache_dir=cache, progress=False)
+    from_frame = dashboard.report(model, whole, "y", tmp_path / "b.html", cache_dir=cache, progress=False)
+    assert from_folder["pfi"] == from_frame["pfi"] and from_folder["pfi"]
+    parts[1].assign(b=parts[1].b.astype(str)).to_parquet(tmp_path / "set" / "p1.parquet", index=False)
+    with pytest.raises(dashboard.ReportError, match="column 'b' holds text in p1.parquet"):
+        dashboard.report(model, str(tmp_path / "set"), "y", tmp_path / "c.html", cache_dir=cache, progress=False)
