@@ -134,8 +134,8 @@ def feature_profile(
         X.index,
         rows,
         y_enc,
-        loss_obj,
-        params,
+        loss=loss_obj,
+        params=params,
         chunk_rows=chunk_rows,
         n_jobs=n_jobs,
         choice=choice,
@@ -174,6 +174,10 @@ def _checked_grid(column: pd.Series, grid, grid_weights) -> Grid:
                 f"{np.array2string(weights, threshold=6)})."
             )
     grid_obj = make_grid(column, grid, grid_weights)
+    if all(value is None or (isinstance(value, float) and np.isnan(value)) for value in grid_obj.values):
+        raise InputError(
+            f"Feature {column.name!r} has no curve: {column.name} holds no values in these rows (all missing)."
+        )
     if grid_obj.values.size < 2:
         raise InputError(
             f"Feature {column.name!r} has a single distinct value ({_plain_value(grid_obj.values[0])}) in these "
@@ -195,9 +199,9 @@ def _profile(
     index: pd.Index,
     rows: np.ndarray,
     y_enc: np.ndarray | None,
+    *,
     loss: Loss | None,
     params: dict,
-    *,
     chunk_rows: int | None,
     n_jobs: int,
     choice: Choice | None = None,
@@ -231,7 +235,17 @@ def _profile(
     segments = [tensor, unmodified_segment(predictor, rows[off], local, at[off])] if off.any() else [tensor]
     walked = None
     if choice is not None and choice.ensemble is not None:  # the exact tree walk: the same stream's numbers
-        walked = _walked(choice, predictor, rows, feature, grid_values, off, (y_enc, loss), chunk_rows, n_jobs)
+        walked = _walked(
+            choice,
+            predictor,
+            rows,
+            feature,
+            grid_values,
+            off,
+            target=(y_enc, loss),
+            chunk_rows=chunk_rows,
+            n_jobs=n_jobs,
+        )
         params.update(walked.choice.note())
     if walked is not None and walked.values is not None:
         values, losses = walked.values, walked.losses
@@ -277,7 +291,7 @@ class _Walked:
     losses: np.ndarray | None = None
 
 
-def _walked(choice: Choice, predictor, rows, feature, grid_values, off, target, chunk_rows, n_jobs) -> _Walked:
+def _walked(choice: Choice, predictor, rows, feature, grid_values, off, *, target, chunk_rows, n_jobs) -> _Walked:
     """The profile's stream (the tensor, then the rows ``rows[off]`` unmodified) from the
     exact tree walk: the rows' own predictions from the model (one call on the ``n_obs``
     unmodified rows, so they are its own numbers bit for bit; the walk is checked against
@@ -290,7 +304,7 @@ def _walked(choice: Choice, predictor, rows, feature, grid_values, off, target, 
     if choice.ensemble is None:
         return _Walked(choice)
     own = Own(own_values, own_losses)
-    values, losses = profile_pass(choice.ensemble, predictor, rows, feature, grid_values, target, own)
+    values, losses = profile_pass(choice.ensemble, predictor, rows, feature, grid_values, target=target, own=own)
     values = np.concatenate([values, own_values[off]])
     if losses is not None and own_losses is not None:
         losses = np.concatenate([losses, own_losses[off]])

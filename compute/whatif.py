@@ -137,18 +137,11 @@ def what_if(
     X = check_frame(X)
     predictor, Xm = make_predictor(model, X, output)
     features = list(Xm.columns) if features is None else _checked_features(features, Xm.columns)
-    grid = check_grid(grid)
-    if not isinstance(grid, (str, int)):
-        raise InputError(f"The 'grid' parameter must be \"observed\" or an int (got an array of {len(grid)} values).")
+    grid = _checked_grid(grid)
     n_jobs = check_n_jobs(n_jobs)
     chunk_rows = check_int(chunk_rows, "chunk_rows", low=1, none_ok=True)
     phi0, utility = check_utility(phi0, utility)
-    if not is_label(instance) or instance not in Xm.index:
-        shown = instance if is_label(instance) else type(instance).__name__
-        raise InputError(f"The 'instance' must be a row label of X (got {shown!r}).")
-    original = Xm.loc[[instance]]
-    if len(original) != 1:
-        raise InputError(f"The 'instance' label {instance!r} is not unique in X.")
+    original = _instance_row(Xm, instance)
     changed, edited = apply_edits(Xm, original, edits)
 
     predictor, positions = with_instances(predictor, Xm, [instance, edited], "'instance'")
@@ -203,6 +196,24 @@ def what_if(
         output=predictor.output,
         params={"grid": grid, "phi0": phi0, "utility": utility},
     )
+
+
+def _checked_grid(grid):
+    grid = check_grid(grid)
+    if not isinstance(grid, (str, int)):
+        raise InputError(f"The 'grid' parameter must be \"observed\" or an int (got an array of {len(grid)} values).")
+    return grid
+
+
+def _instance_row(Xm: pd.DataFrame, instance) -> pd.DataFrame:
+    """The one-row frame of the observation labelled ``instance``."""
+    if not is_label(instance) or instance not in Xm.index:
+        shown = instance if is_label(instance) else type(instance).__name__
+        raise InputError(f"The 'instance' must be a row label of X (got {shown!r}).")
+    original = Xm.loc[[instance]]
+    if len(original) != 1:
+        raise InputError(f"The 'instance' label {instance!r} is not unique in X.")
+    return original
 
 
 def apply_edits(X: pd.DataFrame, original: pd.DataFrame, edits) -> tuple[dict, pd.DataFrame]:

@@ -346,17 +346,11 @@ def kernel_server(environ: Mapping[str, str]) -> dict | None:
 
 
 def _data_given(data, error: type[Exception]):
-    """``data=`` as a pandas frame: a Polars or PyArrow frame converted, or the path of a
-    .csv or .parquet file or of a Parquet data set (a folder of files, or a glob) read as the
-    command line's ``--data`` is."""
+    """``data=`` as handed to the dashboard's process: a pandas frame (a Polars or PyArrow
+    frame converted), or the path of a .csv or .parquet file or of a Parquet data set (a
+    folder of files, or a glob), made absolute here and read there as ``--data`` is."""
     if isinstance(data, (str, os.PathLike)):
-        from .loading.data import read_data
-        from .loading.errors import LoadError
-
-        try:
-            return read_data(data)
-        except LoadError as exc:
-            raise error(str(exc)) from None
+        return os.path.abspath(os.fspath(data))
     return as_pandas(data, "data")  # a Polars or PyArrow frame: pandas before it is handed over
 
 

@@ -9,6 +9,7 @@ written, 2 with a one-line reason on bad input (a missing column, an unreadable 
 from __future__ import annotations
 
 import argparse
+import os
 import pickle
 import sys
 import time
@@ -66,26 +67,7 @@ def report_main(argv: list[str] | None = None, *, stderr=None, prog: str = "pyth
     try:
         ctx = make_context(Config(cache_dir=args.cache_dir, allow_pickle=args.allow_pickle))
         if args.session is not None:  # objects of the Python session that called dashboard.report
-            with open(args.session, "rb") as handle:
-                given = pickle.load(handle)  # written by dashboard.api for this process: the caller's own
-            models, data, target = given["models"], given["data"], given["target"]
-            title = given.get("title") or f"{data.attrs.get('name', 'data')}: {', '.join(models)}"
-            role = "held-out" if (args.held_out or given.get("held_out")) else "unknown"
-            output = args.output if args.output is not None else given.get("positive_class")
-            labels = args.labels if args.labels is not None else given.get("labels")
-            ws = open_workspace(
-                ctx,
-                models,
-                data,
-                target,
-                title=title,
-                loss=args.loss,
-                data_role=role,
-                output=output,
-                labels=labels,
-                columns_in_order=bool(given.get("columns_in_order")),
-                confirm_how=PYTHON_CONFIRM,  # the caller is dashboard.report()
-            )
+            ws = _session_workspace(ctx, args)
         else:
             ws = open_files(
                 ctx,
@@ -111,6 +93,33 @@ def report_main(argv: list[str] | None = None, *, stderr=None, prog: str = "pyth
         return 2
     print(f"wrote {args.out}" + (f" and {args.json}" if args.json else ""), file=err)
     return 0
+
+
+def _session_workspace(ctx, args) -> Workspace:
+    """The workspace of the objects ``dashboard.report`` pickled for this process (its data a
+    frame, or the path of a data file or Parquet data set, read here as ``--data`` is)."""
+    with open(args.session, "rb") as handle:
+        given = pickle.load(handle)  # written by dashboard.api for this process: the caller's own
+    models, data, target = given["models"], given["data"], given["target"]
+    if isinstance(data, str):
+        data = read_data(data, name=os.path.basename(data.rstrip("/")) or data, policy=ctx.policy)
+    title = given.get("title") or f"{data.attrs.get('name', 'data')}: {', '.join(models)}"
+    role = "held-out" if (args.held_out or given.get("held_out")) else "unknown"
+    output = args.output if args.output is not None else given.get("positive_class")
+    labels = args.labels if args.labels is not None else given.get("labels")
+    return open_workspace(
+        ctx,
+        models,
+        data,
+        target,
+        title=title,
+        loss=args.loss,
+        data_role=role,
+        output=output,
+        labels=labels,
+        columns_in_order=bool(given.get("columns_in_order")),
+        confirm_how=PYTHON_CONFIRM,  # the caller is dashboard.report()
+    )
 
 
 def add_row_options(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -28,7 +29,7 @@ from . import labels as labelling
 from .callbacks.compute import run_request
 from .html_report import report_html
 from .isolation import isolated
-from .loading import MODEL_SUFFIXES, LoadError
+from .loading import MODEL_SUFFIXES, LoadError, read_data
 from .loading.checks import PYTHON_CONFIRM
 from .loading.inspect import Checked, inspect_model
 from .loading.mlflow import MLFLOW_SUFFIX, folder_archive
@@ -64,6 +65,8 @@ def open_workspace(
     showing that order and ``confirm_how`` (how the caller's door confirms it). Raises
     ``LoadError`` (with ``field``: "model", "data" or "target"), ``LabelsError`` or
     ``compute.ExplainError`` naming what is wrong."""
+    if isinstance(data, (str, os.PathLike)):  # show(): a data file or Parquet data set, read as --data is
+        data = read_data(data, name=os.path.basename(os.fspath(data).rstrip("/")) or None, policy=ctx.policy)
     data = as_pandas(data, "data")  # a Polars or PyArrow frame: pandas from here on
     if not isinstance(data, pd.DataFrame) or data.empty:
         raise LoadError("The data must be a non-empty DataFrame (pandas, Polars or a PyArrow Table).", field="data")

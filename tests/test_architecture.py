@@ -262,18 +262,8 @@ def test_the_size_checks_see_a_long_function_and_a_wide_one():
 
 # compute/: no exception but these, each with its reason; the list only shrinks (an entry that
 # keeps to the limits fails its test below, so it is taken out).
-COMPUTE_LONG_ALLOWED = {
-    # 81 lines since Polars and PyArrow frames (issue 43); compute/whatif.py was not in this round's
-    # hands (issue 45): split its checks into a helper, as regional.suggest_subgroups' are
-    "compute.whatif:what_if",
-}
-COMPUTE_POSITIONAL_ALLOWED = {
-    # compute/profile.py has another owner this round (issue 45): its two helpers and the one call of
-    # trees.profile_pass (seven positional arguments) turn keyword-only with that file's next edit
-    "compute.profile:_walked",
-    "compute.profile:_profile",
-    "compute.trees.engine:profile_pass",
-}
+COMPUTE_LONG_ALLOWED: set[str] = set()
+COMPUTE_POSITIONAL_ALLOWED: set[str] = set()
 
 
 @pytest.mark.parametrize("name", sorted(n for n in MODULES if n.startswith("compute")))

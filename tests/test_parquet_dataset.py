@@ -145,3 +145,22 @@ def test_report_takes_a_parquet_folder_and_names_a_bad_file(tmp_path):
     parts[1].assign(b=parts[1].b.astype(str)).to_parquet(tmp_path / "set" / "p1.parquet", index=False)
     with pytest.raises(dashboard.ReportError, match="column 'b' holds text in p1.parquet"):
         dashboard.report(model, str(tmp_path / "set"), "y", tmp_path / "c.html", cache_dir=cache, progress=False)
+
+
+def test_show_s_door_opens_a_workspace_on_a_parquet_folder(tmp_path):
+    """``show(model, "folder/", ...)`` hands the path to its server, whose door reads it."""
+    from sklearn.linear_model import LinearRegression
+
+    from dashboard.config import Config
+    from dashboard.doors import open_workspace
+    from dashboard.state import make_context
+
+    parts = [_frame(40, s).drop(columns="c") for s in range(2)]
+    (tmp_path / "set").mkdir()
+    for i, part in enumerate(parts):
+        part.to_parquet(tmp_path / "set" / f"p{i}.parquet", index=False)
+    whole = pd.concat(parts, ignore_index=True)
+    ctx = make_context(Config(cache_dir=str(tmp_path / "cache"), warm=False, secret_key="k"))
+    ws = open_workspace(ctx, {"lin": LinearRegression().fit(whole[["a", "b"]], whole.y)}, str(tmp_path / "set"), "y")
+    pd.testing.assert_frame_equal(ctx.store.data(ws), whole)
+    assert ws.title.startswith("set:")

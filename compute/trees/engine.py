@@ -159,6 +159,7 @@ def profile_pass(
     rows: np.ndarray,
     feature,
     grid_values: np.ndarray,
+    *,
     target: tuple[np.ndarray | None, Loss | None],
     own: Own,
 ) -> tuple[np.ndarray, np.ndarray | None]:
