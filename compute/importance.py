@@ -396,7 +396,9 @@ def _permuted_errors(setup: _Setup) -> _Errors:
         if setup.pair_losses is not None:
             setup.pair_losses[start : start + len(group)] = per - base
         errors[start : start + len(group)] = per.mean(axis=2)
-        change = per.mean(axis=1) - base[None, :]  # (group, n): each row's loss change
+        # (group, n): each row's loss change, averaged over the repeats after subtracting, so a
+        # feature whose shuffles change no prediction has changes of exactly 0 (standard error 0)
+        change = (per - base[None, None, :]).mean(axis=1)
         row_se[start : start + len(group)] = change.std(axis=1, ddof=1) / np.sqrt(n)
         if changes is not None:
             changes[start : start + len(group)] = change

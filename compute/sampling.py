@@ -72,6 +72,10 @@ def make_grid(column: pd.Series, grid, grid_weights=None) -> Grid:
         numeric feature with missing values gets "missing" as a point of its own too: NaN,
         after the numbers, weighing the share of missing values (the other weights shrink
         by that share), so the ICE/ICI curves and the integrals cover the rows as they are.
+        An empty numeric column (every value missing) gets the missing point alone (NaN,
+        weight 1), as a constant column gets its one value: the model is asked about the
+        rows as they are, and a curve over it is refused where one is drawn
+        (:func:`compute.feature_profile`). An array grid then needs ``grid_weights``.
     grid_weights : array-like, optional
         Explicit weights for an array grid (normalised to sum to one).
     """
@@ -81,7 +85,15 @@ def make_grid(column: pd.Series, grid, grid_weights=None) -> Grid:
     missing_share = float(np.isnan(values).mean()) if values.size else 0.0
     values = values[~np.isnan(values)]
     if values.size == 0:
-        raise InputError(f"Feature {column.name!r} has no non-missing values to build a grid from.")
+        if not column.size:
+            raise InputError(f"Feature {column.name!r} has no rows to build a grid from.")
+        if isinstance(grid, (str, int, np.integer)):  # "missing", the one value it holds
+            return Grid(np.array([np.nan]), np.ones(1), categorical=False)
+        if grid_weights is None:
+            raise InputError(
+                f"Feature {column.name!r} holds no values in these rows (all missing): an array 'grid' needs "
+                "'grid_weights' (there are no values to weigh its points by)."
+            )
     if isinstance(grid, str):
         return _with_missing(_observed_grid(values), missing_share)
     if isinstance(grid, (int, np.integer)):

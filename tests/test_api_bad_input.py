@@ -443,8 +443,15 @@ def _cases():
         "feature_profile",
         dict(X=X.assign(a=np.nan)),
         InputError,
-        "Feature 'a' has no non-missing values",
+        r"Feature 'a' has no curve: a holds no values in these rows \(all missing\)",
         "all-nan",
+    )
+    add(
+        "feature_profile",
+        dict(X=X.assign(a=np.nan), grid=[0.0, 1.0]),
+        InputError,
+        r"Feature 'a' holds no values in these rows \(all missing\): an array 'grid' needs 'grid_weights'",
+        "all-nan-array-grid",
     )
 
     # feature_profiles: forwarded keywords

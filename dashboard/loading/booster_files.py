@@ -476,22 +476,69 @@ def _check_lgb_tree(kv: dict[str, str], i: int, max_feature: int, label: str) ->
 
 # --- CatBoost -------------------------------------------------------------------------------
 CBM_MAGIC = b"CBM1"
+#: the oldest CatBoost whose .cbm and JSON models this server reads
+CB_OLDEST = (1, 0)
+#: the release in CatBoost's build text (``model_info["catboost_version_info"]``, also inside a
+#: .cbm): a release build's branch "tags/v1.2.10" or its summary "CatBoost release 1.2.10"
+_CB_RELEASE = re.compile(r"Branch:\s*tags/v(\d+\.\d+(?:\.\d+)?)\b|\brelease\s+v?(\d+\.\d+(?:\.\d+)?)\b", re.IGNORECASE)
+
+
+def catboost_version(model_info) -> str:
+    """The CatBoost release that wrote a model, from its model_info (a ``version`` entry, else
+    the build text in ``catboost_version_info``); "" when it does not say (a build from a
+    branch, as 1.0.6's wheels are)."""
+    if not isinstance(model_info, dict):
+        return ""
+    stated = model_info.get("version")
+    if isinstance(stated, str) and re.fullmatch(r"v?\d+\.\d+(\.\d+)?", stated.strip()):
+        return stated.strip().lstrip("v")
+    text = model_info.get("catboost_version_info")
+    found = _CB_RELEASE.search(text[:20_000]) if isinstance(text, str) else None
+    return (found.group(1) or found.group(2)) if found else ""
+
+
+def check_catboost_version(version: str, label: str) -> None:
+    """Refuse a model written by a CatBoost older than :data:`CB_OLDEST`, naming its version."""
+    if not version:
+        return
+    major, minor = (int(v) for v in version.split(".")[:2])
+    if (major, minor) < CB_OLDEST:
+        oldest = ".".join(map(str, CB_OLDEST))
+        raise ModelFileError(
+            f"{label} was written by CatBoost {version}; this server reads CatBoost's .cbm and JSON models from "
+            f"CatBoost {oldest} on. Load it with the CatBoost that wrote it, or a newer one, and save it again "
+            "with save_model('model.cbm')."
+        )
+
+
+def cbm_version(data: bytes) -> str:
+    """The CatBoost release a .cbm names in its embedded build text ("" when unreadable)."""
+    start = data.find(b"Git info:")
+    if start < 0:
+        return ""
+    text = data[start : start + 4096].decode("utf-8", "replace")
+    return catboost_version({"catboost_version_info": text})
 
 
 def check_cbm(data: bytes, label: str) -> None:
-    """A CatBoost binary model: the magic and the FlatBuffers size it declares (the rest is
-    checked on the model's JSON export, :func:`check_catboost_json`, before any prediction)."""
+    """A CatBoost binary model: the magic, the FlatBuffers size it declares and, when its
+    build text names one, the CatBoost release that wrote it (the rest is checked on the
+    model's JSON export, :func:`check_catboost_json`, before any prediction)."""
     if len(data) < 8 or data[:4] != CBM_MAGIC:
         raise _refuse(label, "it does not start with CatBoost's 'CBM1' mark")
     (size,) = struct.unpack("<I", data[4:8])
     if size < 8 or 8 + size > len(data):
         raise _refuse(label, f"it declares a {size:,}-byte model, {len(data) - 8:,} bytes present")
+    check_catboost_version(cbm_version(data), label)
 
 
 def check_catboost_json(doc, label: str) -> dict:
-    """Check a CatBoost JSON model (``save_model(format='json')``); returns its model_info."""
+    """Check a CatBoost JSON model (``save_model(format='json')``); returns its model_info. A
+    model written by a CatBoost before 1.0 (its model_info names the release) is refused,
+    naming the version."""
     if not isinstance(doc, dict) or not isinstance(doc.get("features_info"), dict):
         raise _refuse(label, "no 'features_info' (is it a CatBoost model saved with format='json'?)")
+    check_catboost_version(catboost_version(doc.get("model_info")), label)
     info = doc["features_info"]
     floats = info.get("float_features") or []
     cats = info.get("categorical_features") or []

@@ -40,6 +40,7 @@ from compute.errors import InputError, ModelError
 
 from ..model_trust import ModelFileError
 from .booster_files import (
+    catboost_version,
     check_catboost_json,
     check_cbm,
     check_lightgbm,
@@ -514,11 +515,8 @@ def _load_catboost(data: bytes, label: str, suffix: str) -> BoosterModel:
         out = model.predict(cb.Pool(frame, cat_features=cat_idx), prediction_type=kind)
         return out[:, 1] if task == "classification" and n_classes == 2 and out.ndim == 2 else out
 
-    version = ""
     info = model.get_metadata() if hasattr(model, "get_metadata") else {}
-    found = re.search(r"release (\d+\.\d+(\.\d+)?)", str(info.get("catboost_version_info", "")) if info else "")
-    if found:
-        version = found.group(1)
+    version = catboost_version({k: info[k] for k in ("catboost_version_info", "version") if k in info} if info else {})
     return BoosterModel(
         library="catboost",
         name=label,
