@@ -57,13 +57,17 @@ def _annotation(figure) -> str:
     return text.replace("-<br>", "-").replace("<br>", " ")
 
 
-def test_a_subgroup_where_the_chosen_feature_is_missing_fails_only_the_pairs(opened):
-    """The issue's case: subgroup 'income_k is missing' with income_k chosen."""
+def test_a_subgroup_where_the_chosen_feature_is_missing_keeps_every_panel(opened):
+    """The issue's case: subgroup 'income_k is missing' with income_k chosen. income_k is empty
+    in these rows: its grid is the missing point alone (issue 41), so the pairs are computed for
+    the other features and income_k's H² is exactly 0 (its curves come from all rows)."""
     ctx, ws = opened
     results = _computed(ctx, ws, feature="income_k", subgroup="income_k is missing")
     pairs = views.render(ctx, "interactions", results)
-    said = _annotation(pairs["bars"])
-    assert "could not be computed for these rows" in said and "income_k" in said and "Choose another" in said
+    assert not _annotation(pairs["bars"]), _annotation(pairs["bars"])
+    strength = views.load_inputs(ctx, results).results("interactions")["forest"]
+    assert strength.overall.loc["income_k", "h2"] == 0.0 and strength.overall.loc["income_k", "h"] == 0.0
+    assert np.isfinite(strength.overall.to_numpy(float)).all() and strength.overall.loc["age", "h"] > 0
     performance = views.render(ctx, "performance", results)
     assert performance["data"] and any(r["rows"] == "subgroup" for r in performance["data"])
     said = _annotation(performance["by_feature"])  # not an empty scatter: it says why
@@ -73,12 +77,12 @@ def test_a_subgroup_where_the_chosen_feature_is_missing_fails_only_the_pairs(ope
     assert sorted(bars.y) == ["age", "income_k", "region", "tenure"] and np.isfinite(np.asarray(bars.x, float)).all()
     sentences = texts(views.render(ctx, "findings", results)["list"])
     assert sentences and sentences[0].startswith("forest is ") and "always answering" in sentences[0]
-    assert not any("could not be computed" in s for s in sentences)  # the sentence needing it is left out
+    assert not any("could not be computed" in s for s in sentences)
     numbers = report_numbers(ctx, results)
     assert numbers["performance"]["forest"]["skill"] and numbers["pfi"]["forest"]["income_k"]
-    assert "could not be computed" in numbers["views"]["interactions"]["error"]
+    assert "error" not in numbers["views"].get("interactions", {})
     html = report_html(ctx, results)
-    assert "<h3>What we found</h3>" in html and "could not be computed for these rows" in html
+    assert "<h3>What we found</h3>" in html and "<h3>Which features act together?</h3>" in html
 
 
 def test_a_constant_column_loses_its_curves_alone_and_gets_a_pfi_of_zero(opened):

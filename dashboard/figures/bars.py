@@ -21,7 +21,6 @@ from .theme import (
     LEGEND_BELOW,
     NEGATIVE_COLOR,
     POSITIVE_COLOR,
-    _figure,
     _style,
     empty_figure,
     esc,
@@ -51,7 +50,7 @@ def pfi_figure(
     if not pfi:
         return empty_figure("No permutation importance computed yet.")
     models = list(pfi)
-    order = _sort_features(pd.concat({m: res.importance for m, res in pfi.items()}, axis=1))
+    order = _order([res.importance for res in pfi.values()])
     first = pfi[models[0]]
     kind, loss = first.kind, loss_words(first.loss)
     style = {m: model_style(k) for k, m in enumerate(models)}
@@ -86,7 +85,9 @@ def pfi_figure(
                 customdata=np.repeat(np.array(keys, dtype=object), repeats.shape[1]).tolist(),
                 hovertext=np.repeat([esc(shown_name(names, f)) for f in order], repeats.shape[1]).tolist(),
                 mode="markers",
-                marker=dict(color=style[model].color, symbol=style[model].symbol, size=4, opacity=0.45, line_width=0),
+                marker=dict(
+                    color=style[model].color, symbol=style[model].symbol, size=4, opacity=0.45, line=dict(width=0)
+                ),
                 showlegend=False,
                 offsetgroup=str(model) if len(models) > 1 else None,
                 legendgroup=str(model),
@@ -128,13 +129,13 @@ def convergence_figure(
     if selected is not None and selected in final.index and selected not in shown:
         shown.append(selected)
     r = np.asarray(conv.importance.columns, dtype=float)
-    fig = _figure()
+    traces = []
     for k, feature in enumerate(shown):
         color, symbol = model_style(k).color, model_style(k).symbol
         lower, upper = conv.lower.loc[feature].to_numpy(float), conv.upper.loc[feature].to_numpy(float)
         keep = np.isfinite(lower) & np.isfinite(upper)
         if keep.sum() >= 2:
-            fig.add_trace(
+            traces.append(
                 go.Scatter(
                     _validate=False,
                     x=np.concatenate([r[keep], r[keep][::-1]]),
@@ -151,7 +152,7 @@ def convergence_figure(
                 )
             )
         width = 3.5 if feature == selected else 2
-        fig.add_trace(
+        traces.append(
             go.Scatter(
                 _validate=False,
                 x=r,
@@ -168,7 +169,7 @@ def convergence_figure(
         )
     n = conv.n_repeats
     return _style(
-        fig,
+        traces,
         title or f"PFI after 1 to {n} permutations",
         "convergence",
         subtitle=subtitle,
@@ -389,13 +390,13 @@ def bar_figure(
     clicks and ``customdata`` stay the column names)."""
     series = [Bars(bars, name, error, hover)] if isinstance(bars, pd.Series) else list(bars)
     if order is None:
-        order = _sort_features(pd.concat({k: b.values for k, b in enumerate(series)}, axis=1))
+        order = _order([b.values for b in series])
     labels = [str(f) for f in order]
     several = len(series) > 1
-    fig = _figure()
+    traces = []
     for b in series:
-        values = b.values.reindex(order).to_numpy(float)
-        spread = None if b.error is None else b.error.reindex(order).to_numpy(float)
+        values = _aligned(b.values, order)
+        spread = None if b.error is None else _aligned(b.error, order)
         if b.hover is not None:
             hover_text = [b.hover[f] for f in order]
         else:
@@ -405,7 +406,7 @@ def bar_figure(
                 for i, (f, v) in enumerate(zip(order, values))
             ]
         color = [b.color(v) for v in values] if callable(b.color) else b.color
-        fig.add_trace(
+        traces.append(
             go.Bar(
                 _validate=False,
                 name=b.name,
@@ -433,8 +434,7 @@ def bar_figure(
                 **(dict(offsetgroup=b.name, legendgroup=b.name) if several else {}),
             )
         )
-    for trace in extra:
-        fig.add_trace(trace)
+    traces.extend(extra)
     yaxis, height = _bar_axis(order, selected, len(series), names)
     yaxis["title"] = dict(text=y_title)
     if wrap:  # long labels ("mean radius + worst radius + ...") on lines of about `wrap` characters
@@ -442,7 +442,7 @@ def bar_figure(
         yaxis["ticktext"] = ticks
         height = max(height, 150 + sum(30 + 14 * t.count("<br>") for t in ticks))
     return _style(
-        fig,
+        traces,
         title,
         uirevision,
         subtitle=subtitle,
@@ -453,6 +453,26 @@ def bar_figure(
         xaxis=dict(title=x_title, zeroline=True),
         **({} if legend is None else {"legend": legend}),
     )
+
+
+def _order(values: Sequence[pd.Series]) -> list:
+    """Labels by their mean value over the series, largest first, NaN last
+    (:func:`.common._sort_features` of the series side by side); one float series with
+    unique labels is sorted as it is (its own mean), without building the frame."""
+    if len(values) == 1 and values[0].dtype == float and values[0].index.is_unique:
+        return list(values[0].sort_values(ascending=False, na_position="last", kind="stable").index)
+    return _sort_features(pd.concat(dict(enumerate(values)), axis=1))
+
+
+def _aligned(values: pd.Series, order: list) -> np.ndarray:
+    """``values.reindex(order).to_numpy(float)`` (NaN where a label is missing), by position."""
+    if not values.index.is_unique:
+        return values.reindex(order).to_numpy(float)  # reindex says why it cannot
+    at = values.index.get_indexer(order)
+    found = values.to_numpy(float)
+    out = found[np.maximum(at, 0)] if found.size else np.full(len(order), np.nan)
+    out[at < 0] = np.nan
+    return out
 
 
 def _pattern(shape: str) -> dict:

@@ -16,7 +16,6 @@ from .theme import (
     LEGEND_BELOW,
     MARGIN,
     WARNING_COLOR,
-    _figure,
     _style,
     empty_figure,
     esc,
@@ -46,14 +45,14 @@ def ciu_figure(
     df = ciu.reindex(order)
     y = [str(f) for f in order]
     keys = [_json_label(f) for f in order]
+    rows = zip(order, df["CI"], df["CU"], df["ymin"], df["ymax"], df["y"], df["out_of_range"])
     hover = [
-        f"{esc(shown_name(names, f))}<br>CI = {r.CI:.3g}, CU = {r.CU:.3g}<br>ymin = {r.ymin:.4g}, ymax = {r.ymax:.4g},"
-        f" y = {r.y:.4g}" + (" <br>out of range: the model over/undershoots" if r.out_of_range else "")
-        for f, r in zip(order, df.itertuples())
+        f"{esc(shown_name(names, f))}<br>CI = {ci:.3g}, CU = {_cu_text(cu)}<br>ymin = {low:.4g}, ymax = {high:.4g},"
+        f" y = {at:.4g}" + (" <br>out of range: the model over/undershoots" if out else "")
+        for f, ci, cu, low, high, at, out in rows
     ]
     common = dict(y=y, orientation="h", customdata=keys, hovertext=hover, hovertemplate="%{hovertext}<extra></extra>")
-    fig = _figure()
-    fig.add_trace(
+    traces = [
         go.Bar(
             _validate=False,
             x=df["CI"].to_numpy(float),
@@ -61,9 +60,7 @@ def ciu_figure(
             marker=dict(color=BAR_COLOR),
             opacity=CI_OPACITY,
             **common,
-        )
-    )
-    fig.add_trace(
+        ),
         go.Bar(
             _validate=False,
             x=(df["CI"] * df["CU"]).to_numpy(float),
@@ -71,11 +68,11 @@ def ciu_figure(
             marker=dict(color=BAR_COLOR),
             width=0.5,
             **common,
-        )
-    )
+        ),
+    ]
     flagged = df["out_of_range"].to_numpy(bool)
     if flagged.any():
-        fig.add_trace(
+        traces.append(
             go.Scatter(
                 _validate=False,
                 x=df["CI"].to_numpy(float)[flagged],
@@ -97,7 +94,7 @@ def ciu_figure(
             (before["CI"], "CI before the edit", "line-ns-open"),
             (before["CI"] * before["CU"], "CI × CU before the edit", "circle-open"),
         ):
-            fig.add_trace(
+            traces.append(
                 go.Scatter(
                     _validate=False,
                     x=x.to_numpy(float),
@@ -122,7 +119,7 @@ def ciu_figure(
     if flagged.any():  # room for the "out of range" labels right of the bars
         extra["margin"] = {**extra.get("margin", MARGIN), "r": 95}
     return _style(
-        fig,
+        traces,
         title or default,
         "ciu",
         subtitle=subtitle,
@@ -132,3 +129,9 @@ def ciu_figure(
         xaxis=dict(title="CI: share of the output range the feature spans; solid: CI × CU", zeroline=True),
         **extra,
     )
+
+
+def _cu_text(cu: float) -> str:
+    """CU as the hover writes it: undefined (NaN) where the output does not move with the
+    feature (ymin = ymax: a feature holding one value, or none, in the rows)."""
+    return f"{cu:.3g}" if np.isfinite(cu) else "undefined (the output does not move with it)"

@@ -38,7 +38,6 @@ from .theme import (
     SMALLEST_COLOR,
     SMALLEST_STYLE,
     SYMBOLS,
-    _figure,
     _merge,
     _stacked,
     _style,
@@ -73,13 +72,13 @@ def pi_figure(
     loss = _loss_name(prof.params)
     top, bottom = _stacked(0.2)
     layout = top.pop("layout")
-    fig = _figure()
+    traces = []
     values = prof.x if x_all is None else x_all
     if prof.categorical:
         labels = pd.Series([level_label(v) for v in np.asarray(values, dtype=object)])
         counts = labels.value_counts()
         levels = list(x) + [lv for lv in counts.index if lv not in set(x)]
-        fig.add_trace(
+        traces.append(
             go.Bar(
                 _validate=False,
                 x=levels,
@@ -93,7 +92,7 @@ def pi_figure(
         )
     else:
         vals = np.asarray(values, dtype=float)
-        fig.add_trace(
+        traces.append(
             go.Histogram(
                 _validate=False,
                 x=vals[np.isfinite(vals)],
@@ -107,7 +106,7 @@ def pi_figure(
         )
         n_missing = int(np.isnan(vals).sum())
         if prof.has_missing_point and n_missing:
-            fig.add_trace(
+            traces.append(
                 go.Bar(
                     _validate=False,
                     x=[x[-1]],
@@ -122,7 +121,7 @@ def pi_figure(
             )
     # unordered levels: one dot per level (a line through them would suggest an order)
     mode = "markers" if prof.categorical else "lines"
-    fig.add_trace(
+    traces.append(
         go.Scatter(
             _validate=False,
             **_line(prof, x, prof.pi, mode, dict(color=ALL_COLOR, size=12)),
@@ -139,7 +138,7 @@ def pi_figure(
         sub = prof.subset(mask)
         color, dash = GROUP_COLORS[k % len(GROUP_COLORS)], GROUP_DASHES[k % len(GROUP_DASHES)]
         symbol = SYMBOLS[(k + 2) % len(SYMBOLS)]  # circle and square: all rows, models
-        fig.add_trace(
+        traces.append(
             go.Scatter(
                 _validate=False,
                 **_line(prof, x, sub.pi, mode, dict(color=color, size=10, symbol=symbol)),
@@ -182,7 +181,7 @@ def pi_figure(
     _merge(layout["yaxis2"], dict(title=dict(text=f"PI: mean change in {loss}")))
     title = f"PI curves of {feature}: mean change in {loss} when {feature} is set to x"
     return _style(
-        fig,
+        traces,
         title,
         f"pi-{prof.feature}",
         height=540,
@@ -326,22 +325,22 @@ def _curves_figure(
     drawing = replace(drawing, feature=label or str(prof.feature), output=output)
     curves = prof.curves(kind, centered=centered)
     summary = prof.mean_curve(kind, mask=_mask_array(prof, mask) if mask is not None else None, centered=centered)
-    fig = _figure(*_background(prof, kind, curves, drawing, rng))
-    fig.add_trace(_summary_trace(prof, kind, summary, drawing, scope="all" if mask is None else "subgroup"))
+    traces = _background(prof, kind, curves, drawing, rng)
+    traces.append(_summary_trace(prof, kind, summary, drawing, scope="all" if mask is None else "subgroup"))
     local = prof.local_importance if prof.has_target else np.full(len(prof.rows), np.nan)
     for pos in drawing.largest:
         label = f"largest integral: row {prof.rows[pos]} ({local[pos]:.3g})"
-        fig.add_trace(_row_trace(prof, curves, drawing, pos, label, (LARGEST_COLOR, *LARGEST_STYLE), 2.5))
+        traces.append(_row_trace(prof, curves, drawing, pos, label, (LARGEST_COLOR, *LARGEST_STYLE), 2.5))
     for pos in drawing.smallest:
         label = f"smallest integral: row {prof.rows[pos]} ({local[pos]:.3g})"
-        fig.add_trace(_row_trace(prof, curves, drawing, pos, label, (SMALLEST_COLOR, *SMALLEST_STYLE), 2.5))
+        traces.append(_row_trace(prof, curves, drawing, pos, label, (SMALLEST_COLOR, *SMALLEST_STYLE), 2.5))
     sel = drawing.selected
     if sel is not None:
         note = "" if np.isin(sel, eligible) else ", not in subgroup"
         value = f" ({local[sel]:.3g}{note})" if local is not None else (f" ({note[2:]})" if note else "")
         name = f"selected: row {prof.rows[sel]}{value}"
-        fig.add_trace(_row_trace(prof, curves, drawing, sel, name, (SELECTED_COLOR, *SELECTED_STYLE), 4))
-    return _curves_layout(fig, prof, kind, drawing, masked=mask is not None, centered=centered)
+        traces.append(_row_trace(prof, curves, drawing, sel, name, (SELECTED_COLOR, *SELECTED_STYLE), 4))
+    return _curves_layout(traces, prof, kind, drawing, masked=mask is not None, centered=centered)
 
 
 def _drawing(prof: FeatureProfile, eligible, max_curves: int, n_points: int, highlight: int, selected, rng) -> _Drawing:
@@ -538,8 +537,7 @@ def ale_figure(ale: pd.DataFrame, *, feature, subtitle: str = "", label: str | N
     grid = ale["grid"].to_numpy(float)
     top, bottom = _stacked(0.78)
     layout = top.pop("layout")
-    fig = _figure()
-    fig.add_trace(
+    traces = [
         go.Scatter(
             _validate=False,
             x=grid,
@@ -549,9 +547,7 @@ def ale_figure(ale: pd.DataFrame, *, feature, subtitle: str = "", label: str | N
             line=dict(color=ALL_COLOR, width=3),
             hovertemplate=f"{esc(shown)} = %{{x:.4g}}<br>ALE %{{y:.4g}}<extra></extra>",
             **top,
-        )
-    )
-    fig.add_trace(
+        ),
         go.Bar(
             _validate=False,
             x=(grid[1:] + grid[:-1]) / 2,
@@ -562,10 +558,10 @@ def ale_figure(ale: pd.DataFrame, *, feature, subtitle: str = "", label: str | N
             showlegend=False,
             hovertemplate="%{y} rows in this interval<extra></extra>",
             **bottom,
-        )
-    )
+        ),
+    ]
     _merge(layout["xaxis2"], dict(title=dict(text=shown)))
     _merge(layout["yaxis"], dict(title=dict(text="ALE (centred effect on the prediction)")))
     _merge(layout["yaxis2"], dict(title=dict(text="rows")))
     title = f"ALE of {shown}: accumulated local effects on {grid.size - 1} intervals"
-    return _style(fig, title, f"ale-{feature}", subtitle=subtitle, height=420, showlegend=False, **layout)
+    return _style(traces, title, f"ale-{feature}", subtitle=subtitle, height=420, showlegend=False, **layout)

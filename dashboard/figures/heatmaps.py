@@ -10,7 +10,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from .common import level_label, shown_name, value_text
-from .theme import _figure, _style, empty_figure, esc
+from .theme import _style, empty_figure, esc
 
 #: A sequential scale from white (no interaction) to dark blue: one hue whose lightness falls
 #: steadily with H², so it reads the same with any colour vision and in greyscale (every cell
@@ -53,7 +53,7 @@ def pair_matrix_figure(
     hover = np.full((k, k), "", dtype=object)
     keys = np.full((k, k), "", dtype=object)
     position = {f: i for i, f in enumerate(features)}
-    for a, b, h2, h in pairs[["feature_1", "feature_2", "h2", "h"]].itertuples(index=False):
+    for a, b, h2, h in zip(pairs["feature_1"], pairs["feature_2"], pairs["h2"], pairs["h"]):
         for i, j in ((position[a], position[b]), (position[b], position[a])):
             z[i, j] = h2
             text[i, j] = "0" if h2 == 0 else ("<0.001" if h2 < 0.001 else f"{h2:.2g}")
@@ -80,7 +80,6 @@ def pair_matrix_figure(
         xgap=2,
         ygap=2,
     )
-    fig = _figure(trace)
     shapes = []
     if selected is not None and selected[0] in position and selected[1] in position:
         i, j = position[selected[0]], position[selected[1]]
@@ -88,7 +87,7 @@ def pair_matrix_figure(
     size = 140 + 42 * k
     ticks = dict(tickmode="array", tickvals=labels, ticktext=[esc(shown_name(names, f)) for f in features])
     return _style(
-        fig,
+        [trace],
         "Which pairs act together (Friedman's H²)",
         "pair-matrix",
         subtitle=subtitle,
@@ -145,7 +144,7 @@ def pd2_figure(
     categorical_x = any(isinstance(v, str) for v in x)
     categorical_y = any(isinstance(v, str) for v in y)
     return _style(
-        _figure(trace),
+        [trace],
         f"Average prediction as {a} and {b} change together",
         "pd2",
         subtitle=subtitle,

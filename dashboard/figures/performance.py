@@ -22,7 +22,6 @@ from .theme import (
     PX_PER_FEATURE,
     SELECTED_COLOR,
     SYMBOLS,
-    _figure,
     _style,
     esc,
 )
@@ -36,7 +35,7 @@ def calibration_figure(
     :func:`compute.calibration_curve`'s frame. The dotted diagonal is a perfectly calibrated
     model; marker area grows with the rows in the bin. Curves of one colour (one model) share
     a marker symbol, each colour its own, so a model is told by its symbol too."""
-    fig = _figure(
+    traces = [
         go.Scatter(
             _validate=False,
             x=[0, 1],
@@ -46,11 +45,11 @@ def calibration_figure(
             name="perfectly calibrated",
             hoverinfo="skip",
         )
-    )
+    ]
     symbols = {c: SYMBOLS[k % len(SYMBOLS)] for k, c in enumerate(dict.fromkeys(c for _, _, c, _ in curves))}
     for name, curve, color, dash in curves:
         n = curve["n"].to_numpy(float)
-        fig.add_trace(
+        traces.append(
             go.Scatter(
                 _validate=False,
                 x=curve["predicted"].to_numpy(float),
@@ -68,7 +67,7 @@ def calibration_figure(
         )
     label = level_label(output)
     return _style(
-        fig,
+        traces,
         title,
         "calibration",
         height=400,
@@ -100,7 +99,7 @@ def scatter_figure(
     browser without a GPU (a virtual desktop, headless Chromium 13x and later) has no WebGL
     and shows "WebGL is not supported" instead of the chart; only more points go to WebGL.
     ``y_percent``: y is a probability (0 to 1), written in % as the calibration chart does."""
-    fig = _figure()
+    traces = []
     y_hover = "%{y:.1%}" if y_percent else "%{y:.4g}"
     n_points = sum(len(y) for _, _, y, _ in groups)
     trace = go.Scattergl if n_points > SVG_MAX_POINTS else go.Scatter
@@ -109,7 +108,7 @@ def scatter_figure(
         xs = [np.asarray(x, float) for _, x, _, _ in groups if len(x)]
         low = float(min(min(v.min() for v in values), min(v.min() for v in xs)))
         high = float(max(max(v.max() for v in values), max(v.max() for v in xs)))
-        fig.add_trace(
+        traces.append(
             go.Scatter(
                 _validate=False,
                 x=[low, high],
@@ -122,14 +121,14 @@ def scatter_figure(
         )
     for k, (name, x, y, color) in enumerate(groups):
         points: Any = [level_label(v) for v in x] if categorical else np.asarray(x, float)
-        fig.add_trace(
+        traces.append(
             trace(
                 _validate=False,
                 x=points,
                 y=np.asarray(y, float),
                 mode="markers",
                 name=name,
-                marker=dict(color=color, symbol=SYMBOLS[k % len(SYMBOLS)], size=6, opacity=0.55, line_width=0),
+                marker=dict(color=color, symbol=SYMBOLS[k % len(SYMBOLS)], size=6, opacity=0.55, line=dict(width=0)),
                 hovertemplate=f"{esc(name)}<br>{esc(x_title)}: %{{x}}<br>{esc(y_title)}: {y_hover}<extra></extra>",
             )
         )
@@ -139,7 +138,7 @@ def scatter_figure(
             dict(type="line", xref="paper", x0=0, x1=1, y0=0, y1=0, line=dict(color="#555555", width=1, dash="dot"))
         )
     return _style(
-        fig,
+        traces,
         title,
         "scatter",
         height=400,
@@ -187,29 +186,27 @@ def waterfall_figure(
         return MINUS + text[1:] if text.startswith("-") else text
 
     text = [fmt(v, "+") for v in values]
-    fig = _figure(
-        go.Waterfall(
-            _validate=False,
-            orientation="h",
-            measure=["absolute", *["relative"] * len(values), "total"],
-            y=["mean prediction", *names, "this prediction"],
-            x=[base * scale, *values, prediction * scale],
-            text=[fmt(base * scale), *text, fmt(prediction * scale)],
-            textposition="outside",
-            cliponaxis=False,
-            increasing=dict(marker=dict(color=POSITIVE_COLOR)),
-            decreasing=dict(marker=dict(color=NEGATIVE_COLOR)),
-            totals=dict(marker=dict(color=ALL_COLOR)),
-            connector=dict(line=dict(color="#9ca3af", width=1)),
-            hovertemplate="%{y}: %{text}<extra></extra>",
-        )
+    trace = go.Waterfall(
+        _validate=False,
+        orientation="h",
+        measure=["absolute", *["relative"] * len(values), "total"],
+        y=["mean prediction", *names, "this prediction"],
+        x=[base * scale, *values, prediction * scale],
+        text=[fmt(base * scale), *text, fmt(prediction * scale)],
+        textposition="outside",
+        cliponaxis=False,
+        increasing=dict(marker=dict(color=POSITIVE_COLOR)),
+        decreasing=dict(marker=dict(color=NEGATIVE_COLOR)),
+        totals=dict(marker=dict(color=ALL_COLOR)),
+        connector=dict(line=dict(color="#9ca3af", width=1)),
+        hovertemplate="%{y}: %{text}<extra></extra>",
     )
     height = max(MIN_HEIGHT, PX_PER_FEATURE * (len(values) + 2) + 130)
     ends = np.concatenate([[0.0, base * scale], base * scale + np.cumsum(values), [prediction * scale]])
     low, high = float(ends.min()), float(ends.max())
     pad = max(high - low, 1e-12) * 0.22  # room for the labels outside the bars on both sides
     return _style(
-        fig,
+        [trace],
         title,
         "waterfall",
         subtitle=subtitle,
@@ -244,11 +241,11 @@ def whatif_figure(
     are dots (its levels have no order to draw a line through). ``percent``: the prediction is
     a probability (``scale`` 100), written "94.5 %" in the legend and the hovers."""
     x = np.array([level_label(v) for v in grid], dtype=object) if categorical else np.asarray(grid, dtype=float)
-    fig = _figure()
+    traces = []
     styles = (("before the edit", BEFORE_COLOR, "dash"), ("as edited", SELECTED_COLOR, "solid"))
     y_hover = "%{y:.1f} %" if percent else "%{y:.4g}"
     for k, (name, color, dash) in enumerate(styles):
-        fig.add_trace(
+        traces.append(
             go.Scatter(
                 _validate=False,
                 x=x,
@@ -264,7 +261,7 @@ def whatif_figure(
     for k, (name, color, dash) in enumerate(styles):
         (px, py) = points[k]
         shown = level_label(px) if categorical else px
-        fig.add_trace(
+        traces.append(
             go.Scatter(
                 _validate=False,
                 x=[shown],
@@ -281,7 +278,7 @@ def whatif_figure(
     if categorical:
         xaxis.update(type="category", categoryorder="array", categoryarray=list(x))
     return _style(
-        fig,
+        traces,
         title,
         "whatif",
         subtitle=subtitle,

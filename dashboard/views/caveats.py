@@ -10,6 +10,8 @@ The leakage check reads the cached PFI and the target.
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 from dash import html
@@ -32,6 +34,23 @@ INFO = "caveats-info"
 CS_GRAPH = "caveats-conditional-graph"
 CS_INFO = "caveats-conditional-info"
 _DEPENDENCE = Lru(8)
+_FLAGGED = Lru(8)
+# numbers and sentences read off results, per process: a result never changes under its cache
+# key (a content hash), and the rows are named by the data's checksum, the subgroup and the
+# exclusions, so an entry is never stale
+_DERIVED = Lru(32)
+
+
+def _derived(tag: tuple, compute):
+    """``compute()``, kept under ``tag`` (which names every input); a None is kept too."""
+    return _DERIVED.get(tag, lambda: (compute(),))[0]
+
+
+def _rows_tag(inp) -> str:
+    """The rows a drill-down looks at, by name: the data set, the subgroup, the exclusions."""
+    return json.dumps(
+        [inp.ws.id, inp.ws.data_sha, inp.state["subgroup"], list(map(str, inp.state.get("exclude") or ()))]
+    )
 
 
 def pfi_rows(inp) -> np.ndarray:
@@ -39,10 +58,20 @@ def pfi_rows(inp) -> np.ndarray:
     return planning.select_rows(inp.data, inp.state["subgroup"], inp.state.get("exclude")).to_numpy()
 
 
+def _dependence_key(inp) -> str:
+    return json.dumps([inp.ws.id, inp.ws.data_sha, planning.rows_id(inp.state["subgroup"], inp.state.get("exclude"))])
+
+
 def dependence(inp) -> compute.Dependence:
     """Dependence of the model's inputs on the PFI rows (memoised per data set and rows)."""
-    key = (inp.ws.id, inp.ws.data_sha, planning.rows_id(inp.state["subgroup"], inp.state.get("exclude")))
-    return _DEPENDENCE.get(key, lambda: compute.feature_dependence(inp.data.loc[pfi_rows(inp), list(inp.ws.features)]))
+    return _DEPENDENCE.get(
+        _dependence_key(inp), lambda: compute.feature_dependence(inp.data.loc[pfi_rows(inp), list(inp.ws.features)])
+    )
+
+
+def flagged(inp) -> dict:
+    """:meth:`compute.Dependence.flagged` at THRESHOLD of :func:`dependence` (memoised alike)."""
+    return _FLAGGED.get(_dependence_key(inp), lambda: dependence(inp).flagged(THRESHOLD))
 
 
 def partners_line(inp) -> str:
@@ -52,7 +81,7 @@ def partners_line(inp) -> str:
     dep = dependence(inp)
     partners = dep.partners(inp.feature, THRESHOLD) if inp.feature in dep.strength.index else pd.Series(dtype=float)
     if partners.empty:
-        others = dep.flagged(THRESHOLD)
+        others = flagged(inp)
         if not others:
             return ""
         return (
@@ -211,8 +240,16 @@ SKILL = {
 }
 
 
-def leak_check(inp, pfi: compute.PermutationImportance) -> compute.LeakageCheck | None:
-    """The leak check on the rows PFI used (None where it does not apply)."""
+def leak_check(inp, pfi: compute.PermutationImportance, key: str | None = None) -> compute.LeakageCheck | None:
+    """The leak check on the rows PFI used (None where it does not apply). ``key``: the PFI
+    result's cache key, under which the check is kept (per process)."""
+    if key is None:
+        return _leak_check(inp, pfi)
+    ws = inp.ws
+    return _derived(("leak", key, ws.target, ws.task, _rows_tag(inp)), lambda: _leak_check(inp, pfi))
+
+
+def _leak_check(inp, pfi: compute.PermutationImportance) -> compute.LeakageCheck | None:
     if pfi.kind != "difference" or pfi.loss not in LOSS_LABELS:
         return None
     target = inp.data[inp.ws.target]
@@ -225,8 +262,8 @@ def leak_check(inp, pfi: compute.PermutationImportance) -> compute.LeakageCheck 
         return None
 
 
-def leak_text(inp, pfi: compute.PermutationImportance) -> str:
-    check = leak_check(inp, pfi)
+def leak_text(inp, pfi: compute.PermutationImportance, key: str | None = None) -> str:
+    check = leak_check(inp, pfi, key)
     if check is None:
         return ""
     name = SKILL.get(pfi.loss, f"skill against a constant prediction ({LOSS_LABELS[pfi.loss]})")
@@ -247,11 +284,12 @@ def leak_text(inp, pfi: compute.PermutationImportance) -> str:
     )
 
 
-def pair_rows(inp, dep) -> list[dict]:
+def pair_rows(inp, dep, found: dict | None = None) -> list[dict]:
     """The table's rows: each flagged pair once, the selected feature's pairs first, then by
-    strength (``compute.FeatureDependence``)."""
+    strength (``compute.FeatureDependence``). ``found``: ``dep.flagged(THRESHOLD)`` when
+    already known."""
     rows: list[dict] = []
-    for feature, partners in dep.flagged(THRESHOLD).items():
+    for feature, partners in (dep.flagged(THRESHOLD) if found is None else found).items():
         for partner in partners:
             if (partner, feature) in {(r["feature"], r["depends on"]) for r in rows}:
                 continue
@@ -274,7 +312,13 @@ def conditional_outputs(inp, pfi: compute.PermutationImportance) -> dict:
     cs = inp.results(CS_KIND).get(inp.state["model"])
     if cs is None:
         return {"cs_figure": empty("Shuffling each feature within similar rows…"), "cs_info": ""}
-    frame = conditional_rows(cs, pfi)
+    model = inp.state["model"]
+    keys = (inp.keys.get(CS_KIND, {}).get(model), inp.keys.get("pfi", {}).get(model))
+    if None in keys:
+        frame, reading = conditional_rows(cs, pfi), conditional_reading(cs, pfi, inp.feature)
+    else:  # both read off the two results alone: kept under their keys
+        frame = _derived(("cs rows", *keys), lambda: conditional_rows(cs, pfi)).copy()
+        reading = _derived(("cs reading", *keys, inp.feature), lambda: conditional_reading(cs, pfi, inp.feature))
     loss = LOSS_LABELS.get(pfi.loss, pfi.loss)
     figure = figures.conditional_pfi_figure(
         frame,
@@ -284,7 +328,7 @@ def conditional_outputs(inp, pfi: compute.PermutationImportance) -> dict:
         f"{inp.selection}",
         names=inp.names,
     )
-    reading = labels.relabel_text(inp.ws, conditional_reading(cs, pfi, inp.feature))  # its features' labels
+    reading = labels.relabel_text(inp.ws, reading)  # its features' labels
     return {"cs_figure": figure, "cs_info": reading}
 
 
@@ -294,16 +338,16 @@ def render(ctx, inp) -> dict:
     if pfi is None:
         return {**_empty("Waiting for the permutations…")}
     conditional = conditional_outputs(inp, pfi)
-    leak = leak_text(inp, pfi)
+    leak = leak_text(inp, pfi, inp.keys.get("pfi", {}).get(model))
     dep = dependence(inp)
-    flagged = dep.flagged(THRESHOLD)
-    rows = pair_rows(inp, dep)
+    found_pairs = flagged(inp)
+    rows = pair_rows(inp, dep, found_pairs)
     shown = [{**r, "feature": inp.label(r["feature"]), "depends on": inp.label(r["depends on"])} for r in rows]
     table = pd.DataFrame(shown, columns=["feature", "depends on", "strength", "measure"])
     data, columns = figures.table_data(table.set_index("feature"), index_name="feature") if rows else ([], [])
     found = inp.results(KIND).get(model)
     loss = LOSS_LABELS.get(pfi.loss, pfi.loss)
-    if not flagged:
+    if not found_pairs:
         figure = empty("No two features depend strongly on each other: each bar stands for itself.")
         info = (
             f"Dependence is read on {dep.n_rows:,} rows; none reaches {THRESHOLD} on a 0-1 scale (rank correlation, "

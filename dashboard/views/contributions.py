@@ -26,6 +26,7 @@ EXPORT = "contributions-export"
 KIND = "contributions"
 N_BACKGROUND = 100
 MAX_ROWS = 400_000  # model rows per explanation: about 2 s for a 30-feature gradient boosting
+EXACT_PLAYERS = 12  # compute.shapley_contributions' exact_max_players: exact values up to this many inputs
 
 
 def params(state: dict, ws) -> dict | None:
@@ -51,6 +52,7 @@ def contributions(model, X, y, ws, params, n_jobs):
         output=ws.output,
         random_state=planning.SEED,
         tol=0.02,
+        exact_max_players=EXACT_PLAYERS,
         max_rows=MAX_ROWS,
         n_jobs=n_jobs,
     )
@@ -62,8 +64,18 @@ TASK = planning.TaskSpec(
     contributions,
     models="focus",
     label="Shapley contributions of the selected row",
-    cost=lambda ws, task, data: [MAX_ROWS],  # the explanation's row budget
+    cost=lambda ws, task, data: [cost(ws, task, data)],
 )
+
+
+def cost(ws, task, data) -> int:
+    """Model rows of the explanation: every coalition of the model's inputs on each background
+    row when there are at most EXACT_PLAYERS of them (exact Shapley values), else the row
+    budget the sampled orderings may use."""
+    players = len(ws.model(task.model).features)
+    if players <= EXACT_PLAYERS:
+        return (2**players - 1) * min(task.params["n_background"], len(data)) + 1  # the full coalition: the row itself
+    return MAX_ROWS
 
 
 def render(ctx, inp) -> dict:
@@ -103,7 +115,8 @@ def render(ctx, inp) -> dict:
     frame = frame.rename(
         columns={"contribution": f"contribution{' (pp)' if unit else ''}", "std_error": "± standard error"}
     )
-    frame.iloc[:, 1:] = frame.iloc[:, 1:] * scale
+    if scale != 1.0:  # a probability in percentage points (x 1.0 changes no number)
+        frame.iloc[:, 1:] = frame.iloc[:, 1:] * scale
     rows, cols = figures.table_data(frame, index_name="feature", digits=3)
     how = "exact over all coalitions" if res.exact else f"{res.n_orderings:,} sampled feature orderings"
     info = (

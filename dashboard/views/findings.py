@@ -5,6 +5,7 @@ the view that shows it. A sentence only appears when its results say something."
 from __future__ import annotations
 
 import html as html_lib
+import json
 
 from dash import html
 
@@ -14,7 +15,7 @@ from compute.losses import LOSS_LABELS
 
 from .. import ids, labels
 from . import caveats, interactions, performance, subgroup_finder
-from .base import PFI, PROFILES, View
+from .base import PFI, PROFILES, Lru, View
 
 LIST = "findings-list"
 INFO = "findings-info"
@@ -29,6 +30,11 @@ SHOWN_IN = {
 }
 
 
+# each sentence's numbers, per process: read off results that never change under their cache keys
+# (content hashes), on rows named by the data's checksum, the subgroup and the exclusions (the
+# sentences do not depend on the chosen feature: a feature switch finds them all here)
+_DERIVED = Lru(64)
+
 ROWS_NOTE = {  # what the rows are, as a clause after the verdict (nothing for held-out rows)
     "training": "; these are the rows it trained on, which flatters it",
     "unknown": "; it may have trained on these rows (not said at Load), which would flatter it",
@@ -41,36 +47,70 @@ def found(inp) -> list[compute.findings.Finding]:
     the model chosen for them say (named when it is not the best). A result that could not
     be computed for these rows leaves out only the sentence that reads it."""
     focus = inp.state["model"]
-    loss_name = next((p.loss for p in _quiet(lambda: inp.pfi, {}).values()), inp.ws.loss)
+    every = _quiet(lambda: inp.pfi, {})
+    loss_name = next((p.loss for p in every.values()), inp.ws.loss)
     loss = LOSS_LABELS.get(loss_name, loss_name)
-    skills, comparison = _quiet(lambda: performance.verdicts(inp), ({}, None))
+    skills, comparison = _quiet(lambda: _verdicts(inp), ({}, None))
     note = ROWS_NOTE.get(getattr(inp.ws, "data_role", "unknown"), "")
     if inp.mask is not None and skills:
         rows = next(iter(skills.values())).n_rows
         note = f"; on the {rows:,} rows where {inp.state['subgroup']}{note}"
     out: list = list(findings.verdict(skills, comparison, loss=loss, rows_note=note))
     best = comparison.best if comparison is not None else focus
-    every = _quiet(lambda: inp.pfi, {})
-    pfi = every.get(best) or every.get(focus)
+    pfi_keys = inp.keys.get("pfi", {})
+    chosen = best if best in every else focus
+    pfi = every.get(chosen)
     if pfi is not None:
-        out.append(findings.reliance(pfi, model=str(best if best in every else focus), loss=loss))
+        model = str(best if best in every else focus)
+        out.append(
+            _derived(
+                ("reliance", pfi_keys.get(chosen), model, loss), lambda: findings.reliance(pfi, model=model, loss=loss)
+            )
+        )
     focus_pfi = every.get(focus)
-    about = [] if focus_pfi is None else [_quiet(lambda: _where(inp, focus_pfi), None)]
+    focus_key = pfi_keys.get(focus)
+    about = [] if focus_pfi is None else [_quiet(lambda: _where(inp, focus_pfi, focus_key), None)]
     together = _quiet(lambda: inp.results(interactions.KIND).get(focus), None)
     if together is not None:
-        about.append(findings.acting_together(together))
+        key = inp.keys.get(interactions.KIND, {}).get(focus)
+        about.append(_derived(("together", key), lambda: findings.acting_together(together)))
     cs = _quiet(lambda: inp.results(caveats.CS_KIND).get(focus), None)
     if cs is not None and focus_pfi is not None:
-        about.append(findings.inflated_by_dependence(cs, focus_pfi))
+        key = inp.keys.get(caveats.CS_KIND, {}).get(focus)
+        about.append(_derived(("inflated", key, focus_key), lambda: findings.inflated_by_dependence(cs, focus_pfi)))
     about.append(_quiet(lambda: _gap(inp, focus, loss, loss_name), None))
     if focus_pfi is not None:
-        check = _quiet(lambda: caveats.leak_check(inp, focus_pfi), None)
+        check = _quiet(lambda: caveats.leak_check(inp, focus_pfi, focus_key), None)
         if check is not None:
             about.append(findings.leak_warning(check))
     about = [f for f in about if f is not None]
     if focus != best:  # say whose results these are
         about = [_for_model(focus, f) for f in about]
     return [f for f in out + about if f is not None]
+
+
+def _derived(tag: tuple, compute):
+    """``compute()``, kept under ``tag`` when it names every input (no part of it None); a
+    None result is kept too."""
+    if any(part is None for part in tag):
+        return compute()
+    return _DERIVED.get(tag, lambda: (compute(),))[0]
+
+
+def _rows_tag(inp) -> str:
+    """The rows looked at, by name: the data set, the subgroup and the exclusions."""
+    return json.dumps(
+        [inp.ws.id, inp.ws.data_sha, inp.state["subgroup"], list(map(str, inp.state.get("exclude") or ()))]
+    )
+
+
+def _verdicts(inp):
+    """:func:`performance.verdicts`, kept under the cached predictions' keys and the rows."""
+    preds = inp.results(performance.KIND)  # the models whose predictions are cached
+    keys = inp.keys.get(performance.KIND, {})
+    tag = tuple(sorted((str(m), keys.get(m)) for m in preds))
+    ws = inp.ws
+    return _derived(("verdicts", tag, ws.target, ws.loss, _rows_tag(inp)), lambda: performance.verdicts(inp))
 
 
 def _quiet(read, default):
@@ -81,9 +121,11 @@ def _quiet(read, default):
         return default
 
 
-def _where(inp, pfi) -> compute.findings.Finding | None:
-    """Where the top feature's importance comes from (the splits the subgroups view lists)."""
-    profile = inp.profile_of(pfi.importance.idxmax())
+def _where(inp, pfi, key: str | None = None) -> compute.findings.Finding | None:
+    """Where the top feature's importance comes from (the splits the subgroups view lists).
+    ``key``: the PFI result's cache key."""
+    top = _derived(("top", key), lambda: pfi.importance.idxmax())
+    profile = inp.profile_of(top)
     if profile is None or not profile.has_target:
         return None
     suggestions = subgroup_finder.suggestions(inp, profile)
@@ -95,6 +137,11 @@ def _gap(inp, model, loss: str, loss_name: str) -> compute.findings.Finding | No
     predictions = inp.results(performance.KIND).get(model)
     if predictions is None or inp.mask is None:
         return None
+    key = inp.keys.get(performance.KIND, {}).get(model)
+    return _derived(("gap", key, loss, loss_name, _rows_tag(inp)), lambda: _worse(inp, predictions, loss, loss_name))
+
+
+def _worse(inp, predictions, loss: str, loss_name: str) -> compute.findings.Finding | None:
     inside = inp.mask.reindex(predictions.rows).fillna(False).to_numpy(bool)
     if not 2 <= inside.sum() <= inside.size - 2:
         return None

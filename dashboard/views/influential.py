@@ -87,6 +87,9 @@ VIEW = View(
         "excluded": (ids.EXCLUDED_INFO, "children"),
     },
     render=render,
+    # while its curves are missing (computing, or none: a feature with no values or one) the
+    # note under the table says so, as the figures of the section do
+    placeholder=lambda message: {"data": [], "columns": [], "tooltips": {}, "negative": [], "excluded": message},
     body=lambda: [
         components.table(ICI_TABLE, page_size=10),
         html.Div(

@@ -98,15 +98,19 @@ TASK = planning.TaskSpec(
 )
 
 
+def _pairs(result: compute.InteractionStrength) -> list[tuple]:
+    """The result's pairs as (feature_1, feature_2, h2, h), strongest first."""
+    pairs = result.pairs
+    return list(zip(pairs["feature_1"], pairs["feature_2"], pairs["h2"], pairs["h"]))
+
+
 def chosen_pair(result: compute.InteractionStrength, state: dict) -> tuple | None:
     """The state's pair when the result holds it, else the strongest pair."""
     if result.pairs.empty:
         return None
-    by_text = {pair_key(a, b): (a, b) for a, b in result.pairs[["feature_1", "feature_2"]].itertuples(index=False)} | {
-        pair_key(b, a): (a, b) for a, b in result.pairs[["feature_1", "feature_2"]].itertuples(index=False)
-    }
-    first = result.pairs.iloc[0]
-    return by_text.get(state.get("pair") or "", (first["feature_1"], first["feature_2"]))
+    pairs = _pairs(result)
+    by_text = {pair_key(a, b): (a, b) for a, b, _, _ in pairs} | {pair_key(b, a): (a, b) for a, b, _, _ in pairs}
+    return by_text.get(state.get("pair") or "", pairs[0][:2])
 
 
 def _sample_text(result: compute.InteractionStrength, inp) -> str:
@@ -143,10 +147,10 @@ def render(ctx, inp) -> dict:
     pair = chosen_pair(result, inp.state)
     unit = "predicted probability" if result.output is not None else "prediction"
     sample = _sample_text(result, inp)
+    overall = result.overall
     hover = {
-        f: f"{esc(inp.label(f))}<br>H² = {row['h2']:.3g} (share of its effect that is interaction)"
-        f"<br>h = {row['h']:.3g}"
-        for f, row in result.overall.iterrows()
+        f: f"{esc(inp.label(f))}<br>H² = {h2:.3g} (share of its effect that is interaction)<br>h = {h:.3g}"
+        for f, h2, h in zip(overall.index, overall["h2"], overall["h"])
     }
     bars = figures.bar_figure(
         result.features,
@@ -163,7 +167,7 @@ def render(ctx, inp) -> dict:
     bars.layout.xaxis.range = [0, max(0.1, 1.1 * float(result.features.max()))]
     options = [
         {"label": f"{inp.label(a)} × {inp.label(b)}  (H² {h2:.2f})", "value": pair_key(a, b)}
-        for a, b, h2 in result.pairs[["feature_1", "feature_2", "h2"]].itertuples(index=False)
+        for a, b, h2, _ in _pairs(result)
     ]
     if pair is None:
         return {
@@ -196,8 +200,8 @@ def render(ctx, inp) -> dict:
 
 
 def _h2(result: compute.InteractionStrength, pair: tuple) -> float:
-    frame = result.pairs.set_index(["feature_1", "feature_2"])["h2"]
-    return float(frame.get(pair, frame.get((pair[1], pair[0]), float("nan"))))
+    found = {(a, b): h2 for a, b, h2, _ in _pairs(result)}
+    return float(found.get(tuple(pair), found.get((pair[1], pair[0]), float("nan"))))
 
 
 def _empty(message: str) -> dict:

@@ -19,7 +19,8 @@ def render(ctx, inp) -> dict:
     row, how = selected_row(summary, inp.state, inp.mask)
     values = inp.data.loc[planning.row_label(row, inp.data.index)].to_frame("value")
     values.loc["prediction"] = float(summary.base_pred.loc[row])
-    values.loc[f"ICI integral ({inp.label(inp.feature)})"] = float(summary.local[inp.feature].loc[row])
+    if inp.feature in summary.local.columns:  # a feature with no curve (no values or one) has no ICI integral
+        values.loc[f"ICI integral ({inp.label(inp.feature)})"] = float(summary.local[inp.feature].loc[row])
     values["value"] = [_shown(v) for v in values["value"]]  # 4 significant digits; levels as text
     values.index = [inp.label(c) for c in values.index]  # the features as people read them
     rows, cols = figures.table_data(values, index_name="column")
@@ -38,10 +39,10 @@ def library(inp) -> dict:
     if inp.summary is None:
         return {}
     row, _ = selected_row(inp.summary, inp.state, inp.mask)
-    return {
-        "prediction": float(inp.summary.base_pred.loc[row]),
-        "ICI integral": float(inp.summary.local[inp.feature].loc[row]),
-    }
+    found = {"prediction": float(inp.summary.base_pred.loc[row])}
+    if inp.feature in inp.summary.local.columns:
+        found["ICI integral"] = float(inp.summary.local[inp.feature].loc[row])
+    return found
 
 
 VIEW = View(

@@ -15,31 +15,45 @@ import compute
 from compute.findings import possessive
 
 from .. import figures, ids
-from .base import PROFILES, View
+from .base import PROFILES, Lru, View
 
 LIST = "suggestions-list"
 INFO = "suggestions-info"
 SHOWN = 5  # suggestions listed
 WEAK = 0.10  # below this share no split is called an interaction
+# the tree grown on a profile's curves, per process: a profile never changes under its cache key
+# (a content hash), and the rows are named by the data's checksum, the subgroup and the exclusions
+_SUGGESTED = Lru(16)
 
 
 def suggestions(inp, prof=None) -> compute.SubgroupSuggestions | None:
     """The splits on other features that explain the feature's ICI curves best (the chosen
-    feature's, or ``prof``'s), on the rows looked at (``compute.suggest_subgroups``); None
-    with no other feature."""
-    if prof is None:
-        prof = inp.profile
-        mask = inp.profile_mask
-    else:
-        mask = None if inp.mask is None else inp.mask.reindex(prof.rows).fillna(False).to_numpy(bool)
+    feature's, or ``prof``'s: a feature's cached profile, ``inp.profile_of``), on the rows
+    looked at (``compute.suggest_subgroups``); None with no other feature. Kept per process
+    under the profile's cache key and the rows (the overview's findings read the top
+    feature's too)."""
+    chosen = prof is None
+    prof = inp.profile if chosen else prof
     excluded = [str(e) for e in inp.state.get("exclude") or ()]
-    if excluded:
-        keep = ~prof.rows.astype(str).isin(excluded)
-        mask = keep if mask is None else mask & keep
     others = [f for f in inp.ws.features if f != prof.feature]
     if not others:
         return None
-    return compute.suggest_subgroups(prof, inp.data, features=others, mask=mask, condition=inp.state["subgroup"])
+
+    def grow() -> compute.SubgroupSuggestions:
+        if chosen:
+            mask = inp.profile_mask
+        else:
+            mask = None if inp.mask is None else inp.mask.reindex(prof.rows).fillna(False).to_numpy(bool)
+        if excluded:
+            keep = ~prof.rows.astype(str).isin(excluded)
+            mask = keep if mask is None else mask & keep
+        return compute.suggest_subgroups(prof, inp.data, features=others, mask=mask, condition=inp.state["subgroup"])
+
+    key = inp.keys.get("profiles", {}).get(prof.feature)
+    if key is None:
+        return grow()
+    rows = (inp.ws.id, inp.ws.data_sha, inp.state["subgroup"], tuple(excluded))
+    return _SUGGESTED.get((key, rows, tuple(map(str, others))), grow)
 
 
 def shown(found) -> list:

@@ -11,6 +11,7 @@ edited row as well (its task takes the same edits).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -20,7 +21,7 @@ import compute
 from compute.sampling import is_categorical
 
 from .. import components, figures, ids, labels, planning
-from .base import ALL_FIELDS, PROFILES, View, csv_download, empty
+from .base import ALL_FIELDS, PROFILES, Lru, View, csv_download, empty
 from .selection import observation_text
 
 GRAPH = "whatif-graph"
@@ -30,6 +31,7 @@ INFO = "whatif-info"
 EXPORT = "whatif-export"
 KIND = "whatif"
 GRID = 50  # grid points of a numeric feature's curve
+_COLUMNS = Lru(64)  # per data set (its checksum) and column: its levels, or whether whole and its range
 
 
 def params(state: dict, ws) -> dict | None:
@@ -54,8 +56,9 @@ def what_if(model, X, y, ws, params, n_jobs):
 
 def cost(ws, task, data) -> list[int]:
     """Model rows: one curve of GRID points per feature for the row as it is and as edited,
-    and (a regressor) CIU's output range over every row."""
-    return [2 * GRID * len(ws.model(task.model).features) + 2 + len(data)]
+    and (a regressor) CIU's output range over every row (a classifier's is 0 to 1, no rows)."""
+    output_range = len(data) if ws.task == "regression" else 0
+    return [2 * GRID * len(ws.model(task.model).features) + 2 + output_range]
 
 
 TASK = planning.TaskSpec(
@@ -63,25 +66,52 @@ TASK = planning.TaskSpec(
 )
 
 
-def _field(data: pd.DataFrame, feature, row, edit: dict, label: str | None = None) -> html.Div:
+class _About(NamedTuple):
+    """A column as the form shows it: its levels, or a number box (whole numbers or not, the
+    hint of its range)."""
+
+    kind: str  # "levels" or "number"
+    levels: list
+    integer: bool = False
+    hint: str = ""
+
+
+def _column(data: pd.DataFrame, feature) -> _About:
+    """("levels", its levels as text, sorted) of a categorical column, else ("number",
+    whether it holds whole numbers, its range as text)."""
+    column = data[feature]
+    if is_categorical(column):
+        return _About("levels", sorted({str(v) for v in column.dropna().unique()}))
+    hint = (
+        f"{figures.value_text(column.min())} to {figures.value_text(column.max())}"
+        if column.notna().any()
+        else "no values in these rows"
+    )
+    return _About("number", [], bool(pd.api.types.is_integer_dtype(column)), hint)
+
+
+def _field(data: pd.DataFrame, feature, row, edit: dict, label: str | None = None, data_id=None) -> html.Div:
     """One feature's input: a number box (whole numbers for an integer column) or a list of
     the levels found in the data; an edited field says what the row had. ``label``: the
-    feature as people read it (its id keeps the column name)."""
-    column = data[feature]
+    feature as people read it (its id keeps the column name); ``data_id``: names the data
+    (the workspace and its checksum), under which each column's levels and range are kept."""
+    about = (
+        _column(data, feature) if data_id is None else _COLUMNS.get((data_id, feature), lambda: _column(data, feature))
+    )
     original = data.at[row, feature]
     key = str(feature)
     edited = key in edit
     field_id = {"type": ids.WHATIF_VALUE, "column": key, "row": str(row)}
     control: dcc.Dropdown | dcc.Input
-    if is_categorical(column):
-        levels = sorted({str(v) for v in column.dropna().unique()})
+    if about.kind == "levels":
+        levels = about.levels
         value = edit.get(key, None if pd.isna(original) else str(original))
         control = dcc.Dropdown(
             id=field_id, options=[{"label": v, "value": v} for v in levels], value=value, clearable=False
         )
         hint = f"{len(levels)} levels"
     else:
-        integer = pd.api.types.is_integer_dtype(column)
+        integer, hint = about.integer, about.hint
         number = None if pd.isna(original) else (int(original) if integer else float(original))
         value = edit.get(key, number)
         control = dcc.Input(
@@ -92,7 +122,6 @@ def _field(data: pd.DataFrame, feature, row, edit: dict, label: str | None = Non
             debounce=True,
             className="whatif-number",
         )
-        hint = f"{figures.value_text(column.min())} to {figures.value_text(column.max())}"
     parts: list = [html.Label(label or key, title=key), control, html.Div(hint, className="whatif-hint")]
     if edited:
         parts.insert(1, html.Span(f"was {figures.value_text(original)}", className="whatif-was"))
@@ -125,7 +154,7 @@ def render(ctx, inp) -> dict:
     data, edit = inp.data, state.get("edit") or {}
     row = planning.row_label(state["obs"], data.index)
     features = list(inp.ws.model(state["model"]).features)
-    form = [_field(data, f, row, edit, inp.label(f)) for f in features]
+    form = [_field(data, f, row, edit, inp.label(f), (inp.ws.id, inp.ws.data_sha)) for f in features]
     reset_style: dict = {} if edit else {"display": "none"}
     found = inp.results(KIND).get(state["model"])
     if found is None:
@@ -140,20 +169,25 @@ def render(ctx, inp) -> dict:
         for c, v in res.edits.items()
     )
     subtitle = f"{state['model']}, row {row}" + (f" with {changes}" if changes else " (no value changed yet)")
-    figure = figures.whatif_figure(
-        res.grids[feature],
-        res.curves[feature],
-        (
-            (res.values.loc[feature, "original"], res.original_prediction),
-            (res.values.loc[feature, "edited"], res.prediction),
-        ),
-        categorical=res.categorical[feature],
-        feature=inp.label(feature),
-        title=f"How the prediction for row {row} moves with {inp.label(feature)}",
-        subtitle=subtitle,
-        y_title=what,
-        scale=scale,
-        percent=unit == "pp",
+    flat = _no_curve(res.grids[feature], inp.label(feature))
+    figure = (
+        empty(flat)
+        if flat
+        else figures.whatif_figure(
+            res.grids[feature],
+            res.curves[feature],
+            (
+                (res.values.loc[feature, "original"], res.original_prediction),
+                (res.values.loc[feature, "edited"], res.prediction),
+            ),
+            categorical=res.categorical[feature],
+            feature=inp.label(feature),
+            title=f"How the prediction for row {row} moves with {inp.label(feature)}",
+            subtitle=subtitle,
+            y_title=what,
+            scale=scale,
+            percent=unit == "pp",
+        )
     )
     ciu = figures.ciu_figure(
         res.ciu,
@@ -183,6 +217,17 @@ def render(ctx, inp) -> dict:
     return {"form": form, "figure": figure, "ciu": ciu, "info": info, "reset_style": reset_style}
 
 
+def _no_curve(grid: np.ndarray, label: str) -> str:
+    """Why a feature has no what-if curve: it holds no values (all missing) or one value in
+    the data; "" when it has one."""
+    known = [v for v in grid if not (v is None or (isinstance(v, float) and np.isnan(v)))]
+    if not known:
+        return f"{label} holds no values in these rows (all missing), so it has no curve: choose another feature."
+    if len(grid) < 2:
+        return f"{label} holds one value ({figures.value_text(known[0])}) in these rows, so it has no curve."
+    return ""
+
+
 def export_csv(ctx, inp):
     found = inp.results(KIND).get(inp.state["model"])
     if found is None:
@@ -200,9 +245,11 @@ def library(inp) -> dict:
         return {}
     scale, feature = _units(inp.ws, res.output).scale, inp.state["feature"]
     curves = np.asarray(res.curves[feature], dtype=float)
+    drawn = {} if _no_curve(res.grids[feature], str(feature)) else {"curve before": curves[0] * scale}
+    if drawn:
+        drawn["curve as edited"] = curves[1] * scale
     return {
-        "curve before": curves[0] * scale,
-        "curve as edited": curves[1] * scale,
+        **drawn,
         "prediction": res.prediction * scale,
         "prediction before": res.original_prediction * scale,
         "CI": res.ciu["CI"],
