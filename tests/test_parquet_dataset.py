@@ -79,7 +79,7 @@ def test_a_column_empty_in_one_file_and_whole_numbers_in_another_fit(tmp_path):
 )
 def test_files_that_disagree_are_refused_naming_the_file_and_the_column(tmp_path, change, said):
     _write_set(tmp_path / "set", [_frame(20, 0), change(_frame(20, 1))])
-    with pytest.raises(LoadError, match="") as caught:
+    with pytest.raises(LoadError) as caught:
         read_data(tmp_path / "set", name="set")
     assert said in str(caught.value) and caught.value.field == "data"
 
@@ -107,8 +107,7 @@ def test_the_command_line_reports_on_a_parquet_folder(tmp_path):
     whole = pd.concat(parts, ignore_index=True)
     model = LinearRegression().fit(whole[["a", "b"]], whole.y)
     sio.dump(model, tmp_path / "lin.skops")
-    for part in parts:
-        part.drop(columns="c", inplace=True)
+    parts = [part.drop(columns="c") for part in parts]
     (tmp_path / "set2").mkdir()
     for i, part in enumerate(parts):
         part.to_parquet(tmp_path / "set2" / f"p{i}.parquet", index=False)
