@@ -117,9 +117,11 @@ def _pass_rows(ws: Workspace, params: dict, data: pd.DataFrame, feature) -> int:
 
 
 def _profiles_cost(ws: Workspace, task: Task, data: pd.DataFrame) -> list[int]:
-    """Per feature (the output-range pass over every row on the first)."""
+    """Per feature (a regressor's output-range pass over every row on the first: a
+    classifier's range is 0 to 1, no rows)."""
     out = [_pass_rows(ws, task.params, data, f) for f in ws.model(task.model).features]
-    return [out[0] + len(data), *out[1:]] if out else out
+    output_range = len(data) if ws.task == "regression" else 0
+    return [out[0] + output_range, *out[1:]] if out else out
 
 
 def _profiles_split(ws: Workspace, task: Task) -> Split:

@@ -63,3 +63,16 @@ def test_the_what_if_cost_counts_the_output_range_pass_for_a_regressor_only():
 
     compute.what_if(Counting(), X, X.index[0], {"a": 1.0}, grid=whatif.GRID, output=1)
     assert sum(calls) <= curves  # no pass over the 5,000 rows
+
+
+def test_the_profiles_cost_counts_the_output_range_pass_for_a_regressor_only(monkeypatch):
+    from dashboard import tasks
+
+    monkeypatch.setattr(tasks, "_pass_rows", lambda ws, params, data, f: 100)
+    X = pd.DataFrame(np.zeros((5000, 3)), columns=list("abc"))
+    task = SimpleNamespace(model="m", params={})
+    assert tasks._profiles_cost(_ws("regression", list(X.columns)), task, X) == [5100, 100, 100]
+    assert tasks._profiles_cost(_ws("classification", list(X.columns)), task, X) == [100, 100, 100]
+    assert compute.output_range(
+        RandomForestClassifier(n_estimators=2).fit(X.assign(a=np.arange(5000) % 2), np.arange(5000) % 2), X
+    ) == (0.0, 1.0)
