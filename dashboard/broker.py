@@ -71,9 +71,10 @@ class Broker:
         return mac.hexdigest()
 
     # --- values ----------------------------------------------------------------------
-    def put(self, name: str, data: bytes, *, ttl_s: int | None = None) -> None:
+    def put(self, name: str, data: bytes, *, ttl_s: int | None = None, only_new: bool = False) -> bool:
         """Keep ``data`` under ``name``: its chunks first, then the signed head that names
-        them (a reader never sees a head before its chunks)."""
+        them (a reader never sees a head before its chunks). ``only_new``: unless a value is
+        kept there already. True when kept."""
         if len(data) > self.max_bytes:
             raise BrokerError(
                 f"{len(data) / 2**20:,.0f} MiB is over the broker's limit of {self.max_bytes / 2**20:,.0f} MiB "
@@ -88,7 +89,10 @@ class Broker:
         for i in range(n):
             pipe.set(f"{PREFIX}c:{name}:{nonce}:{i}", bytes(view[i * CHUNK : (i + 1) * CHUNK]), ex=ttl)
         self._call("store a value", pipe.execute)
-        self._call("store a value", self.client.set, f"{PREFIX}v:{name}", json.dumps(head), ex=ttl)
+        kept = self._call(
+            "store a value", self.client.set, f"{PREFIX}v:{name}", json.dumps(head), ex=ttl, nx=only_new or None
+        )
+        return bool(kept)
 
     def get(self, name: str) -> bytes | None:
         """The bytes kept under ``name``, or None: absent, expired, or refused (a chunk
@@ -134,11 +138,7 @@ class Broker:
 
     def add_json(self, name: str, value, *, ttl_s: int) -> bool:
         """Keep ``value`` under ``name`` unless something is there already; True if kept."""
-        data = json.dumps(value, default=str).encode()
-        nonce = os.urandom(8).hex()
-        head = json.dumps({"n": 1, "size": len(data), "nonce": nonce, "mac": self._sign(name, data)})
-        self._call("store a value", self.client.set, f"{PREFIX}c:{name}:{nonce}:0", data, ex=ttl_s)
-        return bool(self._call("store a value", self.client.set, f"{PREFIX}v:{name}", head, ex=ttl_s, nx=True))
+        return self.put(name, json.dumps(value, default=str).encode(), ttl_s=ttl_s, only_new=True)
 
     # --- locks -----------------------------------------------------------------------
     @contextmanager

@@ -11,15 +11,14 @@ import importlib.util
 import io
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import textwrap
-import time
 import zipfile
 from pathlib import Path
 
 import pytest
+from helpers.gunicorn_server import gunicorn_server
 
 pytestmark = pytest.mark.browser
 
@@ -56,12 +55,6 @@ WRITE = textwrap.dedent(
 )
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
     folder = tmp_path_factory.mktemp("mlflow-browser")
@@ -82,39 +75,8 @@ def server(tmp_path_factory):
     """gunicorn with two workers on a free loopback port, its own cache folder."""
     if not Path(CHROMIUM).exists():
         pytest.fail("Debian's chromium is missing: run the suite with `python tests/run.py` (installs it).")
-    import requests
-
-    cache = tmp_path_factory.mktemp("wip-mlflow-cache")
-    port = _free_port()
-    env = {**os.environ, "WIP_CACHE_DIR": str(cache), "WIP_SECRET_KEY": "test-secret", "OMP_NUM_THREADS": "1"}
-    log = open(cache / "gunicorn.log", "w")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "-c", str(ROOT / "gunicorn.conf.py"), "app:server", "-w", "2"]
-        + ["-b", f"127.0.0.1:{port}", "--no-control-socket"],
-        cwd=ROOT,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 90
-    while True:
-        try:
-            if requests.get(url + "/", timeout=2).status_code == 200:
-                break
-        except requests.RequestException:
-            pass
-        if proc.poll() is not None or time.time() > deadline:
-            proc.kill()
-            pytest.fail("gunicorn did not start:\n" + (cache / "gunicorn.log").read_text()[-3000:])
-        time.sleep(0.3)
-    yield {"url": url, "cache": cache}
-    proc.terminate()
-    try:
-        proc.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-    log.close()
+    with gunicorn_server(tmp_path_factory.mktemp("wip-mlflow-cache"), {"OMP_NUM_THREADS": "1"}) as running:
+        yield running
 
 
 @pytest.fixture

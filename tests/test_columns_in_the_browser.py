@@ -17,7 +17,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -26,6 +25,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from helpers.gunicorn_server import gunicorn_server
 
 pytestmark = pytest.mark.browser
 
@@ -38,60 +38,13 @@ FEATURES = ["income_k", "age", "tenure", "region", "f0"]
 OTHERS = ["income_k", "age", "tenure"]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     """gunicorn with two workers on a free loopback port, its own cache folder."""
     if not Path(CHROMIUM).exists():
         pytest.fail("Debian's chromium is missing: run the suite with `python tests/run.py` (installs it).")
-    import requests
-
-    cache = tmp_path_factory.mktemp("wip-columns-cache")
-    port = _free_port()
-    env = {**os.environ, "WIP_CACHE_DIR": str(cache), "WIP_SECRET_KEY": "test-secret", "WIP_UPLOAD_LIMIT_MB": "5"}
-    log = open(cache / "gunicorn.log", "w")
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "gunicorn",
-            "-c",
-            str(ROOT / "gunicorn.conf.py"),
-            "app:server",
-            "-w",
-            "2",
-            "-b",
-            f"127.0.0.1:{port}",
-            "--no-control-socket",
-        ],
-        cwd=ROOT,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        try:
-            if requests.get(url + "/", timeout=2).status_code == 200:
-                break
-        except requests.RequestException:
-            time.sleep(0.3)
-    else:
-        proc.terminate()
-        pytest.fail("gunicorn did not start:\n" + (cache / "gunicorn.log").read_text()[-3000:])
-    yield {"url": url, "proc": proc, "cache": cache}
-    proc.terminate()
-    try:
-        proc.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-    log.close()
+    with gunicorn_server(tmp_path_factory.mktemp("wip-columns-cache"), {"WIP_UPLOAD_LIMIT_MB": "5"}) as running:
+        yield running
 
 
 @pytest.fixture
