@@ -18,6 +18,8 @@ COPY dashboard ./dashboard
 COPY assets ./assets
 # the versions the test suite passed with (pyproject's 'pinned' extra)
 RUN pip install ".[pinned]"
+# the tree engine's compiled walk, compiled once here (numba's cache beside the installed module)
+RUN python -c "from compute.trees import compiled; compiled.warm()"
 COPY app.py gunicorn.conf.py ./
 
 RUN useradd --create-home --uid 10001 wip && mkdir -p /cache && chown wip /cache

@@ -13,7 +13,8 @@ of depth 10 (100 trees):
 
 Each ratio is our time over the raw predict's, medians of interleaved repetitions
 (``_timing.time_interleaved``); ``engine="trees"`` is the exact walk, ``engine="predict"``
-today's batched predict (shown for reference). The walk is plain NumPy (nothing compiled).
+today's batched predict (shown for reference). The walk is compiled with numba
+(``compute/trees/compiled.py``, one thread; the NumPy walk without numba).
 The memory column is tracemalloc's peak (NumPy reports its arrays to it) during one call.
 Run: ``python benchmarks/speed_trees.py [--large] [--repeats R]``.
 """
@@ -38,6 +39,16 @@ import compute
 GRID = 50
 REPEATS = 10
 PFI_FEATURES = 3
+
+
+def _walk_kind() -> str:
+    from compute.trees import walk
+
+    if not walk.COMPILED:
+        return "plain NumPy (numba not installed)"
+    import numba
+
+    return f"compiled, numba {numba.__version__}"
 
 
 def data(task: str, n: int, p: int):
@@ -154,7 +165,7 @@ def main() -> None:
     args = parser.parse_args()
     import sklearn
 
-    print(f"numpy {np.__version__}, pandas {pd.__version__}, scikit-learn {sklearn.__version__}; walk: plain NumPy")
+    print(f"numpy {np.__version__}, pandas {pd.__version__}, scikit-learn {sklearn.__version__}; walk: {_walk_kind()}")
     shapes = [(10_000, 20)] + ([(100_000, 50)] if args.large else [])
     for n, p in shapes:
         for task in ("regression", "binary"):

@@ -27,7 +27,7 @@ from sklearn.svm import SVC
 from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
 from compute import ModelError, feature_profile, permutation_importance
-from compute.trees import curve_sums, lookup_sums, read_model
+from compute.trees import curve_sums, lookup_sums, read_model, walk
 from compute.trees import engine as tree_engine
 
 N = 160
@@ -118,13 +118,14 @@ def test_pfi_equals_the_batched_predict(fitted):
 
 
 def test_the_default_takes_the_walk(fitted):
-    """ICE/PD under "auto" walk every model; PFI walks the boosted ensembles and leaves
-    single trees and forests to the batched predict (faster there), saying so."""
+    """ICE/PD and PFI under "auto" walk every model (the walk compiled); without numba, PFI
+    leaves single trees and forests to the batched predict (faster there than the NumPy
+    walk), saying so (tests/test_tree_compiled.py)."""
     model, X, y = fitted
     assert feature_profile(model, X, y, "a", grid=5).params["engine"] == "exact tree walk"
     pfi = permutation_importance(model, X, y, n_repeats=1)
-    if "Boosting" in type(model).__name__:
-        assert pfi.engine == "exact tree walk"
+    if "Boosting" in type(model).__name__ or walk.COMPILED:
+        assert pfi.engine == "exact tree walk" and pfi.engine_reason is None
     else:
         assert pfi.engine == "batched predict" and "slower than the batched predict" in pfi.engine_reason
 

@@ -18,6 +18,7 @@ import numpy as np
 from ..errors import InputError, ModelError
 from ..losses import Loss
 from ..prediction import Predictor, _custom_loss
+from . import walk
 from .read import Ensemble, Unsupported, read_model
 from .walk import curve_sums, lookup_sums, same_walk
 
@@ -80,17 +81,19 @@ def choose_engine(engine, predictor: Predictor) -> Choice:
         return _fallback(exc, engine == "trees")
 
 
-#: Models whose PFI the walk (plain NumPy) computes slower than the batched predict at the
-#: usual repeats (benchmarks/speed_trees.py: a full-depth forest 1.6x the raw predict at 10
-#: repeats, where the batched predict is 0.9x): under "auto" their PFI takes the predict.
+#: Models whose PFI the NumPy walk (without numba) computes slower than the batched predict
+#: at the usual repeats (benchmarks/speed_trees.py: a full-depth forest 1.6x the raw predict
+#: at 10 repeats, where the batched predict is 0.9x; compiled: 0.4x): under "auto" without
+#: numba their PFI takes the predict.
 SLOWER_FOR_PFI = ("DecisionTree", "RandomForest", "ExtraTrees")
 
 
 def for_permutations(choice: Choice) -> Choice:
     """The engine of a PFI call under ``engine="auto"``: the walk, except for deep single
-    trees and forests (:data:`SLOWER_FOR_PFI`), where the batched predict is faster."""
+    trees and forests (:data:`SLOWER_FOR_PFI`) when the walk is not compiled, where the
+    batched predict is faster."""
     ens = choice.ensemble
-    if ens is None or choice.forced or not ens.name.startswith(SLOWER_FOR_PFI):
+    if ens is None or choice.forced or walk.COMPILED or not ens.name.startswith(SLOWER_FOR_PFI):
         return choice
     return Choice(
         None, f"{ens.name}: the NumPy tree walk is slower than the batched predict for PFI (engine='trees' forces it)"

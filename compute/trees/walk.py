@@ -13,12 +13,17 @@ a lookup: the sum of the leaf values whose interval holds the value's bin.
 
 from __future__ import annotations
 
+import importlib.util
 from dataclasses import dataclass
 
 import numpy as np
 
+from . import compiled
 from .read import Ensemble
 
+#: Whether the compiled walk (:mod:`.compiled`, numba) computes the sums; without numba this
+#: module's NumPy walk does (the same sums, slower). numba is imported on first use only.
+COMPILED = importlib.util.find_spec("numba") is not None
 #: Most (row, tree) walks started at once: bounds the walk's arrays (a few hundred MB).
 WALK_ITEMS = 2_000_000
 #: Most floats of one chunk's table of sums.
@@ -156,7 +161,23 @@ def _whole(paths: Paths, n_bins: int) -> np.ndarray:
     return (paths.lo == 0) & (paths.hi == n_bins) & paths.nan
 
 
+def warm() -> None:
+    """Load the compiled walk now (numba and its kernels, about 0.6 s), e.g. before a server
+    forks its jobs; nothing without numba."""
+    if COMPILED:
+        compiled.warm()
+
+
 def curve_sums(ens: Ensemble, X: np.ndarray, j: int, grid: np.ndarray) -> np.ndarray:
+    """Sum of leaf values of each row of ``X`` with j at each value of ``grid`` (shape rows
+    x grid x outputs): the compiled walk (:mod:`.compiled`) where numba is installed, else
+    :func:`curve_sums_numpy`."""
+    if COMPILED:
+        return compiled.curve_sums(ens, X, j, grid)
+    return curve_sums_numpy(ens, X, j, grid)
+
+
+def curve_sums_numpy(ens: Ensemble, X: np.ndarray, j: int, grid: np.ndarray) -> np.ndarray:
     """Sum of leaf values of each row of ``X`` with j at each value of ``grid`` (shape rows
     x grid x outputs): one walk per row; a leaf reached whatever j is adds to the row's
     constant, any other to the grid points in its interval, as a difference along the grid
@@ -208,6 +229,15 @@ def same_walk(ens: Ensemble, j: int, a: np.ndarray, b: np.ndarray) -> np.ndarray
 
 
 def lookup_sums(ens: Ensemble, X: np.ndarray, j: int, queries: np.ndarray) -> np.ndarray:
+    """Sum of leaf values of each row i of ``X`` with j at each of its own values
+    ``queries[i, r]`` (shape rows x queries x outputs): compiled where numba is installed,
+    else :func:`lookup_sums_numpy`."""
+    if COMPILED:
+        return compiled.lookup_sums(ens, X, j, queries)
+    return lookup_sums_numpy(ens, X, j, queries)
+
+
+def lookup_sums_numpy(ens: Ensemble, X: np.ndarray, j: int, queries: np.ndarray) -> np.ndarray:
     """Sum of leaf values of each row i of ``X`` with j at each of its own values
     ``queries[i, r]`` (shape rows x queries x outputs), e.g. PFI's donors: a leaf reached
     whatever j is adds to the row's constant, any other is tested against its row's

@@ -9,6 +9,8 @@ import os
 import warnings
 import weakref
 
+from compute.trees import walk
+
 from ..model_trust import Inspection, ModelFileError, allow_list, check_model, inspect_skops
 from .boosters import BOOSTER_SUFFIXES, booster_versions, load_booster
 from .errors import LoadError, Policy, check_size, file_suffix, short
@@ -204,10 +206,12 @@ def preload() -> None:
     """Import what every .skops load needs and build the allow-list once, in the server
     process: each job runs in a forked child, which then inherits them instead of spending
     about 1.5 s on imports (``all_estimators()`` imports all of scikit-learn) before its
-    first prediction. Importing runs no code from any file."""
+    first prediction, and the tree engine's compiled walk is loaded. Importing runs no code
+    from any file."""
     import skops.io  # noqa: F401
 
     allow_list()
+    walk.warm()  # numba and the tree engine's kernels (about 0.6 s), not in every job
 
 
 def _skops_hint(schema: dict) -> str:

@@ -1,0 +1,229 @@
+"""The walk compiled with numba: one depth-first walk per row and tree, j left free.
+
+Same arithmetic as :mod:`.walk` (the NumPy reference, kept for a machine without numba):
+at a node on another feature the row goes where ``x <= threshold`` (missing values:
+``missing_left``) sends it; at a node on j it goes both ways, each side keeping its range of
+j's threshold ranks ("bins"), so a leaf is reached for the values whose bin lies in its
+range (and for a missing j when the flag says so). The row's sums are then a difference
+along the sorted grid (curves) or a test of each of its own queries (PFI's donors), written
+straight into the result: no path arrays, no Python loop per row.
+
+Compiled once per machine (a few seconds; numba's cache on disk next to this file, or its
+user cache), loaded in about 0.3 s. Imported only by the walk's first use
+(:mod:`.walk`, where ``COMPILED`` says whether numba is installed), so ``import compute``
+does not import numba; the dashboard's server loads it before its jobs fork (:func:`warm`).
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import NamedTuple
+
+import numpy as np
+
+from .read import Ensemble, read_model
+
+
+class _Nodes(NamedTuple):
+    """The ensemble's node arrays as the kernels read them (a named tuple numba types)."""
+
+    feature: np.ndarray
+    threshold: np.ndarray
+    left: np.ndarray
+    right: np.ndarray
+    missing_left: np.ndarray
+    value: np.ndarray
+    column: np.ndarray
+    roots: np.ndarray
+    node_bin: np.ndarray
+
+
+@cache
+def _kernels() -> dict:
+    """The kernels, compiled: numba is imported here, on the walk's first use, not with
+    ``compute``. ``_reach`` is bound to its compiled self first, so the kernels that call it
+    (a global, resolved when they compile) call compiled code. Compiled code is cached on
+    disk (next to this file, else numba's user cache; per process where neither is writable)."""
+    import numba
+
+    def jit(fn):
+        try:
+            return numba.njit(cache=True, nogil=True)(fn)
+        except RuntimeError:  # pragma: no cover - no writable cache folder
+            return numba.njit(nogil=True)(fn)
+
+    global _reach
+    _reach = jit(_reach_py)
+    return {"curves": jit(_curves), "lookups": jit(_lookups)}
+
+
+def _reach_py(nodes, free, x, root, stack, found):  # pragma: no cover - compiled
+    """The leaves one row (values ``x``) reaches in the tree at ``root`` with j free, written
+    to ``found`` as (leaf, lo, hi, missing) rows; returns how many. ``free`` = [j, number of
+    bins, the largest tree's size]."""
+    feature, threshold, left, right = nodes.feature, nodes.threshold, nodes.left, nodes.right
+    missing_left, node_bin = nodes.missing_left, nodes.node_bin
+    j, n_bins = free[0], free[1]
+    count, top = 0, 0
+    stack[0, 0], stack[0, 1], stack[0, 2], stack[0, 3] = root, 0, n_bins, 1
+    while top >= 0:
+        node, lo, hi, nan = stack[top, 0], stack[top, 1], stack[top, 2], stack[top, 3]
+        top -= 1
+        while True:
+            f = feature[node]
+            if f < 0:
+                found[count, 0], found[count, 1], found[count, 2], found[count, 3] = node, lo, hi, nan
+                count += 1
+                break
+            if f == j:  # both ways: left keeps bins lo..min(hi, k), right max(lo, k + 1)..hi
+                k, to_left = node_bin[node], missing_left[node]
+                r_lo, r_nan = max(lo, k + 1), 0 if to_left else nan
+                if r_lo <= hi or r_nan == 1:
+                    top += 1
+                    stack[top, 0], stack[top, 1], stack[top, 2], stack[top, 3] = right[node], r_lo, hi, r_nan
+                hi, nan = min(hi, k), nan if to_left else 0
+                if lo > hi and nan == 0:
+                    break
+                node = left[node]
+            elif np.isnan(x[f]):
+                node = left[node] if missing_left[node] else right[node]
+            else:
+                node = left[node] if x[f] <= threshold[node] else right[node]
+    return count
+
+
+#: What the kernels call: rebound to the compiled ``_reach_py`` by :func:`_kernels` before they compile.
+_reach = _reach_py
+
+
+def _curves(nodes, free, X, start, out, at_nan):  # pragma: no cover - compiled
+    """Rows x sorted grid sums (``out``) and the sums at a missing j (``at_nan``): a leaf
+    reached whatever j is adds to the row's constant, another to the grid positions
+    ``start[lo]:start[hi + 1]`` of its bins (as a difference, summed along the grid)."""
+    value, column, roots = nodes.value, nodes.column, nodes.roots
+    n_bins, size = free[1], free[2]
+    n_rows, m, n_out, width = X.shape[0], out.shape[1], out.shape[2], value.shape[1]
+    stack, found = np.empty((size, 4), dtype=np.int64), np.empty((size, 4), dtype=np.int64)
+    const, nan_sum = np.zeros((n_rows, n_out)), np.zeros((n_rows, n_out))
+    diff = np.zeros((n_rows, m + 1, n_out))
+    for t in range(roots.size):  # tree by tree: one tree's nodes stay in the cache for every row
+        for i in range(n_rows):
+            for e in range(_reach(nodes, free, X[i], roots[t], stack, found)):
+                leaf, lo, hi, nan = found[e, 0], found[e, 1], found[e, 2], found[e, 3]
+                c0 = column[leaf]
+                if lo == 0 and hi == n_bins and nan == 1:
+                    for c in range(width):
+                        const[i, c0 + c] += value[leaf, c]
+                    continue
+                a, b = start[lo], start[hi + 1] if lo <= hi else start[lo]
+                for c in range(width if a < b else 0):
+                    diff[i, a, c0 + c] += value[leaf, c]
+                    diff[i, b, c0 + c] -= value[leaf, c]
+                for c in range(width if nan == 1 else 0):
+                    nan_sum[i, c0 + c] += value[leaf, c]
+    for i in range(n_rows):
+        for c in range(n_out):
+            running = const[i, c]
+            for p in range(m):
+                running += diff[i, p, c]
+                out[i, p, c] = running
+            at_nan[i, c] = const[i, c] + nan_sum[i, c]
+
+
+def _lookups(nodes, free, X, bins, out):  # pragma: no cover - compiled
+    """Rows x queries sums: a leaf reached whatever j is adds to every query of its row,
+    another to the queries whose bin it spans (a missing query, bin -1: if missing reaches it)."""
+    value, column, roots = nodes.value, nodes.column, nodes.roots
+    n_bins, size = free[1], free[2]
+    n_rows, n_q, n_out, width = X.shape[0], out.shape[1], out.shape[2], value.shape[1]
+    stack, found = np.empty((size, 4), dtype=np.int64), np.empty((size, 4), dtype=np.int64)
+    const = np.zeros((n_rows, n_out))
+    out[:] = 0.0
+    for t in range(roots.size):  # tree by tree, as in _curves
+        for i in range(n_rows):
+            for e in range(_reach(nodes, free, X[i], roots[t], stack, found)):
+                leaf, lo, hi, nan = found[e, 0], found[e, 1], found[e, 2], found[e, 3]
+                c0 = column[leaf]
+                if lo == 0 and hi == n_bins and nan == 1:
+                    for c in range(width):
+                        const[i, c0 + c] += value[leaf, c]
+                    continue
+                for q in range(n_q):
+                    b = bins[i, q]
+                    if (nan == 1) if b < 0 else (lo <= b and b <= hi):
+                        for c in range(width):
+                            out[i, q, c0 + c] += value[leaf, c]
+    for i in range(n_rows):
+        for q in range(n_q):
+            for c in range(n_out):
+                out[i, q, c] += const[i, c]
+
+
+def _nodes(ens: Ensemble, node_bin: np.ndarray) -> _Nodes:
+    return _Nodes(
+        ens.feature, ens.threshold, ens.left, ens.right, ens.missing_left, ens.value, ens.column, ens.roots, node_bin
+    )
+
+
+def _free(ens: Ensemble, j: int, n_bins: int) -> np.ndarray:
+    """[j, its number of bins, the largest tree's node count + 1] (bounds a walk's stack and leaves)."""
+    return np.array([j, n_bins, np.diff(np.append(ens.roots, ens.feature.size)).max(initial=0) + 1], dtype=np.int64)
+
+
+def warm() -> None:
+    """Load (or compile) the kernels now, e.g. before a server forks its jobs, so no job pays
+    for it: one call of each on a two-leaf tree (the types every model's arrays have)."""
+    from sklearn.tree import DecisionTreeRegressor
+
+    rows = np.array([[0.0, 1.0], [1.0, 0.0]])
+    ens = read_model(DecisionTreeRegressor(max_depth=1).fit(rows, [0.0, 1.0]))
+    curve_sums(ens, rows, 0, np.array([0.0, np.nan]))
+    lookup_sums(ens, rows, 0, rows)
+
+
+#: Floats of a block's sums (rows x grid or queries x outputs): a block of rows goes through
+#: the trees one tree at a time, its sums (about 2 MB) staying in the cache meanwhile.
+BLOCK_FLOATS = 250_000
+
+
+def _blocks(n: int, floats_per_row: int) -> list[tuple[int, int]]:
+    step = max(16, BLOCK_FLOATS // max(1, floats_per_row))
+    return [(a, min(a + step, n)) for a in range(0, n, step)]
+
+
+def curve_sums(ens: Ensemble, X: np.ndarray, j: int, grid: np.ndarray) -> np.ndarray:
+    """As :func:`.walk.curve_sums` (rows x grid x outputs), compiled."""
+    thresholds, node_bin = ens.bins(j)
+    values = ens.compared(grid)
+    finite = np.flatnonzero(~np.isnan(values))
+    order = finite[np.argsort(np.searchsorted(thresholds, values[finite]), kind="stable")]
+    sorted_bins = np.searchsorted(thresholds, values[order])
+    n_bins = thresholds.size
+    start = np.searchsorted(sorted_bins, np.arange(n_bins + 2), side="left").astype(np.int64)
+    n = X.shape[0]
+    on_grid = np.empty((n, order.size, ens.n_outputs))
+    at_nan = np.empty((n, ens.n_outputs))
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    nodes, free, kernel = _nodes(ens, node_bin), _free(ens, j, n_bins), _kernels()["curves"]
+    for a, b in _blocks(n, order.size * ens.n_outputs):
+        kernel(nodes, free, X[a:b], start, on_grid[a:b], at_nan[a:b])
+    out = np.empty((n, grid.size, ens.n_outputs))
+    out[:, order] = on_grid
+    missing = np.flatnonzero(np.isnan(values))
+    if missing.size:
+        out[:, missing] = at_nan[:, None, :]
+    return out
+
+
+def lookup_sums(ens: Ensemble, X: np.ndarray, j: int, queries: np.ndarray) -> np.ndarray:
+    """As :func:`.walk.lookup_sums` (rows x queries x outputs), compiled."""
+    thresholds, node_bin = ens.bins(j)
+    compared = ens.compared(queries)
+    is_nan = np.isnan(compared)
+    bins = np.where(is_nan, -1, np.searchsorted(thresholds, np.where(is_nan, 0.0, compared))).astype(np.int64)
+    out = np.empty((queries.shape[0], queries.shape[1], ens.n_outputs))
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    nodes, free, kernel = _nodes(ens, node_bin), _free(ens, j, thresholds.size), _kernels()["lookups"]
+    for a, b in _blocks(X.shape[0], queries.shape[1] * ens.n_outputs):
+        kernel(nodes, free, X[a:b], np.ascontiguousarray(bins[a:b]), out[a:b])
+    return out
