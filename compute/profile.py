@@ -94,8 +94,9 @@ def feature_profile(
         Most intervened rows per model call (default: within a 256 MiB budget).
     engine : {"auto", "trees", "predict"}, default "auto"
         How the intervened rows are evaluated. ``"trees"``: the exact tree walk
-        (:mod:`compute.trees`, scikit-learn tree models: one walk per row and tree gives the
-        row's whole ICE curve, the same numbers as the model's own predict); it raises a
+        (:mod:`compute.trees`: scikit-learn tree models, XGBoost, LightGBM and CatBoost; one
+        walk per row and tree gives the row's whole ICE curve, the same numbers as the
+        model's own predict, XGBoost's within its float32 rounding); it raises a
         ``ModelError`` naming why a model is not read. ``"predict"``: the batched predict
         of every intervened row. ``"auto"``: the walk when the model is read, else the
         batched predict. ``params["engine"]`` says which ran ("exact tree walk" or

@@ -257,6 +257,8 @@ def make_predictor(
             )
     classes = getattr(model, "classes_", None)
     has_proba = hasattr(model, "predict_proba")
+    if classes is not None and not has_proba and np.size(classes) == 0:
+        classes = None  # a regressor exposing an empty classes_ (CatBoostRegressor)
     if classes is None and has_proba:
         raise InputError(
             f"{_capital(model_name)} has predict_proba but no classes_, so its probability "

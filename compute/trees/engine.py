@@ -27,7 +27,9 @@ TREE_WALK = "exact tree walk"
 BATCHED_PREDICT = "batched predict"
 #: Rows of the data the walk is checked on against the model's own predict.
 CHECK_ROWS = 32
-#: Largest gap (relative to the spread of the checked outputs) the check accepts.
+#: Largest gap (relative to the spread of the checked outputs) the check accepts by default
+#: (each :class:`Ensemble` states its own: ``tolerance`` relative, plus ``rounding`` absolute
+#: where its library sums in float32).
 CHECK_TOLERANCE = 1e-9
 
 
@@ -127,7 +129,7 @@ def _verify(ens: Ensemble, predictor: Predictor, rows: np.ndarray, own_values: n
     theirs = np.asarray(own_values, dtype=np.float64)[picked]
     spread = max(float(np.ptp(theirs)) if theirs.size else 0.0, float(np.max(np.abs(theirs), initial=0.0)), 1e-300)
     gap = float(np.max(np.abs(mine - theirs), initial=0.0)) if mine.shape == theirs.shape else np.inf
-    if not gap <= CHECK_TOLERANCE * spread:
+    if not gap <= ens.tolerance * spread + ens.rounding:
         raise Unsupported(f"the walk disagrees with the model's own predict on the check rows (gap {gap:.3g})")
 
 

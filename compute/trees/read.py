@@ -6,93 +6,22 @@ their input as float32; float64 for HistGradientBoosting), the same directions f
 values (``missing_go_to_left``), the same base score (the init estimator's raw prediction,
 HistGradientBoosting's baseline), the learning rate and the same link, applied by the model's
 own loss object (``_loss.predict_proba``, ``_loss.link.inverse``). No formula of a paper
-changes: only how the model is evaluated on the intervened rows.
+changes: only how the model is evaluated on the intervened rows. XGBoost, LightGBM and
+CatBoost models (their scikit-learn wrappers, raw boosters, and wrapped boosters that offer
+``tree_source()``) are read by :mod:`.boosters`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from functools import cached_property
 from typing import Any
 
 import numpy as np
 
+from .boosters import read_booster, read_source
+from .ensemble import Ensemble, Unsupported, join_trees
 
-class Unsupported(Exception):
-    """The tree engine cannot read this model; the message says why."""
-
-
-@dataclass(frozen=True)
-class Ensemble:
-    """Every tree of a model as one array of nodes (node ids global across trees).
-
-    ``feature`` is -1 at leaves; a leaf's ``value`` row (width ``value.shape[1]``) is added
-    to the outputs ``column[leaf] : column[leaf] + width`` of the sum over trees, which
-    ``finish`` turns into what the model's ``predict`` (regressors) or ``predict_proba``
-    (classifiers) returns.
-    """
-
-    name: str
-    feature: np.ndarray
-    threshold: np.ndarray
-    left: np.ndarray
-    right: np.ndarray
-    missing_left: np.ndarray
-    value: np.ndarray
-    column: np.ndarray
-    roots: np.ndarray
-    n_outputs: int
-    float32: bool  # inputs are rounded to float32 before each comparison
-    finish: Callable[[np.ndarray], np.ndarray]
-
-    @cached_property
-    def children(self) -> np.ndarray:
-        """Node i's right child at 2i, its left child at 2i + 1 (leaves: themselves)."""
-        out = np.empty(2 * self.feature.size, dtype=np.int32)
-        own = np.arange(self.feature.size, dtype=np.int32)
-        out[0::2] = np.where(self.feature < 0, own, self.right)
-        out[1::2] = np.where(self.feature < 0, own, self.left)
-        return out
-
-    def compared(self, values: np.ndarray) -> np.ndarray:
-        """Values as the model compares them with its thresholds (float64 arrays)."""
-        values = np.asarray(values, dtype=np.float64)
-        return values.astype(np.float32).astype(np.float64) if self.float32 else values
-
-    def bins(self, j: int) -> tuple[np.ndarray, np.ndarray]:
-        """The sorted distinct thresholds on feature ``j`` and, per node, the position of its
-        threshold among them: ``x <= t_k`` exactly when ``searchsorted(t, x) <= k``."""
-        on_j = self.feature == j
-        found = np.unique(self.threshold[on_j])
-        node_bin = np.zeros(self.feature.size, dtype=np.int64)
-        node_bin[on_j] = np.searchsorted(found, self.threshold[on_j])
-        return found, node_bin
-
-
-def _join(trees: list[dict], **common: Any) -> Ensemble:
-    """One :class:`Ensemble` from per-tree node arrays (local child ids, -1 at leaves)."""
-    offsets = np.cumsum([0] + [t["feature"].size for t in trees])
-    if offsets[-1] >= 2**30:
-        raise Unsupported(f"{common['name']} has {offsets[-1]:,} nodes, more than the walk indexes")
-    feature = np.concatenate([t["feature"] for t in trees]).astype(np.int32)  # int32: half the bytes per walk step
-    leaf = feature < 0
-
-    def children(key: str) -> np.ndarray:
-        out = np.concatenate([t[key].astype(np.int64) + off for t, off in zip(trees, offsets)])
-        return np.where(leaf, -1, out).astype(np.int32)
-
-    return Ensemble(
-        feature=np.where(leaf, -1, feature),
-        threshold=np.concatenate([t["threshold"] for t in trees]).astype(np.float64),
-        left=children("left"),
-        right=children("right"),
-        missing_left=np.concatenate([t["missing_left"] for t in trees]).astype(bool),
-        value=np.concatenate([t["value"] for t in trees]).astype(np.float64),
-        column=np.concatenate([np.full(t["feature"].size, t["column"], dtype=np.int64) for t in trees]),
-        roots=offsets[:-1].astype(np.int32),
-        **common,
-    )
+__all__ = ["BOOSTERS", "READERS", "Ensemble", "Unsupported", "read_model"]
 
 
 def _sk_tree(estimator, column: int = 0, classes: int | None = None) -> dict:
@@ -131,7 +60,7 @@ def read_forest(model, kind: str) -> Ensemble:
         out = total / count if count > 1 else total
         return out if n_classes else out[:, 0]
 
-    return _join(trees, name=kind, n_outputs=width, float32=True, finish=finish)
+    return join_trees(trees, name=kind, n_outputs=width, float32=True, finish=finish)
 
 
 def read_gradient_boosting(model, kind: str) -> Ensemble:
@@ -156,7 +85,7 @@ def read_gradient_boosting(model, kind: str) -> Ensemble:
             return raw[:, 0]
         return np.asarray(loss.predict_proba(raw[:, 0] if k == 1 else raw), dtype=np.float64)
 
-    return _join(trees, name=kind, n_outputs=k, float32=True, finish=finish)
+    return join_trees(trees, name=kind, n_outputs=k, float32=True, finish=finish)
 
 
 def read_hist_gradient_boosting(model, kind: str) -> Ensemble:
@@ -192,7 +121,7 @@ def read_hist_gradient_boosting(model, kind: str) -> Ensemble:
             return np.asarray(loss.predict_proba(raw), dtype=np.float64)
         return np.asarray(loss.link.inverse(raw.ravel()), dtype=np.float64)
 
-    return _join(trees, name=kind, n_outputs=k, float32=False, finish=finish)
+    return join_trees(trees, name=kind, n_outputs=k, float32=False, finish=finish)
 
 
 READERS: dict[str, Callable[[Any, str], Ensemble]] = {
@@ -208,8 +137,8 @@ READERS: dict[str, Callable[[Any, str], Ensemble]] = {
     "HistGradientBoostingClassifier": read_hist_gradient_boosting,
 }
 
-#: Libraries read later (issue 42); until then their models fall back under engine="auto".
-LATER = {"xgboost": "XGBoost", "lightgbm": "LightGBM", "catboost": "CatBoost"}
+#: The boosting libraries, read by :mod:`.boosters`.
+BOOSTERS = {"xgboost": "XGBoost", "lightgbm": "LightGBM", "catboost": "CatBoost"}
 
 
 def read_model(model) -> Ensemble:
@@ -219,8 +148,11 @@ def read_model(model) -> Ensemble:
     cls = type(model)
     name = cls.__name__
     root = cls.__module__.split(".")[0]
-    if root in LATER:
-        raise Unsupported(f"{LATER[root]} models ({name}): not yet read by the tree engine")
+    source = getattr(model, "tree_source", None)
+    if root not in BOOSTERS and callable(source):  # a wrapped booster (the dashboard's loaded files)
+        return read_source(source(), str(getattr(model, "name", name)))
+    if root in BOOSTERS:
+        return read_booster(model, name, root)
     if root != "sklearn" or name not in READERS:
         raise Unsupported(f"{name} is not a tree model the engine reads (scikit-learn trees and ensembles)")
     if not cls.__module__.startswith("sklearn."):

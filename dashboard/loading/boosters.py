@@ -31,7 +31,9 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import re
+import tempfile
 
 import numpy as np
 import pandas as pd
@@ -133,6 +135,7 @@ class BoosterModel:
         predict_raw,
         classes=None,
         has_proba: bool = True,
+        native: dict | None = None,
     ) -> None:
         self.library = library
         self.name = name
@@ -146,12 +149,17 @@ class BoosterModel:
         self._predict_raw = predict_raw  # float matrix (or frame, CatBoost) -> values / probabilities
         self._classes = None if classes is None else np.asarray(classes)
         self._has_proba = has_proba
+        self._native = native or {}  # the booster and what compute.trees reads with it (tree_source)
 
     def __repr__(self) -> str:
         return f"BoosterModel({LIBRARIES[self.library]}, {self.name!r}, {self.objective})"
 
     def __getstate__(self):
         raise TypeError("a loaded booster stays in its process (load the file again)")
+
+    def tree_source(self) -> tuple[str, dict]:
+        """``(library, {"model": the native booster, ...})``: what compute.trees' reader reads."""
+        return self.library, {**self._native, "categorical": bool(self._categories)}
 
     @property
     def needs_classes(self) -> bool:
@@ -388,6 +396,7 @@ def _load_xgboost(data: bytes, label: str, suffix: str, classes) -> BoosterModel
         predict_raw=predict_raw,
         classes=stored if isinstance(stored, list) and len(stored) == n_classes else classes,
         has_proba=objective != "binary:hinge",
+        native={"model": booster, "window": window, "task": task, "objective": objective},
     )
 
 
@@ -429,6 +438,7 @@ def _load_lightgbm(data: bytes, label: str, classes) -> BoosterModel:
         version=info.version,
         predict_raw=predict_raw,
         classes=classes,
+        native={"model": booster, "task": task, "objective": objective},
     )
 
 
@@ -452,9 +462,6 @@ def _load_catboost(data: bytes, label: str, suffix: str) -> BoosterModel:
         if suffix == ".cbm":
             model.load_model(blob=data)
         else:
-            import os
-            import tempfile
-
             with tempfile.TemporaryDirectory(prefix="catboost-load-") as folder:
                 local = os.path.join(folder, "model.json")
                 with open(local, "wb") as handle:
@@ -463,9 +470,6 @@ def _load_catboost(data: bytes, label: str, suffix: str) -> BoosterModel:
     except Exception as exc:
         raise LoadError(f"CatBoost could not load {label} ({short(exc)}).", field="model") from exc
     if suffix == ".cbm":  # the binary's structure, checked on its JSON export before any prediction
-        import os
-        import tempfile
-
         with tempfile.TemporaryDirectory(prefix="catboost-check-") as folder:
             local = os.path.join(folder, "model.json")
             try:
@@ -529,6 +533,7 @@ def _load_catboost(data: bytes, label: str, suffix: str) -> BoosterModel:
         version=version,
         predict_raw=predict_raw,
         classes=classes,
+        native={"model": model, "task": task, "objective": loss, "exponent": kind == "Exponent"},
     )
 
 
