@@ -128,15 +128,18 @@ def conditional_importance(
     random_state=0,
     n_jobs=1,
     chunk_rows=None,
+    engine="auto",
 ) -> ConditionalImportance:
     """Conditional-subgroup PFI (cs-PFI; see the module docstring) with the marginal PFI
     beside it.
 
     Parameters
     ----------
-    model, X, y, loss, kind, output, n_obs, random_state, n_jobs, chunk_rows :
+    model, X, y, loss, kind, output, n_obs, random_state, n_jobs, chunk_rows, engine :
         As in :func:`compute.permutation_importance`; the marginal PFI is exactly that
-        call's result (its random streams), the conditional one uses further streams.
+        call's result (its random streams), the conditional one uses further streams. Both
+        take the engine chosen (the exact tree walk: one walk per row serves every
+        permutation, within the subgroups too); ``conditional.engine`` says which ran.
     features : column label or list, optional
         Default: every input of the model. Each feature's tree learns it from all the
         model's other inputs.
@@ -180,6 +183,7 @@ def conditional_importance(
         random_state=random_state,
         n_jobs=n_jobs,
         chunk_rows=chunk_rows,
+        engine=engine,
     )
     marginal_pfi = _aggregate(setup, _permuted_errors(setup)) if marginal else None
     frame = setup.predictor.design.frame.iloc[setup.rows]

@@ -40,9 +40,10 @@ import numpy as np
 import pandas as pd
 
 from .errors import InputError
-from .prediction import predict_segments
+from .prediction import predict_positions, predict_segments
 from .sampling import make_grid, sample_rows
 from .segments import Segment, cycle_segment
+from .trees import Choice, Own, choose_engine, compiled, profile_pass, walk
 from .validation import check_features, check_frame, check_int, check_n_jobs, check_rng, make_predictor
 
 __all__ = ["InteractionStrength", "interaction_strength"]
@@ -63,7 +64,10 @@ class InteractionStrength:
     pairs whose ``h`` is at least 5 % of the largest, then the rest (a pure but negligible
     interaction has H^2 = 1: the ratio alone would put it first).
     ``n_rows`` of ``n_total`` rows explained (``rows``: their labels); ``model_rows``: the
-    rows the model was called on.
+    rows the model was called on. ``engine``: what computed the per-feature pass ("exact
+    tree walk" or "batched predict"; ``engine_reason`` why not the walk); the pairs take the
+    same engine, the walk with both features free (compiled only: without numba, the batched
+    predict).
     """
 
     overall: pd.DataFrame
@@ -74,6 +78,8 @@ class InteractionStrength:
     rows: pd.Index
     model_rows: int
     output: object = None
+    engine: str = "batched predict"
+    engine_reason: str | None = None
 
     @property
     def features(self) -> pd.Series:
@@ -112,6 +118,7 @@ def interaction_strength(
     random_state=0,
     n_jobs=1,
     chunk_rows=None,
+    engine="auto",
 ) -> InteractionStrength:
     """Friedman's H^2 per feature (against all others) and per pair, with the unnormalised
     statistic and the pairs' 2-D partial dependence.
@@ -134,6 +141,10 @@ def interaction_strength(
         Points per feature of the pairs' 2-D partial dependence (quantiles; a categorical
         feature's levels).
     random_state : int, Generator or None, default 0
+    engine : {"auto", "trees", "predict"}, default "auto"
+        As in :func:`compute.feature_profile`: the per-feature pass (``n`` rows x their
+        distinct values of the feature) and each pair's (with both features free) from the
+        exact tree walk where the model is a tree model the engine reads.
 
     Returns
     -------
@@ -150,7 +161,8 @@ def interaction_strength(
     rng = check_rng(random_state)
     rows = np.sort(sample_rows(len(X), n_obs, rng))
     local = predictor.design.subset(rows)
-    sample = _Sample(predictor, local, {f: _codes(local.frame[f].to_numpy()) for f in Xm.columns}, chunk_rows, n_jobs)
+    codes = {f: _codes(local.frame[f].to_numpy()) for f in Xm.columns}
+    sample = _Sample(predictor, local, codes, chunk_rows, n_jobs, rows=rows, choice=choose_engine(engine, predictor))
     frame = sample.overall(features)
     chosen = _pairs(pairs, features, frame, Xm.columns, top)
     grids = {f: _grid(X[f], grid_size, predictor.design) for f in {f for pair in chosen for f in pair}}
@@ -165,6 +177,8 @@ def interaction_strength(
         rows=X.index[rows],
         model_rows=int(model_rows),
         output=predictor.output,
+        engine=sample.choice.name,
+        engine_reason=sample.choice.reason,
     )
 
 
@@ -181,6 +195,8 @@ class _Sample:
     model_rows: int = 0
     pd1: dict = field(default_factory=dict)  # f -> PD_f at each row's own value
     scale: float = 0.0  # the largest centred prediction: what rounding is measured against
+    rows: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))  # positions in the data
+    choice: Choice = Choice(None)  # the per-feature pass's engine
 
     @property
     def n(self) -> int:
@@ -195,7 +211,12 @@ class _Sample:
         """H^2_j and h_j: one pass per feature, block[v, l] = F(x_l with x_j := the v-th
         distinct value); PD_j is its mean over l, PD_-j its mean over the rows' values."""
         n = self.n
-        blocks = self.run([_replaced(self.local, {f: self.codes[f][1]}, n) for f in features])
+        walked = self._walked(features)
+        blocks = (
+            walked
+            if walked is not None
+            else self.run([_replaced(self.local, {f: self.codes[f][1]}, n) for f in features])
+        )
         found, start = [], 0
         for f in features:
             inverse, reps = self.codes[f]
@@ -209,6 +230,55 @@ class _Sample:
         rows = [(f, *_statistic(joint, additive, self.scale)) for f, joint, additive in found]
         return pd.DataFrame(rows, columns=["feature", "h2", "h"]).set_index("feature")
 
+    def _walked(self, features: list) -> np.ndarray | None:
+        """The per-feature blocks (value-major, as the batched pass gives them) from the exact
+        tree walk, or None when it is not used: the rows' own predictions from the model (one
+        call on the n rows, which the walk is checked against and the cells at a row's own
+        value take), every other cell from one walk per row and tree."""
+        if self.choice.ensemble is None:
+            return None
+        own_values, _ = predict_positions(self.predictor, self.rows, chunk_rows=self.chunk_rows, n_jobs=self.n_jobs)
+        self.model_rows += own_values.size
+        self.choice = self.choice.verified(self.predictor, self.rows, own_values)
+        if self.choice.ensemble is None:
+            return None
+        blocks = []
+        for f in features:
+            reps = self.codes[f][1]
+            values = np.asarray(self.local.frame[f].to_numpy()[reps], dtype=np.float64)
+            cells, _ = profile_pass(
+                self.choice.ensemble,
+                self.predictor,
+                self.rows,
+                f,
+                values,
+                target=(None, None),
+                own=Own(own_values, None),
+            )
+            blocks.append(cells.reshape(self.n, reps.size).T.ravel())
+        return np.concatenate(blocks) if blocks else np.empty(0)
+
+    def _walked_pair(self, a, b, combo_reps: np.ndarray, mesh: tuple) -> np.ndarray | None:
+        """A pair's pass (its distinct value pairs, then its grid; query-major, as the batched
+        pass) from one walk per row and tree with both features free, or None when the walk
+        is not used (not a tree model the engine reads, or not compiled)."""
+        ens = self.choice.ensemble
+        if ens is None or not walk.COMPILED:
+            return None
+        va, vb = (np.asarray(v, dtype=np.float64) for v in mesh)
+        frame = self.local.frame
+        queries = np.vstack(
+            [
+                np.concatenate([frame[a].to_numpy(dtype=np.float64)[combo_reps], np.repeat(va, vb.size)]),
+                np.concatenate([frame[b].to_numpy(dtype=np.float64)[combo_reps], np.tile(vb, va.size)]),
+            ]
+        )
+        design = self.predictor.design
+        numbers = ens.compared(design.numbers()[self.rows])
+        sums = compiled.pair_sums(ens, numbers, design.position(a), design.position(b), queries)
+        cells = np.asarray(self.predictor.value(ens.finish(sums.reshape(-1, ens.n_outputs))), dtype=np.float64)
+        return cells.reshape(self.n, queries.shape[1]).T.ravel()
+
     def pairs(self, chosen: list, grids: dict) -> tuple[pd.DataFrame, dict]:
         """H^2_jk and h_jk of each pair (one pass: its distinct value pairs, then its grid),
         strongest first, and each pair's 2-D partial dependence on the grid."""
@@ -220,9 +290,11 @@ class _Sample:
         for a, b in chosen:
             combo, combo_reps = _codes(self.codes[a][0] * (self.codes[b][1].size) + self.codes[b][0])
             (ga, va), (gb, vb) = grids[a], grids[b]
-            values = self.run(
-                [_replaced(self.local, {a: combo_reps, b: combo_reps}, n), _mesh(self.local, a, va, b, vb, n)]
-            )
+            values = self._walked_pair(a, b, combo_reps, (va, vb))
+            if values is None:
+                values = self.run(
+                    [_replaced(self.local, {a: combo_reps, b: combo_reps}, n), _mesh(self.local, a, va, b, vb, n)]
+                )
             pd_ab = values[: combo_reps.size * n].reshape(combo_reps.size, n).mean(axis=1)[combo]
             surface = values[combo_reps.size * n :].reshape(len(ga) * len(gb), n).mean(axis=1)
             rows.append((a, b, *_statistic(_centred(pd_ab), _centred(self.pd1[a]) + _centred(self.pd1[b]), self.scale)))

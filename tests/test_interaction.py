@@ -123,11 +123,15 @@ def test_equals_a_brute_force_implementation_on_a_forest(forest):
             Z["a"], Z["d"] = va, vd
             assert surface.loc[va, vd] == pytest.approx(model.predict(Z).mean(), abs=1e-12)
     assert set(surface.columns) == {-2.0, -1.0, 0.0, 1.0, 2.0}  # a feature with 5 values: its values
-    # rows of the model: a feature with u distinct values costs u x n rows, a pair its value pairs x n plus the grid
+    # rows of the model: a feature with u distinct values costs u x n rows, a pair its value pairs x n plus the grid;
+    # the exact tree walk (the default on this forest) calls the model on the n rows only
     n = 40
     per_feature = sum(rows[f].nunique() * n for f in X.columns)
     per_pair = sum((rows[list(p)].drop_duplicates().shape[0] + surface_size(result, p)) * n for p in pairs)
-    assert result.model_rows == per_feature + per_pair
+    predicted = compute.interaction_strength(model, X, n_obs=40, pairs="all", random_state=3, engine="predict")
+    assert predicted.model_rows == per_feature + per_pair
+    assert (result.engine, result.model_rows) == ("exact tree walk", n)
+    assert predicted.overall.to_numpy() == pytest.approx(result.overall.to_numpy(), abs=1e-12)
 
 
 def surface_size(result, pair):

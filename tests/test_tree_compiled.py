@@ -161,3 +161,80 @@ def test_import_compute_does_not_import_numba():
         subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
         == "False"
     )
+
+
+def _pair_brute(model, X: np.ndarray, j: int, k: int, values: np.ndarray) -> np.ndarray:
+    """Each row with j and k set to each query pair, predicted by the model (rows x queries)."""
+    n, q = X.shape[0], values.shape[1]
+    block = np.repeat(X, q, axis=0)
+    block[:, j] = np.tile(values[0], n)
+    block[:, k] = np.tile(values[1], n)
+    out = model.predict_proba(block) if hasattr(model, "predict_proba") else model.predict(block)
+    return np.asarray(out, dtype=float).reshape(n, q, -1)
+
+
+@pytest.mark.parametrize("name", ["forest", "gradient boosting 3-class", "hist gradient boosting"])
+def test_pair_sums_equal_the_models_predict_with_two_features_set(name):
+    """The walk with two features free (H of a pair): every query pair, including values on
+    the thresholds, missing values and pairs no row holds, is the model's own prediction."""
+    X, y = _data(7)
+    model, X = _model_without_missing(name, X, y)
+    ens = read_model(model)
+    j, k = 0, 1
+    rng = np.random.default_rng(0)
+    tj, tk = ens.bins(j)[0], ens.bins(k)[0]
+    a = np.concatenate([np.resize(tj, 15), X[:10, j], [np.nan, np.nan, tj.min() - 1]])
+    b = np.concatenate([np.resize(tk[rng.permutation(tk.size)], 15), X[:10, k], [np.nan, 0.3, np.nan]])
+    values = np.vstack([a, b])
+    if not np.isnan(X).any():  # a model trained without missing values refuses them
+        values = np.nan_to_num(values, nan=-1.0)
+    Xs = X[:60]
+    sums = compiled.pair_sums(ens, ens.compared(Xs), j, k, values)
+    walked = ens.finish(sums.reshape(-1, ens.n_outputs))
+    brute = _pair_brute(model, Xs, j, k, values).reshape(walked.shape[0], -1)
+    assert_allclose(np.asarray(walked, dtype=float).reshape(brute.shape), brute, rtol=0, atol=1e-9)
+
+
+def test_h_statistics_walk_equals_the_batched_predict():
+    """Friedman's H (per feature and per pair, and the pairs' 2-D partial dependence) from
+    the walk equals the batched predict's; the result says which engine ran."""
+    from compute import interaction_strength
+
+    X, y = _data(8)
+    frame = pd.DataFrame(X, columns=list("abcd"))
+    model = HistGradientBoostingRegressor(max_iter=25, random_state=0).fit(frame, y)
+    walked = interaction_strength(model, frame, n_obs=120, grid_size=6, engine="trees")
+    predicted = interaction_strength(model, frame, n_obs=120, grid_size=6, engine="predict")
+    assert (walked.engine, predicted.engine) == ("exact tree walk", "batched predict")
+    assert walked.model_rows == 120 < predicted.model_rows  # the model is called on the rows themselves only
+    assert_allclose(walked.overall.to_numpy(), predicted.overall.to_numpy(), rtol=1e-9, atol=1e-12)
+    assert len(walked.pairs) == 6
+    assert_allclose(
+        walked.pairs[["h2", "h"]].to_numpy(), predicted.pairs[["h2", "h"]].to_numpy(), rtol=1e-9, atol=1e-12
+    )
+    for a, b in walked.pairs[["feature_1", "feature_2"]].to_numpy():
+        assert_allclose(walked.pd2(a, b).to_numpy(), predicted.pd2(a, b).to_numpy(), rtol=0, atol=1e-9)
+
+
+def test_conditional_importance_takes_the_engine():
+    """cs-PFI (its marginal and conditional permutations) from the walk equals the batched
+    predict's, subgroup by subgroup; the results say which engine ran."""
+    from compute import conditional_importance
+
+    X, y = _data(9)
+    frame = pd.DataFrame(np.nan_to_num(X, nan=-1.0), columns=list("abcd"))
+    frame["e"] = frame["a"] + np.random.default_rng(1).normal(size=N)  # a feature another predicts
+    model = RandomForestRegressor(15, max_depth=7, random_state=0).fit(frame, y)
+    walked = conditional_importance(model, frame, y, n_repeats=3, max_depth=2, engine="trees")
+    predicted = conditional_importance(model, frame, y, n_repeats=3, max_depth=2, engine="predict")
+    assert walked.conditional.engine == "exact tree walk" and predicted.conditional.engine == "batched predict"
+    assert_allclose(walked.importance.to_numpy(), predicted.importance.to_numpy(), rtol=1e-9, atol=1e-12)
+    assert_allclose(
+        walked.marginal.importance.to_numpy(), predicted.marginal.importance.to_numpy(), rtol=1e-9, atol=1e-12
+    )
+    assert_allclose(
+        walked.subgroups["e"].select_dtypes("number").to_numpy(),
+        predicted.subgroups["e"].select_dtypes("number").to_numpy(),
+        rtol=1e-9,
+        atol=1e-12,
+    )

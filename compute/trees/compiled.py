@@ -35,7 +35,8 @@ class _Nodes(NamedTuple):
     value: np.ndarray
     column: np.ndarray
     roots: np.ndarray
-    node_bin: np.ndarray
+    node_bin: np.ndarray  # per node on j, its threshold's rank among j's
+    node_bin2: np.ndarray  # the same for k (a pair's second feature; else unused)
 
 
 @cache
@@ -52,9 +53,9 @@ def _kernels() -> dict:
         except RuntimeError:  # pragma: no cover - no writable cache folder
             return numba.njit(nogil=True)(fn)
 
-    global _reach
-    _reach = jit(_reach_py)
-    return {"curves": jit(_curves), "lookups": jit(_lookups)}
+    global _reach, _reach2
+    _reach, _reach2 = jit(_reach_py), jit(_reach2_py)
+    return {"curves": jit(_curves), "lookups": jit(_lookups), "pairs": jit(_pairs)}
 
 
 def _reach_py(nodes, free, x, root, stack, found):  # pragma: no cover - compiled
@@ -92,8 +93,54 @@ def _reach_py(nodes, free, x, root, stack, found):  # pragma: no cover - compile
     return count
 
 
-#: What the kernels call: rebound to the compiled ``_reach_py`` by :func:`_kernels` before they compile.
+def _reach2_py(nodes, free, x, root, stack, found):  # pragma: no cover - compiled
+    """As ``_reach_py`` with two features free (a pair's H statistic): the leaves one row
+    (values ``x``) reaches in the tree at ``root`` with j and k free,
+    written to ``found`` as rows (leaf, lo, hi, missing, lo2, hi2, missing2): the bins of j
+    and of k reaching it and whether a missing value does; returns how many. ``free`` = [j,
+    j's number of bins, the largest tree's size, k, k's number of bins]. A kernel of its own:
+    its state in an array costs the one-feature walk 2.5x, so that one keeps scalars."""
+    feature, threshold, left, right = nodes.feature, nodes.threshold, nodes.left, nodes.right
+    missing_left = nodes.missing_left
+    j, k = free[0], free[3]
+    count, top = 0, 0
+    stack[0, 0], stack[0, 1], stack[0, 2], stack[0, 3] = root, 0, free[1], 1
+    stack[0, 4], stack[0, 5], stack[0, 6] = 0, free[4], 1
+    cur = np.empty(7, dtype=np.int64)
+    while top >= 0:
+        cur[:] = stack[top]
+        top -= 1
+        while True:
+            node = cur[0]
+            f = feature[node]
+            if f < 0:
+                found[count] = cur
+                count += 1
+                break
+            if f == j or f == k:  # both ways: left keeps bins lo..min(hi, t), right max(lo, t + 1)..hi
+                o = 1 if f == j else 4
+                t = nodes.node_bin[node] if f == j else nodes.node_bin2[node]
+                lo, hi, nan, to_left = cur[o], cur[o + 1], cur[o + 2], missing_left[node]
+                r_lo, r_nan = max(lo, t + 1), 0 if to_left else nan
+                if r_lo <= hi or r_nan == 1:
+                    top += 1
+                    stack[top] = cur
+                    stack[top, 0], stack[top, o], stack[top, o + 2] = right[node], r_lo, r_nan
+                cur[o + 1], cur[o + 2] = min(hi, t), nan if to_left else 0
+                if lo > cur[o + 1] and cur[o + 2] == 0:
+                    break
+                cur[0] = left[node]
+            elif np.isnan(x[f]):
+                cur[0] = left[node] if missing_left[node] else right[node]
+            else:
+                cur[0] = left[node] if x[f] <= threshold[node] else right[node]
+    return count
+
+
+#: What the kernels call: rebound to the compiled ``_reach_py`` / ``_reach2_py`` by
+#: :func:`_kernels` before they compile.
 _reach = _reach_py
+_reach2 = _reach2_py
 
 
 def _curves(nodes, free, X, start, out, at_nan):  # pragma: no cover - compiled
@@ -159,15 +206,78 @@ def _lookups(nodes, free, X, bins, out):  # pragma: no cover - compiled
                 out[i, q, c] += const[i, c]
 
 
-def _nodes(ens: Ensemble, node_bin: np.ndarray) -> _Nodes:
+def _pairs(nodes, free, X, queries, start, out):  # pragma: no cover - compiled
+    """Rows x queries sums with j and k at the bins ``queries[0, q]``, ``queries[1, q]`` (the
+    same for every row; -1: missing), the queries sorted by j's bin: ``start[b + 1]`` is the
+    first query whose bin of j is at least b, so a leaf looks only at the queries its range
+    of j holds (those at a missing j if missing reaches it) and tests their k."""
+    value, column, roots = nodes.value, nodes.column, nodes.roots
+    size, n_rows, width = free[2], X.shape[0], value.shape[1]
+    stack, found = np.empty((size, 7), dtype=np.int64), np.empty((size, 7), dtype=np.int64)  # 7: see _reach2_py
+    out[:] = 0.0
+    for t in range(roots.size):
+        for i in range(n_rows):
+            for e in range(_reach2(nodes, free, X[i], roots[t], stack, found)):
+                leaf, lo, hi, c0 = found[e, 0], found[e, 1], found[e, 2], column[found[e, 0]]
+                for part in range(2):  # the queries at a missing j (first), then those in lo..hi
+                    if part == 0:
+                        first, stop = start[0], start[1] if found[e, 3] == 1 else start[0]
+                    else:
+                        first, stop = start[lo + 1], start[hi + 2] if lo <= hi else start[lo + 1]
+                    for q in range(first, stop):
+                        b = queries[1, q]
+                        if found[e, 6] == 0 if b < 0 else not found[e, 4] <= b <= found[e, 5]:
+                            continue
+                        for c in range(width):
+                            out[i, q, c0 + c] += value[leaf, c]
+
+
+def _nodes(ens: Ensemble, node_bin: np.ndarray, node_bin2: np.ndarray | None = None) -> _Nodes:
     return _Nodes(
-        ens.feature, ens.threshold, ens.left, ens.right, ens.missing_left, ens.value, ens.column, ens.roots, node_bin
+        ens.feature,
+        ens.threshold,
+        ens.left,
+        ens.right,
+        ens.missing_left,
+        ens.value,
+        ens.column,
+        ens.roots,
+        node_bin,
+        node_bin if node_bin2 is None else node_bin2,
     )
 
 
-def _free(ens: Ensemble, j: int, n_bins: int) -> np.ndarray:
-    """[j, its number of bins, the largest tree's node count + 1] (bounds a walk's stack and leaves)."""
-    return np.array([j, n_bins, np.diff(np.append(ens.roots, ens.feature.size)).max(initial=0) + 1], dtype=np.int64)
+def _free(ens: Ensemble, j: int, n_bins: int, second: tuple[int, int] = (-2, 0)) -> np.ndarray:
+    """[j, its number of bins, the largest tree's node count + 1 (bounds a walk's stack and
+    leaves), k (-2: none), k's number of bins]."""
+    size = np.diff(np.append(ens.roots, ens.feature.size)).max(initial=0) + 1
+    return np.array([j, n_bins, size, second[0], second[1]], dtype=np.int64)
+
+
+def pair_sums(ens: Ensemble, X: np.ndarray, j: int, k: int, values: np.ndarray) -> np.ndarray:
+    """Sum of leaf values of each row of ``X`` with j := ``values[0, q]`` and k :=
+    ``values[1, q]`` for each q (shape rows x queries x outputs): one walk per row and tree
+    with both free (Friedman's H of a pair: its distinct value pairs and its 2-D grid)."""
+    bins, node_bins = [], []
+    for feature, v in ((j, values[0]), (k, values[1])):
+        thresholds, node_bin = ens.bins(feature)
+        compared = ens.compared(v)
+        nan = np.isnan(compared)
+        bins.append(np.where(nan, -1, np.searchsorted(thresholds, np.where(nan, 0.0, compared))))
+        node_bins.append((node_bin, thresholds.size))
+    order = np.argsort(bins[0], kind="stable")  # by j's bin, the missing ones (-1) first
+    queries = np.ascontiguousarray(np.array(bins, dtype=np.int64)[:, order])
+    (bin_j, n_j), (bin_k, n_k) = node_bins
+    start = np.searchsorted(queries[0], np.arange(-1, n_j + 2), side="left").astype(np.int64)
+    nodes, free = _nodes(ens, bin_j, bin_k), _free(ens, j, n_j, (k, n_k))
+    found = np.empty((X.shape[0], queries.shape[1], ens.n_outputs))
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    kernel = _kernels()["pairs"]
+    for a, b in _blocks(X.shape[0], queries.shape[1] * ens.n_outputs):
+        kernel(nodes, free, X[a:b], queries, start, found[a:b])
+    out = np.empty_like(found)
+    out[:, order] = found
+    return out
 
 
 def warm() -> None:
@@ -179,6 +289,7 @@ def warm() -> None:
     ens = read_model(DecisionTreeRegressor(max_depth=1).fit(rows, [0.0, 1.0]))
     curve_sums(ens, rows, 0, np.array([0.0, np.nan]))
     lookup_sums(ens, rows, 0, rows)
+    pair_sums(ens, rows, 0, 1, rows)
 
 
 #: Floats of a block's sums (rows x grid or queries x outputs): a block of rows goes through
