@@ -1,15 +1,21 @@
-"""The exact tree engine (issue 42): ICE/PD and PFI of scikit-learn tree models, against the
-raw predict of the same materialised block.
+"""The exact tree engine (issue 42): ICE/PD, PFI, Friedman's H and cs-PFI of tree models,
+against the raw predict of the same materialised block.
 
 On ``make_regression`` and a binary ``make_classification`` (10,000 x 20; 100,000 x 50 with
 ``--large``), for HistGradientBoosting (100 iterations), a full-depth random forest and one
-of depth 10 (100 trees):
+of depth 10 (100 trees), XGBoost and LightGBM (100 trees of depth 6 / 31 leaves, one thread;
+skipped when not installed):
 
 1. ICE/PD: ``compute.feature_profile(model, X, None, feature, grid=50, engine=...)`` against
    one raw ``predict`` (``predict_proba`` for the classifier) of the n x 50 intervened rows,
    built beforehand as one float array;
 2. PFI: ``compute.permutation_importance(model, X, y, features=[3 features], n_repeats=10,
-   engine=...)`` against one raw predict of the 3 x 10 x n permuted rows, built beforehand.
+   engine=...)`` against one raw predict of the 3 x 10 x n permuted rows, built beforehand;
+3. H: ``compute.interaction_strength(model, X, features=[4 features], pairs="all",
+   n_obs=200)`` (per feature and the 6 pairs) against the raw predict of as many rows as the
+   batched predict evaluates (``model_rows``), and against the batched predict itself;
+4. cs-PFI: ``compute.conditional_importance(model, X, y, features=[3 features], n_repeats=5,
+   max_depth=2)`` likewise (its marginal and conditional permutations: 2 x 3 x 5 x n rows).
 
 Each ratio is our time over the raw predict's, medians of interleaved repetitions
 (``_timing.time_interleaved``); ``engine="trees"`` is the exact walk, ``engine="predict"``
@@ -80,6 +86,26 @@ def models(task: str):
         "forest full depth": RandomForestClassifier(100, n_jobs=-1, random_state=0),
         "forest depth 10": RandomForestClassifier(100, max_depth=10, n_jobs=-1, random_state=0),
     }
+
+
+def boosters(task: str) -> dict:
+    """XGBoost and LightGBM of the same size, where installed (one thread, as a job calls them)."""
+    found = {}
+    try:
+        import xgboost
+
+        kind = xgboost.XGBRegressor if task == "regression" else xgboost.XGBClassifier
+        found["XGBoost"] = kind(n_estimators=100, max_depth=6, n_jobs=1, random_state=0)
+    except ImportError:
+        pass
+    try:
+        import lightgbm
+
+        kind = lightgbm.LGBMRegressor if task == "regression" else lightgbm.LGBMClassifier
+        found["LightGBM"] = kind(n_estimators=100, num_leaves=31, n_jobs=1, verbose=-1, random_state=0)
+    except ImportError:
+        pass
+    return found
 
 
 def raw_predict(model):
@@ -158,10 +184,43 @@ def one(name: str, model, X: pd.DataFrame, y, repeats: int) -> None:
     )
 
 
+def others(name: str, model, X: pd.DataFrame, y, repeats: int) -> None:
+    """Friedman's H and cs-PFI: the walk against the raw predict of as many rows as the
+    batched predict evaluates, and against the batched predict."""
+    predict = raw_predict(model)
+    h_features = list(X.columns[:4])
+    rng = np.random.default_rng(1)
+
+    def h(engine: str):
+        return compute.interaction_strength(model, X, features=h_features, pairs="all", n_obs=200, engine=engine)
+
+    def cs(engine: str):
+        return compute.conditional_importance(
+            model, X, y, features=list(X.columns[:3]), n_repeats=5, max_depth=2, engine=engine
+        )
+
+    h_block = X.iloc[rng.integers(0, len(X), h("predict").model_rows)]
+    cs_block = X.iloc[rng.integers(0, len(X), 2 * 3 * 5 * len(X))]
+    h_times = time_interleaved(
+        {"raw": lambda: predict(h_block), "trees": lambda: h("trees"), "predict": lambda: h("predict")}, repeats
+    )
+    cs_times = time_interleaved(
+        {"raw": lambda: predict(cs_block), "trees": lambda: cs("trees"), "predict": lambda: cs("predict")}, repeats
+    )
+    print(
+        f"  {name:<22} H (4 features, 6 pairs, 200 rows): raw {h_times['raw']:.3f}s, trees "
+        f"{h_times['trees'] / h_times['raw']:.3f}x (predict {h_times['predict'] / h_times['raw']:.2f}x) | "
+        f"cs-PFI (3 features x 5 repeats, depth 2): raw {cs_times['raw']:.3f}s, trees "
+        f"{cs_times['trees'] / cs_times['raw']:.3f}x (predict {cs_times['predict'] / cs_times['raw']:.2f}x)",
+        flush=True,
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--large", action="store_true", help="also 100,000 x 50")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--skip-others", action="store_true", help="ICE/PD and PFI only (no H, no cs-PFI)")
     args = parser.parse_args()
     import sklearn
 
@@ -171,11 +230,16 @@ def main() -> None:
         for task in ("regression", "binary"):
             X, y = data(task, n, p)
             print(f"{task}, {n:,} x {p} (ICE/PD grid {GRID}; PFI {PFI_FEATURES} features x {REPEATS} repeats):")
-            for name, model in models(task).items():
+            fitted = {}
+            for name, model in {**models(task), **boosters(task)}.items():
                 model.fit(X, y)
-                if hasattr(model, "n_jobs"):
+                if hasattr(model, "n_jobs") and "forest" in name:
                     model.set_params(n_jobs=None)  # predict on one thread, as the dashboard's jobs call it
+                fitted[name] = model
                 one(name, model, X, y, args.repeats)
+            if not args.skip_others:
+                for name, model in fitted.items():
+                    others(name, model, X, y, args.repeats)
 
 
 if __name__ == "__main__":

@@ -238,3 +238,18 @@ def test_conditional_importance_takes_the_engine():
         rtol=1e-9,
         atol=1e-12,
     )
+
+
+def test_a_numba_that_cannot_compile_turns_the_compiled_walk_off(monkeypatch):
+    """warm() in a server whose numba fails: the walk goes on in NumPy, saying why."""
+
+    def broken():
+        raise RuntimeError("LLVM is missing")
+
+    monkeypatch.setattr(compiled, "warm", broken)
+    monkeypatch.setattr(walk, "COMPILED", True)
+    said = walk.warm()
+    assert not walk.COMPILED and "LLVM is missing" in said and "NumPy walk" in said
+    X, y = _data(10)
+    ens = read_model(MODELS["hist gradient boosting"](X, y))
+    assert walk.curve_sums(ens, ens.compared(X), 0, np.array([0.5])).shape == (N, 1, 1)

@@ -161,11 +161,20 @@ def _whole(paths: Paths, n_bins: int) -> np.ndarray:
     return (paths.lo == 0) & (paths.hi == n_bins) & paths.nan
 
 
-def warm() -> None:
+def warm() -> str | None:
     """Load the compiled walk now (numba and its kernels, about 0.6 s), e.g. before a server
-    forks its jobs; nothing without numba."""
-    if COMPILED:
+    forks its jobs; nothing without numba. A numba that cannot compile here (a broken
+    install) turns the compiled walk off for this process and what it forks, returning why:
+    the NumPy walk computes the same sums."""
+    global COMPILED
+    if not COMPILED:
+        return None
+    try:
         compiled.warm()
+    except Exception as exc:  # noqa: BLE001 - any failure of numba itself: the NumPy walk instead
+        COMPILED = False
+        return f"the tree engine's compiled walk is off ({type(exc).__name__}: {exc}); the NumPy walk runs"
+    return None
 
 
 def curve_sums(ens: Ensemble, X: np.ndarray, j: int, grid: np.ndarray) -> np.ndarray:

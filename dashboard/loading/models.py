@@ -211,7 +211,9 @@ def preload() -> None:
     import skops.io  # noqa: F401
 
     allow_list()
-    walk.warm()  # numba and the tree engine's kernels (about 0.6 s), not in every job
+    trouble = walk.warm()  # numba and the tree engine's kernels (about 0.6 s), not in every job
+    if trouble:
+        warnings.warn(trouble, RuntimeWarning, stacklevel=2)
 
 
 def _skops_hint(schema: dict) -> str:
