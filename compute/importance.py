@@ -244,6 +244,7 @@ def _setup(
                 "one column free at a time."
             )
         choice = Choice(None, "groups of several columns: the walk leaves one column free at a time")
+    choice = choice.for_columns([column for _, members in items for column in members])
     return _Setup(
         predictor=predictor,
         loss=loss_obj,
@@ -292,16 +293,16 @@ def _positions(setup: _Setup, k: int) -> np.ndarray:
     return positions
 
 
-def _walked_losses(setup: _Setup, ens, items: range, base: np.ndarray) -> np.ndarray:
+def _walked_losses(setup: _Setup, choice: Choice, items: range, base: np.ndarray) -> np.ndarray:
     """The losses :func:`predict_segments` gives for the stream of ``items``, from the exact
-    tree walk of ``ens``: one walk per row and item, every repeat's donor looked up in the
+    tree walk (``choice``): one walk per row and item, every repeat's donor looked up in the
     row's intervals (:mod:`compute.trees`); ``base`` the rows' own losses (the model's)."""
     predictor, rows = setup.predictor, setup.rows
     parts = []
     target = ((setup.y, setup.loss), base)
     for k in items:
         donors = _positions(setup, k).reshape(setup.n_repeats, rows.size)
-        parts.append(permuted_losses(ens, predictor, rows, setup.items[k][1], donors, target))
+        parts.append(permuted_losses(choice, predictor, rows, setup.items[k][1], donors, target))
     return np.concatenate(parts)
 
 
@@ -377,7 +378,7 @@ def _permuted_errors(setup: _Setup) -> _Errors:
         head = [unmodified] if model_error is None else []
         losses: np.ndarray | None
         if choice.ensemble is not None:
-            losses = _walked_losses(setup, choice.ensemble, group, base)
+            losses = _walked_losses(setup, choice, group, base)
         else:
             _, losses = predict_segments(
                 setup.predictor,

@@ -235,6 +235,7 @@ class _Sample:
         tree walk, or None when it is not used: the rows' own predictions from the model (one
         call on the n rows, which the walk is checked against and the cells at a row's own
         value take), every other cell from one walk per row and tree."""
+        self.choice = self.choice.for_columns(features)
         if self.choice.ensemble is None:
             return None
         own_values, _ = predict_positions(self.predictor, self.rows, chunk_rows=self.chunk_rows, n_jobs=self.n_jobs)
@@ -245,9 +246,9 @@ class _Sample:
         blocks = []
         for f in features:
             reps = self.codes[f][1]
-            values = np.asarray(self.local.frame[f].to_numpy()[reps], dtype=np.float64)
+            values = self.local.frame[f].to_numpy()[reps]  # the walk's space maps them (a pipeline's encoding)
             cells, _ = profile_pass(
-                self.choice.ensemble,
+                self.choice,
                 self.predictor,
                 self.rows,
                 f,
@@ -262,20 +263,25 @@ class _Sample:
         """A pair's pass (its distinct value pairs, then its grid; query-major, as the batched
         pass) from one walk per row and tree with both features free, or None when the walk
         is not used (not a tree model the engine reads, or not compiled)."""
-        ens = self.choice.ensemble
-        if ens is None or not walk.COMPILED:
+        ens, space = self.choice.ensemble, self.choice.space
+        if ens is None or space is None or not walk.COMPILED or self.choice.for_columns([a, b]).ensemble is None:
             return None
-        va, vb = (np.asarray(v, dtype=np.float64) for v in mesh)
         frame = self.local.frame
         queries = np.vstack(
             [
-                np.concatenate([frame[a].to_numpy(dtype=np.float64)[combo_reps], np.repeat(va, vb.size)]),
-                np.concatenate([frame[b].to_numpy(dtype=np.float64)[combo_reps], np.tile(vb, va.size)]),
+                np.concatenate(
+                    [
+                        space.values(a, frame[a].to_numpy()[combo_reps]),
+                        np.repeat(space.values(a, mesh[0]), len(mesh[1])),
+                    ]
+                ),
+                np.concatenate(
+                    [space.values(b, frame[b].to_numpy()[combo_reps]), np.tile(space.values(b, mesh[1]), len(mesh[0]))]
+                ),
             ]
         )
-        design = self.predictor.design
-        numbers = ens.compared(design.numbers()[self.rows])
-        sums = compiled.pair_sums(ens, numbers, design.position(a), design.position(b), queries)
+        numbers = ens.compared(space.rows(self.rows))
+        sums = compiled.pair_sums(ens, numbers, space.column(a), space.column(b), queries)
         cells = np.asarray(self.predictor.value(ens.finish(sums.reshape(-1, ens.n_outputs))), dtype=np.float64)
         return cells.reshape(self.n, queries.shape[1]).T.ravel()
 

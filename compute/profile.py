@@ -298,6 +298,9 @@ def _walked(choice: Choice, predictor, rows, feature, grid_values, off, *, targe
     unmodified rows, so they are its own numbers bit for bit; the walk is checked against
     them), every other cell from one walk per row and tree (:func:`compute.trees.profile_pass`)."""
     y_enc, loss = target
+    choice = choice.for_columns([feature])
+    if choice.ensemble is None:
+        return _Walked(choice)
     own_values, own_losses = predict_positions(
         predictor, rows, y_enc=y_enc, loss=loss, chunk_rows=chunk_rows, n_jobs=n_jobs
     )
@@ -305,7 +308,7 @@ def _walked(choice: Choice, predictor, rows, feature, grid_values, off, *, targe
     if choice.ensemble is None:
         return _Walked(choice)
     own = Own(own_values, own_losses)
-    values, losses = profile_pass(choice.ensemble, predictor, rows, feature, grid_values, target=target, own=own)
+    values, losses = profile_pass(choice, predictor, rows, feature, grid_values, target=target, own=own)
     values = np.concatenate([values, own_values[off]])
     if losses is not None and own_losses is not None:
         losses = np.concatenate([losses, own_losses[off]])

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
+from sklearn.decomposition import PCA
 from sklearn.ensemble import (
     ExtraTreesClassifier,
     ExtraTreesRegressor,
@@ -22,7 +23,6 @@ from sklearn.ensemble import (
 )
 from sklearn.neighbors import KNeighborsRegressor
 from sklearn.pipeline import Pipeline
-from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC
 from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
@@ -231,7 +231,7 @@ def test_unsupported_models_fall_back_or_raise_naming_why():
     for model, why in (
         (SVC().fit(X, y > 110), "SVC is not a tree model"),
         (KNeighborsRegressor().fit(X, y), "KNeighborsRegressor is not a tree model"),
-        (Pipeline([("scale", StandardScaler()), ("tree", DecisionTreeRegressor())]).fit(X, y), "StandardScaler"),
+        (Pipeline([("pca", PCA(3)), ("tree", DecisionTreeRegressor())]).fit(X, y), "PCA"),
     ):
         target = y > 110 if hasattr(model, "classes_") else y
         with pytest.raises(ModelError, match=why):

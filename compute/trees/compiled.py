@@ -47,14 +47,15 @@ def _kernels() -> dict:
     disk (next to this file, else numba's user cache; per process where neither is writable)."""
     import numba
 
-    def jit(fn):
+    def jit(fn, **options):
         try:
-            return numba.njit(cache=True, nogil=True)(fn)
+            return numba.njit(cache=True, nogil=True, **options)(fn)
         except RuntimeError:  # pragma: no cover - no writable cache folder
-            return numba.njit(nogil=True)(fn)
+            return numba.njit(nogil=True, **options)(fn)
 
     global _reach, _reach2
-    _reach, _reach2 = jit(_reach_py), jit(_reach2_py)
+    # inlined into the kernels: a call per (row, tree) would copy the ten node arrays' headers
+    _reach, _reach2 = jit(_reach_py, inline="always"), jit(_reach2_py, inline="always")
     return {"curves": jit(_curves), "lookups": jit(_lookups), "pairs": jit(_pairs)}
 
 

@@ -19,7 +19,8 @@ from ..errors import InputError, ModelError
 from ..losses import Loss
 from ..prediction import Predictor, _custom_loss
 from . import walk
-from .read import Ensemble, Unsupported, read_model
+from .read import Ensemble, Unsupported, pipeline_parts, read_model
+from .space import Space, check_column_wise
 from .walk import curve_sums, lookup_sums, same_walk
 
 ENGINES = ("auto", "trees", "predict")
@@ -42,6 +43,7 @@ class Choice:
     ensemble: Ensemble | None
     reason: str | None = None
     forced: bool = False
+    space: Space | None = None  # the rows as the walked model receives them (with the ensemble)
 
     @property
     def name(self) -> str:
@@ -56,10 +58,23 @@ class Choice:
         ``own_values`` of the rows ``rows`` (the unmodified rows a pass predicts anyway): up
         to :data:`CHECK_ROWS` of them, those with missing values first. A walk that
         disagrees gives the batched predict with the reason (``engine="trees"``: raises)."""
-        if self.ensemble is None:
+        if self.ensemble is None or self.space is None:
             return self
         try:
-            _verify(self.ensemble, predictor, rows, own_values)
+            _verify(self.ensemble, self.space, predictor, rows, own_values)
+        except Unsupported as exc:
+            return _fallback(exc, self.forced)
+        return self
+
+    def for_columns(self, columns) -> Choice:
+        """This choice for a pass intervening on ``columns``: the batched predict (with the
+        reason; ``engine="trees"``: raises) when the model receives one of them in other than
+        exactly one column (a pipeline's one-hot encoding)."""
+        if self.ensemble is None or self.space is None:
+            return self
+        try:
+            for column in columns:
+                self.space.column(column)
         except Unsupported as exc:
             return _fallback(exc, self.forced)
         return self
@@ -78,7 +93,8 @@ def choose_engine(engine, predictor: Predictor) -> Choice:
     if engine == "predict":
         return Choice(None, "engine='predict' was asked for")
     try:
-        return Choice(_readable(predictor), forced=engine == "trees")
+        ens, space = _readable(predictor)
+        return Choice(ens, forced=engine == "trees", space=space)
     except Unsupported as exc:
         return _fallback(exc, engine == "trees")
 
@@ -98,33 +114,36 @@ def for_permutations(choice: Choice) -> Choice:
     if ens is None or choice.forced or walk.COMPILED or not ens.name.startswith(SLOWER_FOR_PFI):
         return choice
     return Choice(
-        None, f"{ens.name}: the NumPy tree walk is slower than the batched predict for PFI (engine='trees' forces it)"
+        None,
+        f"{ens.name}: the NumPy tree walk is slower than the batched predict for PFI (engine='trees' forces it)",
     )
 
 
-def _readable(predictor: Predictor) -> Ensemble:
-    """The model's :class:`Ensemble`, or :class:`Unsupported` naming why the walk cannot
-    compute it on this data."""
+def _readable(predictor: Predictor) -> tuple[Ensemble, Space]:
+    """The model's :class:`Ensemble` and the :class:`Space` it reads the rows in, or
+    :class:`Unsupported` naming why the walk cannot compute it on this data."""
     design = predictor.design
-    if not design.numeric:
+    pre, final = pipeline_parts(predictor.model)
+    for step in pre:
+        check_column_wise(step)
+    if not pre and not design.numeric:
         raise Unsupported("the data has non-numeric columns: the engine walks numeric inputs only")
-    ens = read_model(predictor.model)
+    ens = read_model(final)
     if predictor.is_classifier and not predictor.has_proba:
         raise Unsupported("a classifier without predict_proba")
     if predictor.is_classifier and predictor.classes is not None:
         width = ens.n_outputs if ens.n_outputs > 1 else 2
         if width != len(predictor.classes):
             raise Unsupported(f"{ens.name} gives {width} outputs for {len(predictor.classes)} classes")
-    if ens.float32 and np.nanmax(np.abs(design.numbers()), initial=0.0) > np.finfo(np.float32).max:
+    if not pre and ens.float32 and np.nanmax(np.abs(design.numbers()), initial=0.0) > np.finfo(np.float32).max:
         raise Unsupported("values beyond float32's range, which the model refuses")
-    return ens
+    return ens, Space(design, pre)
 
 
-def _verify(ens: Ensemble, predictor: Predictor, rows: np.ndarray, own_values: np.ndarray) -> None:
-    numbers = predictor.design.numbers()
-    picked = _check_rows(numbers[rows])
-    at = rows[picked]
-    sums = lookup_sums(ens, ens.compared(numbers[at]), 0, numbers[at, :1])[:, 0, :]
+def _verify(ens: Ensemble, space: Space, predictor: Predictor, rows: np.ndarray, own_values: np.ndarray) -> None:
+    numbers = space.rows(rows)
+    picked = _check_rows(numbers)
+    sums = lookup_sums(ens, ens.compared(numbers[picked]), 0, numbers[picked, :1])[:, 0, :]
     mine = np.asarray(predictor.value(ens.finish(sums)), dtype=np.float64)
     theirs = np.asarray(own_values, dtype=np.float64)[picked]
     spread = max(float(np.ptp(theirs)) if theirs.size else 0.0, float(np.max(np.abs(theirs), initial=0.0)), 1e-300)
@@ -159,7 +178,7 @@ class Own:
 
 
 def profile_pass(
-    ens: Ensemble,
+    choice: Choice,
     predictor: Predictor,
     rows: np.ndarray,
     feature,
@@ -169,19 +188,19 @@ def profile_pass(
     own: Own,
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """The ``rows x grid`` tensor of a profile (values and, given ``target = (y_enc,
-    loss)``, losses; flat, row by row) from one walk per row and tree."""
-    design = predictor.design
-    j = design.position(feature)
-    numbers = design.numbers()
-    X = ens.compared(numbers[rows])
-    grid = np.asarray(grid_values, dtype=np.float64)
-    sums = curve_sums(ens, X, j, grid)
+    loss)``, losses; flat, row by row) from one walk per row and tree (``choice``: a walk)."""
+    ens, space = choice.ensemble, choice.space
+    assert ens is not None and space is not None  # a walk was chosen
+    j = space.column(feature)
+    X = space.rows(rows)
+    grid = space.values(feature, grid_values)
+    sums = curve_sums(ens, ens.compared(X), j, grid)
     n, m = sums.shape[0], sums.shape[1]
     raw = ens.finish(sums.reshape(n * m, -1))
     y_enc, loss = target
     losses = None if loss is None or y_enc is None else pointwise_loss(loss, np.repeat(y_enc[rows], m), raw)
     values = predictor.value(raw)
-    same = same_walk(ens, j, numbers[rows, j][:, None], grid[None, :]).ravel()
+    same = same_walk(ens, j, X[:, j][:, None], grid[None, :]).ravel()
     at = np.repeat(np.arange(n), m)[same]
     values[same] = own.values[at]
     if losses is not None and own.losses is not None:
@@ -190,7 +209,7 @@ def profile_pass(
 
 
 def permuted_losses(
-    ens: Ensemble,
+    choice: Choice,
     predictor: Predictor,
     rows: np.ndarray,
     columns: list,
@@ -202,14 +221,14 @@ def permuted_losses(
     every repeat, each donor's value looked up in its row's intervals. ``target`` is
     ``((y_enc, loss), own losses of the rows)``; a donor whose value walks as the row's own
     gives the row's own loss."""
-    design = predictor.design
+    ens, space = choice.ensemble, choice.space
+    assert ens is not None and space is not None  # a walk was chosen
     (column,) = columns
-    j = design.position(column)
-    numbers = design.numbers()
-    X = ens.compared(numbers[rows])
-    x = numbers[rows, j]
+    j = space.column(column)
+    X = space.rows(rows)
+    x = X[:, j]
     queries = x[donors].T  # rows x repeats
-    sums = lookup_sums(ens, X, j, queries)  # rows x repeats x outputs
+    sums = lookup_sums(ens, ens.compared(X), j, queries)  # rows x repeats x outputs
     raw = ens.finish(sums.transpose(1, 0, 2).reshape(donors.size, -1))
     (y_enc, loss), own = target
     losses = pointwise_loss(loss, np.tile(y_enc[rows], donors.shape[0]), raw)

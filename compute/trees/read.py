@@ -160,6 +160,23 @@ def read_model(model) -> Ensemble:
     return READERS[name](model, name)
 
 
+def pipeline_parts(model) -> tuple[tuple, Any]:
+    """The steps a ``Pipeline`` (nested ones flattened) applies before its final estimator
+    (None and "passthrough" left out), and that estimator; ``((), model)`` for a model alone."""
+    steps = getattr(model, "steps", None)
+    if steps is None or type(model).__name__ != "Pipeline":
+        return (), model
+    before = tuple(
+        step for _, step in steps[:-1] if step is not None and not (isinstance(step, str) and step == "passthrough")
+    )
+    inner, final = pipeline_parts(steps[-1][1])
+    return before + inner, final
+
+
+def _passthrough(step) -> bool:
+    return isinstance(step, str) and step == "passthrough"
+
+
 def _last_step(model):
     """The final estimator of a ``Pipeline`` whose other steps are None or "passthrough"."""
     steps = getattr(model, "steps", None)
