@@ -120,3 +120,15 @@ def test_a_step_mixing_columns_takes_the_batched_predict():
     model = make_pipeline(PCA(2), HistGradientBoostingRegressor(max_iter=10)).fit(numbers, y)
     prof = feature_profile(model, numbers, y, "fare", grid=4)
     assert prof.params["engine"] == "batched predict" and "PCA" in prof.params["engine_reason"]
+
+
+def test_a_constant_numeric_feature_is_still_walked():
+    """A column holding one value in the rows still maps to its one model column (probed
+    with a value beside it), so the call walks instead of falling back for all features."""
+    X, y = _frame(3)
+    X["sibs"] = 2.0
+    model = _ordinal_pipeline(HistGradientBoostingRegressor(max_iter=15, random_state=0)).fit(X, y)
+    walked = permutation_importance(model, X, y, n_repeats=2, engine="trees")
+    assert walked.engine == "exact tree walk" and walked.importance["sibs"] == 0.0
+    predicted = permutation_importance(model, X, y, n_repeats=2, engine="predict")
+    assert_allclose(walked.importance.to_numpy(), predicted.importance.to_numpy(), rtol=1e-9, atol=1e-12)

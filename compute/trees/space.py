@@ -87,7 +87,11 @@ class Space:
         if not self.pre:
             return int(self.design.position(feature))
         if feature not in self._columns:
-            values = self.design.frame[feature].drop_duplicates().to_numpy()[:PROBES]
+            column = self.design.frame[feature]
+            values = column.drop_duplicates().to_numpy()[:PROBES]
+            if pd.api.types.is_numeric_dtype(column.dtype) and not pd.api.types.is_bool_dtype(column.dtype):
+                finite = values[np.isfinite(values.astype(float))]
+                values = np.append(values, finite[0] + 1.0 if finite.size else 0.0)  # a constant column moves too
             moved = np.flatnonzero(np.ptp(self._probe(feature, values, 0), axis=0) > 0)
             if moved.size != 1:
                 where = "no column" if moved.size == 0 else f"{moved.size} columns"
