@@ -126,14 +126,8 @@ def permutation_importance(
     )
 
 
-@dataclass(frozen=True, eq=False)
-class EnginePermutationImportance(PermutationImportance):
-    """A :class:`PermutationImportance` that says which engine computed it: ``engine``
-    ("exact tree walk" or "batched predict") and ``engine_reason`` (why the walk was not
-    taken, under ``engine="auto"``)."""
-
-    engine: str = "batched predict"
-    engine_reason: str | None = None
+#: Results cached before the engine fields moved onto :class:`PermutationImportance` unpickle as it.
+EnginePermutationImportance = PermutationImportance
 
 
 def permutation_block(
@@ -433,7 +427,7 @@ def _aggregate(setup: _Setup, found: _Errors) -> PermutationImportance:
     pairs = None
     if setup.pair_losses is not None and setup.pair_donors is not None:
         pairs = PermutationPairs(setup.pair_losses, setup.pair_donors, base)
-    return EnginePermutationImportance(
+    return PermutationImportance(
         engine=found.choice.name,
         engine_reason=found.choice.reason,
         repeats=repeats,

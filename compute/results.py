@@ -249,6 +249,10 @@ class PermutationImportance:
     # a block of a split job (``streams``): each row's mean loss change (items x rows, float32),
     # so the joined result's covariance is that of one call; None otherwise
     row_changes: np.ndarray | None = None
+    # which engine computed the losses: "exact tree walk" or "batched predict" (compute.trees),
+    # and why the walk was not taken under engine="auto" (None when it ran or was not asked)
+    engine: str = "batched predict"
+    engine_reason: str | None = None
 
     @classmethod
     def concat(cls, parts: list[PermutationImportance]) -> PermutationImportance:
@@ -356,6 +360,8 @@ class PermutationImportance:
             rows=self.rows[inside],
             row_std_error=pd.Series(row_se, index=index, name="row_std_error"),
             n_pairs=pd.DataFrame(count, index=index, columns=self.repeats.columns),
+            engine=self.engine,  # the pairs' losses, computed by the same engine
+            engine_reason=self.engine_reason,
         )
 
     def _subgroup_mask(self, subgroup) -> np.ndarray:

@@ -27,6 +27,7 @@ from sklearn.svm import SVC
 from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
 from compute import ModelError, feature_profile, permutation_importance
+from compute.importance import permutation_block
 from compute.trees import curve_sums, lookup_sums, read_model, walk
 from compute.trees import engine as tree_engine
 
@@ -291,3 +292,15 @@ def test_engine_must_be_named():
     model = DecisionTreeRegressor(max_depth=2).fit(X, y)
     with pytest.raises(ValueError, match="'engine' parameter"):
         feature_profile(model, X, y, "a", engine="fast")
+
+
+def test_a_subgroups_share_of_the_pairs_keeps_the_engine():
+    """A subgroup's PFI restricted from the all-rows pairs was computed by the same engine:
+    the result still says so (the page's note reads it)."""
+    X, y = _data(4)
+    model = HistGradientBoostingRegressor(max_iter=10, random_state=0).fit(X, y)
+    found = permutation_block(model, X, y, n_repeats=2, keep_pairs=True)
+    part = found.restrict(X["d"] == 1)
+    assert (found.engine, part.engine, part.engine_reason) == ("exact tree walk", "exact tree walk", None)
+    predicted = permutation_block(model, X, y, n_repeats=2, keep_pairs=True, engine="predict")
+    assert predicted.restrict(X["d"] == 1).engine == "batched predict"

@@ -154,7 +154,7 @@ def read_model(model) -> Ensemble:
     if root in BOOSTERS:
         return read_booster(model, name, root)
     if root != "sklearn" or name not in READERS:
-        raise Unsupported(f"{name} is not a tree model the engine reads (scikit-learn trees and ensembles)")
+        raise Unsupported(f"{name} is not a tree model the engine reads")
     if not cls.__module__.startswith("sklearn."):
         raise Unsupported(f"{name} from {cls.__module__} is not scikit-learn's own class")
     return READERS[name](model, name)

@@ -93,6 +93,7 @@ from .theme import (  # noqa: F401
     WARNING_COLOR,
     _figure,
     _style,
+    add_subtitle,
     empty_figure,
     esc,
     model_style,

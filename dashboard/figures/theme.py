@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import html
+import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -145,6 +146,25 @@ def _wrapped(text: str, width: int = SUBTITLE_CHARS) -> str:
         return text
     cut = text.rfind("; ", 0, width)
     return text if cut <= 0 else f"{text[: cut + 1]}<br>{text[cut + 2 :]}"
+
+
+SUBTITLE_LINE = 15  # px of top margin one more subtitle line takes (12 px text)
+
+
+def add_subtitle(fig: go.Figure, text: str) -> go.Figure:
+    """``fig`` with ``text`` as more lines under its subtitle (a note on how it was computed):
+    plain text, escaped and wrapped at :data:`SUBTITLE_CHARS`, the top margin grown by a line
+    each. An empty figure (a message, no traces) or an empty ``text`` is left as it is."""
+    if not text or not fig.data:
+        return fig
+    lines = [esc(line) for line in textwrap.wrap(text, SUBTITLE_CHARS, break_on_hyphens=False)]
+    shown = fig.layout.title.subtitle.text
+    fig.layout.title.subtitle = dict(
+        text="<br>".join([shown, *lines] if shown else lines), font=dict(size=12, color="#6b7280")
+    )
+    top = fig.layout.margin.t
+    fig.layout.margin.t = (MARGIN["t"] if top is None else top) + SUBTITLE_LINE * len(lines)
+    return fig
 
 
 def _escape_data_text(traces: Sequence, spec: dict) -> None:

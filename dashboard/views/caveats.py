@@ -23,6 +23,7 @@ from compute.losses import LOSS_LABELS
 
 from .. import components, figures, labels, planning
 from .base import PFI, Lru, View, empty
+from .engine_note import engine_note, joined
 
 KIND = "pfi_groups"
 CS_KIND = "cs_pfi"  # importance once the other features are known (cs-PFI) beside the bars
@@ -329,7 +330,7 @@ def conditional_outputs(inp, pfi: compute.PermutationImportance) -> dict:
         names=inp.names,
     )
     reading = labels.relabel_text(inp.ws, reading)  # its features' labels
-    return {"cs_figure": figure, "cs_info": reading}
+    return {"cs_figure": figure, "cs_info": joined(reading, engine_note(cs))}
 
 
 def render(ctx, inp) -> dict:

@@ -6,6 +6,7 @@ from dash import dcc
 
 from .. import components, figures, ids
 from .base import PROFILES, View, empty
+from .engine_note import engine_note
 from .selection import eligible_mask, selected_label
 
 
@@ -21,7 +22,7 @@ def render(ctx, inp) -> dict:
         label=inp.label(prof.feature),
         output_label=None if prof.output is None else inp.class_label(prof.output),
     )
-    return {"figure": fig}
+    return {"figure": figures.add_subtitle(fig, engine_note(prof, short=True))}
 
 
 def library(inp) -> dict:

@@ -6,6 +6,7 @@ from dash import html
 
 from .. import components, figures, ids
 from .base import PROFILES, View, empty
+from .engine_note import engine_note, joined
 from .selection import eligible_mask, selected_label
 
 
@@ -20,7 +21,7 @@ def render(ctx, inp) -> dict:
     local = prof.local_importance if eligible is None else prof.local_importance[eligible]
     negative = int((local < 0).sum())
     info = f"{negative} of {local.size} observations have a negative ICI integral for {inp.label(inp.feature)}."
-    return {"figure": fig, "info": info}
+    return {"figure": fig, "info": joined(info, engine_note(prof))}
 
 
 def library(inp) -> dict:

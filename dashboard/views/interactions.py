@@ -20,6 +20,7 @@ from ..figures.heatmaps import pair_key, pair_matrix_figure, pd2_figure
 from ..figures.theme import esc
 from ..state import Field
 from .base import View, empty
+from .engine_note import engine_note, joined
 
 KIND = "interactions"
 N_OBS = 200  # rows explained (and averaged over): the statistic costs n^2 model rows per feature
@@ -176,7 +177,7 @@ def render(ctx, inp) -> dict:
             "pd2": empty("One feature: no pair."),
             "options": [],
             "placeholder": "",
-            "info": "",
+            "info": engine_note(result),
         }
     surface = result.pd2(*pair)
     order = [f for f in result.overall.index]  # the data's column order
@@ -195,7 +196,7 @@ def render(ctx, inp) -> dict:
         "options": options,
         # the pair drawn, when the state names none (or one this result does not hold)
         "placeholder": f"{inp.label(pair[0])} × {inp.label(pair[1])}",
-        "info": reading(result, pair, inp.label),
+        "info": joined(reading(result, pair, inp.label), engine_note(result)),
     }
 
 

@@ -10,6 +10,7 @@ from .. import components, figures, ids, planning
 from ..state import DEFAULT_REPEATS
 from .base import PFI, Select, View, data_role_note, empty
 from .caveats import partners_line
+from .engine_note import engine_note, joined
 
 PFI_GRAPH = "pfi-graph"  # clicking it selects the feature
 
@@ -61,6 +62,7 @@ def render(ctx, inp) -> dict:
         )
         sample = f"sample of {first.n_rows:,} of {first.n_total:,} rows"
         subtitle = subtitle.replace(inp.selection, f"{sample}; {inp.selection}")
+    info = joined(info, engine_note(pfi))  # after how the numbers were computed, before what the rows are
     note = data_role_note(inp.ws, "pfi")
     info = f"{info} {note}" if note else info
     if inp.mask is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from .. import components, figures, ids
 from .base import PROFILES, View, empty
+from .engine_note import engine_note
 
 
 def render(ctx, inp) -> dict:
@@ -19,7 +20,7 @@ def render(ctx, inp) -> dict:
     fig = figures.pi_figure(
         prof, groups, global_pfi=global_pfi, x_all=inp.data[inp.feature].to_numpy(), label=inp.label(prof.feature)
     )
-    return {"figure": fig}
+    return {"figure": figures.add_subtitle(fig, engine_note(prof, short=True))}
 
 
 def library(inp) -> dict:
