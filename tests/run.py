@@ -116,6 +116,14 @@ def run_checks(root: str) -> int:
     return 0
 
 
+def compile_tree_walk(root: str) -> None:
+    """Compile the tree engine's numba kernels once, into numba's cache beside them (about
+    12 s cold), as the Docker image does at build: otherwise the first server a test starts
+    (its preload loads them) or the first job would pay it inside its time limits."""
+    code = "from compute.trees import walk; problem = walk.warm(); print(problem or 'tree walk compiled')"
+    subprocess.call([sys.executable, "-c", code], cwd=root)
+
+
 def main() -> int:
     ensure_system_packages()
     ensure_peers()
@@ -124,6 +132,7 @@ def main() -> int:
     code = run_checks(root)
     if code:
         return code
+    compile_tree_walk(root)
     return subprocess.call([sys.executable, "-m", "pytest", "-q", *sys.argv[1:]], cwd=root)
 
 
