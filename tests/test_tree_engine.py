@@ -277,12 +277,12 @@ def test_a_walk_that_disagrees_with_predict_falls_back(monkeypatch):
     that is off (here: a shifted base score) falls back, never a wrong number."""
     X, y = _data(0)
     model = GradientBoostingRegressor(n_estimators=5).fit(X, y)
-    right = tree_engine.read_model(model)
+    right = read_model(model)
 
-    def shifted(_model):
-        return dataclasses.replace(right, finish=lambda total: right.finish(total) + 1e-6)
+    def shifted(_model):  # as if read before (a disagreement then reads it again: still off)
+        return dataclasses.replace(right, finish=lambda total: right.finish(total) + 1e-6), True
 
-    monkeypatch.setattr(tree_engine, "read_model", shifted)
+    monkeypatch.setattr(tree_engine, "read_model_cached", shifted)
     prof = feature_profile(model, X, y, "a", grid=3)
     assert prof.params["engine"] == "batched predict" and "disagrees" in prof.params["engine_reason"]
 
@@ -304,3 +304,29 @@ def test_a_subgroups_share_of_the_pairs_keeps_the_engine():
     assert (found.engine, part.engine, part.engine_reason) == ("exact tree walk", "exact tree walk", None)
     predicted = permutation_block(model, X, y, n_repeats=2, keep_pairs=True, engine="predict")
     assert predicted.restrict(X["d"] == 1).engine == "batched predict"
+
+
+def test_a_model_is_read_once_and_again_when_fitted_again_in_place():
+    """The ensemble read from a model is kept while the model lives (a job's every feature
+    reads it once); a model fitted again in place (same object) disagrees with what was read
+    on the check rows, so it is read again: the walk's numbers are the new model's."""
+    from compute.trees import read as tree_read
+
+    X, y = _data(5)
+    model = HistGradientBoostingRegressor(max_iter=10, random_state=0).fit(X, y)
+    first = feature_profile(model, X, y, "a", grid=5, engine="trees")
+    assert tree_read.read_model_cached(model)[1]  # kept
+    kept = tree_read._READ[id(model)]
+    model.fit(X, -3 * y)  # the same object, other trees
+    second = feature_profile(model, X, -3 * y, "a", grid=5, engine="trees")
+    predicted = feature_profile(model, X, -3 * y, "a", grid=5, engine="predict")
+    assert second.params["engine"] == "exact tree walk"
+    assert_allclose(second.pred, predicted.pred, rtol=0, atol=1e-9)
+    assert tree_read._READ[id(model)] is not kept
+    assert not np.allclose(first.pred, second.pred)
+    key = id(model)
+    del model, first, second, predicted
+    import gc
+
+    gc.collect()
+    assert key not in tree_read._READ  # gone with its model

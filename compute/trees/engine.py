@@ -11,7 +11,7 @@ disagreement (another library version's arithmetic) falls back, never a wrong nu
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -19,7 +19,7 @@ from ..errors import InputError, ModelError
 from ..losses import Loss
 from ..prediction import Predictor, _custom_loss
 from . import walk
-from .read import Ensemble, Unsupported, pipeline_parts, read_model
+from .read import Ensemble, Unsupported, forget, pipeline_parts, read_model_cached
 from .space import Space, check_column_wise
 from .walk import curve_sums, lookup_sums, same_walk
 
@@ -44,6 +44,7 @@ class Choice:
     reason: str | None = None
     forced: bool = False
     space: Space | None = None  # the rows as the walked model receives them (with the ensemble)
+    cached: bool = False  # the ensemble was read by an earlier call (checked again on a disagreement)
 
     @property
     def name(self) -> str:
@@ -63,7 +64,15 @@ class Choice:
         try:
             _verify(self.ensemble, self.space, predictor, rows, own_values)
         except Unsupported as exc:
-            return _fallback(exc, self.forced)
+            if not self.cached:
+                return _fallback(exc, self.forced)
+            _, final = pipeline_parts(predictor.model)  # read before this model was fitted again: read it now
+            forget(final)
+            try:
+                fresh = replace(self, ensemble=read_model_cached(final)[0], cached=False)
+            except Unsupported as again:
+                return _fallback(again, self.forced)
+            return fresh.verified(predictor, rows, own_values)
         return self
 
     def for_columns(self, columns) -> Choice:
@@ -93,8 +102,8 @@ def choose_engine(engine, predictor: Predictor) -> Choice:
     if engine == "predict":
         return Choice(None, "engine='predict' was asked for")
     try:
-        ens, space = _readable(predictor)
-        return Choice(ens, forced=engine == "trees", space=space)
+        (ens, cached), space = _readable(predictor)
+        return Choice(ens, forced=engine == "trees", space=space, cached=cached)
     except Unsupported as exc:
         return _fallback(exc, engine == "trees")
 
@@ -119,16 +128,17 @@ def for_permutations(choice: Choice) -> Choice:
     )
 
 
-def _readable(predictor: Predictor) -> tuple[Ensemble, Space]:
-    """The model's :class:`Ensemble` and the :class:`Space` it reads the rows in, or
-    :class:`Unsupported` naming why the walk cannot compute it on this data."""
+def _readable(predictor: Predictor) -> tuple[tuple[Ensemble, bool], Space]:
+    """The model's :class:`Ensemble` (and whether it was read before) and the :class:`Space`
+    it reads the rows in, or :class:`Unsupported` naming why the walk cannot compute it on
+    this data."""
     design = predictor.design
     pre, final = pipeline_parts(predictor.model)
     for step in pre:
         check_column_wise(step)
     if not pre and not design.numeric:
         raise Unsupported("the data has non-numeric columns: the engine walks numeric inputs only")
-    ens = read_model(final)
+    ens, cached = read_model_cached(final)
     if predictor.is_classifier and not predictor.has_proba:
         raise Unsupported("a classifier without predict_proba")
     if predictor.is_classifier and predictor.classes is not None:
@@ -137,7 +147,7 @@ def _readable(predictor: Predictor) -> tuple[Ensemble, Space]:
             raise Unsupported(f"{ens.name} gives {width} outputs for {len(predictor.classes)} classes")
     if not pre and ens.float32 and np.nanmax(np.abs(design.numbers()), initial=0.0) > np.finfo(np.float32).max:
         raise Unsupported("values beyond float32's range, which the model refuses")
-    return ens, Space(design, pre)
+    return (ens, cached), Space(design, pre)
 
 
 def _verify(ens: Ensemble, space: Space, predictor: Predictor, rows: np.ndarray, own_values: np.ndarray) -> None:

@@ -13,6 +13,7 @@ CatBoost models (their scikit-learn wrappers, raw boosters, and wrapped boosters
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -158,6 +159,32 @@ def read_model(model) -> Ensemble:
     if not cls.__module__.startswith("sklearn."):
         raise Unsupported(f"{name} from {cls.__module__} is not scikit-learn's own class")
     return READERS[name](model, name)
+
+
+#: Ensembles read, by the id of the live model object they were read from (an entry goes when
+#: its model is collected): a job computing every feature's curves on one model reads it once.
+_READ: dict[int, Ensemble] = {}
+
+
+def read_model_cached(model) -> tuple[Ensemble, bool]:
+    """:func:`read_model`, kept while ``model`` lives, and whether it came from the cache. A
+    model fitted again in place keeps its id: the engine checks every ensemble against the
+    model's own predictions before use and reads it again on a disagreement (:func:`forget`)."""
+    key = id(model)
+    if key in _READ:
+        return _READ[key], True
+    ens = read_model(model)
+    try:
+        weakref.finalize(model, _READ.pop, key, None)
+    except TypeError:  # an object without weak references: not kept
+        return ens, False
+    _READ[key] = ens
+    return ens, False
+
+
+def forget(model) -> None:
+    """Drop ``model``'s cached ensemble (it disagreed with the model: fitted again)."""
+    _READ.pop(id(model), None)
 
 
 def pipeline_parts(model) -> tuple[tuple, Any]:
