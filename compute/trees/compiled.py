@@ -196,11 +196,13 @@ def _lookups(nodes, free, X, bins, out):  # pragma: no cover - compiled
                     for c in range(width):
                         const[i, c0 + c] += value[leaf, c]
                     continue
-                for q in range(n_q):
-                    b = bins[i, q]
-                    if (nan == 1) if b < 0 else (lo <= b and b <= hi):
-                        for c in range(width):
-                            out[i, q, c0 + c] += value[leaf, c]
+                missing = 1.0 if nan == 1 else 0.0
+                for c in range(width):  # branch-free over the queries (a branch each mispredicts)
+                    v = value[leaf, c]
+                    for q in range(n_q):
+                        b = bins[i, q]
+                        w = missing if b < 0 else (1.0 if lo <= b <= hi else 0.0)
+                        out[i, q, c0 + c] += w * v
     for i in range(n_rows):
         for q in range(n_q):
             for c in range(n_out):
