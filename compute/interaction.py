@@ -43,7 +43,7 @@ from .errors import InputError
 from .prediction import predict_positions, predict_segments
 from .sampling import make_grid, sample_rows
 from .segments import Segment, cycle_segment
-from .trees import Choice, Own, choose_engine, compiled, profile_pass, walk
+from .trees import Choice, Own, choose_engine, compiled, lookup_sums, profile_pass, walk
 from .validation import check_features, check_frame, check_int, check_n_jobs, check_rng, make_predictor
 
 __all__ = ["InteractionStrength", "interaction_strength"]
@@ -232,9 +232,11 @@ class _Sample:
 
     def _walked(self, features: list) -> np.ndarray | None:
         """The per-feature blocks (value-major, as the batched pass gives them) from the exact
-        tree walk, or None when it is not used: the rows' own predictions from the model (one
-        call on the n rows, which the walk is checked against and the cells at a row's own
-        value take), every other cell from one walk per row and tree."""
+        tree walk, or None when it is not used: one model call on the n rows, which the walk
+        is checked against, then every cell from one walk per row and tree, the cells at a
+        row's own value too. Every cell of H then comes from the walk, the pairs' as well:
+        a model that sums in float32 (XGBoost) differs from the walk by its rounding, which
+        a cell from the model beside cells from the walk would show as an interaction."""
         self.choice = self.choice.for_columns(features)
         if self.choice.ensemble is None:
             return None
@@ -243,6 +245,12 @@ class _Sample:
         self.choice = self.choice.verified(self.predictor, self.rows, own_values)
         if self.choice.ensemble is None:
             return None
+        ens, space = self.choice.ensemble, self.choice.space
+        assert space is not None  # a walk was chosen
+        numbers = ens.compared(space.rows(self.rows))
+        own = Own(
+            np.asarray(self.predictor.value(ens.finish(lookup_sums(ens, numbers, 0, numbers[:, :1])[:, 0, :]))), None
+        )
         blocks = []
         for f in features:
             reps = self.codes[f][1]
@@ -254,7 +262,7 @@ class _Sample:
                 f,
                 values,
                 target=(None, None),
-                own=Own(own_values, None),
+                own=own,
             )
             blocks.append(cells.reshape(self.n, reps.size).T.ravel())
         return np.concatenate(blocks) if blocks else np.empty(0)
