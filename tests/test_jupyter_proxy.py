@@ -135,6 +135,11 @@ def jupyter(tmp_path_factory):
         "OMP_NUM_THREADS": "1",
     }
     env.pop("JUPYTERHUB_SERVICE_PREFIX", None)
+    # the proxy extension enabled here, not only by the file its package installs in its prefix's
+    # etc/jupyter (which a virtual environment over the system's packages does not read)
+    (folder / "config").mkdir()
+    extensions = {"ServerApp": {"jpserver_extensions": {"jupyter_server_proxy": True}}}
+    (folder / "config" / "jupyter_server_config.json").write_text(json.dumps(extensions))
     log = open(folder / "jupyter.log", "w")
     command = [sys.executable, "-m", "jupyter_server", "--no-browser", f"--port={port}", "--ip=127.0.0.1"]
     command += [f"--IdentityProvider.token={TOKEN}", f"--ServerApp.root_dir={notebooks}"]
