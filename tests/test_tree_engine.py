@@ -245,11 +245,13 @@ def test_unsupported_models_fall_back_or_raise_naming_why():
         assert res.engine == "batched predict" and why in res.engine_reason
 
 
-def test_categorical_hist_gradient_boosting_falls_back():
+def test_categorical_hist_gradient_boosting_is_walked():
+    """Categorical splits are walked (tests/test_tree_categorical.py has the cases)."""
     X, y = _data(0)
-    model = HistGradientBoostingRegressor(max_iter=5, categorical_features=[3]).fit(X, y)
-    prof = feature_profile(model, X, y, "a", grid=4)
-    assert prof.params["engine"] == "batched predict" and "categorical" in prof.params["engine_reason"]
+    model = HistGradientBoostingRegressor(max_iter=5, categorical_features=["b"]).fit(X, y)
+    walked = feature_profile(model, X, y, "b", grid=4)
+    assert walked.params["engine"] == "exact tree walk"
+    assert_allclose(walked.pred, feature_profile(model, X, y, "b", grid=4, engine="predict").pred, rtol=0, atol=1e-9)
 
 
 def test_pipeline_of_passthrough_steps_is_walked():

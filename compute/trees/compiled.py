@@ -16,11 +16,13 @@ does not import numba; the dashboard's server loads it before its jobs fork (:fu
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import cache
 from typing import NamedTuple
 
 import numpy as np
 
+from .categories import levels
 from .read import Ensemble, read_model
 
 
@@ -35,8 +37,11 @@ class _Nodes(NamedTuple):
     value: np.ndarray
     column: np.ndarray
     roots: np.ndarray
-    node_bin: np.ndarray  # per node on j, its threshold's rank among j's
+    node_bin: np.ndarray  # per node on j, its threshold's rank among j's (categorical j: its left levels' bits)
     node_bin2: np.ndarray  # the same for k (a pair's second feature; else unused)
+    cat_index: np.ndarray  # categorical splits (see .categories): the node's row of bitsets, -1 numeric
+    bitsets: np.ndarray
+    invalid_left: np.ndarray
 
 
 @cache
@@ -53,21 +58,22 @@ def _kernels() -> dict:
         except RuntimeError:  # pragma: no cover - no writable cache folder
             return numba.njit(nogil=True, **options)(fn)
 
-    global _reach, _reach2
-    # inlined into the kernels: a call per (row, tree) would copy the ten node arrays' headers
+    global _reach, _reach2, _in_set
+    # inlined into the kernels: a call per (row, tree) would copy the node arrays' headers
+    _in_set = jit(_in_set_py, inline="always")
     _reach, _reach2 = jit(_reach_py, inline="always"), jit(_reach2_py, inline="always")
     return {"curves": jit(_curves), "lookups": jit(_lookups), "pairs": jit(_pairs)}
 
 
 def _reach_py(nodes, free, x, root, stack, found):  # pragma: no cover - compiled
     """The leaves one row (values ``x``) reaches in the tree at ``root`` with j free, written
-    to ``found`` as (leaf, lo, hi, missing) rows; returns how many. ``free`` = [j, number of
-    bins, the largest tree's size]."""
+    to ``found`` as (leaf, lo, hi, missing) rows; returns how many. ``free``: see :func:`_free`.
+    A categorical j keeps the bits of its levels in ``lo`` (``hi`` unused)."""
     feature, threshold, left, right = nodes.feature, nodes.threshold, nodes.left, nodes.right
     missing_left, node_bin = nodes.missing_left, nodes.node_bin
-    j, n_bins = free[0], free[1]
+    j, n_bins, has_cat, cat_j = free[0], free[1], free[5], free[6]
     count, top = 0, 0
-    stack[0, 0], stack[0, 1], stack[0, 2], stack[0, 3] = root, 0, n_bins, 1
+    stack[0, 0], stack[0, 1], stack[0, 2], stack[0, 3] = root, free[7], n_bins, 1
     while top >= 0:
         node, lo, hi, nan = stack[top, 0], stack[top, 1], stack[top, 2], stack[top, 3]
         top -= 1
@@ -77,7 +83,17 @@ def _reach_py(nodes, free, x, root, stack, found):  # pragma: no cover - compile
                 found[count, 0], found[count, 1], found[count, 2], found[count, 3] = node, lo, hi, nan
                 count += 1
                 break
-            if f == j:  # both ways: left keeps bins lo..min(hi, k), right max(lo, k + 1)..hi
+            if f == j and cat_j == 1:  # both ways: left keeps the levels its set holds, right the others
+                m, to_left = node_bin[node], missing_left[node]
+                r_lo, r_nan = lo & ~m, 0 if to_left else nan
+                if r_lo != 0 or r_nan == 1:
+                    top += 1
+                    stack[top, 0], stack[top, 1], stack[top, 2], stack[top, 3] = right[node], r_lo, hi, r_nan
+                lo, nan = lo & m, nan if to_left else 0
+                if lo == 0 and nan == 0:
+                    break
+                node = left[node]
+            elif f == j:  # both ways: left keeps bins lo..min(hi, k), right max(lo, k + 1)..hi
                 k, to_left = node_bin[node], missing_left[node]
                 r_lo, r_nan = max(lo, k + 1), 0 if to_left else nan
                 if r_lo <= hi or r_nan == 1:
@@ -89,9 +105,20 @@ def _reach_py(nodes, free, x, root, stack, found):  # pragma: no cover - compile
                 node = left[node]
             elif np.isnan(x[f]):
                 node = left[node] if missing_left[node] else right[node]
+            elif has_cat == 1 and nodes.cat_index[node] >= 0:
+                node = left[node] if _in_set(nodes, node, x[f]) else right[node]
             else:
                 node = left[node] if x[f] <= threshold[node] else right[node]
     return count
+
+
+def _in_set_py(nodes, node, v):  # pragma: no cover - compiled
+    """Whether a (non-missing) value goes left at a categorical node: its category's bit, or
+    ``invalid_left`` outside the sets' range (int64 words shifted arithmetically: bit 63 too)."""
+    if v < 0 or v >= nodes.bitsets.shape[1] * 64:
+        return nodes.invalid_left[node]
+    c = np.int64(v)
+    return ((nodes.bitsets[nodes.cat_index[node], c >> 6] >> (c & 63)) & 1) == 1
 
 
 def _reach2_py(nodes, free, x, root, stack, found):  # pragma: no cover - compiled
@@ -103,10 +130,10 @@ def _reach2_py(nodes, free, x, root, stack, found):  # pragma: no cover - compil
     its state in an array costs the one-feature walk 2.5x, so that one keeps scalars."""
     feature, threshold, left, right = nodes.feature, nodes.threshold, nodes.left, nodes.right
     missing_left = nodes.missing_left
-    j, k = free[0], free[3]
+    j, k, has_cat = free[0], free[3], free[5]
     count, top = 0, 0
-    stack[0, 0], stack[0, 1], stack[0, 2], stack[0, 3] = root, 0, free[1], 1
-    stack[0, 4], stack[0, 5], stack[0, 6] = 0, free[4], 1
+    stack[0, 0], stack[0, 1], stack[0, 2], stack[0, 3] = root, free[7], free[1], 1
+    stack[0, 4], stack[0, 5], stack[0, 6] = free[9], free[4], 1
     cur = np.empty(7, dtype=np.int64)
     while top >= 0:
         cur[:] = stack[top]
@@ -122,17 +149,25 @@ def _reach2_py(nodes, free, x, root, stack, found):  # pragma: no cover - compil
                 o = 1 if f == j else 4
                 t = nodes.node_bin[node] if f == j else nodes.node_bin2[node]
                 lo, hi, nan, to_left = cur[o], cur[o + 1], cur[o + 2], missing_left[node]
-                r_lo, r_nan = max(lo, t + 1), 0 if to_left else nan
-                if r_lo <= hi or r_nan == 1:
+                categorical = free[6] == 1 if f == j else free[8] == 1  # levels' bits in lo (see _reach_py)
+                r_lo = lo & ~t if categorical else max(lo, t + 1)
+                r_nan = 0 if to_left else nan
+                if (r_lo != 0 if categorical else r_lo <= hi) or r_nan == 1:
                     top += 1
                     stack[top] = cur
                     stack[top, 0], stack[top, o], stack[top, o + 2] = right[node], r_lo, r_nan
-                cur[o + 1], cur[o + 2] = min(hi, t), nan if to_left else 0
-                if lo > cur[o + 1] and cur[o + 2] == 0:
+                if categorical:
+                    cur[o] = lo & t
+                else:
+                    cur[o + 1] = min(hi, t)
+                cur[o + 2] = nan if to_left else 0
+                if (cur[o] == 0 if categorical else cur[o] > cur[o + 1]) and cur[o + 2] == 0:
                     break
                 cur[0] = left[node]
             elif np.isnan(x[f]):
                 cur[0] = left[node] if missing_left[node] else right[node]
+            elif has_cat == 1 and nodes.cat_index[node] >= 0:
+                cur[0] = left[node] if _in_set(nodes, node, x[f]) else right[node]
             else:
                 cur[0] = left[node] if x[f] <= threshold[node] else right[node]
     return count
@@ -142,6 +177,7 @@ def _reach2_py(nodes, free, x, root, stack, found):  # pragma: no cover - compil
 #: :func:`_kernels` before they compile.
 _reach = _reach_py
 _reach2 = _reach2_py
+_in_set = _in_set_py
 
 
 def _curves(nodes, free, X, start, out, at_nan):  # pragma: no cover - compiled
@@ -159,7 +195,7 @@ def _curves(nodes, free, X, start, out, at_nan):  # pragma: no cover - compiled
             for e in range(_reach(nodes, free, X[i], roots[t], stack, found)):
                 leaf, lo, hi, nan = found[e, 0], found[e, 1], found[e, 2], found[e, 3]
                 c0 = column[leaf]
-                if lo == 0 and hi == n_bins and nan == 1:
+                if lo == free[7] and hi == n_bins and nan == 1:
                     for c in range(width):
                         const[i, c0 + c] += value[leaf, c]
                     continue
@@ -180,7 +216,8 @@ def _curves(nodes, free, X, start, out, at_nan):  # pragma: no cover - compiled
 
 def _lookups(nodes, free, X, bins, out):  # pragma: no cover - compiled
     """Rows x queries sums: a leaf reached whatever j is adds to every query of its row,
-    another to the queries whose bin it spans (a missing query, bin -1: if missing reaches it)."""
+    another to the queries whose bin it spans (a categorical j: whose level it holds; a
+    missing query, bin -1: if missing reaches it)."""
     value, column, roots = nodes.value, nodes.column, nodes.roots
     n_bins, size = free[1], free[2]
     n_rows, n_q, n_out, width = X.shape[0], out.shape[1], out.shape[2], value.shape[1]
@@ -192,13 +229,19 @@ def _lookups(nodes, free, X, bins, out):  # pragma: no cover - compiled
             for e in range(_reach(nodes, free, X[i], roots[t], stack, found)):
                 leaf, lo, hi, nan = found[e, 0], found[e, 1], found[e, 2], found[e, 3]
                 c0 = column[leaf]
-                if lo == 0 and hi == n_bins and nan == 1:
+                if lo == free[7] and hi == n_bins and nan == 1:
                     for c in range(width):
                         const[i, c0 + c] += value[leaf, c]
                     continue
                 missing = 1.0 if nan == 1 else 0.0
                 for c in range(width):  # branch-free over the queries (a branch each mispredicts)
                     v = value[leaf, c]
+                    if free[6] == 1:  # a categorical j: the query's level is one of the leaf's bits
+                        for q in range(n_q):
+                            b = bins[i, q]
+                            w = missing if b < 0 else float((lo >> max(b, 0)) & 1)
+                            out[i, q, c0 + c] += w * v
+                        continue
                     for q in range(n_q):
                         b = bins[i, q]
                         w = missing if b < 0 else (1.0 if lo <= b <= hi else 0.0)
@@ -225,17 +268,56 @@ def _pairs(nodes, free, X, queries, start, out):  # pragma: no cover - compiled
                 for part in range(2):  # the queries at a missing j (first), then those in lo..hi
                     if part == 0:
                         first, stop = start[0], start[1] if found[e, 3] == 1 else start[0]
+                    elif free[6] == 1:  # a categorical j: every query at a value, tested on its level
+                        first, stop = start[1], start[start.size - 1]
                     else:
                         first, stop = start[lo + 1], start[hi + 2] if lo <= hi else start[lo + 1]
                     for q in range(first, stop):
+                        if part == 1 and free[6] == 1 and (lo >> queries[0, q]) & 1 == 0:
+                            continue
                         b = queries[1, q]
-                        if found[e, 6] == 0 if b < 0 else not found[e, 4] <= b <= found[e, 5]:
+                        if b < 0:
+                            if found[e, 6] == 0:
+                                continue
+                        elif free[8] == 1:
+                            if (found[e, 4] >> b) & 1 == 0:
+                                continue
+                        elif not found[e, 4] <= b <= found[e, 5]:
                             continue
                         for c in range(width):
                             out[i, q, c0 + c] += value[leaf, c]
 
 
+@dataclass(frozen=True)
+class _Free:
+    """What the walk knows of a free feature j: its values' ``bins`` (-1: missing; a
+    categorical j: levels, :mod:`.categories`), per node on j ``node_bin`` (its threshold's
+    rank; categorical: its left levels' bits), ``n_bins`` and the walk's start: ``full``
+    (0, or every level's bit)."""
+
+    bins: np.ndarray
+    node_bin: np.ndarray
+    n_bins: int
+    categorical: bool
+    full: int
+
+
+def _bins(ens: Ensemble, j: int, values: np.ndarray) -> _Free:
+    """Feature j's bins of ``values`` (as the model compares them) and its nodes' ranks."""
+    compared = ens.compared(values)
+    if ens.is_categorical(j):
+        found = levels(ens, j)
+        return _Free(found.of(compared), found.node_mask, found.n, True, found.full)
+    thresholds, node_bin = ens.bins(j)
+    nan = np.isnan(compared)
+    bins = np.where(nan, -1, np.searchsorted(thresholds, np.where(nan, 0.0, compared))).astype(np.int64)
+    return _Free(bins, node_bin, thresholds.size, False, 0)
+
+
 def _nodes(ens: Ensemble, node_bin: np.ndarray, node_bin2: np.ndarray | None = None) -> _Nodes:
+    cat_index, bitsets, invalid_left = ens.cat_index, ens.bitsets, ens.invalid_left
+    if cat_index is None or bitsets is None or invalid_left is None:  # no categorical split: never read
+        cat_index, bitsets, invalid_left = ens.roots[:1] * 0 - 1, np.zeros((1, 1), dtype=np.int64), ens.missing_left
     return _Nodes(
         ens.feature,
         ens.threshold,
@@ -247,32 +329,34 @@ def _nodes(ens: Ensemble, node_bin: np.ndarray, node_bin2: np.ndarray | None = N
         ens.roots,
         node_bin,
         node_bin if node_bin2 is None else node_bin2,
+        cat_index,
+        bitsets,
+        invalid_left,
     )
 
 
-def _free(ens: Ensemble, j: int, n_bins: int, second: tuple[int, int] = (-2, 0)) -> np.ndarray:
+def _free(ens: Ensemble, j: int, first: _Free, second: tuple[int, _Free | None] = (-2, None)) -> np.ndarray:
     """[j, its number of bins, the largest tree's node count + 1 (bounds a walk's stack and
-    leaves), k (-2: none), k's number of bins]."""
+    leaves), k (-2: none), k's number of bins, whether any split is categorical, whether j
+    is, j's start (0, or its levels' bits), whether k is, k's start]."""
     size = np.diff(np.append(ens.roots, ens.feature.size)).max(initial=0) + 1
-    return np.array([j, n_bins, size, second[0], second[1]], dtype=np.int64)
+    k, other = second
+    k_bins, k_cat, k_full = (0, 0, 0) if other is None else (other.n_bins, int(other.categorical), other.full)
+    has_cat = int(ens.categorical)
+    return np.array(
+        [j, first.n_bins, size, k, k_bins, has_cat, int(first.categorical), first.full, k_cat, k_full], dtype=np.int64
+    )
 
 
 def pair_sums(ens: Ensemble, X: np.ndarray, j: int, k: int, values: np.ndarray) -> np.ndarray:
     """Sum of leaf values of each row of ``X`` with j := ``values[0, q]`` and k :=
     ``values[1, q]`` for each q (shape rows x queries x outputs): one walk per row and tree
     with both free (Friedman's H of a pair: its distinct value pairs and its 2-D grid)."""
-    bins, node_bins = [], []
-    for feature, v in ((j, values[0]), (k, values[1])):
-        thresholds, node_bin = ens.bins(feature)
-        compared = ens.compared(v)
-        nan = np.isnan(compared)
-        bins.append(np.where(nan, -1, np.searchsorted(thresholds, np.where(nan, 0.0, compared))))
-        node_bins.append((node_bin, thresholds.size))
-    order = np.argsort(bins[0], kind="stable")  # by j's bin, the missing ones (-1) first
-    queries = np.ascontiguousarray(np.array(bins, dtype=np.int64)[:, order])
-    (bin_j, n_j), (bin_k, n_k) = node_bins
-    start = np.searchsorted(queries[0], np.arange(-1, n_j + 2), side="left").astype(np.int64)
-    nodes, free = _nodes(ens, bin_j, bin_k), _free(ens, j, n_j, (k, n_k))
+    on_j, on_k = _bins(ens, j, values[0]), _bins(ens, k, values[1])
+    order = np.argsort(on_j.bins, kind="stable")  # by j's bin, the missing ones (-1) first
+    queries = np.ascontiguousarray(np.array([on_j.bins, on_k.bins], dtype=np.int64)[:, order])
+    start = np.searchsorted(queries[0], np.arange(-1, on_j.n_bins + 2), side="left").astype(np.int64)
+    nodes, free = _nodes(ens, on_j.node_bin, on_k.node_bin), _free(ens, j, on_j, (k, on_k))
     found = np.empty((X.shape[0], queries.shape[1], ens.n_outputs))
     X = np.ascontiguousarray(X, dtype=np.float64)
     kernel = _kernels()["pairs"]
@@ -306,24 +390,25 @@ def _blocks(n: int, floats_per_row: int) -> list[tuple[int, int]]:
 
 
 def curve_sums(ens: Ensemble, X: np.ndarray, j: int, grid: np.ndarray) -> np.ndarray:
-    """As :func:`.walk.curve_sums` (rows x grid x outputs), compiled."""
-    thresholds, node_bin = ens.bins(j)
-    values = ens.compared(grid)
-    finite = np.flatnonzero(~np.isnan(values))
-    order = finite[np.argsort(np.searchsorted(thresholds, values[finite]), kind="stable")]
-    sorted_bins = np.searchsorted(thresholds, values[order])
-    n_bins = thresholds.size
-    start = np.searchsorted(sorted_bins, np.arange(n_bins + 2), side="left").astype(np.int64)
+    """As :func:`.walk.curve_sums` (rows x grid x outputs), compiled. A categorical j's grid
+    is looked up as every row's queries (its levels are not ranked along the grid)."""
+    if ens.is_categorical(j):
+        return lookup_sums(ens, X, j, np.broadcast_to(np.asarray(grid, dtype=np.float64), (X.shape[0], len(grid))))
+    on_j = _bins(ens, j, grid)
+    finite = np.flatnonzero(on_j.bins >= 0)
+    order = finite[np.argsort(on_j.bins[finite], kind="stable")]
+    sorted_bins = on_j.bins[order]
+    start = np.searchsorted(sorted_bins, np.arange(on_j.n_bins + 2), side="left").astype(np.int64)
     n = X.shape[0]
     on_grid = np.empty((n, order.size, ens.n_outputs))
     at_nan = np.empty((n, ens.n_outputs))
     X = np.ascontiguousarray(X, dtype=np.float64)
-    nodes, free, kernel = _nodes(ens, node_bin), _free(ens, j, n_bins), _kernels()["curves"]
+    nodes, free, kernel = _nodes(ens, on_j.node_bin), _free(ens, j, on_j), _kernels()["curves"]
     for a, b in _blocks(n, order.size * ens.n_outputs):
         kernel(nodes, free, X[a:b], start, on_grid[a:b], at_nan[a:b])
-    out = np.empty((n, grid.size, ens.n_outputs))
+    out = np.empty((n, len(grid), ens.n_outputs))
     out[:, order] = on_grid
-    missing = np.flatnonzero(np.isnan(values))
+    missing = np.flatnonzero(on_j.bins < 0)
     if missing.size:
         out[:, missing] = at_nan[:, None, :]
     return out
@@ -331,13 +416,10 @@ def curve_sums(ens: Ensemble, X: np.ndarray, j: int, grid: np.ndarray) -> np.nda
 
 def lookup_sums(ens: Ensemble, X: np.ndarray, j: int, queries: np.ndarray) -> np.ndarray:
     """As :func:`.walk.lookup_sums` (rows x queries x outputs), compiled."""
-    thresholds, node_bin = ens.bins(j)
-    compared = ens.compared(queries)
-    is_nan = np.isnan(compared)
-    bins = np.where(is_nan, -1, np.searchsorted(thresholds, np.where(is_nan, 0.0, compared))).astype(np.int64)
+    on_j = _bins(ens, j, queries)
     out = np.empty((queries.shape[0], queries.shape[1], ens.n_outputs))
     X = np.ascontiguousarray(X, dtype=np.float64)
-    nodes, free, kernel = _nodes(ens, node_bin), _free(ens, j, thresholds.size), _kernels()["lookups"]
+    nodes, free, kernel = _nodes(ens, on_j.node_bin), _free(ens, j, on_j), _kernels()["lookups"]
     for a, b in _blocks(X.shape[0], queries.shape[1] * ens.n_outputs):
-        kernel(nodes, free, X[a:b], np.ascontiguousarray(bins[a:b]), out[a:b])
+        kernel(nodes, free, X[a:b], np.ascontiguousarray(on_j.bins[a:b]), out[a:b])
     return out

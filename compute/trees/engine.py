@@ -19,6 +19,7 @@ from ..errors import InputError, ModelError
 from ..losses import Loss
 from ..prediction import Predictor, _custom_loss
 from . import walk
+from .categories import levels
 from .read import Ensemble, Unsupported, forget, pipeline_parts, read_model_cached
 from .space import Space, check_column_wise
 from .walk import curve_sums, lookup_sums, same_walk
@@ -78,12 +79,15 @@ class Choice:
     def for_columns(self, columns) -> Choice:
         """This choice for a pass intervening on ``columns``: the batched predict (with the
         reason; ``engine="trees"``: raises) when the model receives one of them in other than
-        exactly one column (a pipeline's one-hot encoding)."""
+        exactly one column (a pipeline's one-hot encoding), or its categories in more groups
+        than the walk holds (:data:`.categories.MAX_LEVELS`)."""
         if self.ensemble is None or self.space is None:
             return self
         try:
             for column in columns:
-                self.space.column(column)
+                j = self.space.column(column)
+                if self.ensemble.is_categorical(j):
+                    levels(self.ensemble, j)  # more groups of categories than the walk holds: Unsupported
         except Unsupported as exc:
             return _fallback(exc, self.forced)
         return self
@@ -136,9 +140,14 @@ def _readable(predictor: Predictor) -> tuple[tuple[Ensemble, bool], Space]:
     pre, final = pipeline_parts(predictor.model)
     for step in pre:
         check_column_wise(step)
+    own = getattr(final, "_preprocessor", None)  # HistGradientBoosting's own encoder of categorical features
+    if own is not None and type(final).__name__.startswith("HistGradientBoosting"):
+        pre = (*pre, own)
     if not pre and not design.numeric:
         raise Unsupported("the data has non-numeric columns: the engine walks numeric inputs only")
     ens, cached = read_model_cached(final)
+    if ens.categorical and not walk.COMPILED:
+        raise Unsupported("categorical splits are walked by the compiled walk only (numba is not installed)")
     if predictor.is_classifier and not predictor.has_proba:
         raise Unsupported("a classifier without predict_proba")
     if predictor.is_classifier and predictor.classes is not None:
@@ -153,7 +162,9 @@ def _readable(predictor: Predictor) -> tuple[tuple[Ensemble, bool], Space]:
 def _verify(ens: Ensemble, space: Space, predictor: Predictor, rows: np.ndarray, own_values: np.ndarray) -> None:
     numbers = space.rows(rows)
     picked = _check_rows(numbers)
-    sums = lookup_sums(ens, ens.compared(numbers[picked]), 0, numbers[picked, :1])[:, 0, :]
+    numeric = [j for j in range(numbers.shape[1]) if not ens.is_categorical(j)]
+    j = numeric[0] if numeric else 0  # any feature at the rows' own values: a numeric one needs no levels
+    sums = lookup_sums(ens, ens.compared(numbers[picked]), j, numbers[picked, j : j + 1])[:, 0, :]
     mine = np.asarray(predictor.value(ens.finish(sums)), dtype=np.float64)
     theirs = np.asarray(own_values, dtype=np.float64)[picked]
     spread = max(float(np.ptp(theirs)) if theirs.size else 0.0, float(np.max(np.abs(theirs), initial=0.0)), 1e-300)

@@ -5,7 +5,7 @@ for XGBoost, LightGBM and CatBoost) with :func:`join_trees`."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
@@ -44,6 +44,22 @@ class Ensemble:
     #: ... plus this absolute gap: the library's own rounding where it sums in float32
     #: (XGBoost, :func:`.boosters.xgboost_rounding`), in the units of one output value.
     rounding: float = 0.0
+    #: Categorical splits (:mod:`.categories`): per node, its row of ``bitsets`` (-1: a
+    #: numeric split); a row's bit c set sends category c left; ``invalid_left``: where a
+    #: value outside the sets' range (negative, too large) goes. None: no categorical split.
+    cat_index: np.ndarray | None = None
+    bitsets: np.ndarray | None = None  # int64 words (sets x words)
+    invalid_left: np.ndarray | None = None
+    _levels: dict = field(default_factory=dict, compare=False, repr=False)
+
+    @cached_property
+    def categorical(self) -> bool:
+        """Whether any split is categorical."""
+        return self.cat_index is not None and bool((self.cat_index >= 0).any())
+
+    def is_categorical(self, j: int) -> bool:
+        """Whether feature ``j``'s splits are categorical."""
+        return self.categorical and bool((self.cat_index[self.feature == j] >= 0).any())  # type: ignore[index]
 
     @cached_property
     def children(self) -> np.ndarray:
@@ -82,6 +98,7 @@ def join_trees(trees: list[dict], **common: Any) -> Ensemble:
         return np.where(leaf, -1, out).astype(np.int32)
 
     return Ensemble(
+        **_categories(trees, offsets),
         feature=np.where(leaf, -1, feature),
         threshold=np.concatenate([t["threshold"] for t in trees]).astype(np.float64),
         left=children("left"),
@@ -92,3 +109,24 @@ def join_trees(trees: list[dict], **common: Any) -> Ensemble:
         roots=offsets[:-1].astype(np.int32),
         **common,
     )
+
+
+def _categories(trees: list[dict], offsets: np.ndarray) -> dict:
+    """The joined categorical fields of per-tree ``cat_index`` (local rows of the tree's own
+    ``bitsets``, -1: numeric), ``bitsets`` and ``invalid_left``; none when no tree has one."""
+    if not any("cat_index" in t for t in trees):
+        return {}
+    sets = [t.get("bitsets", np.zeros((0, 1), dtype=np.int64)) for t in trees]
+    words = max(s.shape[1] for s in sets)
+    padded = [np.pad(np.asarray(s, dtype=np.int64), ((0, 0), (0, words - s.shape[1]))) for s in sets]
+    starts = np.cumsum([0] + [s.shape[0] for s in padded])
+    index = [
+        np.where(t["cat_index"] >= 0, t["cat_index"] + start, -1) if "cat_index" in t else np.full(n, -1)
+        for t, start, n in zip(trees, starts, np.diff(offsets))
+    ]
+    invalid = [t.get("invalid_left", t["missing_left"]) for t in trees]
+    return {
+        "cat_index": np.concatenate(index).astype(np.int32),
+        "bitsets": np.concatenate(padded) if starts[-1] else np.zeros((1, 1), dtype=np.int64),
+        "invalid_left": np.concatenate(invalid).astype(bool),
+    }

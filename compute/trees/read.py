@@ -92,26 +92,25 @@ def read_gradient_boosting(model, kind: str) -> Ensemble:
 def read_hist_gradient_boosting(model, kind: str) -> Ensemble:
     """HistGradientBoosting*: baseline + sum of the trees (leaf values include the
     learning rate), then ``_loss.predict_proba`` or ``_loss.link.inverse``."""
-    categorical = getattr(model, "is_categorical_", None)
-    if getattr(model, "_preprocessor", None) is not None or (categorical is not None and np.any(categorical)):
-        raise Unsupported(f"{kind} with categorical features: categorical bitsets are not yet walked")
     k = int(model.n_trees_per_iteration_)
+    known = _hgb_known_categories(model)
     trees = []
     for iteration in model._predictors:
         for c, predictor in enumerate(iteration):
             nodes = predictor.nodes
             leaf = nodes["is_leaf"].astype(bool)
-            trees.append(
-                {
-                    "feature": np.where(leaf, -1, nodes["feature_idx"]),
-                    "threshold": nodes["num_threshold"],
-                    "left": nodes["left"],
-                    "right": nodes["right"],
-                    "missing_left": nodes["missing_go_to_left"],
-                    "value": nodes["value"][:, None],
-                    "column": c,
-                }
-            )
+            tree = {
+                "feature": np.where(leaf, -1, nodes["feature_idx"]),
+                "threshold": nodes["num_threshold"],
+                "left": nodes["left"],
+                "right": nodes["right"],
+                "missing_left": nodes["missing_go_to_left"],
+                "value": nodes["value"][:, None],
+                "column": c,
+            }
+            if known is not None:
+                tree.update(_hgb_categorical_splits(predictor, known))
+            trees.append(tree)
     base = np.asarray(model._baseline_prediction, dtype=np.float64).reshape(1, k)
     classifier = kind.endswith("Classifier")
     loss = model._loss
@@ -123,6 +122,35 @@ def read_hist_gradient_boosting(model, kind: str) -> Ensemble:
         return np.asarray(loss.link.inverse(raw.ravel()), dtype=np.float64)
 
     return join_trees(trees, name=kind, n_outputs=k, float32=False, finish=finish)
+
+
+def _hgb_known_categories(model) -> tuple[np.ndarray, np.ndarray] | None:
+    """The categories each categorical feature saw in fit (bitsets, and each feature's row
+    of them), or None when no feature is categorical."""
+    categorical = getattr(model, "is_categorical_", None)
+    if categorical is None or not np.any(categorical):
+        return None
+    bitsets, row = model._bin_mapper.make_known_categories_bitsets()
+    return np.asarray(bitsets, dtype=np.uint32), np.asarray(row)
+
+
+def _hgb_categorical_splits(predictor, known: tuple[np.ndarray, np.ndarray]) -> dict:
+    """A HistGradientBoosting tree's categorical splits as :class:`Ensemble` fields: its
+    predictor sends category c left when c is in the node's left set, right when c is
+    another category seen in fit, and an unseen category (or a negative value) the missing
+    direction: the set written is therefore the left set plus, at nodes whose missing values
+    go left, every category not seen (its 256 bits as four int64 words)."""
+    nodes = predictor.nodes
+    categorical = nodes["is_categorical"].astype(bool) & ~nodes["is_leaf"].astype(bool)
+    at = np.flatnonzero(categorical)
+    seen_sets, row = known
+    left = np.asarray(predictor.raw_left_cat_bitsets, dtype=np.uint32)[nodes["bitset_idx"][at]]
+    seen = seen_sets[row[nodes["feature_idx"][at]]]
+    unseen_left = np.where(nodes["missing_go_to_left"][at].astype(bool)[:, None], ~seen, 0).astype(np.uint32)
+    words = np.ascontiguousarray(left | unseen_left).view(np.int64).reshape(at.size, -1)
+    index = np.full(nodes.size, -1, dtype=np.int64)
+    index[at] = np.arange(at.size)
+    return {"cat_index": index, "bitsets": words, "invalid_left": nodes["missing_go_to_left"]}
 
 
 READERS: dict[str, Callable[[Any, str], Ensemble]] = {

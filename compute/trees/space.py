@@ -92,7 +92,9 @@ class Space:
             if pd.api.types.is_numeric_dtype(column.dtype) and not pd.api.types.is_bool_dtype(column.dtype):
                 finite = values[np.isfinite(values.astype(float))]
                 values = np.append(values, finite[0] + 1.0 if finite.size else 0.0)  # a constant column moves too
-            moved = np.flatnonzero(np.ptp(self._probe(feature, values, 0), axis=0) > 0)
+            probed = self._probe(feature, values, 0)
+            same = (probed == probed[:1]) | (np.isnan(probed) & np.isnan(probed[:1]))  # a missing value moves too
+            moved = np.flatnonzero(~same.all(axis=0))
             if moved.size != 1:
                 where = "no column" if moved.size == 0 else f"{moved.size} columns"
                 raise Unsupported(f"the pipeline turns {feature!r} into {where}: the walk needs one")
@@ -120,6 +122,8 @@ class Space:
     def _transform(self, rows: pd.DataFrame) -> np.ndarray:
         out: Any = rows
         for step in self.pre:
+            if isinstance(out, pd.DataFrame) and not hasattr(step, "feature_names_in_"):
+                out = out.to_numpy()  # a step fitted on an array is given one (as the model's own predict does)
             out = step.transform(out)
         try:
             return np.asarray(out.toarray() if hasattr(out, "toarray") else out, dtype=np.float64)

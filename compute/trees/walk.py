@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import compiled
+from .categories import levels
 from .read import Ensemble
 
 #: Whether the compiled walk (:mod:`.compiled`, numba) computes the sums; without numba this
@@ -229,8 +230,11 @@ def same_walk(ens: Ensemble, j: int, a: np.ndarray, b: np.ndarray) -> np.ndarray
     """Whether values ``a`` and ``b`` of feature j (broadcast) send a row down the same paths
     of every tree: the same bin among j's thresholds, or both missing. Such a row's output
     is its own, bit for bit."""
-    thresholds, _ = ens.bins(j)
     ca, cb = ens.compared(a), ens.compared(b)
+    if ens.is_categorical(j):  # the same level: the same way at every node on j
+        found = levels(ens, j)
+        return found.of(ca) == found.of(cb)
+    thresholds, _ = ens.bins(j)
     na, nb = np.isnan(ca), np.isnan(cb)
     ba = np.searchsorted(thresholds, np.where(na, 0.0, ca))
     bb = np.searchsorted(thresholds, np.where(nb, 0.0, cb))
