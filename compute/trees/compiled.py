@@ -16,7 +16,8 @@ does not import numba; the dashboard's server loads it before its jobs fork (:fu
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import types
+from dataclasses import dataclass, replace
 from functools import cache
 from typing import NamedTuple
 
@@ -47,9 +48,11 @@ class _Nodes(NamedTuple):
 @cache
 def _kernels() -> dict:
     """The kernels, compiled: numba is imported here, on the walk's first use, not with
-    ``compute``. ``_reach`` is bound to its compiled self first, so the kernels that call it
-    (a global, resolved when they compile) call compiled code. Compiled code is cached on
-    disk (next to this file, else numba's user cache; per process where neither is writable)."""
+    ``compute``. Each is built twice (:func:`_variant`): for ensembles without categorical
+    splits (``HAS_CAT`` False, a constant to numba, so their test is compiled away: a test
+    read at run time cost the numeric walk 40 %) and with them (key suffix ``"_cat"``).
+    Compiled code is cached on disk (next to this file, else numba's user cache; per
+    process where neither is writable)."""
     import numba
 
     def jit(fn, **options):
@@ -58,11 +61,35 @@ def _kernels() -> dict:
         except RuntimeError:  # pragma: no cover - no writable cache folder
             return numba.njit(nogil=True, **options)(fn)
 
-    global _reach, _reach2, _in_set
-    # inlined into the kernels: a call per (row, tree) would copy the node arrays' headers
-    _in_set = jit(_in_set_py, inline="always")
-    _reach, _reach2 = jit(_reach_py, inline="always"), jit(_reach2_py, inline="always")
-    return {"curves": jit(_curves), "lookups": jit(_lookups), "pairs": jit(_pairs)}
+    kernels = {}
+    for categorical in (False, True):
+        tag = "_cat" if categorical else ""
+        env: dict = {"HAS_CAT": categorical}
+        # inlined into the kernels: a call per (row, tree) would copy the node arrays' headers
+        env["_in_set"] = jit(_variant(_in_set_py, f"_in_set{tag}", env), inline="always")
+        env["_reach"] = jit(_variant(_reach_py, f"_reach{tag}", env), inline="always")
+        env["_reach2"] = jit(_variant(_reach2_py, f"_reach2{tag}", env), inline="always")
+        for name, fn in (("curves", _curves), ("lookups", _lookups), ("pairs", _pairs)):
+            kernels[name + tag] = jit(_variant(fn, f"{fn.__name__}{tag}", env))
+    return kernels
+
+
+def _variant(fn, name: str, env: dict):
+    """``fn`` under another name (numba caches each under its own) whose globals ``env``
+    overrides: the compiled helpers it calls and the constant ``HAS_CAT``."""
+    code = fn.__code__.replace(co_name=name, co_qualname=name)
+    out = types.FunctionType(code, {**fn.__globals__, **env}, name)
+    out.__qualname__ = name
+    return out
+
+
+def _kernel(ens: Ensemble, name: str):
+    return _kernels()[name + ("_cat" if ens.categorical else "")]
+
+
+#: Whether the walk may meet categorical splits: a constant of each compiled variant (see
+#: :func:`_kernels`); the Python functions below read this one.
+HAS_CAT = True
 
 
 def _reach_py(nodes, free, x, root, stack, found):  # pragma: no cover - compiled
@@ -71,7 +98,7 @@ def _reach_py(nodes, free, x, root, stack, found):  # pragma: no cover - compile
     A categorical j keeps the bits of its levels in ``lo`` (``hi`` unused)."""
     feature, threshold, left, right = nodes.feature, nodes.threshold, nodes.left, nodes.right
     missing_left, node_bin = nodes.missing_left, nodes.node_bin
-    j, n_bins, has_cat, cat_j = free[0], free[1], free[5], free[6]
+    j, n_bins, cat_j = free[0], free[1], free[6]
     count, top = 0, 0
     stack[0, 0], stack[0, 1], stack[0, 2], stack[0, 3] = root, free[7], n_bins, 1
     while top >= 0:
@@ -105,7 +132,7 @@ def _reach_py(nodes, free, x, root, stack, found):  # pragma: no cover - compile
                 node = left[node]
             elif np.isnan(x[f]):
                 node = left[node] if missing_left[node] else right[node]
-            elif has_cat == 1 and nodes.cat_index[node] >= 0:
+            elif HAS_CAT and nodes.cat_index[node] >= 0:
                 node = left[node] if _in_set(nodes, node, x[f]) else right[node]
             else:
                 node = left[node] if x[f] <= threshold[node] else right[node]
@@ -130,7 +157,7 @@ def _reach2_py(nodes, free, x, root, stack, found):  # pragma: no cover - compil
     its state in an array costs the one-feature walk 2.5x, so that one keeps scalars."""
     feature, threshold, left, right = nodes.feature, nodes.threshold, nodes.left, nodes.right
     missing_left = nodes.missing_left
-    j, k, has_cat = free[0], free[3], free[5]
+    j, k = free[0], free[3]
     count, top = 0, 0
     stack[0, 0], stack[0, 1], stack[0, 2], stack[0, 3] = root, free[7], free[1], 1
     stack[0, 4], stack[0, 5], stack[0, 6] = free[9], free[4], 1
@@ -166,15 +193,15 @@ def _reach2_py(nodes, free, x, root, stack, found):  # pragma: no cover - compil
                 cur[0] = left[node]
             elif np.isnan(x[f]):
                 cur[0] = left[node] if missing_left[node] else right[node]
-            elif has_cat == 1 and nodes.cat_index[node] >= 0:
+            elif HAS_CAT and nodes.cat_index[node] >= 0:
                 cur[0] = left[node] if _in_set(nodes, node, x[f]) else right[node]
             else:
                 cur[0] = left[node] if x[f] <= threshold[node] else right[node]
     return count
 
 
-#: What the kernels call: rebound to the compiled ``_reach_py`` / ``_reach2_py`` by
-#: :func:`_kernels` before they compile.
+#: What the kernels call: in each compiled variant, the compiled ``_reach_py`` / ``_reach2_py``
+#: / ``_in_set_py`` of the same variant (:func:`_kernels`).
 _reach = _reach_py
 _reach2 = _reach2_py
 _in_set = _in_set_py
@@ -185,7 +212,7 @@ def _curves(nodes, free, X, start, out, at_nan):  # pragma: no cover - compiled
     reached whatever j is adds to the row's constant, another to the grid positions
     ``start[lo]:start[hi + 1]`` of its bins (as a difference, summed along the grid)."""
     value, column, roots = nodes.value, nodes.column, nodes.roots
-    n_bins, size = free[1], free[2]
+    n_bins, size, full = free[1], free[2], free[7]  # locals: a load per use otherwise (out may alias)
     n_rows, m, n_out, width = X.shape[0], out.shape[1], out.shape[2], value.shape[1]
     stack, found = np.empty((size, 4), dtype=np.int64), np.empty((size, 4), dtype=np.int64)
     const, nan_sum = np.zeros((n_rows, n_out)), np.zeros((n_rows, n_out))
@@ -195,7 +222,7 @@ def _curves(nodes, free, X, start, out, at_nan):  # pragma: no cover - compiled
             for e in range(_reach(nodes, free, X[i], roots[t], stack, found)):
                 leaf, lo, hi, nan = found[e, 0], found[e, 1], found[e, 2], found[e, 3]
                 c0 = column[leaf]
-                if lo == free[7] and hi == n_bins and nan == 1:
+                if lo == full and hi == n_bins and nan == 1:
                     for c in range(width):
                         const[i, c0 + c] += value[leaf, c]
                     continue
@@ -219,7 +246,7 @@ def _lookups(nodes, free, X, bins, out):  # pragma: no cover - compiled
     another to the queries whose bin it spans (a categorical j: whose level it holds; a
     missing query, bin -1: if missing reaches it)."""
     value, column, roots = nodes.value, nodes.column, nodes.roots
-    n_bins, size = free[1], free[2]
+    n_bins, size, full, cat_j = free[1], free[2], free[7], free[6]  # locals, as in _curves
     n_rows, n_q, n_out, width = X.shape[0], out.shape[1], out.shape[2], value.shape[1]
     stack, found = np.empty((size, 4), dtype=np.int64), np.empty((size, 4), dtype=np.int64)
     const = np.zeros((n_rows, n_out))
@@ -229,14 +256,14 @@ def _lookups(nodes, free, X, bins, out):  # pragma: no cover - compiled
             for e in range(_reach(nodes, free, X[i], roots[t], stack, found)):
                 leaf, lo, hi, nan = found[e, 0], found[e, 1], found[e, 2], found[e, 3]
                 c0 = column[leaf]
-                if lo == free[7] and hi == n_bins and nan == 1:
+                if lo == full and hi == n_bins and nan == 1:
                     for c in range(width):
                         const[i, c0 + c] += value[leaf, c]
                     continue
                 missing = 1.0 if nan == 1 else 0.0
                 for c in range(width):  # branch-free over the queries (a branch each mispredicts)
                     v = value[leaf, c]
-                    if free[6] == 1:  # a categorical j: the query's level is one of the leaf's bits
+                    if cat_j == 1:  # a categorical j: the query's level is one of the leaf's bits
                         for q in range(n_q):
                             b = bins[i, q]
                             w = missing if b < 0 else float((lo >> max(b, 0)) & 1)
@@ -258,7 +285,7 @@ def _pairs(nodes, free, X, queries, start, out):  # pragma: no cover - compiled
     first query whose bin of j is at least b, so a leaf looks only at the queries its range
     of j holds (those at a missing j if missing reaches it) and tests their k."""
     value, column, roots = nodes.value, nodes.column, nodes.roots
-    size, n_rows, width = free[2], X.shape[0], value.shape[1]
+    size, n_rows, width, cat_j, cat_k = free[2], X.shape[0], value.shape[1], free[6], free[8]
     stack, found = np.empty((size, 7), dtype=np.int64), np.empty((size, 7), dtype=np.int64)  # 7: see _reach2_py
     out[:] = 0.0
     for t in range(roots.size):
@@ -268,18 +295,18 @@ def _pairs(nodes, free, X, queries, start, out):  # pragma: no cover - compiled
                 for part in range(2):  # the queries at a missing j (first), then those in lo..hi
                     if part == 0:
                         first, stop = start[0], start[1] if found[e, 3] == 1 else start[0]
-                    elif free[6] == 1:  # a categorical j: every query at a value, tested on its level
+                    elif cat_j == 1:  # a categorical j: every query at a value, tested on its level
                         first, stop = start[1], start[start.size - 1]
                     else:
                         first, stop = start[lo + 1], start[hi + 2] if lo <= hi else start[lo + 1]
                     for q in range(first, stop):
-                        if part == 1 and free[6] == 1 and (lo >> queries[0, q]) & 1 == 0:
+                        if part == 1 and cat_j == 1 and (lo >> queries[0, q]) & 1 == 0:
                             continue
                         b = queries[1, q]
                         if b < 0:
                             if found[e, 6] == 0:
                                 continue
-                        elif free[8] == 1:
+                        elif cat_k == 1:
                             if (found[e, 4] >> b) & 1 == 0:
                                 continue
                         elif not found[e, 4] <= b <= found[e, 5]:
@@ -359,7 +386,7 @@ def pair_sums(ens: Ensemble, X: np.ndarray, j: int, k: int, values: np.ndarray) 
     nodes, free = _nodes(ens, on_j.node_bin, on_k.node_bin), _free(ens, j, on_j, (k, on_k))
     found = np.empty((X.shape[0], queries.shape[1], ens.n_outputs))
     X = np.ascontiguousarray(X, dtype=np.float64)
-    kernel = _kernels()["pairs"]
+    kernel = _kernel(ens, "pairs")
     for a, b in _blocks(X.shape[0], queries.shape[1] * ens.n_outputs):
         kernel(nodes, free, X[a:b], queries, start, found[a:b])
     out = np.empty_like(found)
@@ -369,14 +396,25 @@ def pair_sums(ens: Ensemble, X: np.ndarray, j: int, k: int, values: np.ndarray) 
 
 def warm() -> None:
     """Load (or compile) the kernels now, e.g. before a server forks its jobs, so no job pays
-    for it: one call of each on a two-leaf tree (the types every model's arrays have)."""
+    for it: one call of each on a two-leaf tree (the types every model's arrays have), with a
+    numeric and with a categorical split (both variants)."""
     from sklearn.tree import DecisionTreeRegressor
 
     rows = np.array([[0.0, 1.0], [1.0, 0.0]])
-    ens = read_model(DecisionTreeRegressor(max_depth=1).fit(rows, [0.0, 1.0]))
-    curve_sums(ens, rows, 0, np.array([0.0, np.nan]))
-    lookup_sums(ens, rows, 0, rows)
-    pair_sums(ens, rows, 0, 1, rows)
+    numeric = read_model(DecisionTreeRegressor(max_depth=1).fit(rows, [0.0, 1.0]))
+    split = numeric.feature >= 0  # the same tree with its split made categorical: the other variant
+    categorical = replace(
+        numeric,
+        cat_index=np.where(split, 0, -1).astype(np.int32),
+        bitsets=np.ones((1, 1), dtype=np.int64),
+        invalid_left=numeric.missing_left.copy(),
+        _levels={},
+    )
+    for ens in (numeric, categorical):
+        curve_sums(ens, rows, 0, np.array([0.0, np.nan]))
+        curve_sums(ens, rows, 1, np.array([0.0, np.nan]))
+        lookup_sums(ens, rows, 0, rows)
+        pair_sums(ens, rows, 0, 1, rows)
 
 
 #: Floats of a block's sums (rows x grid or queries x outputs): a block of rows goes through
@@ -403,7 +441,7 @@ def curve_sums(ens: Ensemble, X: np.ndarray, j: int, grid: np.ndarray) -> np.nda
     on_grid = np.empty((n, order.size, ens.n_outputs))
     at_nan = np.empty((n, ens.n_outputs))
     X = np.ascontiguousarray(X, dtype=np.float64)
-    nodes, free, kernel = _nodes(ens, on_j.node_bin), _free(ens, j, on_j), _kernels()["curves"]
+    nodes, free, kernel = _nodes(ens, on_j.node_bin), _free(ens, j, on_j), _kernel(ens, "curves")
     for a, b in _blocks(n, order.size * ens.n_outputs):
         kernel(nodes, free, X[a:b], start, on_grid[a:b], at_nan[a:b])
     out = np.empty((n, len(grid), ens.n_outputs))
@@ -419,7 +457,7 @@ def lookup_sums(ens: Ensemble, X: np.ndarray, j: int, queries: np.ndarray) -> np
     on_j = _bins(ens, j, queries)
     out = np.empty((queries.shape[0], queries.shape[1], ens.n_outputs))
     X = np.ascontiguousarray(X, dtype=np.float64)
-    nodes, free, kernel = _nodes(ens, on_j.node_bin), _free(ens, j, on_j), _kernels()["lookups"]
+    nodes, free, kernel = _nodes(ens, on_j.node_bin), _free(ens, j, on_j), _kernel(ens, "lookups")
     for a, b in _blocks(X.shape[0], queries.shape[1] * ens.n_outputs):
         kernel(nodes, free, X[a:b], np.ascontiguousarray(on_j.bins[a:b]), out[a:b])
     return out

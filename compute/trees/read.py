@@ -147,7 +147,7 @@ def _hgb_categorical_splits(predictor, known: tuple[np.ndarray, np.ndarray]) -> 
     left = np.asarray(predictor.raw_left_cat_bitsets, dtype=np.uint32)[nodes["bitset_idx"][at]]
     seen = seen_sets[row[nodes["feature_idx"][at]]]
     unseen_left = np.where(nodes["missing_go_to_left"][at].astype(bool)[:, None], ~seen, 0).astype(np.uint32)
-    words = np.ascontiguousarray(left | unseen_left).view(np.int64).reshape(at.size, -1)
+    words = np.ascontiguousarray(left | unseen_left).view(np.int64).reshape(at.size, seen_sets.shape[1] // 2)
     index = np.full(nodes.size, -1, dtype=np.int64)
     index[at] = np.arange(at.size)
     return {"cat_index": index, "bitsets": words, "invalid_left": nodes["missing_go_to_left"]}
