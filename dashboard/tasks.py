@@ -136,7 +136,7 @@ def _profiles_split(ws: Workspace, task: Task) -> Split:
     return Split(parts, task)
 
 
-def _profile(ws, model, X, y, feature, settings, n_jobs) -> compute.FeatureProfile:
+def _profile(ws, model, X, y, feature, settings, *, n_jobs: int) -> compute.FeatureProfile:
     """One feature's ICE/ICI pass, with the grid rule of the dashboard."""
     n_obs = settings["n_obs"]
     n_explained = len(X) if n_obs is None else n_obs
@@ -167,7 +167,7 @@ def _profiles_execute(job: Job, task: Task, model) -> None:
             prof = job.store.get(key)  # a split job's parts computed it already
             if prof is None:
                 try:
-                    prof = _profile(job.ws, model, X, y, feature, task.params, job.n_jobs)
+                    prof = _profile(job.ws, model, X, y, feature, task.params, n_jobs=job.n_jobs)
                 except compute.InputError as exc:  # this feature alone (no values, one value): its panels say why
                     prof = Failed(f"The ICE/ICI curves of {feature} could not be computed: {exc}")
                 job.store.put(key, prof)
@@ -189,7 +189,7 @@ def _profile_part_execute(job: Job, task: Task, model) -> None:
     """One feature's ICE/ICI pass of a split job."""
     job.say(f"{task.model}: ICE/ICI pass for {task.params['feature']}", 0)
     settings = {k: task.params[k] for k in ("n_obs", "budget", "seed")}
-    prof = _profile(job.ws, model, job.X(task.model), job.y, task.params["feature"], settings, job.n_jobs)
+    prof = _profile(job.ws, model, job.X(task.model), job.y, task.params["feature"], settings, n_jobs=job.n_jobs)
     job.store.put(task.key, prof)
 
 
@@ -304,7 +304,7 @@ def _pfi_derive(store: Store, ws: Workspace, task: Task, data: pd.DataFrame) -> 
     return True
 
 
-def permutation_importance(model, X, y, ws: Workspace, params: dict, n_jobs: int, keep_pairs: bool = False):
+def permutation_importance(model, X, y, ws: Workspace, params: dict, n_jobs: int, *, keep_pairs: bool = False):
     """PFI as the page computes it (the seed, the loss and output of the data set), a block
     of a split job's features (``streams``) or keeping its pairs for the subgroups to come."""
     return permutation_block(

@@ -391,54 +391,13 @@ def bar_figure(
     series = [Bars(bars, name, error, hover)] if isinstance(bars, pd.Series) else list(bars)
     if order is None:
         order = _order([b.values for b in series])
-    labels = [str(f) for f in order]
     several = len(series) > 1
-    traces = []
-    for b in series:
-        values = _aligned(b.values, order)
-        spread = None if b.error is None else _aligned(b.error, order)
-        if b.hover is not None:
-            hover_text = [b.hover[f] for f in order]
-        else:
-            head = f"{esc(b.name)}<br>" if several else ""
-            hover_text = [
-                f"{head}{esc(shown_name(names, f))}: {v:.4g}" + ("" if spread is None else f" ± {spread[i]:.3g}")
-                for i, (f, v) in enumerate(zip(order, values))
-            ]
-        color = [b.color(v) for v in values] if callable(b.color) else b.color
-        traces.append(
-            go.Bar(
-                _validate=False,
-                name=b.name,
-                x=values,
-                y=labels,
-                orientation="h",
-                customdata=[_json_label(f) for f in order],
-                hovertext=hover_text,
-                hovertemplate="%{hovertext}<extra></extra>",
-                marker=dict(color=color, line=_outline(order, selected), **_pattern(b.pattern)),
-                **({} if spread is None else {"error_x": dict(type="data", array=spread, thickness=1.2)}),
-                **(
-                    {}
-                    if b.text is None
-                    else dict(
-                        text=[b.text.get(f, "") for f in order],
-                        textposition=b.text_position,
-                        **(
-                            dict(textfont=dict(size=10, color="#6b7280"), cliponaxis=False)
-                            if b.text_position == "outside"
-                            else dict(insidetextanchor="start")
-                        ),
-                    )
-                ),
-                **(dict(offsetgroup=b.name, legendgroup=b.name) if several else {}),
-            )
-        )
+    traces = [_bar_trace(b, order, selected=selected, several=several, names=names) for b in series]
     traces.extend(extra)
     yaxis, height = _bar_axis(order, selected, len(series), names)
     yaxis["title"] = dict(text=y_title)
     if wrap:  # long labels ("mean radius + worst radius + ...") on lines of about `wrap` characters
-        ticks = ["<br>".join(esc(line) for line in textwrap.wrap(shown_name(names, label), wrap)) for label in labels]
+        ticks = ["<br>".join(esc(line) for line in textwrap.wrap(shown_name(names, str(f)), wrap)) for f in order]
         yaxis["ticktext"] = ticks
         height = max(height, 150 + sum(30 + 14 * t.count("<br>") for t in ticks))
     return _style(
@@ -453,6 +412,56 @@ def bar_figure(
         xaxis=dict(title=x_title, zeroline=True),
         **({} if legend is None else {"legend": legend}),
     )
+
+
+def _bar_trace(b: Bars, order: list, *, selected, several: bool, names: Mapping[str, str] | None) -> go.Bar:
+    """One series' bars in ``order`` (a trace of :func:`bar_figure`): its values, error bars,
+    hover text, labels on the bars and, among several series, its offset and legend group."""
+    values = _aligned(b.values, order)
+    spread = None if b.error is None else _aligned(b.error, order)
+    return go.Bar(
+        _validate=False,
+        name=b.name,
+        x=values,
+        y=[str(f) for f in order],
+        orientation="h",
+        customdata=[_json_label(f) for f in order],
+        hovertext=_bar_hover(b, order, values, spread, several=several, names=names),
+        hovertemplate="%{hovertext}<extra></extra>",
+        marker=dict(color=_bar_color(b, values), line=_outline(order, selected), **_pattern(b.pattern)),
+        **({} if spread is None else {"error_x": dict(type="data", array=spread, thickness=1.2)}),
+        **_bar_text(b, order),
+        **(dict(offsetgroup=b.name, legendgroup=b.name) if several else {}),
+    )
+
+
+def _bar_hover(b: Bars, order: list, values, spread, *, several: bool, names: Mapping[str, str] | None) -> list:
+    """Each bar's hover text: the series' own, else (the series' name among several,) the
+    label, its value to 4 significant digits and its error to 3."""
+    if b.hover is not None:
+        return [b.hover[f] for f in order]
+    head = f"{esc(b.name)}<br>" if several else ""
+    return [
+        f"{head}{esc(shown_name(names, f))}: {v:.4g}" + ("" if spread is None else f" ± {spread[i]:.3g}")
+        for i, (f, v) in enumerate(zip(order, values))
+    ]
+
+
+def _bar_color(b: Bars, values):
+    """The series' colour: one for all its bars, or each bar's from its value."""
+    return [b.color(v) for v in values] if callable(b.color) else b.color
+
+
+def _bar_text(b: Bars, order: list) -> dict:
+    """The text on each bar and where it stands (none without ``b.text``)."""
+    if b.text is None:
+        return {}
+    placed = (
+        dict(textfont=dict(size=10, color="#6b7280"), cliponaxis=False)
+        if b.text_position == "outside"
+        else dict(insidetextanchor="start")
+    )
+    return dict(text=[b.text.get(f, "") for f in order], textposition=b.text_position, **placed)
 
 
 def _order(values: Sequence[pd.Series]) -> list:

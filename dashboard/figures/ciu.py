@@ -72,41 +72,9 @@ def ciu_figure(
     ]
     flagged = df["out_of_range"].to_numpy(bool)
     if flagged.any():
-        traces.append(
-            go.Scatter(
-                _validate=False,
-                x=df["CI"].to_numpy(float)[flagged],
-                y=np.array(y, dtype=object)[flagged],
-                customdata=np.array(keys, dtype=object)[flagged].tolist(),
-                mode="markers+text",
-                text=["out of range"] * int(flagged.sum()),
-                textposition="middle right",
-                cliponaxis=False,  # the label may stand right of the plot area
-                marker=dict(symbol="triangle-left", color=WARNING_COLOR, size=10),
-                name="out of range",
-                hovertext=np.array(hover, dtype=object)[flagged],
-                hovertemplate="%{hovertext}<extra></extra>",
-            )
-        )
+        traces.append(_out_of_range_trace(df, flagged, common))
     if reference is not None:
-        before = reference.reindex(order)
-        for x, name, symbol in (
-            (before["CI"], "CI before the edit", "line-ns-open"),
-            (before["CI"] * before["CU"], "CI × CU before the edit", "circle-open"),
-        ):
-            traces.append(
-                go.Scatter(
-                    _validate=False,
-                    x=x.to_numpy(float),
-                    y=y,
-                    customdata=keys,
-                    hovertext=[esc(shown_name(names, f)) for f in order],
-                    mode="markers",
-                    marker=dict(symbol=symbol, color=BEFORE_COLOR, size=11, line=dict(width=2)),
-                    name=name,
-                    hovertemplate="%{hovertext}: " + name + " %{x:.3g}<extra></extra>",
-                )
-            )
+        traces += _before_traces(reference.reindex(order), order, common, names=names)
     yaxis, height = _bar_axis(order, None, names=names)
     default = "Contextual importance (transparent bar) and utility (solid share of it)"
     extra: dict = {}
@@ -129,6 +97,49 @@ def ciu_figure(
         xaxis=dict(title="CI: share of the output range the feature spans; solid: CI × CU", zeroline=True),
         **extra,
     )
+
+
+def _out_of_range_trace(df: pd.DataFrame, flagged: np.ndarray, common: dict) -> go.Scatter:
+    """A marker and the words "out of range" at the end of each ``flagged`` feature's CI bar
+    (``common``: the bars' y, customdata and hover text, one per feature of ``df``)."""
+    return go.Scatter(
+        _validate=False,
+        x=df["CI"].to_numpy(float)[flagged],
+        y=np.array(common["y"], dtype=object)[flagged],
+        customdata=np.array(common["customdata"], dtype=object)[flagged].tolist(),
+        mode="markers+text",
+        text=["out of range"] * int(flagged.sum()),
+        textposition="middle right",
+        cliponaxis=False,  # the label may stand right of the plot area
+        marker=dict(symbol="triangle-left", color=WARNING_COLOR, size=10),
+        name="out of range",
+        hovertext=np.array(common["hovertext"], dtype=object)[flagged],
+        hovertemplate="%{hovertext}<extra></extra>",
+    )
+
+
+def _before_traces(before: pd.DataFrame, order: list, common: dict, *, names: Mapping[str, str] | None) -> list:
+    """The row's CI and CI x CU before the what-if edit (``before``, in ``order``) as open
+    markers on the bars."""
+    traces = []
+    for x, name, symbol in (
+        (before["CI"], "CI before the edit", "line-ns-open"),
+        (before["CI"] * before["CU"], "CI × CU before the edit", "circle-open"),
+    ):
+        traces.append(
+            go.Scatter(
+                _validate=False,
+                x=x.to_numpy(float),
+                y=common["y"],
+                customdata=common["customdata"],
+                hovertext=[esc(shown_name(names, f)) for f in order],
+                mode="markers",
+                marker=dict(symbol=symbol, color=BEFORE_COLOR, size=11, line=dict(width=2)),
+                name=name,
+                hovertemplate="%{hovertext}: " + name + " %{x:.3g}<extra></extra>",
+            )
+        )
+    return traces
 
 
 def _cu_text(cu: float) -> str:

@@ -72,13 +72,36 @@ def pi_figure(
     loss = _loss_name(prof.params)
     top, bottom = _stacked(0.2)
     layout = top.pop("layout")
-    traces = []
-    values = prof.x if x_all is None else x_all
+    traces = _distribution_traces(prof, x, prof.x if x_all is None else x_all, top)
+    traces += _pi_traces(prof, x, groups or {}, bottom)
+    if global_pfi is not None:
+        layout.update(_pfi_line(float(global_pfi)))
+    layout["annotations"] = layout.get("annotations", []) + _missing_axis(prof, "x2")
+    _merge(layout["xaxis2"], dict(title=dict(text=feature), **_category_axis(prof)))
+    _merge(layout["xaxis"], _category_axis(prof))
+    _merge(layout["yaxis"], dict(title=dict(text="count")))
+    _merge(layout["yaxis2"], dict(title=dict(text=f"PI: mean change in {loss}")))
+    title = f"PI curves of {feature}: mean change in {loss} when {feature} is set to x"
+    return _style(
+        traces,
+        title,
+        f"pi-{prof.feature}",
+        height=540,
+        legend=LEGEND_BELOW,
+        margin=dict(l=10, r=10, t=60, b=100),
+        **layout,
+    )
+
+
+def _distribution_traces(prof: FeatureProfile, x: np.ndarray, values, top: dict) -> list:
+    """The top panel of :func:`pi_figure`: the feature's ``values`` as rows per level
+    (categorical; the grid's levels first), else a histogram with a bar of the missing
+    values at "missing"."""
     if prof.categorical:
         labels = pd.Series([level_label(v) for v in np.asarray(values, dtype=object)])
         counts = labels.value_counts()
         levels = list(x) + [lv for lv in counts.index if lv not in set(x)]
-        traces.append(
+        return [
             go.Bar(
                 _validate=False,
                 x=levels,
@@ -89,39 +112,44 @@ def pi_figure(
                 hovertemplate="%{x}: %{y} rows<extra></extra>",
                 **top,
             )
+        ]
+    vals = np.asarray(values, dtype=float)
+    traces = [
+        go.Histogram(
+            _validate=False,
+            x=vals[np.isfinite(vals)],
+            nbinsx=40,
+            name="distribution",
+            marker_color=CURVE_COLOR,
+            showlegend=False,
+            hovertemplate="%{x}: %{y} rows<extra></extra>",
+            **top,
         )
-    else:
-        vals = np.asarray(values, dtype=float)
+    ]
+    n_missing = int(np.isnan(vals).sum())
+    if prof.has_missing_point and n_missing:
         traces.append(
-            go.Histogram(
+            go.Bar(
                 _validate=False,
-                x=vals[np.isfinite(vals)],
-                nbinsx=40,
-                name="distribution",
+                x=[x[-1]],
+                y=[n_missing],
+                width=[0.03 * (x[-1] - x[0])],
+                name="missing",
                 marker_color=CURVE_COLOR,
                 showlegend=False,
-                hovertemplate="%{x}: %{y} rows<extra></extra>",
+                hovertemplate="missing: %{y} rows<extra></extra>",
                 **top,
             )
         )
-        n_missing = int(np.isnan(vals).sum())
-        if prof.has_missing_point and n_missing:
-            traces.append(
-                go.Bar(
-                    _validate=False,
-                    x=[x[-1]],
-                    y=[n_missing],
-                    width=[0.03 * (x[-1] - x[0])],
-                    name="missing",
-                    marker_color=CURVE_COLOR,
-                    showlegend=False,
-                    hovertemplate="missing: %{y} rows<extra></extra>",
-                    **top,
-                )
-            )
+    return traces
+
+
+def _pi_traces(prof: FeatureProfile, x: np.ndarray, groups: Mapping[str, np.ndarray], bottom: dict) -> list:
+    """The bottom panel of :func:`pi_figure`: all rows' PI curve, then each non-empty
+    group's (``prof.subset(mask).pi``) in its colour, dash and marker symbol."""
     # unordered levels: one dot per level (a line through them would suggest an order)
     mode = "markers" if prof.categorical else "lines"
-    traces.append(
+    traces = [
         go.Scatter(
             _validate=False,
             **_line(prof, x, prof.pi, mode, dict(color=ALL_COLOR, size=12)),
@@ -130,8 +158,8 @@ def pi_figure(
             hovertemplate="all: PI(%{x}) = %{y:.4g}<extra></extra>",
             **bottom,
         )
-    )
-    for k, (label, mask) in enumerate((groups or {}).items()):
+    ]
+    for k, (label, mask) in enumerate(groups.items()):
         mask = _mask_array(prof, mask)
         if not mask.any():
             continue
@@ -148,21 +176,16 @@ def pi_figure(
                 **bottom,
             )
         )
-    if global_pfi is not None:
-        y = float(global_pfi)
-        layout["shapes"] = [
-            dict(
-                type="line",
-                xref="x2 domain",
-                x0=0,
-                x1=1,
-                yref="y2",
-                y0=y,
-                y1=y,
-                line=dict(dash="dash", color="black", width=1),
-            )
-        ]
-        layout["annotations"] = [
+    return traces
+
+
+def _pfi_line(y: float) -> dict:
+    """All rows' PFI as a dashed line across the PI panel, with its note (layout shapes and
+    annotations)."""
+    line = dict(dash="dash", color="black", width=1)
+    return {
+        "shapes": [dict(type="line", xref="x2 domain", x0=0, x1=1, yref="y2", y0=y, y1=y, line=line)],
+        "annotations": [
             dict(
                 text="all rows' PFI from the curves",
                 xref="x2 domain",
@@ -173,22 +196,8 @@ def pi_figure(
                 xanchor="left",
                 yanchor="bottom",
             )
-        ]
-    layout["annotations"] = layout.get("annotations", []) + _missing_axis(prof, "x2")
-    _merge(layout["xaxis2"], dict(title=dict(text=feature), **_category_axis(prof)))
-    _merge(layout["xaxis"], _category_axis(prof))
-    _merge(layout["yaxis"], dict(title=dict(text="count")))
-    _merge(layout["yaxis2"], dict(title=dict(text=f"PI: mean change in {loss}")))
-    title = f"PI curves of {feature}: mean change in {loss} when {feature} is set to x"
-    return _style(
-        traces,
-        title,
-        f"pi-{prof.feature}",
-        height=540,
-        legend=LEGEND_BELOW,
-        margin=dict(l=10, r=10, t=60, b=100),
-        **layout,
-    )
+        ],
+    }
 
 
 def ici_figure(
@@ -320,7 +329,9 @@ def _curves_figure(
     if eligible.size == 0:
         return empty_figure(f"The subgroup selects none of the {n_obs} explained rows.")
     rng = np.random.default_rng(random_state)
-    drawing = _drawing(prof, eligible, max_curves, n_points, highlight, selected, rng)
+    drawing = _drawing(
+        prof, eligible, rng, max_curves=max_curves, n_points=n_points, highlight=highlight, selected=selected
+    )
     output = None if prof.output is None else (output_label or str(prof.output))
     drawing = replace(drawing, feature=label or str(prof.feature), output=output)
     curves = prof.curves(kind, centered=centered)
@@ -330,20 +341,22 @@ def _curves_figure(
     local = prof.local_importance if prof.has_target else np.full(len(prof.rows), np.nan)
     for pos in drawing.largest:
         label = f"largest integral: row {prof.rows[pos]} ({local[pos]:.3g})"
-        traces.append(_row_trace(prof, curves, drawing, pos, label, (LARGEST_COLOR, *LARGEST_STYLE), 2.5))
+        traces.append(_row_trace(prof, curves, drawing, pos, label, style=(LARGEST_COLOR, *LARGEST_STYLE), width=2.5))
     for pos in drawing.smallest:
         label = f"smallest integral: row {prof.rows[pos]} ({local[pos]:.3g})"
-        traces.append(_row_trace(prof, curves, drawing, pos, label, (SMALLEST_COLOR, *SMALLEST_STYLE), 2.5))
+        traces.append(_row_trace(prof, curves, drawing, pos, label, style=(SMALLEST_COLOR, *SMALLEST_STYLE), width=2.5))
     sel = drawing.selected
     if sel is not None:
         note = "" if np.isin(sel, eligible) else ", not in subgroup"
         value = f" ({local[sel]:.3g}{note})" if local is not None else (f" ({note[2:]})" if note else "")
         name = f"selected: row {prof.rows[sel]}{value}"
-        traces.append(_row_trace(prof, curves, drawing, sel, name, (SELECTED_COLOR, *SELECTED_STYLE), 4))
+        traces.append(_row_trace(prof, curves, drawing, sel, name, style=(SELECTED_COLOR, *SELECTED_STYLE), width=4))
     return _curves_layout(traces, prof, kind, drawing, masked=mask is not None, centered=centered)
 
 
-def _drawing(prof: FeatureProfile, eligible, max_curves: int, n_points: int, highlight: int, selected, rng) -> _Drawing:
+def _drawing(
+    prof: FeatureProfile, eligible, rng, *, max_curves: int, n_points: int, highlight: int, selected
+) -> _Drawing:
     """The rows and grid columns to draw: a seeded sample of the eligible rows, evenly
     spaced grid columns, the rows of the largest and smallest ICI integral (the tables' rule,
     ``compute.rank_extremes``) and the selected row."""
@@ -455,7 +468,9 @@ def _summary_trace(prof: FeatureProfile, kind: str, summary: np.ndarray, d: _Dra
 ROW_MARKS = 10
 
 
-def _row_trace(prof: FeatureProfile, curves: np.ndarray, d: _Drawing, pos: int, name: str, style: tuple, width: float):
+def _row_trace(
+    prof: FeatureProfile, curves: np.ndarray, d: _Drawing, pos: int, name: str, *, style: tuple, width: float
+):
     """One row's curve on top (a highlighted or the selected row). ``style``: (colour, dash,
     marker symbol); a line carries its symbol every few grid points (``marker.maxdisplayed``:
     plotly.js staggers the traces, so two curves of one row both show), a strip's dots are

@@ -117,7 +117,7 @@ def cost(ws, task, data) -> list[int]:
     return [rows * max(1, len(ws.model(task.model).features) // 2) * int(task.params["n_repeats"]) + rows]
 
 
-def run(model, X, y, ws, params, n_jobs, inside=None):
+def run(model, X, y, ws, params, n_jobs, *, inside=None):
     """The task (in the isolated job, on the PFI rows): the flagged groups, shuffled jointly.
     ``inside`` (the bars come from the all-rows permutations): X is every row and ``inside``
     the selected ones; the groups are found on those, shuffled on every row and restricted,
@@ -168,7 +168,7 @@ def cs_cost(ws, task, data) -> list[int]:
     return [rows * len(ws.model(task.model).features) * int(task.params["n_repeats"]) + rows]
 
 
-def cs_run(model, X, y, ws, params, n_jobs, inside=None):
+def cs_run(model, X, y, ws, params, n_jobs, *, inside=None):
     """The task (in the isolated job): each feature shuffled within the subgroups of a tree
     learning it from the others (``compute.conditional_importance``); the marginal PFI is
     the bars'. ``inside`` (the bars come from the all-rows permutations): on the selected

@@ -79,7 +79,7 @@ def cost(ws, task, data) -> list[int]:
     return [n * sum(distinct) + pairs * (n + min(n, task.params["grid_size"] ** 2)) * n]
 
 
-def run(model, X, y, ws, params, n_jobs, inside=None):
+def run(model, X, y, ws, params, n_jobs, *, inside=None):
     """The task (in the isolated job): H statistics on a seeded sample of the selected rows."""
     chosen = X if inside is None else X[inside]
     return compute.interaction_strength(

@@ -116,103 +116,21 @@ def _sample(mask: np.ndarray) -> np.ndarray:
 def render(ctx, inp, controls) -> dict:
     preds = inp.results(KIND)
     if not preds:
-        message = "Waiting for the predictions…"
-        return {
-            "data": [],
-            "columns": [],
-            "fit": empty(message),
-            "by_feature": empty(message),
-            "confusion": [],
-            "confusion_columns": [],
-            "threshold_style": {"display": "none"},
-            "info": "",
-        }
+        return _waiting("Waiting for the predictions…")
     model = inp.state["model"] if inp.state["model"] in preds else next(iter(preds))
     pred = preds[model]
-    y = inp.data[inp.ws.target]
     feature = inp.label(inp.feature)  # as people read it (its label); the data's column is inp.feature
     chosen = groups(inp)
-    selected_label, selected = chosen[0]
+    selected = chosen[0][1]
     rows, cols = figures.table_data(metrics_table(inp), digits=3)
     threshold = threshold_of(controls.get("threshold"))
     x = inp.data[inp.feature].to_numpy()
-    categorical = not pd.api.types.is_numeric_dtype(inp.data[inp.feature].dtype)
-    both = f"{model}, subgroup and rest" if len(chosen) > 1 else f"{model}, {inp.selection}"
     if pred.is_classifier:
-        label = inp.class_label(figures.level_label(pred.output))
-        if pred.has_proba:
-            curves = []
-            for k, (name, p) in enumerate(preds.items()):
-                color = figures.MODEL_COLORS[k % len(figures.MODEL_COLORS)]
-                for (part, mask), dash in zip(chosen[:2], ("solid", "dash")):
-                    if mask.any():
-                        curve = compute.calibration_curve(p, y, mask=mask, n_bins=bins(int(mask.sum())))
-                        curves.append((f"{name}: {part}" if len(chosen) > 1 else str(name), curve, color, dash))
-            fit = figures.calibration_figure(
-                curves,
-                output=label,
-                title=f"Calibration: predicted probability against the share that is {label}",
-                subtitle="subgroup: solid, rest: dashed" if len(chosen) > 1 else inp.selection,
-            )
-            at = _sample(selected)
-            actual = pred.positives(y)[at]
-            by_feature = figures.scatter_figure(
-                [
-                    (f"actually {label}", x[at][actual], pred.value[at][actual], figures.POSITIVE_COLOR),
-                    (f"actually not {label}", x[at][~actual], pred.value[at][~actual], figures.CURVE_COLOR),
-                ],
-                title=f"Predicted probability of {label} by {feature}",
-                subtitle=f"{model}, {inp.selection}",
-                x_title=str(feature),
-                y_title=f"predicted probability of {label}",
-                categorical=categorical,
-                y_percent=True,
-            )
-        else:
-            fit = empty(f"{model} gives no probabilities, so there is no calibration curve.")
-            by_feature = empty(f"{model} gives no probabilities to plot against {feature}.")
-        matrix = compute.confusion_matrix(pred, y, mask=selected, threshold=threshold)
-        total = max(int(matrix.to_numpy().sum()), 1)
-        shown = matrix.map(lambda n: f"{n:,} ({n / total:.0%})")
-        shown.columns = [f"predicted {_class_text(inp, c)}" for c in shown.columns]
-        shown.index = [_class_text(inp, c) for c in shown.index]
-        confusion, confusion_columns = figures.table_data(shown, index_name="actual")
-        rule = (
-            f"{label} is predicted when its probability is at least the threshold of {threshold:.2f}"
-            if pred.has_proba
-            else f"{model} predicts labels"
-        )
-        accuracy = compute.confusion_accuracy(matrix)
-        info = (
-            f"Confusion matrix of {model} on the {selected_label} ({total:,} rows): {rule}; "
-            f"{accuracy:.1%} of these rows are then classified right."
-        )
-        threshold_style: dict = {} if pred.has_proba else {"display": "none"}
+        fit, by_feature = _probability_charts(inp, preds, model, chosen)
+        matrix = _confusion(inp, pred, model, chosen, threshold)
     else:
-        at = np.concatenate([_sample(mask) for _, mask in chosen[:2]])
-        residual = pred.residuals(y)
-        colors = figures.GROUP_COLORS if len(chosen) > 1 else (figures.ALL_COLOR,)  # all rows: as PI's "all"
-        parts = [(part, _sample(mask), color) for (part, mask), color in zip(chosen[:2], colors)]
-        target = str(inp.ws.target)
-        fit = figures.scatter_figure(
-            [(part, y.to_numpy(float)[at], pred.raw[at], color) for part, at, color in parts],
-            title=f"Predicted against observed {target}",
-            subtitle=both,
-            x_title=f"observed {target}",
-            y_title=f"predicted {target}",
-            diagonal=True,
-        )
-        by_feature = figures.scatter_figure(
-            [(part, x[at], residual[at], color) for part, at, color in parts],
-            title=f"Residuals (observed − predicted) by {feature}",
-            subtitle=both,
-            x_title=str(feature),
-            y_title=f"residual of {target}",
-            zero_line=True,
-            categorical=categorical,
-        )
-        confusion, confusion_columns, threshold_style = [], [], {"display": "none"}
-        info = ""
+        fit, by_feature = _regression_charts(inp, pred, model, chosen)
+        matrix = {"confusion": [], "confusion_columns": [], "threshold_style": {"display": "none"}, "info": ""}
     drawn = selected if pred.is_classifier else np.logical_or.reduce([mask for _, mask in chosen[:2]])
     if not pd.notna(x[np.asarray(drawn, bool)]).any():  # an empty chart would read as "no effect"
         by_feature = empty(
@@ -220,17 +138,144 @@ def render(ctx, inp, controls) -> dict:
             "Choose another feature for this chart."
         )
     note = data_role_note(inp.ws, "performance")
-    info = f"{note} {info}".strip() if note else info
+    info = f"{note} {matrix['info']}".strip() if note else matrix["info"]
     return {
         "data": rows,
         "columns": cols,
         "fit": fit,
         "by_feature": by_feature,
+        "confusion": matrix["confusion"],
+        "confusion_columns": matrix["confusion_columns"],
+        "threshold_style": matrix["threshold_style"],
+        "info": info,
+    }
+
+
+def _waiting(message: str) -> dict:
+    """Every output while the predictions are computed: empty charts and tables, no
+    threshold."""
+    return {
+        "data": [],
+        "columns": [],
+        "fit": empty(message),
+        "by_feature": empty(message),
+        "confusion": [],
+        "confusion_columns": [],
+        "threshold_style": {"display": "none"},
+        "info": "",
+    }
+
+
+def _by_feature_axis(inp) -> tuple[str, bool]:
+    """The chosen feature as people read it, and whether its values are categories."""
+    return inp.label(inp.feature), not pd.api.types.is_numeric_dtype(inp.data[inp.feature].dtype)
+
+
+def _probability_charts(inp, preds: dict, model, chosen: list) -> tuple:
+    """A classifier's charts: every model's calibration curve (subgroup solid, rest dashed)
+    and the chosen model's predicted probability against the feature on the rows looked at,
+    by the actual class; a message in each when the model gives no probabilities."""
+    pred = preds[model]
+    feature, categorical = _by_feature_axis(inp)
+    if not pred.has_proba:
+        return (
+            empty(f"{model} gives no probabilities, so there is no calibration curve."),
+            empty(f"{model} gives no probabilities to plot against {feature}."),
+        )
+    y = inp.data[inp.ws.target]
+    label = inp.class_label(figures.level_label(pred.output))
+    curves = []
+    for k, (name, p) in enumerate(preds.items()):
+        color = figures.MODEL_COLORS[k % len(figures.MODEL_COLORS)]
+        for (part, mask), dash in zip(chosen[:2], ("solid", "dash")):
+            if mask.any():
+                curve = compute.calibration_curve(p, y, mask=mask, n_bins=bins(int(mask.sum())))
+                curves.append((f"{name}: {part}" if len(chosen) > 1 else str(name), curve, color, dash))
+    fit = figures.calibration_figure(
+        curves,
+        output=label,
+        title=f"Calibration: predicted probability against the share that is {label}",
+        subtitle="subgroup: solid, rest: dashed" if len(chosen) > 1 else inp.selection,
+    )
+    x = inp.data[inp.feature].to_numpy()
+    at = _sample(chosen[0][1])
+    actual = pred.positives(y)[at]
+    by_feature = figures.scatter_figure(
+        [
+            (f"actually {label}", x[at][actual], pred.value[at][actual], figures.POSITIVE_COLOR),
+            (f"actually not {label}", x[at][~actual], pred.value[at][~actual], figures.CURVE_COLOR),
+        ],
+        title=f"Predicted probability of {label} by {feature}",
+        subtitle=f"{model}, {inp.selection}",
+        x_title=str(feature),
+        y_title=f"predicted probability of {label}",
+        categorical=categorical,
+        y_percent=True,
+    )
+    return fit, by_feature
+
+
+def _confusion(inp, pred, model, chosen: list, threshold: float) -> dict:
+    """A classifier's confusion matrix on the rows looked at (the first of :func:`groups`)
+    at ``threshold``: its table and columns, the threshold control's style (shown only for
+    probabilities) and the sentence saying the rule and the share classified right."""
+    selected_label, selected = chosen[0]
+    label = inp.class_label(figures.level_label(pred.output))
+    matrix = compute.confusion_matrix(pred, inp.data[inp.ws.target], mask=selected, threshold=threshold)
+    total = max(int(matrix.to_numpy().sum()), 1)
+    shown = matrix.map(lambda n: f"{n:,} ({n / total:.0%})")
+    shown.columns = [f"predicted {_class_text(inp, c)}" for c in shown.columns]
+    shown.index = [_class_text(inp, c) for c in shown.index]
+    confusion, confusion_columns = figures.table_data(shown, index_name="actual")
+    rule = (
+        f"{label} is predicted when its probability is at least the threshold of {threshold:.2f}"
+        if pred.has_proba
+        else f"{model} predicts labels"
+    )
+    accuracy = compute.confusion_accuracy(matrix)
+    info = (
+        f"Confusion matrix of {model} on the {selected_label} ({total:,} rows): {rule}; "
+        f"{accuracy:.1%} of these rows are then classified right."
+    )
+    threshold_style: dict = {} if pred.has_proba else {"display": "none"}
+    return {
         "confusion": confusion,
         "confusion_columns": confusion_columns,
         "threshold_style": threshold_style,
         "info": info,
     }
+
+
+def _regression_charts(inp, pred, model, chosen: list) -> tuple:
+    """A regressor's charts: predicted against observed and the residuals against the
+    feature, a sample of the subgroup's and the rest's rows in their colours (all rows in
+    PI's "all" colour)."""
+    feature, categorical = _by_feature_axis(inp)
+    y = inp.data[inp.ws.target]
+    x = inp.data[inp.feature].to_numpy()
+    both = f"{model}, subgroup and rest" if len(chosen) > 1 else f"{model}, {inp.selection}"
+    residual = pred.residuals(y)
+    colors = figures.GROUP_COLORS if len(chosen) > 1 else (figures.ALL_COLOR,)  # all rows: as PI's "all"
+    parts = [(part, _sample(mask), color) for (part, mask), color in zip(chosen[:2], colors)]
+    target = str(inp.ws.target)
+    fit = figures.scatter_figure(
+        [(part, y.to_numpy(float)[at], pred.raw[at], color) for part, at, color in parts],
+        title=f"Predicted against observed {target}",
+        subtitle=both,
+        x_title=f"observed {target}",
+        y_title=f"predicted {target}",
+        diagonal=True,
+    )
+    by_feature = figures.scatter_figure(
+        [(part, x[at], residual[at], color) for part, at, color in parts],
+        title=f"Residuals (observed − predicted) by {feature}",
+        subtitle=both,
+        x_title=str(feature),
+        y_title=f"residual of {target}",
+        zero_line=True,
+        categorical=categorical,
+    )
+    return fit, by_feature
 
 
 def _class_text(inp, value) -> str:
