@@ -20,13 +20,11 @@ import compute
 from .api import Pickled
 from .config import Config
 from .doors import open_workspace, write_report
-from .loading import MODEL_SUFFIXES, LoadError, read_data
+from .loading import LoadError, read_data
 from .loading.checks import CLI_CONFIRM, PYTHON_CONFIRM
-from .loading.sniff import AMBIGUOUS_SUFFIXES
+from .loading.formats import ACCEPTED_SUFFIXES, OWN, decision, format_of
 from .state import make_context
 from .store import Workspace
-
-PICKLES = (".pkl", ".pickle", ".joblib")
 
 
 def report_main(argv: list[str] | None = None, *, stderr=None, prog: str = "python app.py report") -> int:
@@ -191,8 +189,9 @@ def _name(path: Path, i: int) -> str:
 
 
 def _model(path: Path, err):
-    """A model file: its path for the formats the upload form reads (loaded in the job), the
-    object itself for a pickle (loaded here: the operator's own file)."""
+    """A model file: its path for the formats the upload form reads (loaded in the job), its
+    bytes for a format the table of formats (:mod:`dashboard.loading.formats`) trusts only
+    with an opt-in: a pickle here is the operator's own file, loaded in the job process."""
     suffix = path.suffix.lower()
     if path.is_dir():  # an MLflow model folder (MLmodel + the flavour's files): zipped by the door
         if not (path / "MLmodel").is_file():
@@ -202,13 +201,13 @@ def _model(path: Path, err):
         return path
     if not path.is_file():
         raise LoadError(f"{path}: no such model file.", field="model")
-    if suffix in PICKLES:  # before MODEL_SUFFIXES, which names them to refuse them at upload
+    fmt = format_of(suffix)
+    if fmt is not None and decision(fmt, own=True) == OWN:  # a pickle: the operator's own, loaded with a warning
         print(f"warning: loading {path.name} runs the code it holds; load only your own files.", file=err)
         return Pickled(path.read_bytes(), "joblib")  # loaded in the job process, as a session's model
-    if suffix in MODEL_SUFFIXES or suffix in AMBIGUOUS_SUFFIXES:  # .model / .bst: read by content
+    if suffix in ACCEPTED_SUFFIXES:  # the table's, and .model / .bst (read by content)
         return path
-    known = ", ".join(dict.fromkeys((*MODEL_SUFFIXES, *AMBIGUOUS_SUFFIXES, *PICKLES)))  # pickles are in both
-    raise LoadError(f"{path.name}: not a model file ({known}).", field="model")
+    raise LoadError(f"{path.name}: not a model file ({', '.join(ACCEPTED_SUFFIXES)}).", field="model")
 
 
 def _one_line(exc: Exception) -> str:

@@ -29,10 +29,11 @@ from . import labels as labelling
 from .callbacks.compute import run_request
 from .html_report import report_html
 from .isolation import isolated
-from .loading import MODEL_SUFFIXES, LoadError, read_data
+from .loading import LoadError, read_data
 from .loading.checks import PYTHON_CONFIRM
+from .loading.formats import MLFLOW_SUFFIX, MODEL_SUFFIXES, format_of
 from .loading.inspect import Checked, inspect_model
-from .loading.mlflow import MLFLOW_SUFFIX, folder_archive
+from .loading.mlflow import folder_archive
 from .loading.sniff import AMBIGUOUS_SUFFIXES, suffix_by_content
 from .state import Context, default_state, normalize
 from .store import ModelEntry, Workspace, new_workspace_id
@@ -65,43 +66,11 @@ def open_workspace(
     showing that order and ``confirm_how`` (how the caller's door confirms it). Raises
     ``LoadError`` (with ``field``: "model", "data" or "target"), ``LabelsError`` or
     ``compute.ExplainError`` naming what is wrong."""
-    if isinstance(data, (str, os.PathLike)):  # show(): a data file or Parquet data set, read as --data is
-        data = read_data(data, name=os.path.basename(os.fspath(data).rstrip("/")) or None, policy=ctx.policy)
-    data = as_pandas(data, "data")  # a Polars or PyArrow frame: pandas from here on
-    if not isinstance(data, pd.DataFrame) or data.empty:
-        raise LoadError("The data must be a non-empty DataFrame (pandas, Polars or a PyArrow Table).", field="data")
-    if not isinstance(target, str) or target not in data.columns:
-        shown = ", ".join(map(str, list(data.columns)[:12]))
-        raise LoadError(f"The target column {target!r} is not in the data (its columns: {shown}).", field="target")
+    data = _given_data(ctx, data, target)
     if not models:
         raise LoadError("Give at least one model.", field="model")
     shaped = labelling.given_labels(labels)  # its shape before any model runs
-    entries = []
-    for name, model in models.items():
-        if isinstance(model, session_models.Pickled) and model.how.startswith("file:"):
-            model = _as_file(ctx, model)  # a raw booster: its own file format
-        if isinstance(model, Path) and model.is_dir():  # an MLflow model folder: kept as its zip
-            model = _as_file(ctx, session_models.Pickled(folder_archive(model, ctx.policy), "file:" + MLFLOW_SUFFIX))
-        if isinstance(model, Path):
-            suffix = model.suffix.lower()
-            if suffix in AMBIGUOUS_SUFFIXES:  # .model / .bst: LightGBM or XGBoost, read by content
-                suffix = suffix_by_content(model, model.name)
-            if suffix not in MODEL_SUFFIXES:
-                known = ", ".join(MODEL_SUFFIXES)
-                raise LoadError(f"{model.name}: not a model file this door reads ({known}).", field="model")
-            rel, sha = ctx.store.keep_model(model, suffix)
-        else:
-            if not isinstance(model, session_models.Pickled) and not (
-                hasattr(model, "predict") or hasattr(model, "predict_proba")
-            ):
-                raise LoadError(f"The model {name!r} has no predict or predict_proba.", field="model")
-            try:
-                rel, sha = session_models.keep(model)
-            except Exception as exc:  # a lambda in a pipeline, an open connection
-                what = f"{type(exc).__name__}: {exc}"
-                message = f"The model {name!r} cannot be handed to the job processes ({what})."
-                raise LoadError(message, field="model") from exc
-        entries.append(ModelEntry(name=str(name), path=rel, sha=sha))
+    entries = [_entry(ctx, name, model) for name, model in models.items()]
     data_rel, data_sha = ctx.store.keep_data(data)
     draft = Workspace(
         id=new_workspace_id(),
@@ -148,10 +117,57 @@ def open_workspace(
     return ws
 
 
+def _given_data(ctx: Context, data, target: str) -> pd.DataFrame:
+    """The data as a pandas frame holding the target column (read first when it is a path)."""
+    if isinstance(data, (str, os.PathLike)):  # show(): a data file or Parquet data set, read as --data is
+        data = read_data(data, name=os.path.basename(os.fspath(data).rstrip("/")) or None, policy=ctx.policy)
+    data = as_pandas(data, "data")  # a Polars or PyArrow frame: pandas from here on
+    if not isinstance(data, pd.DataFrame) or data.empty:
+        raise LoadError("The data must be a non-empty DataFrame (pandas, Polars or a PyArrow Table).", field="data")
+    if not isinstance(target, str) or target not in data.columns:
+        shown = ", ".join(map(str, list(data.columns)[:12]))
+        raise LoadError(f"The target column {target!r} is not in the data (its columns: {shown}).", field="target")
+    return data
+
+
+def _entry(ctx: Context, name, model) -> ModelEntry:
+    """A model kept for the workspace: a file in the cache (a model file, a raw booster's
+    bytes, an MLflow folder's zip) or a session model (an object, or its pickled bytes)."""
+    if isinstance(model, session_models.Pickled) and model.how.startswith("file:"):
+        model = _as_file(ctx, model)  # a raw booster: its own file format
+    if isinstance(model, Path) and model.is_dir():  # an MLflow model folder: kept as its zip
+        model = _as_file(ctx, session_models.Pickled(folder_archive(model, ctx.policy), "file:" + MLFLOW_SUFFIX))
+    if isinstance(model, Path):
+        rel, sha = _kept_file(ctx, model)
+    else:
+        if not isinstance(model, session_models.Pickled) and not (
+            hasattr(model, "predict") or hasattr(model, "predict_proba")
+        ):
+            raise LoadError(f"The model {name!r} has no predict or predict_proba.", field="model")
+        try:
+            rel, sha = session_models.keep(model)
+        except Exception as exc:  # a lambda in a pipeline, an open connection
+            what = f"{type(exc).__name__}: {exc}"
+            message = f"The model {name!r} cannot be handed to the job processes ({what})."
+            raise LoadError(message, field="model") from exc
+    return ModelEntry(name=str(name), path=rel, sha=sha)
+
+
+def _kept_file(ctx: Context, model: Path) -> tuple[str, str]:
+    """A model file of a format of the table (:mod:`dashboard.loading.formats`) kept in the cache."""
+    suffix = model.suffix.lower()
+    if suffix in AMBIGUOUS_SUFFIXES:  # .model / .bst: LightGBM or XGBoost, read by content
+        suffix = suffix_by_content(model, model.name)
+    if format_of(suffix) is None:
+        known = ", ".join(MODEL_SUFFIXES)
+        raise LoadError(f"{model.name}: not a model file this door reads ({known}).", field="model")
+    return ctx.store.keep_model(model, suffix)
+
+
 def _as_file(ctx: Context, given) -> Path:
     """A booster's file bytes as a file in the cache (kept by content, as an upload)."""
     suffix = given.how[len("file:") :]
-    if suffix not in MODEL_SUFFIXES:
+    if format_of(suffix) is None:
         raise LoadError(f"Not a model file format this door reads ({suffix}).", field="model")
     folder = ctx.store.path("sessions")
     folder.mkdir(parents=True, exist_ok=True)

@@ -14,6 +14,26 @@ OPERATORS = ["==", "!=", "<", "<=", ">", ">=", "between", "in", "not in", "is mi
 
 
 def load_panel(config) -> html.Details:
+    return html.Details(
+        id=ids.LOAD_PANEL,
+        children=[
+            html.Summary("Load your own model and data"),
+            html.Div(
+                [_model_field(config), _data_field(), _choices_field(), _labels_field(), _load_buttons()],
+                className="load-grid",
+            ),
+            dcc.Store(id=ids.MODEL_FILES, data=[]),
+            dcc.Store(id=ids.DATA_FILE, data=None),
+            dcc.Store(id=ids.LABELS_FILE, data=None),
+            dcc.Store(id=ids.DATA_COLUMNS, data={}),
+            dcc.Store(id=ids.LOAD_CLOSED),
+        ],
+        className="load-panel",
+    )
+
+
+def _model_field(config) -> html.Div:
+    """The model files: the chooser, what was chosen, the skops types to accept, the formats."""
     pickle_note = (
         "Pickle/joblib files are accepted on this server (the operator trusts them)."
         if config.allow_pickle
@@ -24,133 +44,130 @@ def load_panel(config) -> html.Details:
         "Gradient boosting: XGBoost save_model('model.json' or '.ubj'), LightGBM booster.save_model('model.txt'), "
         "CatBoost save_model('model.cbm'). These files are data: checked, then run in an isolated process."
     )
-    return html.Details(
-        id=ids.LOAD_PANEL,
-        children=[
-            html.Summary("Load your own model and data"),
+    return html.Div(
+        [
+            html.Label(f"Model files ({FORMATS_TEXT})"),
+            html.Button("Choose model files…", id=ids.MODEL_UPLOAD, className="button"),
+            html.Div(id=ids.MODEL_FILES_INFO, className="file-info"),
+            error_line(ids.MODEL_ERROR),
             html.Div(
                 [
-                    html.Div(
-                        [
-                            html.Label(f"Model files ({FORMATS_TEXT})"),
-                            html.Button("Choose model files…", id=ids.MODEL_UPLOAD, className="button"),
-                            html.Div(id=ids.MODEL_FILES_INFO, className="file-info"),
-                            error_line(ids.MODEL_ERROR),
-                            html.Div(
-                                [
-                                    html.P(
-                                        "This skops file contains types this server does not load by itself "
-                                        "(they could run code). Tick only the ones you trust:"
-                                    ),
-                                    dcc.Checklist(id=ids.TYPES_CHECKLIST, options=[], value=[]),
-                                ],
-                                id=ids.TYPES_BOX,
-                                style={"display": "none"},
-                            ),
-                            html.P(formats_note, className="help"),
-                            html.P(pickle_note, className="help"),
-                        ],
-                        className="load-field",
+                    html.P(
+                        "This skops file contains types this server does not load by itself "
+                        "(they could run code). Tick only the ones you trust:"
                     ),
-                    html.Div(
-                        [
-                            html.Label("Data file (.csv, .parquet) with the target column"),
-                            html.Button("Choose data file…", id=ids.DATA_UPLOAD, className="button"),
-                            html.Div(id=ids.DATA_FILE_INFO, className="file-info"),
-                            error_line(ids.DATA_ERROR),
-                            dcc.Checklist(
-                                id=ids.ADD_TO_CURRENT,
-                                options=[
-                                    {"label": " no data file: add the models to the data shown now", "value": "add"}
-                                ],
-                                value=[],
-                            ),
-                            dcc.Checklist(
-                                id=ids.ORDER_CONFIRM,
-                                options=[
-                                    {
-                                        "label": " the columns are in the order the model was trained on "
-                                        "(asked of a model that does not name its inputs)",
-                                        "value": "yes",
-                                    }
-                                ],
-                                value=[],
-                            ),
+                    dcc.Checklist(id=ids.TYPES_CHECKLIST, options=[], value=[]),
+                ],
+                id=ids.TYPES_BOX,
+                style={"display": "none"},
+            ),
+            html.P(formats_note, className="help"),
+            html.P(pickle_note, className="help"),
+        ],
+        className="load-field",
+    )
+
+
+def _data_field() -> html.Div:
+    """The data file, and whether the models are added to the data shown or name no inputs."""
+    return html.Div(
+        [
+            html.Label("Data file (.csv, .parquet) with the target column"),
+            html.Button("Choose data file…", id=ids.DATA_UPLOAD, className="button"),
+            html.Div(id=ids.DATA_FILE_INFO, className="file-info"),
+            error_line(ids.DATA_ERROR),
+            dcc.Checklist(
+                id=ids.ADD_TO_CURRENT,
+                options=[{"label": " no data file: add the models to the data shown now", "value": "add"}],
+                value=[],
+            ),
+            dcc.Checklist(
+                id=ids.ORDER_CONFIRM,
+                options=[
+                    {
+                        "label": " the columns are in the order the model was trained on "
+                        "(asked of a model that does not name its inputs)",
+                        "value": "yes",
+                    }
+                ],
+                value=[],
+            ),
+        ],
+        className="load-field",
+    )
+
+
+def _choices_field() -> html.Div:
+    """The target column, the loss, the class labels and class explained, and what the rows are."""
+    return html.Div(
+        [
+            html.Label("Target column", htmlFor=ids.TARGET_SELECT),
+            dcc.Dropdown(id=ids.TARGET_SELECT, options=[], placeholder="choose the target column"),
+            error_line(ids.TARGET_ERROR),
+            html.Label("Loss", htmlFor=ids.LOSS_SELECT),
+            dcc.Dropdown(id=ids.LOSS_SELECT, options=[], placeholder="default from the task"),
+            html.Label(
+                "Class labels, in the model's order (XGBoost/LightGBM classifiers)",
+                htmlFor=ids.CLASS_LABELS,
+            ),
+            dcc.Input(
+                id=ids.CLASS_LABELS,
+                type="text",
+                debounce=True,
+                placeholder="default: 0, 1, … or the target's values sorted",
+                className="text-input",
+            ),
+            html.Label("Class to explain (classifiers)", htmlFor=ids.OUTPUT_SELECT),
+            dcc.Dropdown(id=ids.OUTPUT_SELECT, options=[], placeholder="default: the last class"),
+            html.Fieldset(  # the legend names the group of radio buttons
+                [
+                    html.Legend("Did the models see these rows in training?"),
+                    dcc.RadioItems(
+                        id=ids.DATA_ROLE,
+                        options=[
+                            {"label": " no: held-out (test) data", "value": "held-out"},
+                            {"label": " yes: the training data", "value": "training"},
+                            {"label": " not sure", "value": "unknown"},
                         ],
-                        className="load-field",
-                    ),
-                    html.Div(
-                        [
-                            html.Label("Target column", htmlFor=ids.TARGET_SELECT),
-                            dcc.Dropdown(id=ids.TARGET_SELECT, options=[], placeholder="choose the target column"),
-                            error_line(ids.TARGET_ERROR),
-                            html.Label("Loss", htmlFor=ids.LOSS_SELECT),
-                            dcc.Dropdown(id=ids.LOSS_SELECT, options=[], placeholder="default from the task"),
-                            html.Label(
-                                "Class labels, in the model's order (XGBoost/LightGBM classifiers)",
-                                htmlFor=ids.CLASS_LABELS,
-                            ),
-                            dcc.Input(
-                                id=ids.CLASS_LABELS,
-                                type="text",
-                                debounce=True,
-                                placeholder="default: 0, 1, … or the target's values sorted",
-                                className="text-input",
-                            ),
-                            html.Label("Class to explain (classifiers)", htmlFor=ids.OUTPUT_SELECT),
-                            dcc.Dropdown(id=ids.OUTPUT_SELECT, options=[], placeholder="default: the last class"),
-                            html.Fieldset(  # the legend names the group of radio buttons
-                                [
-                                    html.Legend("Did the models see these rows in training?"),
-                                    dcc.RadioItems(
-                                        id=ids.DATA_ROLE,
-                                        options=[
-                                            {"label": " no: held-out (test) data", "value": "held-out"},
-                                            {"label": " yes: the training data", "value": "training"},
-                                            {"label": " not sure", "value": "unknown"},
-                                        ],
-                                        value="unknown",
-                                        className="data-role",
-                                    ),
-                                ],
-                                className="field-group",
-                            ),
-                        ],
-                        className="load-field",
-                    ),
-                    html.Div(
-                        [
-                            html.Label("Labels (optional): a .json file of feature and class names"),
-                            html.Button("Choose labels file…", id=ids.LABELS_UPLOAD, className="button"),
-                            html.Div(id=ids.LABELS_FILE_INFO, className="file-info"),
-                            error_line(ids.LABELS_ERROR),
-                            html.P(
-                                'For example {"features": {"income_k": "Yearly income (k$)"}, "classes": '
-                                '{"1": "churned"}}: shown on the axes, tables, findings and the report; the column '
-                                "names stay in the link and the numbers.",
-                                className="help",
-                            ),
-                        ],
-                        className="load-field",
-                    ),
-                    html.Div(
-                        [
-                            html.Button("Load", id=ids.LOAD_BUTTON, className="button primary"),
-                            html.Button("Cancel loading", id=ids.LOAD_CANCEL, className="button", disabled=True),
-                            html.Div(id=ids.LOAD_STATUS, className="field-error", role="alert"),
-                        ],
-                        className="load-field",
+                        value="unknown",
+                        className="data-role",
                     ),
                 ],
-                className="load-grid",
+                className="field-group",
             ),
-            dcc.Store(id=ids.MODEL_FILES, data=[]),
-            dcc.Store(id=ids.DATA_FILE, data=None),
-            dcc.Store(id=ids.LABELS_FILE, data=None),
-            dcc.Store(id=ids.DATA_COLUMNS, data={}),
-            dcc.Store(id=ids.LOAD_CLOSED),
         ],
-        className="load-panel",
+        className="load-field",
+    )
+
+
+def _labels_field() -> html.Div:
+    """The optional labels file of feature and class names."""
+    return html.Div(
+        [
+            html.Label("Labels (optional): a .json file of feature and class names"),
+            html.Button("Choose labels file…", id=ids.LABELS_UPLOAD, className="button"),
+            html.Div(id=ids.LABELS_FILE_INFO, className="file-info"),
+            error_line(ids.LABELS_ERROR),
+            html.P(
+                'For example {"features": {"income_k": "Yearly income (k$)"}, "classes": '
+                '{"1": "churned"}}: shown on the axes, tables, findings and the report; the column '
+                "names stay in the link and the numbers.",
+                className="help",
+            ),
+        ],
+        className="load-field",
+    )
+
+
+def _load_buttons() -> html.Div:
+    """Load, cancel, and the load's status line."""
+    return html.Div(
+        [
+            html.Button("Load", id=ids.LOAD_BUTTON, className="button primary"),
+            html.Button("Cancel loading", id=ids.LOAD_CANCEL, className="button", disabled=True),
+            html.Div(id=ids.LOAD_STATUS, className="field-error", role="alert"),
+        ],
+        className="load-field",
     )
 
 

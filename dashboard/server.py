@@ -21,8 +21,8 @@ from .callbacks.compute import resolve_state, run_parts, run_request
 from .config import Config
 from .http_guard import UPLOAD, guard_routes, limit_requests, upload_name
 from .isolation import become_child, in_forking_thread
-from .loading import DATA_SUFFIXES, MODEL_SUFFIXES, preload
-from .loading.sniff import AMBIGUOUS_SUFFIXES
+from .loading import DATA_SUFFIXES, preload
+from .loading.formats import ACCEPTED_SUFFIXES
 from .quota import WRITING, UploadQuota, client_key
 from .state import Context, default_state, make_context, normalize
 from .store import ForkSafeCache
@@ -302,6 +302,28 @@ def _assets_folder() -> Path:
     return installed if installed.is_dir() else here.parent / "assets"
 
 
+#: what the /upload route takes, by kind: the model formats' table (and .model / .bst, the suffixes
+#: of LightGBM's and XGBoost's examples, read by content at Load), the data and labels files
+UPLOAD_SUFFIXES = {"model": ACCEPTED_SUFFIXES, "data": DATA_SUFFIXES, "labels": labels.SUFFIXES}
+
+
+def _trust_proxies(server, hops: int) -> None:
+    """The client's address from ``X-Forwarded-For`` when the operator says how many proxies
+    are in front (the upload quota is per client)."""
+    if hops:
+        from werkzeug.middleware.proxy_fix import ProxyFix
+
+        server.wsgi_app = ProxyFix(server.wsgi_app, x_for=hops)
+
+
+def _refused(verdict, status=429):
+    """The answer to an upload the quota refuses, with when to try again."""
+    response = jsonify(error=verdict.message)
+    response.status_code = status
+    response.headers["Retry-After"] = str(verdict.retry_after)
+    return response
+
+
 def add_upload_route(server, ctx: Context) -> None:
     """POST /upload (multipart, field ``file``): streams the file to the upload folder.
 
@@ -310,8 +332,7 @@ def add_upload_route(server, ctx: Context) -> None:
     random token: the only handle callbacks get.
     """
     limit = config_limit = ctx.config.upload_limit_mb * 2**20
-    # .model / .bst (the suffixes of LightGBM's and XGBoost's examples): read by content at Load
-    suffixes = {"model": (*MODEL_SUFFIXES, *AMBIGUOUS_SUFFIXES), "data": DATA_SUFFIXES, "labels": labels.SUFFIXES}
+    suffixes = UPLOAD_SUFFIXES
     # a labels file is small text: its own limit, far below the upload limit
     kind_limit = {"labels": min(labels.MAX_BYTES, config_limit)}
     last_purge = [0.0]
@@ -321,16 +342,7 @@ def add_upload_route(server, ctx: Context) -> None:
         bytes_per_hour=ctx.config.upload_mb_per_hour * 2**20,
         disk_budget=max(ctx.config.upload_disk_mb, ctx.config.upload_limit_mb) * 2**20,
     )
-    if ctx.config.trusted_proxies:
-        from werkzeug.middleware.proxy_fix import ProxyFix
-
-        server.wsgi_app = ProxyFix(server.wsgi_app, x_for=ctx.config.trusted_proxies)
-
-    def refused(verdict, status=429):
-        response = jsonify(error=verdict.message)
-        response.status_code = status
-        response.headers["Retry-After"] = str(verdict.retry_after)
-        return response
+    _trust_proxies(server, ctx.config.trusted_proxies)
 
     @server.route(ctx.config.url_prefix + UPLOAD, methods=["POST"])
     def upload():
@@ -346,7 +358,7 @@ def add_upload_route(server, ctx: Context) -> None:
             return jsonify(error=too_big), 413
         verdict = quota.admit(client_key(request.remote_addr), request.content_length or limit)
         if not verdict.ok:
-            return refused(verdict)
+            return _refused(verdict)
         try:
             kind = request.form.get("kind", "")
             file = request.files.get("file")
@@ -387,7 +399,7 @@ def add_upload_route(server, ctx: Context) -> None:
         room = quota.enforce_disk_budget(ctx.store.root / "uploads", keep=path.parent)
         if not room.ok:
             shutil.rmtree(path.parent, ignore_errors=True)
-            return refused(room, 507)
+            return _refused(room, 507)
         try:  # machines sharing only the broker: the one whose job loads it reads it there
             ctx.store.publish_upload(token)
         except BrokerError as exc:

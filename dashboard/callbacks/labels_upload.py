@@ -56,22 +56,6 @@ def _prefixed(name: str, message: str) -> str:
     return message if message.startswith(name) else f"{name}: {message}"
 
 
-def display_labels(ctx, upload, current, models, data, target, task, output) -> dict:
-    """The labels file's labels, checked against the models' inputs and the target's classes;
-    with no labels file, those of the data set the models are added to (the same rows)."""
-    if not upload:
-        return dict(current.labels) if current is not None else {}
-    name = str(upload.get("name", "labels file"))[:200]
-    if upload.get("error") or not upload.get("id"):
-        raise labelling.LabelsError(_prefixed(name, str(upload.get("error") or "was not uploaded")[:500]))
-    path = ctx.store.upload_path(upload["id"])
-    if path is None:
-        raise labelling.LabelsError(ctx.store.upload_gone(upload["id"], name))
-    found = labelling.read_labels(path, name=name)
-    classes = labelling.target_classes(task, data[target].dropna().unique(), *(m.classes for m in models), [output])
-    return labelling.check_known(found, features=models[0].features, classes=classes, name=name)
-
-
 def register(app, ctx) -> None:
     # the chooser and the streaming POST to /upload of assets/upload.js, as for a data file
     app.clientside_callback(

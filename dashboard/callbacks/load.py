@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import functools
 import logging
-import traceback
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import pandas as pd
 from dash import Input, Output, State, callback_context, html, no_update
@@ -20,27 +19,20 @@ import compute
 from compute.losses import CLASSIFICATION_LOSSES, LOSS_LABELS, REGRESSION_LOSSES
 
 from .. import ids
-from .. import labels as labelling
 from ..isolation import isolated
 from ..loading import (
     DATA_SUFFIXES,
-    FORMATS_TEXT,
     MODEL_SUFFIXES,
     LoadError,
-    load_model,
     model_untrusted_types,
     read_data,
 )
-from ..loading.inspect import inspect_model
-from ..loading.mlflow import MLFLOW_SUFFIX
+from ..loading.formats import REFUSE, decision, format_of
+from ..loading.uploads import ALL_LOSSES, LoadRequest, load_workspace, prefixed, run_load
 from ..quota import client_key
-from ..store import ModelEntry, Workspace, new_workspace_id
 from . import labels_upload
-from .labels_upload import display_labels
 
 log = logging.getLogger(__name__)
-PICKLE_SUFFIXES = (".pkl", ".pickle", ".joblib")
-ALL_LOSSES = [*REGRESSION_LOSSES, *CLASSIFICATION_LOSSES]
 
 
 class ModelFeedback(NamedTuple):
@@ -68,19 +60,16 @@ def describe_models(ctx, files) -> ModelFeedback:
     for f in files:
         name = str(f.get("name", "file"))[:200]
         if f.get("error"):
-            errors.append(_prefixed(name, str(f["error"])[:500]))
+            errors.append(prefixed(name, str(f["error"])[:500]))
             continue
         size = f.get("size", 0)
         info.append(f"{name} ({(size if isinstance(size, (int, float)) else 0) / 1024:.0f} KiB)")
         suffix = Path(name).suffix.lower()
-        if suffix in PICKLE_SUFFIXES and not ctx.policy.allow_pickle:
-            errors.append(
-                f"{name}: refused. Pickle and joblib files run code when they are loaded, so this "
-                "server does not open them. Save the model with skops.io.dump(model, 'model.skops') "
-                "or export it to ONNX."
-            )
+        fmt = format_of(suffix)
+        if fmt is not None and decision(fmt, ctx.policy) == REFUSE:
+            errors.append(fmt.upload_refusal.format(name=name))
             ctx.store.discard_upload(f.get("id"), errors[-1])  # refused files do not wait for the TTL
-        elif suffix in (".skops", MLFLOW_SUFFIX):  # an MLflow zip: its archive, MLmodel and flavour too
+        elif fmt is not None and fmt.lists_types:  # .skops; an MLflow zip: its archive, MLmodel and flavour too
             path = ctx.store.upload_path(f.get("id"))
             if path is None:
                 errors.append(ctx.store.upload_gone(f.get("id"), name))
@@ -116,11 +105,6 @@ def _data_outline(path, name, policy) -> dict:
     return {"rows": len(frame), "columns": [str(c) for c in frame.columns], "facts": facts}
 
 
-def _prefixed(name: str, message: str) -> str:
-    """``name: message``, unless the message already starts with the file name."""
-    return message if message.startswith(name) else f"{name}: {message}"
-
-
 def target_choices(facts, target) -> dict:
     """Class and loss options for the chosen target column (issue 11: they followed the
     last column, and regression targets were offered classification losses).
@@ -149,7 +133,7 @@ def describe_data(ctx, upload) -> DataFeedback:
         return DataFeedback("", None, [], None, {})
     name = str(upload.get("name", "file"))[:200]
     if upload.get("error"):
-        return DataFeedback("", _prefixed(name, str(upload["error"])[:500]), [], None, {})
+        return DataFeedback("", prefixed(name, str(upload["error"])[:500]), [], None, {})
     path = ctx.store.upload_path(upload.get("id"))
     if path is None:
         return DataFeedback("", ctx.store.upload_gone(upload.get("id"), name), [], None, {})
@@ -179,204 +163,6 @@ def _lines(messages):
     if not messages:
         return None
     return [html.Div(m) for m in messages]
-
-
-DATA_ROLES = ("held-out", "training", "unknown")
-MAX_LABELS = 100
-
-
-def typed_labels(text) -> list[str]:
-    """Class labels typed by the visitor (comma-separated, in the model's order); [] if none."""
-    if not isinstance(text, str):
-        return []
-    labels = [part.strip() for part in text[:5000].split(",")]
-    return [label[:200] for label in labels if label][:MAX_LABELS]
-
-
-def load_workspace(
-    ctx,
-    model_files,
-    data_file,
-    target,
-    loss,
-    output,
-    accepted,
-    add_to_current,
-    state,
-    data_role="unknown",
-    order_confirmed=False,
-    labels=None,
-    labels_file=None,
-) -> dict:
-    """Validate the uploads and create a workspace. Returns {"ws": id, "warnings": [...]} or
-    {"errors": {field: message}}. Runs in the background job; the models are loaded and
-    tried in a child process of it (:func:`dashboard.isolation.isolated`) under the load limits.
-    ``labels``: the class labels typed for a booster; ``labels_file``: the upload of the
-    features' and classes' display labels (:mod:`dashboard.labels`), or None."""
-    model_files = [f for f in model_files if isinstance(f, dict)] if isinstance(model_files, list) else []
-    data_file = data_file if isinstance(data_file, dict) else None
-    target = target if isinstance(target, str) else None
-    loss = loss if loss in ALL_LOSSES else None
-    output = output if isinstance(output, (str, int, float)) and not isinstance(output, bool) else None
-    accepted = [t for t in accepted if isinstance(t, str)] if isinstance(accepted, list) else []
-    state = state if isinstance(state, dict) else None
-    data_role = data_role if data_role in DATA_ROLES else "unknown"
-    order_confirmed = order_confirmed is True
-    labels = typed_labels(labels)
-    labels_file = labels_file if isinstance(labels_file, dict) else None
-    names = ", ".join(str(f.get("name", "?"))[:200] for f in model_files)
-    try:
-        return isolated(
-            _load_workspace,
-            ctx,
-            model_files,
-            data_file,
-            target,
-            loss,
-            output,
-            accepted,
-            add_to_current,
-            state,
-            data_role,
-            order_confirmed,
-            labels,
-            labels_file,
-            what=f"Loading {names or 'the model'}",
-            limits=ctx.load_limits,
-        )
-    except compute.ModelError as exc:
-        return {"errors": {"model": str(exc)}}
-
-
-def _load_workspace(
-    ctx,
-    model_files,
-    data_file,
-    target,
-    loss,
-    output,
-    accepted,
-    add_to_current,
-    state,
-    data_role,
-    order_confirmed,
-    labels=(),
-    labels_file=None,
-) -> dict:
-    errors: dict[str, str] = {}
-    models = [f for f in (model_files or []) if not f.get("error")]
-    current = ctx.store.workspace((state or {}).get("ws")) if add_to_current else None
-    if not models:
-        errors["model"] = f"Choose at least one model file ({FORMATS_TEXT})."
-    if not data_file and current is None:
-        errors["data"] = "Choose a data file (.csv or .parquet), or tick “add the models to the data shown now”."
-    if errors:
-        return {"errors": errors}
-    try:
-        if current is not None and not data_file:
-            data = ctx.store.data(current)
-            target, data_name = current.target, current.title.split(":")[0]
-            data_role = current.data_role  # the same rows: what was said of them still holds
-        else:
-            if data_file.get("error") or not data_file.get("id"):  # refused at upload (e.g. an .xlsx)
-                name = str(data_file.get("name", "The data file"))[:200]
-                raise LoadError(
-                    _prefixed(name, str(data_file.get("error") or "was not uploaded")[:500])
-                    + " Choose a .csv or .parquet file.",
-                    field="data",
-                )
-            path = ctx.store.upload_path(data_file["id"])
-            if path is None:
-                raise LoadError(ctx.store.upload_gone(data_file["id"], str(data_file["name"])[:200]), field="data")
-            data = read_data(path, name=data_file["name"], policy=ctx.policy)
-            data_name = data_file["name"]
-        if not target:
-            raise LoadError("Choose the target column.", field="target")
-        entries: list[ModelEntry] = []
-        warnings: list[str] = []
-        tasks: set[str] = set()
-        loaded = []
-        for f in models:
-            path = ctx.store.upload_path(f["id"])
-            if path is None:
-                raise LoadError(ctx.store.upload_gone(f["id"], str(f["name"])[:200]), field="model")
-            name = Path(f["name"]).stem
-            model: Any = load_model(path, name=f["name"], policy=ctx.policy, accepted_types=tuple(accepted or ()))
-            checked = inspect_model(
-                model,
-                data,
-                target,
-                name=f["name"],
-                loss=loss,
-                output=output,
-                labels=labels,
-                order_confirmed=order_confirmed,
-            )
-            if tasks and checked.task not in tasks:
-                raise LoadError(
-                    "The models mix classifiers and regressors; load models of one task together.", field="model"
-                )
-            tasks.add(checked.task)
-            task, loss, output = checked.task, checked.loss, checked.output
-            warnings.extend(w for w in checked.warnings if w not in warnings)
-            loaded.append((f, name, path, checked))
-        data_rel, data_sha = ctx.store.keep_data(data)
-        names: set[str] = set()
-        base_models = list(current.models) if (current is not None and not data_file) else []
-        names.update(m.name for m in base_models)
-        for _f, name, path, checked in loaded:
-            unique = name
-            k = 2
-            while unique in names:
-                unique, k = f"{name} ({k})", k + 1
-            names.add(unique)
-            rel, sha = ctx.store.keep_model(path, Path(path).suffix.lower())
-            entries.append(
-                ModelEntry(
-                    name=unique,
-                    path=rel,
-                    sha=sha,
-                    accepted_types=tuple(accepted or ()),
-                    features=checked.features,
-                    classes=checked.classes,
-                )
-            )
-        all_models = tuple(base_models) + tuple(entries)
-        shown = display_labels(
-            ctx, labels_file, current if not data_file else None, all_models, data, target, task, output
-        )
-        ws = Workspace(
-            id=new_workspace_id(),
-            title=f"{data_name}: {', '.join(m.name for m in all_models)}",
-            data_path=data_rel,
-            data_sha=data_sha,
-            target=str(target),
-            task=task,
-            loss=loss,
-            output=output,
-            models=all_models,
-            demo=False,
-            features=tuple(all_models[0].features),
-            warnings=tuple(warnings),
-            data_role=data_role,
-            labels=shown,
-        )
-        ctx.store.save_workspace(ws)
-        return {"ws": ws.id, "warnings": warnings}
-    except labelling.LabelsError as exc:  # beside the labels file's input
-        return {"errors": {"labels": str(exc)}}
-    except LoadError as exc:
-        return {"errors": {exc.field: str(exc)}}
-    except compute.ExplainError as exc:
-        return {"errors": {"model": str(exc)}}
-    except Exception as exc:
-        log.error("load failed: %s\n%s", exc, traceback.format_exc())
-        return {
-            "errors": {
-                "model": f"Loading failed ({type(exc).__name__}). Check that the files are a model "
-                "and a table of the same features."
-            }
-        }
 
 
 def workspace_notes(ctx, state):
@@ -421,8 +207,71 @@ def load_outputs(result: dict) -> dict:
     }
 
 
+LOAD_OUTPUTS = ("loaded", "model_error", "data_error", "target_error", "labels_error", "status")
+#: the Load button's inputs, by the name the load callback is given each
+LOAD_INPUTS = {
+    "n": Input(ids.LOAD_BUTTON, "n_clicks"),
+    "model_files": State(ids.MODEL_FILES, "data"),
+    "data_file": State(ids.DATA_FILE, "data"),
+    "target": State(ids.TARGET_SELECT, "value"),
+    "loss": State(ids.LOSS_SELECT, "value"),
+    "output": State(ids.OUTPUT_SELECT, "value"),
+    "accepted": State(ids.TYPES_CHECKLIST, "value"),
+    "add": State(ids.ADD_TO_CURRENT, "value"),
+    "state": State(ids.STATE, "data"),
+    "data_role": State(ids.DATA_ROLE, "value"),
+    "order": State(ids.ORDER_CONFIRM, "value"),
+    "labels": State(ids.CLASS_LABELS, "value"),
+    "labels_file": State(ids.LABELS_FILE, "data"),
+}
+# A successful load closes the panel (the page now shows the new data set). <details>
+# keeps its open state in the DOM only, so the panel is closed there.
+CLOSE_PANEL = """
+        function(loaded) {
+            const panel = document.getElementById('load-panel');
+            if (loaded && panel) { panel.open = false; }
+            return loaded ? String(loaded) : dash_clientside.no_update;
+        }
+        """
+
+
+def load_clicked(ctx, given: dict, remote) -> dict:
+    """The load callback's outputs for the Load button's inputs (``given``, named as in
+    :data:`LOAD_INPUTS`); ``remote``: the client's address (a load takes one of its slots)."""
+    if not given.get("n"):
+        return {name: no_update for name in LOAD_OUTPUTS}
+    add, order = given.get("add"), given.get("order")
+    request = LoadRequest(
+        given.get("model_files"),
+        given.get("data_file"),
+        given.get("target"),
+        given.get("loss"),
+        given.get("output"),
+        given.get("accepted"),
+        isinstance(add, list) and "add" in add,
+        given.get("state"),
+        data_role=given.get("data_role"),
+        order_confirmed=isinstance(order, list) and "yes" in order,
+        labels=given.get("labels"),
+        labels_file=given.get("labels_file"),
+    )
+    try:
+        # a load is a process (and a model process under it): it takes one of the client's slots
+        with ctx.slots.hold(client_key(remote), timeout=ctx.config.load_timeout):
+            result = run_load(ctx, request)
+    except compute.ExplainError as exc:
+        result = {"errors": {"model": str(exc)}}
+    return load_outputs(result)
+
+
 def register(app, ctx) -> None:
     labels_upload.register(app, ctx)  # the optional labels file: its chooser and its check
+    _register_feedback(app, ctx)
+    _register_load(app, ctx)
+
+
+def _register_feedback(app, ctx) -> None:
+    """The file choosers and what the page says of each chosen file."""
     app.clientside_callback(
         "function(n, current) { return window.wipUpload.pick(n, 'model', true, current); }",
         Output(ids.MODEL_FILES, "data"),
@@ -472,6 +321,10 @@ def register(app, ctx) -> None:
     def target_options(target, facts):
         return target_choices(facts, target)
 
+
+def _register_load(app, ctx) -> None:
+    """The Load button's background job, its cancellation, and what follows a load."""
+
     @app.callback(
         output={
             "loaded": Output(ids.LOADED_WS, "data"),
@@ -481,21 +334,7 @@ def register(app, ctx) -> None:
             "labels_error": Output(ids.LABELS_ERROR, "children", allow_duplicate=True),
             "status": Output(ids.LOAD_STATUS, "children"),
         },
-        inputs={
-            "n": Input(ids.LOAD_BUTTON, "n_clicks"),
-            "model_files": State(ids.MODEL_FILES, "data"),
-            "data_file": State(ids.DATA_FILE, "data"),
-            "target": State(ids.TARGET_SELECT, "value"),
-            "loss": State(ids.LOSS_SELECT, "value"),
-            "output": State(ids.OUTPUT_SELECT, "value"),
-            "accepted": State(ids.TYPES_CHECKLIST, "value"),
-            "add": State(ids.ADD_TO_CURRENT, "value"),
-            "state": State(ids.STATE, "data"),
-            "data_role": State(ids.DATA_ROLE, "value"),
-            "order": State(ids.ORDER_CONFIRM, "value"),
-            "labels": State(ids.CLASS_LABELS, "value"),
-            "labels_file": State(ids.LABELS_FILE, "data"),
-        },
+        inputs=LOAD_INPUTS,
         background=True,
         running=[
             (Output(ids.LOAD_BUTTON, "disabled"), True, False),
@@ -504,48 +343,15 @@ def register(app, ctx) -> None:
         cancel=[Input(ids.LOAD_CANCEL, "n_clicks")],
         prevent_initial_call=True,
     )
-    def load(
-        n, model_files, data_file, target, loss, output, accepted, add, state, data_role, order, labels, labels_file
-    ):
-        if not n:
-            names = ("loaded", "model_error", "data_error", "target_error", "labels_error", "status")
-            return {name: no_update for name in names}
-        try:
-            # a load is a process (and a model process under it): it takes one of the client's slots
-            with ctx.slots.hold(client_key(callback_context.remote), timeout=ctx.config.load_timeout):
-                result = load_workspace(
-                    ctx,
-                    model_files,
-                    data_file,
-                    target,
-                    loss,
-                    output,
-                    accepted,
-                    isinstance(add, list) and "add" in add,
-                    state,
-                    data_role,
-                    isinstance(order, list) and "yes" in order,
-                    labels,
-                    labels_file,
-                )
-        except compute.ExplainError as exc:
-            result = {"errors": {"model": str(exc)}}
-        return load_outputs(result)
+    def load(**given):  # Dash hands dict-declared inputs by name
+        return load_clicked(ctx, given, callback_context.remote)
 
     @app.callback(Output(ids.WS_NOTES, "children"), Input(ids.STATE, "data"))
     def notes(state):
         return workspace_notes(ctx, state)
 
-    # A successful load closes the panel (the page now shows the new data set). <details>
-    # keeps its open state in the DOM only, so the panel is closed there.
     app.clientside_callback(
-        """
-        function(loaded) {
-            const panel = document.getElementById('load-panel');
-            if (loaded && panel) { panel.open = false; }
-            return loaded ? String(loaded) : dash_clientside.no_update;
-        }
-        """,
+        CLOSE_PANEL,
         Output(ids.LOAD_CLOSED, "data"),
         Input(ids.LOADED_WS, "data"),
         prevent_initial_call=True,
@@ -562,4 +368,4 @@ def register(app, ctx) -> None:
         )
 
 
-__all__ = ["DATA_SUFFIXES", "MODEL_SUFFIXES"]
+__all__ = ["DATA_SUFFIXES", "MODEL_SUFFIXES", "LoadRequest", "load_workspace"]

@@ -19,8 +19,11 @@ Uploads come from users of a shared server, so a file is data, never code:
   libraries' own data formats, checked in plain Python before their C++ loaders see them
   (:mod:`dashboard.loading.booster_files`), then run behind the estimator interface
   (:mod:`dashboard.loading.boosters`).
-- ``.pkl`` / ``.pickle`` / ``.joblib``: refused unopened unless ``Policy.allow_pickle``.
+- pickle and joblib files: refused unopened unless ``Policy.allow_pickle``.
 - ``.csv`` / ``.parquet``: parsed by pandas / pyarrow after size, encoding and header checks.
+
+Which suffix is which model format, its loader, checks and trust level: one table,
+:mod:`dashboard.loading.formats`, that every door reads.
 
 Every error is a :class:`LoadError` whose ``field`` says which input of the page it concerns
 ("model", "data", "target", "output" or "loss") and whose message names the user's file name
@@ -35,10 +38,8 @@ from .boosters import BOOSTER_SUFFIXES, BoosterModel, booster_classes
 from .checks import check_model_data, infer_task
 from .data import DATA_SUFFIXES, read_data
 from .errors import FIELDS, LoadError, Policy
+from .formats import FORMATS, FORMATS_TEXT, MODEL_SUFFIXES, PICKLE_SUFFIXES, ModelFormat
 from .models import (
-    FORMATS_TEXT,
-    MODEL_SUFFIXES,
-    PICKLE_SUFFIXES,
     load_model,
     load_warnings,
     model_untrusted_types,
@@ -50,7 +51,9 @@ from .onnx import OnnxModel
 __all__ = [
     "BOOSTER_SUFFIXES",
     "DATA_SUFFIXES",
+    "FORMATS",
     "FORMATS_TEXT",
+    "ModelFormat",
     "BoosterModel",
     "booster_classes",
     "FIELDS",

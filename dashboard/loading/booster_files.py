@@ -27,56 +27,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..model_trust import ModelFileError
+from .tree_checks import MAX_CATEGORY, _finite, _ints, _numbers_or_nan, check_binary_tree
 from .ubjson import _refuse
-
-MAX_CATEGORY = 1 << 24  # largest category code a split may test (bitsets are sized by it)
-
-
-# --- shared tree checks ---------------------------------------------------------------------
-def _ints(values, label: str, what: str) -> np.ndarray:
-    arr = np.asarray(values if values is not None else [])
-    if arr.size and not (np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.floating)):
-        raise _refuse(label, f"{what} are not numbers")
-    if arr.size and np.issubdtype(arr.dtype, np.floating):
-        if not np.all(np.isfinite(arr)) or not np.all(arr == np.round(arr)):
-            raise _refuse(label, f"{what} are not whole numbers")
-    return arr.astype(np.int64, copy=False).ravel()
-
-
-def _finite(values, label: str, what: str) -> np.ndarray:
-    try:
-        arr = np.asarray(values if values is not None else [], dtype=np.float64).ravel()
-    except (TypeError, ValueError) as exc:
-        raise _refuse(label, f"{what} are not numbers") from exc
-    if not np.all(np.isfinite(arr)):
-        raise _refuse(label, f"{what} hold a non-finite value")
-    return arr
-
-
-def _numbers_or_nan(values, label: str, what: str) -> np.ndarray:
-    """Numbers (NaN allowed: the caller says where), as a float array."""
-    try:
-        return np.asarray(values if values is not None else [], dtype=np.float64).ravel()
-    except (TypeError, ValueError) as exc:
-        raise _refuse(label, f"{what} are not numbers") from exc
-
-
-def check_binary_tree(left: np.ndarray, right: np.ndarray, label: str, where: str) -> None:
-    """Children (-1 for none) within the tree, both or neither, never the root, and no node
-    with two parents: then every walk from the root visits each node at most once and ends at
-    a leaf within n steps (nodes nobody reaches are left over from pruning: harmless)."""
-    n = len(left)
-    if len(right) != n or n == 0:
-        raise _refuse(label, f"{where} has {n} left and {len(right)} right children")
-    internal = left >= 0
-    if np.any(internal != (right >= 0)) or np.any(left < -1) or np.any(right < -1):
-        raise _refuse(label, f"{where} has a node with one child")
-    kids = np.concatenate([left[internal], right[internal]])
-    if kids.size and (kids.min() < 1 or kids.max() >= n):
-        bad = int(kids.max()) if kids.max() >= n else int(kids.min())
-        raise _refuse(label, f"{where} has a child index outside its {n} nodes or at its root ({bad:,})")
-    if len(np.unique(kids)) != kids.size:
-        raise _refuse(label, f"{where} has a node with two parents")
 
 
 # --- XGBoost --------------------------------------------------------------------------------
@@ -158,27 +110,8 @@ def check_xgboost(doc, label: str) -> XGBoostFile:
         num_target=num_target,
         booster=kind,
     )
-    attrs = learner.get("attributes") or {}
-    if isinstance(attrs, dict):
-        if "best_iteration" in attrs:
-            try:
-                info.best_iteration = int(attrs["best_iteration"])
-            except (TypeError, ValueError) as exc:
-                raise _refuse(label, "best_iteration is not a number") from exc
-        try:
-            sk = json.loads(attrs.get("scikit_learn") or "{}")
-            info.sklearn = sk if isinstance(sk, dict) else {}
-        except ValueError:
-            info.sklearn = {}
-    version = doc.get("version")
-    if isinstance(version, (list, np.ndarray)):
-        info.version = ".".join(str(int(v)) for v in list(version)[:3])
-        if len(version) and int(version[0]) < 1:  # JSON before 1.0 was an unversioned draft
-            raise ModelFileError(
-                f"{label} was written by XGBoost {info.version}; this server reads XGBoost's JSON and UBJSON "
-                "from XGBoost 1.0 on. Load it with the XGBoost that wrote it, or a newer one, and save it "
-                "again with save_model('model.json')."
-            )
+    _xgb_attributes(info, learner.get("attributes") or {}, label)
+    _xgb_version(info, doc.get("version"), label)
     width = max(num_class, 1) * num_target
     if kind == "gblinear":
         weights = _finite((gb.get("model") or {}).get("weights"), label, "linear weights")
@@ -212,6 +145,35 @@ def check_xgboost(doc, label: str) -> XGBoostFile:
     for t, tree in enumerate(trees):
         _check_xgb_tree(tree, t, n_features, info, label)
     return info
+
+
+def _xgb_attributes(info: XGBoostFile, attrs, label: str) -> None:
+    """The learner's attributes: the best iteration and the scikit-learn wrapper's settings."""
+    if not isinstance(attrs, dict):
+        return
+    if "best_iteration" in attrs:
+        try:
+            info.best_iteration = int(attrs["best_iteration"])
+        except (TypeError, ValueError) as exc:
+            raise _refuse(label, "best_iteration is not a number") from exc
+    try:
+        sk = json.loads(attrs.get("scikit_learn") or "{}")
+        info.sklearn = sk if isinstance(sk, dict) else {}
+    except ValueError:
+        info.sklearn = {}
+
+
+def _xgb_version(info: XGBoostFile, version, label: str) -> None:
+    """The XGBoost version that wrote the file; refused before 1.0."""
+    if not isinstance(version, (list, np.ndarray)):
+        return
+    info.version = ".".join(str(int(v)) for v in list(version)[:3])
+    if len(version) and int(version[0]) < 1:  # JSON before 1.0 was an unversioned draft
+        raise ModelFileError(
+            f"{label} was written by XGBoost {info.version}; this server reads XGBoost's JSON and UBJSON "
+            "from XGBoost 1.0 on. Load it with the XGBoost that wrote it, or a newer one, and save it "
+            "again with save_model('model.json')."
+        )
 
 
 def _check_xgb_tree(tree, t: int, n_features: int, info: XGBoostFile, label: str) -> None:
@@ -362,31 +324,36 @@ def check_lightgbm(data: bytes, label: str) -> LightGBMFile:
         _check_lgb_tree(_kv(block.splitlines()[1:]), i, max_feature, label)
     if len(blocks) % per_iteration:
         raise _refuse(label, f"{len(blocks)} trees for {per_iteration} trees per iteration")
-    pandas_categorical = None
-    tail = text[end:]
-    found = re.search(r"\npandas_categorical:(.*)", tail)
-    if found:
-        try:
-            pandas_categorical = json.loads(found.group(1))
-        except ValueError as exc:
-            raise _refuse(label, "pandas_categorical is not JSON") from exc
-        if pandas_categorical is not None and (
-            not isinstance(pandas_categorical, list) or len(pandas_categorical) != len(categorical)
-        ):
-            raise _refuse(
-                label,
-                f"pandas_categorical lists levels for {len(pandas_categorical or [])} features, "
-                f"{len(categorical)} are categorical",
-            )
     return LightGBMFile(
         feature_names=names,
         categorical=categorical,
-        pandas_categorical=pandas_categorical,
+        pandas_categorical=_lgb_pandas_categorical(text[end:], categorical, label),
         objective=head.get("objective", ""),
         num_class=num_class,
         per_iteration=per_iteration,
         version=head.get("version", ""),
     )
+
+
+def _lgb_pandas_categorical(tail: str, categorical: list[int], label: str):
+    """The levels of each categorical column a pandas frame trained on (the file's last line),
+    one list per categorical feature; None when the file has none."""
+    found = re.search(r"\npandas_categorical:(.*)", tail)
+    if not found:
+        return None
+    try:
+        pandas_categorical = json.loads(found.group(1))
+    except ValueError as exc:
+        raise _refuse(label, "pandas_categorical is not JSON") from exc
+    if pandas_categorical is not None and (
+        not isinstance(pandas_categorical, list) or len(pandas_categorical) != len(categorical)
+    ):
+        raise _refuse(
+            label,
+            f"pandas_categorical lists levels for {len(pandas_categorical or [])} features, "
+            f"{len(categorical)} are categorical",
+        )
+    return pandas_categorical
 
 
 #: the sections LightGBM writes after its trees (2.0 wrote no 'end of trees' line before them)

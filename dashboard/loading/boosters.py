@@ -41,6 +41,7 @@ import pandas as pd
 from compute.errors import InputError, ModelError
 
 from ..model_trust import ModelFileError
+from . import objectives
 from .booster_files import (
     catboost_version,
     check_catboost_json,
@@ -54,24 +55,6 @@ from .ubjson import read_ubjson
 BOOSTER_SUFFIXES = (".json", ".ubj", ".txt", ".cbm")
 LIBRARIES = {"xgboost": "XGBoost", "lightgbm": "LightGBM", "catboost": "CatBoost"}
 PIP_HINT = "pip install 'why-it-performs[boosters]'"
-
-XGB_REGRESSION = {
-    "reg:squarederror", "reg:linear", "reg:squaredlogerror", "reg:logistic", "reg:pseudohubererror",
-    "reg:absoluteerror", "reg:quantileerror", "reg:gamma", "reg:tweedie", "count:poisson",
-}  # fmt: skip
-XGB_CLASSIFICATION = {"binary:logistic", "binary:logitraw", "binary:hinge", "multi:softprob", "multi:softmax"}
-LGB_REGRESSION = {
-    "regression", "regression_l2", "l2", "mean_squared_error", "mse", "regression_l1", "l1", "mae",
-    "huber", "fair", "poisson", "quantile", "mape", "gamma", "tweedie", "cross_entropy", "xentropy",
-    "cross_entropy_lambda", "xentlambda",
-}  # fmt: skip
-LGB_CLASSIFICATION = {"binary", "multiclass", "softmax", "multiclassova", "multiclass_ova", "ova", "ovr"}
-CB_REGRESSION = {
-    "RMSE", "MAE", "Quantile", "Expectile", "LogLinQuantile", "Poisson", "Tweedie", "MAPE", "Huber",
-    "Lq", "LogCosh", "FairLoss", "NumErrors", "SMAPE", "R2", "MSLE", "MedianAbsoluteError",
-}  # fmt: skip
-CB_CLASSIFICATION = {"Logloss", "CrossEntropy", "MultiClass", "MultiClassOneVsAll"}
-CB_EXPONENT = {"Poisson", "Tweedie"}  # CatBoostRegressor.predict's default there is exp(raw)
 
 
 def library_of(data: bytes, suffix: str) -> str:
@@ -348,9 +331,9 @@ def _load_xgboost(data: bytes, label: str, suffix: str, classes) -> BoosterModel
         raise LoadError(str(exc), field="model") from exc
     del doc
     objective = info.objective
-    if objective in XGB_REGRESSION and info.num_target == 1:
+    if objective in objectives.XGB_REGRESSION and info.num_target == 1:
         task, n_classes = "regression", 0
-    elif objective in XGB_CLASSIFICATION and info.num_target == 1:
+    elif objective in objectives.XGB_CLASSIFICATION and info.num_target == 1:
         task, n_classes = "classification", max(info.num_class, 2)
     else:
         raise _refused_objective(
@@ -407,9 +390,9 @@ def _load_lightgbm(data: bytes, label: str, classes) -> BoosterModel:
     except ModelFileError as exc:
         raise LoadError(str(exc), field="model") from exc
     objective = info.objective.split()[0] if info.objective else ""
-    if objective in LGB_REGRESSION and info.per_iteration == 1:
+    if objective in objectives.LGB_REGRESSION and info.per_iteration == 1:
         task, n_classes = "regression", 0
-    elif objective in LGB_CLASSIFICATION:
+    elif objective in objectives.LGB_CLASSIFICATION:
         task, n_classes = "classification", max(info.num_class, 2)
     else:
         raise _refused_objective(label, "lightgbm", objective)
@@ -443,7 +426,9 @@ def _load_lightgbm(data: bytes, label: str, classes) -> BoosterModel:
 
 
 # --- CatBoost -------------------------------------------------------------------------------
-def _load_catboost(data: bytes, label: str, suffix: str) -> BoosterModel:
+def _check_catboost_file(data: bytes, label: str, suffix: str) -> None:
+    """A CatBoost file checked before CatBoost reads it: a ``.cbm``'s magic and size, a JSON
+    model's whole structure."""
     try:
         if suffix == ".cbm":
             check_cbm(data, label)
@@ -456,7 +441,11 @@ def _load_catboost(data: bytes, label: str, suffix: str) -> BoosterModel:
             del doc
     except ModelFileError as exc:
         raise LoadError(str(exc), field="model") from exc
-    cb = _import("catboost", label)
+
+
+def _catboost_native(cb, data: bytes, label: str, suffix: str):
+    """CatBoost's model of the file; a ``.cbm``'s structure checked on its JSON export before
+    any prediction."""
     try:
         model = cb.CatBoost()
         if suffix == ".cbm":
@@ -483,12 +472,19 @@ def _load_catboost(data: bytes, label: str, suffix: str) -> BoosterModel:
         except ModelFileError as exc:
             raise LoadError(str(exc), field="model") from exc
         del doc
+    return model
+
+
+def _load_catboost(data: bytes, label: str, suffix: str) -> BoosterModel:
+    _check_catboost_file(data, label, suffix)
+    cb = _import("catboost", label)
+    model = _catboost_native(cb, data, label, suffix)
     params = model.get_all_params() if hasattr(model, "get_all_params") else {}
     loss = str(params.get("loss_function") or model.get_params().get("loss_function") or "")
     loss = loss.split(":")[0]
-    if loss in CB_REGRESSION:
+    if loss in objectives.CB_REGRESSION:
         task, n_classes, classes = "regression", 0, None
-    elif loss in CB_CLASSIFICATION:
+    elif loss in objectives.CB_CLASSIFICATION:
         classes = list(model.classes_) if getattr(model, "classes_", None) is not None else None
         task, n_classes = "classification", len(classes) if classes else 2
     else:
@@ -496,7 +492,11 @@ def _load_catboost(data: bytes, label: str, suffix: str) -> BoosterModel:
     names = [str(n) for n in model.feature_names_]
     cat_idx = [int(i) for i in model.get_cat_feature_indices()]
     columns = names if not _unnamed(names, r"{}") else None
-    kind = "Probability" if task == "classification" else ("Exponent" if loss in CB_EXPONENT else "RawFormulaVal")
+    kind = (
+        "Probability"
+        if task == "classification"
+        else ("Exponent" if loss in objectives.CB_EXPONENT else "RawFormulaVal")
+    )
 
     def predict_raw(wrapper: BoosterModel, X):
         if not isinstance(X, pd.DataFrame):

@@ -54,43 +54,14 @@ def check_model_data(
     library callers, only notes it).
     """
     where = str(data.attrs.get("name", "the data"))
-    columns = list(data.columns)
-    try:
-        present = target in data.columns
-    except TypeError:
-        present = False
-    if not present:
-        hint = close_matches(target, columns, n=3)
-        maybe = f" Did you mean {', '.join(repr(h) for h in hint)}?" if hint else ""
-        shown = columns[:20] + (["..."] if len(columns) > 20 else [])
-        raise LoadError(f"The target column {target!r} is not in {where}.{maybe} Columns: {shown}.", field="target")
-    if len(data) < 2:
-        raise LoadError(f"{where} has {len(data)} row; at least 2 are needed.", field="data")
+    _check_rows(data, target, where)
     recorded = getattr(model, "feature_names_in_", None)
     if recorded is not None and target in list(recorded):
         raise LoadError(
             f"{target!r} is an input column of {name}, so it cannot be the target; choose the column {name} predicts.",
             field="target",
         )
-    inputs = data.drop(columns=[target])
-    try:
-        predictor, X = make_predictor(model, inputs, data_name=where, model_name=name)
-        if hasattr(model, "check_columns"):  # a booster: text where it was trained on numbers
-            model.check_columns(X)
-    except ModelError as exc:
-        raise LoadError(str(exc), field="model") from exc
-    except InputError as exc:
-        field = "model" if "predict_proba" in str(exc) else "data"
-        if recorded is not None and _looks_headerless(data.columns):
-            expected = ", ".join(repr(str(c)) for c in list(recorded)[:6])
-            first = ", ".join(str(c) for c in list(data.columns)[:6])
-            raise LoadError(
-                f"{where} seems to have no header row: its column names are numbers ({first}, ...), so its first row "
-                f"was read as the names, while {name} expects named columns ({expected}, ...). Add a header row "
-                "with the model's column names.",
-                field="data",
-            ) from exc
-        raise LoadError(str(exc), field=field) from exc
+    predictor, X = _predictor(model, data, target, recorded, name=name, where=where)
     notes: list[str] = []
     if recorded is None and _looks_headerless(data.columns):
         notes.append(
@@ -142,6 +113,56 @@ def check_model_data(
     notes += _missing_values(predictor, X, name, where)  # before the probe below: it would meet them
     # a model that is cheap to call (an ONNX graph: load_probe_rows) predicts many rows, so an output
     # that depends on the batch size, or is NaN for some rows only, is refused here, not in a computation
+    _probe(model, predictor, X, name, where)
+    X.attrs["notes"] = notes  # X is a new frame (copy-on-write): data.attrs is untouched
+    return X, y
+
+
+def _check_rows(data: pd.DataFrame, target, where: str) -> None:
+    """The target column is in the data (else the closest names), and two rows or more."""
+    columns = list(data.columns)
+    try:
+        present = target in data.columns
+    except TypeError:
+        present = False
+    if not present:
+        hint = close_matches(target, columns, n=3)
+        maybe = f" Did you mean {', '.join(repr(h) for h in hint)}?" if hint else ""
+        shown = columns[:20] + (["..."] if len(columns) > 20 else [])
+        raise LoadError(f"The target column {target!r} is not in {where}.{maybe} Columns: {shown}.", field="target")
+    if len(data) < 2:
+        raise LoadError(f"{where} has {len(data)} row; at least 2 are needed.", field="data")
+
+
+def _predictor(model, data: pd.DataFrame, target, recorded, *, name: str, where: str):
+    """compute's predictor of the model on the data's other columns, and those columns as it
+    takes them (``recorded``: the column names the model records, or None)."""
+    inputs = data.drop(columns=[target])
+    try:
+        predictor, X = make_predictor(model, inputs, data_name=where, model_name=name)
+        if hasattr(model, "check_columns"):  # a booster: text where it was trained on numbers
+            model.check_columns(X)
+    except ModelError as exc:
+        raise LoadError(str(exc), field="model") from exc
+    except InputError as exc:
+        field = "model" if "predict_proba" in str(exc) else "data"
+        if recorded is not None and _looks_headerless(data.columns):
+            expected = ", ".join(repr(str(c)) for c in list(recorded)[:6])
+            first = ", ".join(str(c) for c in list(data.columns)[:6])
+            raise LoadError(
+                f"{where} seems to have no header row: its column names are numbers ({first}, ...), so its first row "
+                f"was read as the names, while {name} expects named columns ({expected}, ...). Add a header row "
+                "with the model's column names.",
+                field="data",
+            ) from exc
+        raise LoadError(str(exc), field=field) from exc
+    return predictor, X
+
+
+def _probe(model, predictor, X: pd.DataFrame, name: str, where: str) -> None:
+    """The model predicts a few rows (many for a model cheap to call: an ONNX graph's
+    ``load_probe_rows``), so an output that depends on the batch size, or is NaN for some rows
+    only, is refused here, not in a computation."""
     probe = getattr(model, "load_probe_rows", None)
     k = min(probe(X.shape[1]) if callable(probe) else 5, len(X))
     try:
@@ -150,8 +171,6 @@ def check_model_data(
             predictor.raw(predictor.design.block(np.arange(k), {}))
     except ModelError as exc:
         raise LoadError(_probe_failure(exc, name, where, X), field="model") from exc
-    X.attrs["notes"] = notes  # X is a new frame (copy-on-write): data.attrs is untouched
-    return X, y
 
 
 def _probe_failure(exc: ModelError, name: str, where: str, X: pd.DataFrame) -> str:

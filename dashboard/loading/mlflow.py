@@ -33,8 +33,8 @@ import pandas as pd
 from compute.errors import InputError
 
 from .errors import LoadError, Policy, short
+from .formats import PICKLED_FILE
 
-MLFLOW_SUFFIX = ".zip"
 MLMODEL = "MLmodel"
 MAX_MLMODEL = 64 * 2**10
 MAX_MEMBERS = 1000
@@ -253,7 +253,7 @@ def flavour_file(meta: dict, label: str, policy: Policy) -> Inner:
         if data.endswith(".lgb"):  # a Booster: LightGBM's text format
             return Inner(data, ".txt", "lightgbm", columns, typed)
         _refuse_pickled("lightgbm", serial, data, label, policy)
-        return Inner(data, ".skops" if serial == "skops" else ".pkl", "lightgbm", columns, typed)
+        return Inner(data, ".skops" if serial == "skops" else PICKLED_FILE, "lightgbm", columns, typed)
     if "catboost" in flavours:
         data = member(conf("catboost").get("data") or "model.cb", "catboost")
         fmt = _text(conf("catboost").get("save_format") or "cbm")
@@ -271,7 +271,7 @@ def flavour_file(meta: dict, label: str, policy: Policy) -> Inner:
         data = member(sk.get("pickled_model"), "sklearn")
         serial = sk.get("serialization_format") or "cloudpickle"
         _refuse_pickled("sklearn", serial, data, label, policy)
-        return Inner(data, ".skops" if serial == "skops" else ".pkl", "sklearn", columns, typed)
+        return Inner(data, ".skops" if serial == "skops" else PICKLED_FILE, "sklearn", columns, typed)
     if "python_function" in flavours:
         raise LoadError(
             f"{label} is an MLflow model of the python_function flavour only (a Python model class saved with "

@@ -1,29 +1,35 @@
-"""Model files: .skops through the allow-list of :mod:`dashboard.model_trust`, .onnx through
+"""Model files, loaded by their row of the table of formats (:mod:`dashboard.loading.formats`):
+.skops through the allow-list of :mod:`dashboard.model_trust`, .onnx through
 :mod:`dashboard.loading.onnx`, XGBoost / LightGBM / CatBoost files through
-:mod:`dashboard.loading.boosters`, pickles only when the operator opts in."""
+:mod:`dashboard.loading.boosters`, pickles only when the operator opts in, an MLflow model's
+zip by the row of the file it holds."""
 
 from __future__ import annotations
 
-import json
 import os
 import warnings
 import weakref
 
 from compute.trees import walk
 
-from ..model_trust import Inspection, ModelFileError, allow_list, check_model, inspect_skops
-from .boosters import BOOSTER_SUFFIXES, booster_versions, load_booster
-from .errors import LoadError, Policy, check_size, file_suffix, short
-from .mlflow import MLFLOW_SUFFIX, inner_name, load_mlflow, unpacked
-from .onnx import load_onnx, onnx_versions
-from .sniff import AMBIGUOUS_SUFFIXES, suffix_by_content
-
-MODEL_SUFFIXES = (".skops", ".onnx", *BOOSTER_SUFFIXES, ".pkl", ".pickle", ".joblib", MLFLOW_SUFFIX)
-PICKLE_SUFFIXES = (".pkl", ".pickle", ".joblib")
-#: what the page says it accepts
-FORMATS_TEXT = (
-    ".skops, .onnx, XGBoost .json/.ubj, LightGBM .txt, CatBoost .cbm/.json, .model/.bst, an MLflow model .zip"
+from ..model_trust import allow_list
+from .errors import LoadError, Policy, check_size, file_suffix
+from .formats import (
+    FORMATS_TEXT,
+    MODEL_SUFFIXES,
+    PICKLE_SUFFIXES,
+    REFUSE,
+    ModelFormat,
+    Request,
+    content_suffix,
+    decision,
+    format_of,
+    refusal,
 )
+from .mlflow import inner_name, load_mlflow, unpacked
+from .sniff import AMBIGUOUS_SUFFIXES
+
+__all__ = ["FORMATS_TEXT", "MODEL_SUFFIXES", "PICKLE_SUFFIXES"]
 
 
 # --- models --------------------------------------------------------------------------------
@@ -37,15 +43,15 @@ def model_untrusted_types(path, *, policy: Policy = Policy(), name: str | None =
     """
     path = os.fspath(path)
     label = name or os.path.basename(path)
-    suffix = file_suffix(path, name, MODEL_SUFFIXES)
-    if suffix == MLFLOW_SUFFIX:  # an MLflow zip: its archive, MLmodel and flavour checked; a skops file's types
-        check_size(path, label, policy, "model")
-        with unpacked(path, label, policy) as (inner_path, inner):
-            return model_untrusted_types(inner_path, policy=policy, name=inner_name(label, inner))
-    if suffix != ".skops":
+    fmt = format_of(file_suffix(path, name, MODEL_SUFFIXES))
+    if fmt is None or not fmt.lists_types:
         return []
     check_size(path, label, policy, "model")
-    return list(_inspect_skops(path, label, policy).refused)
+    if fmt.container:  # an MLflow zip: its archive, MLmodel and flavour checked; a skops file's types
+        with unpacked(path, label, policy) as (inner_path, inner):
+            return model_untrusted_types(inner_path, policy=policy, name=inner_name(label, inner))
+    assert fmt.types is not None
+    return fmt.types(path, label, policy)
 
 
 def load_model(path, *, name: str | None = None, policy: Policy = Policy(), accepted_types=(), classes=None) -> object:
@@ -60,8 +66,9 @@ def load_model(path, *, name: str | None = None, policy: Policy = Policy(), acce
     """
     path = os.fspath(path)
     label = name or os.path.basename(path)
-    suffix = _format_suffix(path, name, label)
-    if suffix not in MODEL_SUFFIXES:
+    suffix = content_suffix(path, name, label)
+    fmt = format_of(suffix)
+    if fmt is None:
         raise LoadError(
             f"{label}: a model file must end in {', '.join((*MODEL_SUFFIXES, *AMBIGUOUS_SUFFIXES))} (got "
             f"{suffix or 'no suffix'}). Save it with skops.io.dump(model, 'model.skops'), export it to "
@@ -70,41 +77,17 @@ def load_model(path, *, name: str | None = None, policy: Policy = Policy(), acce
             f"model folder as a .zip.",
             field="model",
         )
-    if suffix in PICKLE_SUFFIXES and not policy.allow_pickle:
-        raise LoadError(
-            f"{label} is a pickle/joblib file. Loading such a file executes any code it contains, "
-            f"so this server refuses them. Save the model with skops instead "
-            f'(import skops.io; skops.io.dump(model, "model.skops")) or convert it to ONNX '
-            f"(skl2onnx.to_onnx), and upload that file. For trusted users only, the operator can "
-            f"start the server with --allow-pickle.",
-            field="model",
-        )
+    if decision(fmt, policy) == REFUSE:
+        raise refusal(fmt, label)
     check_size(path, label, policy, "model")
-    if suffix == MLFLOW_SUFFIX:  # an MLflow model folder's zip: the flavour's native file, loaded as such
+    request = Request(suffix, policy, tuple(accepted_types), classes)
+    if fmt.container:  # an MLflow model folder's zip: the flavour's native file, loaded as such
 
         def native(inner: str, name: str, given: Policy) -> object:
             return load_model(inner, name=name, policy=given, accepted_types=accepted_types, classes=classes)
 
         return load_mlflow(path, label, policy, native)[0]
-    versions: list[str] = []
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        if suffix == ".skops":
-            model, versions = _load_skops(path, label, policy, tuple(accepted_types))
-        elif suffix == ".onnx":
-            model = load_onnx(path, label)
-        elif suffix in BOOSTER_SUFFIXES:
-            model = load_booster(path, label, suffix, classes=classes)
-        else:
-            model = _load_pickle(path, label)
-        if suffix not in (".onnx", *BOOSTER_SUFFIXES):
-            try:
-                check_model(model, label)  # before anything calls the model
-            except ModelFileError as exc:
-                raise LoadError(str(exc), field="model") from exc
-    versions += [
-        str(w.message.original_sklearn_version) for w in caught if hasattr(w.message, "original_sklearn_version")
-    ]
+    model, versions = _loaded(fmt, path, label, request)
     if not hasattr(model, "predict") and not hasattr(model, "predict_proba"):
         raise LoadError(
             f"{label} holds a {type(model).__name__}, which has neither predict nor predict_proba; "
@@ -113,6 +96,21 @@ def load_model(path, *, name: str | None = None, policy: Policy = Policy(), acce
         )
     _remember_warnings(model, _version_warnings(model, label, versions))
     return model
+
+
+def _loaded(fmt: ModelFormat, path: str, label: str, request: Request) -> tuple[object, list[str]]:
+    """The model, by its format's loader and checks, and the scikit-learn versions it records
+    (its own, and those of the warnings scikit-learn gave while it was built)."""
+    assert fmt.load is not None
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model, versions = fmt.load(path, label, request)
+        for check in fmt.checks:
+            check(model, label)  # before anything calls the model
+    versions = list(versions) + [
+        str(w.message.original_sklearn_version) for w in caught if hasattr(w.message, "original_sklearn_version")
+    ]
+    return model, versions
 
 
 def load_warnings(model) -> list[str]:
@@ -136,70 +134,13 @@ def model_versions(path) -> dict[str, str]:
     """
     path = os.fspath(path)
     try:
-        suffix = _format_suffix(path, None, os.path.basename(path))
-        if suffix == ".skops":
-            schema = _skops_schema(path, "model.skops")
-            found = {"skops": str(schema.get("_skops_version", "")), "skops protocol": str(schema.get("protocol", ""))}
-            sk = sorted(set(_values_of(schema, "_sklearn_version")))
-            if sk:
-                found["scikit-learn"] = ", ".join(sk)
-            return {k: v for k, v in found.items() if v}
-        if suffix == ".onnx":
-            return onnx_versions(path)
-        if suffix in BOOSTER_SUFFIXES:
-            return booster_versions(path, suffix)
+        suffix = content_suffix(path, None, os.path.basename(path))
+        fmt = format_of(suffix)
+        if fmt is not None and fmt.versions is not None:
+            return fmt.versions(path, suffix)
     except Exception:  # unreadable: load_model says why
         return {}
     return {}
-
-
-def _format_suffix(path: str, name: str | None, label: str) -> str:
-    """The suffix that says the file's format: its own, or for a ``.model`` / ``.bst`` file
-    (LightGBM's and XGBoost's examples use them for several formats) the one its first
-    bytes say (raises :class:`LoadError` for content none of those formats has)."""
-    suffix = file_suffix(path, name, (*MODEL_SUFFIXES, *AMBIGUOUS_SUFFIXES))
-    if suffix not in AMBIGUOUS_SUFFIXES:
-        return suffix
-    try:
-        return suffix_by_content(path, label)
-    except OSError as exc:
-        raise LoadError(f"{label} could not be read; upload it again.", field="model") from exc
-
-
-# --- skops ---------------------------------------------------------------------------------
-def _inspect_skops(path: str, label: str, policy: Policy) -> Inspection:
-    try:
-        return inspect_skops(path, label, limit=policy.max_bytes)
-    except ModelFileError as exc:
-        raise LoadError(str(exc), field="model") from exc
-
-
-def _skops_schema(path: str, label: str | None, policy: Policy = Policy()) -> dict:
-    return _inspect_skops(path, label or "model.skops", policy).schema
-
-
-def _nodes(schema):
-    """Every dict in the schema (iteratively: a crafted file may nest deeply)."""
-    stack = [schema]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, dict):
-            yield node
-            stack.extend(node.values())
-        elif isinstance(node, list):
-            stack.extend(node)
-
-
-def _values_of(schema, key: str) -> list[str]:
-    found = []
-    for node in _nodes(schema):
-        value = node.get(key)
-        if isinstance(value, dict) and isinstance(value.get("content"), str):
-            try:
-                found.append(str(json.loads(value["content"])))
-            except ValueError:
-                continue
-    return found
 
 
 def preload() -> None:
@@ -214,72 +155,6 @@ def preload() -> None:
     trouble = walk.warm()  # numba and the tree engine's kernels (about 0.6 s), not in every job
     if trouble:
         warnings.warn(trouble, RuntimeWarning, stacklevel=2)
-
-
-def _skops_hint(schema: dict) -> str:
-    import skops
-
-    saved = schema.get("_skops_version")
-    if saved and str(saved) != skops.__version__:
-        return f" It was saved with skops {saved}; this server runs skops {skops.__version__}."
-    return ""
-
-
-def _load_skops(path: str, label: str, policy: Policy, accepted: tuple) -> tuple[object, list[str]]:
-    """The model and the scikit-learn versions its schema records."""
-    found = _inspect_skops(path, label, policy)
-    rest = list(found.refused)
-    if rest:
-        listed = ", ".join(rest)
-        why = (
-            f"{label} contains types this server does not load by itself: {listed}. Building "
-            f"them could run code (even classes of NumPy, SciPy or scikit-learn can delete files "
-            f"when they are built or freed). This server accepts automatically only a list of "
-            f"scikit-learn estimators and the array and attribute types fitted models need "
-            f"(functions and classes used as callables, e.g. FunctionTransformer(func=...), "
-            f"always need acceptance)."
-        )
-        if not policy.allow_user_types:
-            raise LoadError(
-                f"{why} Ask the operator to start the server with --allow-user-types to "
-                f"accept such types per upload, or export the model to ONNX.",
-                field="model",
-            )
-        missing = [t for t in rest if t not in accepted]
-        if missing:
-            raise LoadError(
-                f"{why} Tick the types you trust ({', '.join(missing)}) and load again, or export the model to ONNX.",
-                field="model",
-            )
-    import skops.io as sio
-
-    # skops audits the file again and refuses anything outside this exact list
-    trusted = found.allowed + [t for t in rest if t in accepted]
-    try:
-        return sio.load(path, trusted=trusted), _values_of(found.schema, "_sklearn_version")
-    except ImportError as exc:
-        raise LoadError(
-            f"{label} needs a module this server does not have ({short(exc)}); ask the "
-            f"operator to install it, or export the model to ONNX.",
-            field="model",
-        ) from exc
-    except Exception as exc:  # a crafted schema can make skops fail in any way (even RecursionError)
-        raise LoadError(
-            f"{label} is not a valid .skops file ({type(exc).__name__}: {short(exc)}).{_skops_hint(found.schema)}",
-            field="model",
-        ) from exc
-
-
-# --- pickle / joblib (operator opt-in only) ------------------------------------------------
-def _load_pickle(path: str, label: str) -> object:
-    import joblib
-
-    try:
-        return joblib.load(path)
-    except Exception as exc:
-        raise LoadError(
-            f"{label} could not be loaded as a pickle/joblib file ({type(exc).__name__}: {short(exc)}).", field="model"
-        ) from exc
 
 
 # --- version warnings ----------------------------------------------------------------------

@@ -109,25 +109,7 @@ def _explain(exc: Exception, buf, outline: _Outline | None, label: str, names: t
             field="model",
         )
     if "INVALID_PROTOBUF" in text or "protobuf parsing failed" in text.lower():
-        levels = None
-        if outline is not None and outline.graph is not None:
-            try:
-                levels = _subgraph_levels(buf, outline.graph)
-            except _Malformed:
-                levels = None
-        if levels is not None and levels > MAX_SUBGRAPH_LEVELS:
-            return LoadError(
-                f"{label} nests subgraphs (the branches of If nodes, the bodies of Loop and Scan nodes) "
-                f"{levels:,} levels deep; {runtime} reads at most about {MAX_SUBGRAPH_LEVELS} levels (its "
-                f"protobuf parser stops at 100 nested messages). Exporters write a few levels: the file is "
-                f"crafted or damaged. Flatten the model's control flow, or export it again.",
-                field="model",
-            )
-        return LoadError(
-            f"{label} is not a valid ONNX model: {runtime} cannot read it (the protobuf message is damaged, or "
-            f"is not an ONNX ModelProto). Export the model again (e.g. skl2onnx.to_onnx) and upload the .onnx file.",
-            field="model",
-        )
+        return _protobuf_refusal(buf, outline, label, runtime)
     match = re.search(r"IR version: (\d+), max supported IR version: (\d+)", reason)
     if match:
         return LoadError(
@@ -167,6 +149,30 @@ def _explain(exc: Exception, buf, outline: _Outline | None, label: str, names: t
     if len(reason) > 300:
         reason = reason[:299] + "…"
     return LoadError(f"{label} is not a valid ONNX model that ONNX Runtime can run ({reason}).", field="model")
+
+
+def _protobuf_refusal(buf, outline: _Outline | None, label: str, runtime: str) -> LoadError:
+    """ONNX Runtime could not parse the protobuf message: subgraphs nested too deep, or a
+    damaged file."""
+    levels = None
+    if outline is not None and outline.graph is not None:
+        try:
+            levels = _subgraph_levels(buf, outline.graph)
+        except _Malformed:
+            levels = None
+    if levels is not None and levels > MAX_SUBGRAPH_LEVELS:
+        return LoadError(
+            f"{label} nests subgraphs (the branches of If nodes, the bodies of Loop and Scan nodes) "
+            f"{levels:,} levels deep; {runtime} reads at most about {MAX_SUBGRAPH_LEVELS} levels (its "
+            f"protobuf parser stops at 100 nested messages). Exporters write a few levels: the file is "
+            f"crafted or damaged. Flatten the model's control flow, or export it again.",
+            field="model",
+        )
+    return LoadError(
+        f"{label} is not a valid ONNX model: {runtime} cannot read it (the protobuf message is damaged, or "
+        f"is not an ONNX ModelProto). Export the model again (e.g. skl2onnx.to_onnx) and upload the .onnx file.",
+        field="model",
+    )
 
 
 def _onnx_session(path: str, label: str):
