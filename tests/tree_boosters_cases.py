@@ -291,7 +291,6 @@ def _unsupported():
     booster = cat.get_booster()
     yield booster, None, y, "categorical splits"  # raw Booster: read_model only (no predict on frames)
     yield _lgb("regressor", linear_tree=True).fit(X.fillna(0), y), X.fillna(0), y, "linear trees"
-    yield _lgb("regressor").fit(X, y, categorical_feature=["d"]), X, y, "categorical splits"
     yield _lgb("regressor", zero_as_missing=True).fit(X, y), X, y, "zero as missing"
 
     def squared(y_true, raw):
@@ -325,6 +324,32 @@ def test_unsupported_options_fall_back_or_raise_naming_why():
         assert prof.params["engine"] == "batched predict" and why in prof.params["engine_reason"]
         res = permutation_importance(model, X, y, n_repeats=1)
         assert res.engine == "batched predict" and why in res.engine_reason
+
+
+@pytest.mark.parametrize("classes", [0, 2, 3])
+def test_lightgbm_categorical_splits_equal_its_own_predict(classes):
+    """LightGBM's categorical splits (its bitsets; a 12-level feature with missing values and
+    a 3-level one): every feature's curves and PFI equal its predict, and so do values it
+    never saw: unseen, past its bitsets, fractional, between -1 and 0 (LightGBM casts them
+    to category 0), negative and missing."""
+    X, y = _data(8)
+    target = _target(y, classes)
+    model = _lgb("regressor" if classes == 0 else "classifier", min_data_per_group=5, cat_smooth=1)
+    model.fit(X, target, categorical_feature=["b", "d"])
+    ens = read_model(model)
+    assert ens.categorical and ens.is_categorical(1) and not ens.is_categorical(0)
+    odd = np.array([0.0, 1.0, 5.0, 11.0, 12.0, 31.0, 32.0, 64.0, 1e6, 2.7, -0.5, -0.99, -1.0, -3.0, np.nan])
+    for j in range(4):
+        assert_allclose(_walked(model, X.iloc[::7], j, odd), _brute(model, X.iloc[::7], j, odd), rtol=0, atol=1e-12)
+    for feature in X.columns:
+        walked = feature_profile(model, X, target, feature, grid=8, engine="trees")
+        ref = feature_profile(model, X, target, feature, grid=8, engine="predict")
+        assert_allclose(walked.pred, ref.pred, rtol=0, atol=1e-9, err_msg=feature)
+    walked = permutation_importance(model, X, target, n_repeats=3, random_state=2, engine="trees")
+    ref = permutation_importance(model, X, target, n_repeats=3, random_state=2, engine="predict")
+    assert walked.engine == WALK
+    assert_allclose(walked.repeats, ref.repeats, rtol=0, atol=1e-9 * max(ref.model_error, 1e-12))
+    assert walked.importance["b"] > 0  # a feature the target reads: a comparison that could fail
 
 
 def test_raw_boosters_are_read():

@@ -303,8 +303,6 @@ def _lgb_tree(fields: dict, column: int) -> dict:
     leaf_value = np.array(fields.get("leaf_value", "").split(), dtype=np.float64)
     n_inner = leaf_value.size - 1
     decision = np.array(fields.get("decision_type", "").split(), dtype=np.int64)[:n_inner]
-    if np.any(decision & 1):
-        raise Unsupported("LightGBM categorical splits (decision_type '=='): the walk compares numbers only")
     missing = (decision >> 2) & 3
     if np.any(missing == 1):
         raise Unsupported("LightGBM missing_type 'Zero' (zero as missing): not read")
@@ -315,7 +313,8 @@ def _lgb_tree(fields: dict, column: int) -> dict:
         return np.concatenate([np.where(c >= 0, c, n_inner + ~c), np.full(n_inner + 1, -1)])
 
     inner = np.array(fields.get("split_feature", "").split(), dtype=np.int64)[:n_inner]
-    return {
+    categorical = (decision & 1) != 0
+    tree = {
         "feature": np.concatenate([inner, np.full(n_inner + 1, -1)]),
         "threshold": np.concatenate([threshold, np.zeros(n_inner + 1)]),
         "left": children("left_child"),
@@ -327,6 +326,33 @@ def _lgb_tree(fields: dict, column: int) -> dict:
         "value": np.concatenate([np.zeros(n_inner), leaf_value])[:, None],
         "column": column,
     }
+    if categorical.any():
+        tree.update(_lgb_categorical(fields, categorical, np.asarray(tree["missing_left"])))
+    return tree
+
+
+def _lgb_categorical(fields: dict, categorical: np.ndarray, missing_left: np.ndarray) -> dict:
+    """A tree's categorical splits (``decision_type`` bit 1) as :class:`Ensemble` fields: the
+    node's ``threshold`` indexes ``cat_boundaries``, whose range of ``cat_threshold`` is the
+    node's bitset (uint32 words; category c at bit c % 32 of word c // 32). LightGBM casts a
+    value to int: a negative one (-1 and below) goes right, as a category past the bitset
+    and a missing value (under either missing type: checked against its predict)."""
+    n_inner = categorical.size
+    bounds = np.array(fields["cat_boundaries"].split(), dtype=np.int64)
+    words = np.array(fields["cat_threshold"].split(), dtype=np.uint64).astype(np.uint32)
+    at = np.flatnonzero(categorical)
+    index = np.array(fields["threshold"].split(), dtype=np.float64)[:n_inner][at].astype(np.int64)
+    width = int(np.diff(bounds).max(initial=1))
+    sets = np.zeros((at.size, width + width % 2), dtype=np.uint32)
+    for row, i in enumerate(index):
+        sets[row, : bounds[i + 1] - bounds[i]] = words[bounds[i] : bounds[i + 1]]
+    bitsets = sets.view(np.int64)
+    cat_index = np.full(2 * n_inner + 1, -1, dtype=np.int64)
+    cat_index[at] = np.arange(at.size)
+    nan_left = missing_left.copy()
+    nan_left[at] = False  # a missing value goes right, whatever the missing type
+    invalid_left = np.zeros(2 * n_inner + 1, dtype=bool)
+    return {"cat_index": cat_index, "bitsets": bitsets, "invalid_left": invalid_left, "missing_left": nan_left}
 
 
 def read_lightgbm(booster, name: str, *, classifier: bool) -> Ensemble:
@@ -342,7 +368,12 @@ def read_lightgbm(booster, name: str, *, classifier: bool) -> Ensemble:
     if not trees:
         raise Unsupported("a LightGBM model without trees")
     return join_trees(
-        trees, name=name, n_outputs=k, float32=False, finish=_finisher(link, np.zeros(k), classifier, scale)
+        trees,
+        name=name,
+        n_outputs=k,
+        float32=False,
+        finish=_finisher(link, np.zeros(k), classifier, scale),
+        cat_low=-1.0,  # LightGBM casts to int: -0.5 is category 0
     )
 
 

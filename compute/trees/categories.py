@@ -3,7 +3,7 @@
 A categorical split sends a value left when its category (the value truncated to a whole
 number, as every library casts it) is in the node's set, a bit of :attr:`Ensemble.bitsets`;
 a missing value goes the node's missing direction, a value outside the sets' range
-(negative, or past the last bit) where ``invalid_left`` says (scikit-learn: the missing
+(below ``cat_low``, or past the last bit) where ``invalid_left`` says (scikit-learn: the missing
 direction; LightGBM and XGBoost: right). With such a feature j left free, its values cannot
 be ranked along thresholds; they are grouped instead into classes ("levels") of values that
 go the same way at every node on j, which the model therefore cannot tell apart. A walk
@@ -33,12 +33,13 @@ class Levels:
     invalid: int
     node_mask: np.ndarray
     n: int
+    low: float  # a value above it is a category (:attr:`Ensemble.cat_low`)
 
     def of(self, values) -> np.ndarray:
         """The level of each value (-1: missing), of the shape of ``values``."""
         v = np.asarray(values, dtype=np.float64)
         nan = np.isnan(v)
-        inside = ~nan & (v >= 0) & (v < self.table.size)
+        inside = ~nan & (v > self.low) & (v < self.table.size)
         out = np.full(v.shape, self.invalid, dtype=np.int64)
         out[inside] = self.table[v[inside].astype(np.int64)]
         out[nan] = -1
@@ -58,8 +59,8 @@ def goes_left(ens: Ensemble, nodes: np.ndarray, values: np.ndarray) -> np.ndarra
     limit = ens.bitsets.shape[1] * 64
     v = np.asarray(values, dtype=np.float64)[:, None]
     nan = np.isnan(v)
-    inside = ~nan & (v >= 0) & (v < limit)
-    code = np.where(inside, v, 0).astype(np.int64)
+    inside = ~nan & (v > ens.cat_low) & (v < limit)
+    code = np.where(inside, v, 0).astype(np.int64)  # toward zero, as the libraries cast
     word = ens.bitsets[ens.cat_index[nodes][None, :], code // 64]
     bit = ((word >> (code % 64)) & 1) == 1
     out = np.where(inside, bit, ens.invalid_left[nodes][None, :])
@@ -74,7 +75,7 @@ def levels(ens: Ensemble, j: int) -> Levels:
     assert ens.bitsets is not None
     on_j = np.flatnonzero(ens.feature == j)
     limit = ens.bitsets.shape[1] * 64
-    codes = np.append(np.arange(limit, dtype=np.float64), -1.0)  # every category, then one outside
+    codes = np.append(np.arange(limit, dtype=np.float64), -1.0)  # every category, then one outside (below)
     left = goes_left(ens, on_j, codes)
     first, level = np.unique(left, axis=0, return_index=True, return_inverse=True)[1:]
     level = level.ravel()
@@ -86,6 +87,6 @@ def levels(ens: Ensemble, j: int) -> Levels:
     node_mask = np.zeros(ens.feature.size, dtype=np.int64)
     by_level = left[first]  # the decisions of each level's first category (levels x nodes)
     node_mask[on_j] = (by_level.astype(np.int64) << np.arange(n, dtype=np.int64)[:, None]).sum(axis=0)
-    found = Levels(level[:limit], int(level[limit]), node_mask, n)
+    found = Levels(level[:limit], int(level[limit]), node_mask, n, ens.cat_low)
     ens._levels[j] = found
     return found

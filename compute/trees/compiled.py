@@ -43,6 +43,7 @@ class _Nodes(NamedTuple):
     cat_index: np.ndarray  # categorical splits (see .categories): the node's row of bitsets, -1 numeric
     bitsets: np.ndarray
     invalid_left: np.ndarray
+    cat_low: np.ndarray  # [Ensemble.cat_low]
 
 
 @cache
@@ -142,7 +143,7 @@ def _reach_py(nodes, free, x, root, stack, found):  # pragma: no cover - compile
 def _in_set_py(nodes, node, v):  # pragma: no cover - compiled
     """Whether a (non-missing) value goes left at a categorical node: its category's bit, or
     ``invalid_left`` outside the sets' range (int64 words shifted arithmetically: bit 63 too)."""
-    if v < 0 or v >= nodes.bitsets.shape[1] * 64:
+    if not v > nodes.cat_low[0] or v >= nodes.bitsets.shape[1] * 64:
         return nodes.invalid_left[node]
     c = np.int64(v)
     return ((nodes.bitsets[nodes.cat_index[node], c >> 6] >> (c & 63)) & 1) == 1
@@ -359,6 +360,7 @@ def _nodes(ens: Ensemble, node_bin: np.ndarray, node_bin2: np.ndarray | None = N
         cat_index,
         bitsets,
         invalid_left,
+        np.array([ens.cat_low]),
     )
 
 

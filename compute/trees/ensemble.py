@@ -50,6 +50,9 @@ class Ensemble:
     cat_index: np.ndarray | None = None
     bitsets: np.ndarray | None = None  # int64 words (sets x words)
     invalid_left: np.ndarray | None = None
+    #: A value is a category (its bit looked up) when above this: 0 and up for scikit-learn
+    #: and XGBoost; LightGBM casts to int first, so -0.5 is category 0 (``cat_low`` -1).
+    cat_low: float = float(np.nextafter(0.0, -1.0))
     _levels: dict = field(default_factory=dict, compare=False, repr=False)
 
     @cached_property
