@@ -25,23 +25,20 @@ from .config import Config
 from .demos import DEFAULT_DEMO, build_demo
 from .isolation import Limits
 from .loading import Policy
-from .planning import clean_edits, row_label, select_rows
+from .rows import clean_edits, row_label, select_rows
 from .slots import JobSlots
 from .store import Store
 
-DEFAULT_REPEATS = 10
-MAX_REPEATS = 200
-# the page's own fields; views add theirs (View(state=...), see Field)
+# the page's own fields; views add theirs (View(state=...), see Field). ``exclude`` and ``edit``
+# stay the page's: they are cleaned against the data set (rows it holds; the selected row's
+# columns and levels), which a field cleaned from its value alone cannot do, and ``edit``
+# belongs to the selected observation (dropped when it changes)
 CORE_FIELDS = (
     "ws",
     "model",
     "feature",
     "subgroup",
     "obs",
-    "centered",
-    "repeats",
-    "sfimp",
-    "pfi_all",
     "exclude",
     "edit",
     "present",  # presentation mode: how the page is laid out, never what is computed
@@ -61,7 +58,10 @@ class Field:
     ``TypeError`` on one that is not (the click is then ignored; ``clean`` bounds it);
     ``text(value)``: the value as URL text (left out of the URL when it is the default).
     ``clicks``: components (id, ``"clickData"``) whose clicked point's ``customdata`` is
-    read as a value of the field too (a cell of a matrix selecting a pair)."""
+    read as a value of the field too (a cell of a matrix selecting a pair).
+    ``show(value)``: the value as the control shows it (default: as it is); ``parse(text)``:
+    URL text as a value (default: ``clean``). ``events``: buttons that change the field
+    (:class:`Event`: "More repetitions" doubles it, a toggle flips it)."""
 
     name: str
     default: Any
@@ -70,9 +70,34 @@ class Field:
     text: Callable[[Any], str] = str
     control: tuple[str, str] | None = None
     clicks: tuple[tuple[str, str], ...] = ()
+    show: Callable[[Any], Any] | None = None
+    parse: Callable[[str], Any] | None = None
+    events: tuple[Event, ...] = ()
+
+    def from_url(self, text: str) -> Any:
+        return self.parse(text) if self.parse is not None else self.clean(text)
 
 
-def int_field(name: str, default: int, *, low: int, high: int, control: tuple[str, str] | None = None) -> Field:
+@dataclass(frozen=True)
+class Event:
+    """A button of a view that changes one of its fields: ``step(value)`` is the field's new
+    value when ``(id, prop)`` fires (``clean`` then bounds it); the controller's input and
+    reducer (named after ``step``) come from it."""
+
+    id: str
+    step: Callable[[Any], Any]
+    prop: str = "n_clicks"
+
+
+def int_field(
+    name: str,
+    default: int,
+    *,
+    low: int,
+    high: int,
+    control: tuple[str, str] | None = None,
+    events: tuple[Event, ...] = (),
+) -> Field:
     """A whole number in [low, high]: out-of-range values are clamped, others give the default."""
 
     def clean(raw) -> int:
@@ -93,7 +118,36 @@ def int_field(name: str, default: int, *, low: int, high: int, control: tuple[st
         except OverflowError:  # an infinite float (JSON's Infinity): refused like NaN, not an HTTP 500
             raise ValueError("not a finite number") from None
 
-    return Field(name, default, clean, read, str, control)
+    return Field(name, default, clean, read, str, control, events=events)
+
+
+def bool_field(
+    name: str,
+    default: bool = False,
+    *,
+    control: tuple[str, str] | None = None,
+    read: Callable[[Any], bool] | None = None,
+    show: Callable[[bool], Any] | None = None,
+    events: tuple[Event, ...] = (),
+) -> Field:
+    """Yes or no: anything but a JSON boolean gives the default; ``1``/``0`` in the URL.
+    ``read``/``show``: the control's value as the field's and back (a checklist's ``["c"]``)."""
+
+    def clean(raw) -> bool:
+        return raw if isinstance(raw, bool) else default
+
+    def parse(text: str) -> bool:
+        return {"1": True, "0": False}.get(text, default)
+
+    def text(value: bool) -> str:
+        return "1" if value else "0"
+
+    def strict(raw) -> bool:
+        if not isinstance(raw, bool):
+            raise TypeError("not a yes or no")
+        return raw
+
+    return Field(name, default, clean, read or strict, text, control, show=show, parse=parse, events=events)
 
 
 _VIEW_FIELDS: dict[str, Field] = {}
@@ -167,10 +221,6 @@ def default_state() -> dict:
         "feature": None,
         "subgroup": "",
         "obs": None,
-        "centered": False,
-        "repeats": DEFAULT_REPEATS,
-        "sfimp": False,
-        "pfi_all": False,  # PFI on every selected row, not a sample within the budget
         "exclude": [],
         "edit": {},
         "present": False,
@@ -189,8 +239,9 @@ def clean_state(raw) -> dict:
 
     Whatever the browser sends (the state store, a job request, a forged value) passes
     through here before the server plans anything from it: unknown keys are dropped,
-    wrong types fall back to the default, texts and lists are capped, and ``repeats`` is
-    clamped to [2, MAX_REPEATS]. Validity against the workspace is ``normalize``'s job.
+    wrong types fall back to the default, texts and lists are capped, and the views' fields
+    are cleaned by their own rules (``Field.clean``: PFI's repetitions clamped). Validity
+    against the workspace is ``normalize``'s job.
     """
     state = default_state()
     if not isinstance(raw, dict):
@@ -207,13 +258,7 @@ def clean_state(raw) -> dict:
     subgroup = raw.get("subgroup")
     if isinstance(subgroup, str):
         state["subgroup"] = subgroup.strip()[:MAX_TEXT]
-    state["centered"] = raw.get("centered") is True
-    state["sfimp"] = raw.get("sfimp") is True
-    state["pfi_all"] = raw.get("pfi_all") is True
     state["present"] = raw.get("present") is True
-    repeats = raw.get("repeats")
-    if isinstance(repeats, int) and not isinstance(repeats, bool):
-        state["repeats"] = min(max(repeats, 2), MAX_REPEATS)
     for field in _VIEW_FIELDS.values():
         state[field.name] = field.clean(raw.get(field.name, field.default))
     exclude = raw.get("exclude")
@@ -260,17 +305,10 @@ def state_from_search(search: str | None) -> dict:
     for key in ("ws", "model", "feature", "subgroup", "obs"):
         if key in one:
             state[key] = one[key][:MAX_TEXT]
-    state["centered"] = one.get("centered") == "1"
-    state["sfimp"] = one.get("sfimp") == "1"
-    state["pfi_all"] = one.get("pfi_all") == "1"
     state["present"] = one.get("present") == "1"
-    try:
-        state["repeats"] = min(max(int(one.get("repeats", DEFAULT_REPEATS)), 2), MAX_REPEATS)
-    except ValueError:
-        state["repeats"] = DEFAULT_REPEATS
     for field in _VIEW_FIELDS.values():
         if field.name in one:
-            state[field.name] = field.clean(one[field.name])
+            state[field.name] = field.from_url(one[field.name])
     if one.get("exclude"):
         state["exclude"] = [e for e in one["exclude"].split(",") if e][:MAX_EXCLUDED]
     if one.get("edit"):
@@ -287,16 +325,8 @@ def search_from_state(state: dict) -> str:
     for key in ("model", "feature", "subgroup", "obs"):
         if state.get(key) not in (None, ""):
             query[key] = str(state[key])
-    if state.get("centered"):
-        query["centered"] = "1"
-    if state.get("sfimp"):
-        query["sfimp"] = "1"
-    if state.get("pfi_all"):
-        query["pfi_all"] = "1"
     if state.get("present"):
         query["present"] = "1"
-    if state.get("repeats", DEFAULT_REPEATS) != DEFAULT_REPEATS:
-        query["repeats"] = str(state["repeats"])
     for field in _VIEW_FIELDS.values():
         value = state.get(field.name, field.default)
         if value != field.default:

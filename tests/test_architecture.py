@@ -12,7 +12,6 @@ is an edge to ``dashboard.ids``; ``from ..planning import TaskSpec`` one to
 from __future__ import annotations
 
 import ast
-import warnings
 from pathlib import Path
 
 import pytest
@@ -282,31 +281,16 @@ def test_the_compute_exceptions_still_apply():
     assert COMPUTE_POSITIONAL_ALLOWED - wide == set(), "six or fewer now: take them out of COMPUTE_POSITIONAL_ALLOWED"
 
 
-# dashboard/: the functions still over the limits (issue 45 brings these down: 15 and 12 before,
-# 1 and 1 now). No function joins them; one brought within the limits is taken out
-# (test_dashboard_function_sizes_are_measured warns).
-DASHBOARD_LONG_ALLOWED = {
-    "dashboard.callbacks.compute:register",
-}
-DASHBOARD_POSITIONAL_ALLOWED = {
-    "dashboard.callbacks.compute:_run_split",
-}
-
-
-def test_dashboard_function_sizes_are_measured(record_property):
-    """The dashboard's functions over 80 code lines and over six positional parameters are
-    counted (printed with ``-s``, and in the JUnit report): only the listed ones may be, and
-    the lists only shrink."""
+# dashboard/: issue 45 brought these to none (15 functions over 80 code lines and 12 over six
+# positional parameters before it). No exception: a function over a limit is split.
+def test_dashboard_functions_stay_small(record_property):
+    """No function of dashboard/ is over 80 code lines or takes more than six positional
+    parameters (keyword-only beyond); the counts go to the JUnit report."""
     long, wide = _measured("dashboard")
-    print(f"dashboard: {len(long)} functions over {LONG_FUNCTION} code lines,", end=" ")
-    print(f"{len(wide)} over {MAX_POSITIONAL} positional parameters")
     record_property("dashboard_functions_over_80_lines", len(long))
     record_property("dashboard_functions_over_6_positional", len(wide))
-    fixed = sorted((DASHBOARD_LONG_ALLOWED - long) | (DASHBOARD_POSITIONAL_ALLOWED - wide))
-    if fixed:
-        warnings.warn(f"within the limits now, take them out of the allow-lists: {fixed}", stacklevel=1)
-    assert sorted(long - DASHBOARD_LONG_ALLOWED) == [], "over 80 code lines: split it"
-    assert sorted(wide - DASHBOARD_POSITIONAL_ALLOWED) == [], "over six positional parameters: keyword-only beyond"
+    assert sorted(long) == [], "over 80 code lines: split it"
+    assert sorted(wide) == [], "over six positional parameters: keyword-only beyond"
 
 
 def test_no_test_helper_shadows_a_standard_library_module():

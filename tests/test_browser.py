@@ -815,6 +815,29 @@ def test_a_click_on_the_pair_matrix_draws_that_pair_and_keeps_it_in_the_url(serv
     tab.wait_for_function(kept, timeout=120_000)
 
 
+def test_pfis_buttons_and_the_centred_checklist_set_their_views_fields_in_the_url(server, tab):
+    """Issue 45: "More repetitions", "Use all rows" and the centred ICE are fields their views
+    declare (views/pfi.py, views/ice.py); their button and checklist set them, the URL keeps
+    them under their old names, and a reload shows the checklist ticked."""
+    tab.goto(server["url"] + "/?ws=demo-x3")
+    open_section(tab, "overview")
+    tab.wait_for_selector("#repeats-more")
+    tab.click("#repeats-more")
+    tab.wait_for_function("() => window.location.search.includes('repeats=20')", timeout=60_000)
+    tab.wait_for_selector("#repeats-reset:visible", timeout=120_000)  # "Back to 10" once it differs
+    open_section(tab, "feature")
+    tab.check("#centered input[type=checkbox]")
+    tab.wait_for_function("() => window.location.search.includes('centered=1')", timeout=60_000)
+    assert "repeats=20" in tab.url
+    tab.reload()
+    open_section(tab, "feature")
+    tab.wait_for_function(
+        "() => { const box = document.querySelector('#centered input[type=checkbox]'); return box && box.checked; }",
+        timeout=60_000,
+    )
+    shot(tab, "moved-fields-centred")
+
+
 SHOW_SCRIPT = """
 import sys
 import numpy as np, pandas as pd

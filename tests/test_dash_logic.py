@@ -39,8 +39,6 @@ from dashboard.config import Config, from_env, parse_args
 from dashboard.html_report import report_html
 from dashboard.server import create_app
 from dashboard.state import (
-    DEFAULT_REPEATS,
-    MAX_REPEATS,
     default_state,
     normalize,
     search_from_state,
@@ -51,6 +49,7 @@ from dashboard.views import export as export_table
 from dashboard.views import influential as influential_view
 from dashboard.views import pfi as pfi_view
 from dashboard.views import plan_state
+from dashboard.views.pfi import DEFAULT_REPEATS, MAX_REPEATS
 
 FEATURES = ["X1", "X2", "X3"]
 
@@ -906,7 +905,9 @@ def test_sfimp_and_repetitions_can_be_switched_back(ctx):
         ),
         (ids.REPEATS_MORE, "more_repeats", {}, {"repeats": 20}),
         (ids.SFIMP_RUN, "run_sfimp", {}, {"sfimp": True}),
-        (ids.CENTERED, "toggle_centered", {"centered": ["c"]}, {"centered": True}),
+        (ids.CENTERED, "set_centered", {"field_centered": ["c"]}, {"centered": True}),
+        (ids.PFI_ALL, "toggle_pfi_all", {}, {"pfi_all": True}),
+        (ids.REPEATS_RESET, "reset_repeats", {}, {}),
         (ids.EXCLUDE_SELECTED, "exclude_selected", {}, {"exclude": ["5", "7"]}),
         (ids.EXCLUDE_NEGATIVE, "exclude_negative", {"negative": ["9", "5"]}, {"exclude": ["5", "9"]}),
         (ids.EXCLUDE_CLEAR, "clear_exclusions", {}, {"exclude": []}),

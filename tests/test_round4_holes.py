@@ -23,7 +23,6 @@ from dashboard.config import Config
 from dashboard.http_guard import rebound_host
 from dashboard.server import create_app
 from dashboard.state import (
-    DEFAULT_REPEATS,
     clean_state,
     normalize,
     search_from_state,
@@ -44,12 +43,16 @@ def app(tmp_path_factory):
 
 def _numeric_fields() -> list[tuple[str, int | float]]:
     """(name, default) of every numeric field of the state: the page's own and the views'."""
-    own = [("repeats", DEFAULT_REPEATS)]
-    return own + [
+    return [  # PFI's repetitions among them (a field of views/pfi.py)
         (f.name, f.default)
         for f in view_fields()
         if isinstance(f.default, (int, float)) and not isinstance(f.default, bool)
     ]
+
+
+def _whole(default) -> bool:
+    """A whole-number field (a yes/no one's default is a bool, which Python counts as an int)."""
+    return isinstance(default, int) and not isinstance(default, bool)
 
 
 def _url_texts(value) -> list[str]:
@@ -82,7 +85,7 @@ def test_a_forged_number_from_a_fields_control_is_refused(app):
     infinite one raised OverflowError, an HTTP 500); a finite one out of range is clamped
     like any number typed in the box."""
     ctx = app._wip_context
-    controlled = [f for f in view_fields() if f.control and isinstance(f.default, int)]
+    controlled = [f for f in view_fields() if f.control and _whole(f.default)]
     assert controlled
     for field in controlled:
         before = {**normalize(ctx, {"ws": "demo-x3"})[0], field.name: 5}
@@ -142,11 +145,11 @@ def test_forged_numbers_through_the_callback_route_are_not_server_errors(app):
     parser reads them), from each field's control and from the URL: never a 5xx, and the
     answered state refuses the number (the control's) or holds the default (the URL's)."""
     client = app.server.test_client()
-    controlled = [f for f in view_fields() if f.control and isinstance(f.default, int)]
+    controlled = [f for f in view_fields() if f.control and _whole(f.default)]
     state = {"ws": "demo-x3", **{f.name: 5 for f in controlled}}  # a refused number leaves each at 5
     sent = []
     for field in view_fields():
-        if field.control and isinstance(field.default, int):
+        if field.control and _whole(field.default):
             for value in FORGED_NUMBERS:
                 expected = field.clean(int(value)) if value == 1e308 else 5  # 1e308: clamped, as typed
                 sent.append((field.name, *field.control, value, expected))

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dashboard import jobs, planning, tasks
+from dashboard import budgets, jobs, planning, tasks
 from dashboard.config import Config
 from dashboard.server import create_app
 from dashboard.state import default_state, normalize
@@ -126,8 +126,8 @@ def test_a_split_job_keeps_the_pairs_a_subgroup_reuses(tmp_path, monkeypatch):
     and the subgroup's share is derived after it: bit for bit the job run whole."""
     # a 120-row sample of the cancer demo's 171 (its models predict deterministically; the
     # X3 demo's forest, with n_jobs=-1, adds its trees' predictions in the threads' order)
-    monkeypatch.setattr(planning, "PFI_BUDGET", 36_000)
-    monkeypatch.setattr(planning, "PFI_MIN_ROWS", 10)
+    monkeypatch.setattr(budgets, "PFI_BUDGET", 36_000)
+    monkeypatch.setattr(budgets, "PFI_MIN_ROWS", 10)
     found = {}
     for name in ("whole", "split"):
         ctx = _ctx(tmp_path, name)

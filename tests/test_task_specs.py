@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import re
 from pathlib import Path
 
 import pytest
 
-from dashboard import jobs, planning, tasks, views
+from dashboard import jobs, planner, planning, tasks, views
 from dashboard.config import Config
 from dashboard.planning import PlanInput, Task, TaskSpec
 from dashboard.server import create_app
@@ -40,7 +41,13 @@ def test_the_runner_the_planner_and_the_callbacks_name_no_task_kind():
     """The kinds are the specs' business: a string equal to a kind in the planner, the job
     runner, the compute callbacks or the registry would be a special case creeping back."""
     kinds = {spec.kind for spec in _every_spec()}
-    for relative in ("dashboard/planning.py", "dashboard/jobs.py", "dashboard/callbacks/compute.py"):
+    for relative in (
+        "dashboard/planner.py",
+        "dashboard/planning.py",
+        "dashboard/resolve.py",
+        "dashboard/jobs.py",
+        "dashboard/callbacks/compute.py",
+    ):
         tree = ast.parse((ROOT / relative).read_text())
         named = {
             node.value
@@ -50,6 +57,38 @@ def test_the_runner_the_planner_and_the_callbacks_name_no_task_kind():
         assert not named, f"{relative} names task kinds {sorted(named)}"
     source = (ROOT / "dashboard/views/__init__.py").read_text()
     assert not any(f'"{kind}"' in source for kind in kinds)
+
+
+def test_the_generic_planner_names_no_view_and_no_pfi():
+    """Issue 45, item 3: ``dashboard/planner.py`` (TaskSpec, plan, missing) knows no view and
+    nothing of PFI: no name, attribute, import or string of its code (docstrings aside) says
+    pfi, sfimp, repeats, pairs or a view's name; PFI's facts are registered from
+    ``dashboard/pfi_plan.py``, and the row budgets live in ``dashboard/budgets.py``."""
+    tree = ast.parse((ROOT / "dashboard/planner.py").read_text())
+    docs = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef)) and ast.get_docstring(node) is not None
+    }
+    named = {v.name for v in views.REGISTRY}
+    said = []
+    for node in ast.walk(tree):
+        text = None
+        if isinstance(node, ast.Name):
+            text = node.id
+        elif isinstance(node, ast.Attribute):
+            text = node.attr
+        elif isinstance(node, ast.alias):
+            text = node.name
+        elif isinstance(node, ast.ImportFrom):
+            text = node.module or ""
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs:
+            text = node.value
+        tokens = re.split(r"[^a-z0-9]+", (text or "").lower())
+        if any(t.startswith(("pfi", "sfimp", "repeat", "pair")) or t in named for t in tokens if t):
+            said.append(text)
+    assert said == []
+    assert "pfi_n_obs" in planner._FACTS and "via_pairs" in planner._FACTS  # PFI registered them itself
 
 
 def test_kinds_are_unique_and_every_view_need_is_a_built_in_spec():
@@ -100,7 +139,8 @@ def test_a_rows_task_gets_the_selected_rows_from_the_planner(ctx):
     planned = spec.planned(p)
     (task,) = planned.tasks
     assert task.params == {"n_repeats": 2, "condition": "X3 == 0", "excluded": ["5", "9"]}
-    assert seen["pfi_via_pairs"] is False  # small data: the subgroup's PFI is its own
+    assert "pfi_via_pairs" not in seen and "via_pairs" not in task.params  # small data: the subgroup's own PFI
+    assert seen == p.state  # the params get the state as it is: the planner adds no key of its own
     assert planned.keys == {"row-task": {p.focus.name: task.key}}
     plain = dataclasses.replace(spec, rows=False).planned(p).tasks[0]
     assert plain.params == {"n_repeats": 2}

@@ -31,8 +31,9 @@ from dashboard.callbacks.views import hover_text
 from dashboard.config import Config
 from dashboard.isolation import Limits, isolated
 from dashboard.server import create_app
-from dashboard.state import MAX_REPEATS, clean_state, default_state, normalize
+from dashboard.state import clean_state, default_state, normalize
 from dashboard.views import plan_state
+from dashboard.views.pfi import MAX_REPEATS
 
 HERE = Path(__file__).parent
 
@@ -174,7 +175,7 @@ def test_forged_state_values_never_raise(ctx, raw):
     [
         (ids.CLICKED_ROW, {"clicked": "not a dict"}),
         ("ici-table", {"select_ici_table": [1, 2]}),
-        (ids.CENTERED, {"centered": 5}),
+        (ids.CENTERED, {"field_centered": 5}),
         (ids.EXCLUDE_NEGATIVE, {"negative": 7}),
         ("pfi-graph", {"select_pfi_graph": {"points": "x"}}),
         (ids.COND_ADD, {"cond_column": ["X1"], "cond_op": {}, "cond_value": 3}),

@@ -9,7 +9,8 @@ from numpy.testing import assert_allclose
 
 import compute
 from compute.importance import permutation_block
-from dashboard import ids, jobs, planning, tasks, views
+from dashboard import budgets, ids, jobs, planning, tasks, views
+from dashboard import resolve as resolving
 from dashboard.callbacks.drilldown import update_state
 from dashboard.config import Config
 from dashboard.loading import load_model
@@ -23,13 +24,28 @@ def ctx(tmp_path_factory):
     return create_app(Config(cache_dir=str(tmp_path_factory.mktemp("sample-cache")), max_curves=200))._wip_context
 
 
+@pytest.fixture(autouse=True)
+def _memos():
+    """Each test plans under its own budgets: nothing memoised under another's is reused."""
+    _forget()
+    yield
+    _forget()
+
+
 @pytest.fixture
 def small_budget(monkeypatch):
     """3,000 model rows: the X3 demo's 3 features x 10 repeats get a 100-row sample of 500."""
-    monkeypatch.setattr(planning, "PFI_BUDGET", 3_000)
-    monkeypatch.setattr(planning, "PFI_MIN_ROWS", 50)
+    monkeypatch.setattr(budgets, "PFI_BUDGET", 3_000)
+    monkeypatch.setattr(budgets, "PFI_MIN_ROWS", 50)
+    _forget()
     yield
-    views._INPUTS.items.clear()  # records planned under this budget are memoised per process
+    _forget()  # records planned under this budget are memoised per process
+
+
+def _forget():
+    """Forget the resolutions and records memoised per process (planned under another budget)."""
+    views._INPUTS.items.clear()
+    resolving._RESOLVED.items.clear()
     base._RESULTS.items.clear()
 
 
@@ -92,7 +108,7 @@ def test_small_data_is_never_sampled(ctx):
 def test_more_repetitions_keep_the_rows_of_the_sample(ctx, small_budget):
     """Review finding: sizing the sample by rows x repeats halved it at 20 repetitions, so
     "More repetitions" made PFI less precise. The sample is sized for the default 10."""
-    from dashboard.state import DEFAULT_REPEATS
+    from dashboard.views.pfi import DEFAULT_REPEATS
 
     assert planning.DEFAULT_PFI_REPEATS == DEFAULT_REPEATS
     for repeats in (10, 20, 40):
@@ -105,11 +121,11 @@ def test_more_repetitions_keep_the_rows_of_the_sample(ctx, small_budget):
 def pairs_budget(monkeypatch):
     """9,000 model rows: a 300-row sample of the X3 demo's 500; X3 == 0 holds about half of
     it, so about 75 pairs per permutation lie inside (PFI_MIN_ROWS 50: reused)."""
-    monkeypatch.setattr(planning, "PFI_BUDGET", 9_000)
-    monkeypatch.setattr(planning, "PFI_MIN_ROWS", 50)
+    monkeypatch.setattr(budgets, "PFI_BUDGET", 9_000)
+    monkeypatch.setattr(budgets, "PFI_MIN_ROWS", 50)
+    _forget()
     yield
-    views._INPUTS.items.clear()
-    base._RESULTS.items.clear()
+    _forget()
 
 
 def test_a_subgroups_pfi_reuses_the_all_rows_permutations(ctx, pairs_budget):
@@ -162,7 +178,7 @@ def test_small_subgroups_and_small_data_keep_their_own_permutations(ctx, pairs_b
     assert not planning.pfi_via_pairs(data, "X1 > 0.8", (), 300)  # about 10 %: too few pairs inside
     assert not planning.pfi_via_pairs(data, "", (), 300)  # all rows: the call itself
     assert not planning.pfi_via_pairs(data, "X3 == 0", (), None)  # every row: a shuffle within costs little
-    monkeypatch.setattr(planning, "PAIRS_MAX", 1_000)  # pairs too many to keep: the subgroup's own
+    monkeypatch.setattr(budgets, "PAIRS_MAX", 1_000)  # pairs too many to keep: the subgroup's own
     state = normalize(ctx, {**default_state(), "ws": ws.id, "subgroup": "X3 == 0"})[0]
     tasks = [t for t in plan_state(ctx, ws, state)["tasks"] if t["kind"] == "pfi"]
     own = [t for t in tasks if t["params"]["condition"] == "X3 == 0"]
@@ -203,8 +219,8 @@ def test_sfimp_runs_on_a_sample_within_its_budget_and_says_so(ctx, monkeypatch):
     combined standard error; "Use all rows" shows and lifts the sample."""
     import numpy as np
 
-    monkeypatch.setattr(planning, "SFIMP_BUDGET", 4_000)
-    monkeypatch.setattr(planning, "PFI_MIN_ROWS", 50)
+    monkeypatch.setattr(budgets, "SFIMP_BUDGET", 4_000)
+    monkeypatch.setattr(budgets, "PFI_MIN_ROWS", 50)
     assert planning.sfimp_sample(3) == 100 and planning.sfimp_sample(3, all_rows=True) is None
     assert planning.sfimp_sample(12) == max(50, 4_000 // (32 * 11 * 5))  # sampled orderings
     ws = ctx.store.workspace("demo-x3")

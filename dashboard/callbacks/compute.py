@@ -27,9 +27,9 @@ import compute
 from .. import ids, jobs, planning, warm
 from ..isolation import isolated
 from ..quota import client_key
-from ..state import clean_state, normalize
-from ..store import Workspace
-from ..views import needed_specs, plan_state, signatures
+from ..resolve import Resolved
+from ..state import clean_state
+from ..views import needed_specs, resolve, settle, signatures
 
 log = logging.getLogger(__name__)
 
@@ -47,13 +47,13 @@ def _readable(ctx, keys: dict, state: dict) -> bool:
     return all(intact)
 
 
-def _trusted_state(ctx, raw) -> tuple[dict | None, Workspace | None]:
-    """(state, workspace) from whatever the browser sent: cleaned, then made valid for its
-    workspace by the controller's own rules. (None, None) when it names no data set."""
+def _trusted(ctx, raw) -> Resolved | None:
+    """Whatever the browser sent as a state, resolved once for this request: cleaned, made
+    valid for its workspace by the controller's own rules, planned (``views.resolve``).
+    None when it names no data set, or one not available."""
     if not isinstance(raw, dict) or not raw.get("ws"):
-        return None, None
-    state, _ = normalize(ctx, clean_state(raw))
-    return state, ctx.store.workspace(state["ws"])
+        return None
+    return resolve(ctx, raw)
 
 
 @dataclass(frozen=True)
@@ -70,14 +70,13 @@ class Resolution:
         return {"results": self.results, "request": self.request, "status": self.status}
 
 
-def _derive(ctx, ws, todo: list[dict]) -> list[dict]:
+def _derive(ctx, r: Resolved, todo: list[dict]) -> list[dict]:
     """The missing tasks less those derived here and now: a subgroup's PFI from cached
     all-rows pairs needs no model, so a subgroup switch on large data waits for no job."""
     if not any(jobs.spec_for(t["kind"]).derive is not None for t in todo):
         return todo
-    data = ctx.store.data(ws)
     try:
-        return [t for t in todo if not jobs.derive(ctx.store, ws, t, data)]
+        return [t for t in todo if not jobs.derive(ctx.store, r.ws, t, r.data)]
     except compute.ExplainError:  # e.g. too few rows: the job says so next to the views
         return todo
 
@@ -102,21 +101,21 @@ def _quick(ctx, ws, todo: list[dict], client: str | None) -> list[dict]:
 def resolve_state(ctx, state: dict | None, done: dict | None, client: str | None = None) -> Resolution:
     """The state's results when all are cached, else a job request for the missing ones.
     ``client``: the page's own request (its address): quick tasks are computed at once."""
-    state, ws = _trusted_state(ctx, state)
-    if state is None:
+    if not isinstance(state, dict) or not state.get("ws"):
         return Resolution(no_update, no_update, no_update)
-    if ws is None:
-        return Resolution({"error": f"Data set {state['ws']!r} is not available."}, no_update, None)
-    planned = plan_state(ctx, ws, state)
-    todo = _derive(ctx, ws, planning.missing(ctx.store, planned["tasks"]))
+    r = _trusted(ctx, state)
+    if r is None:
+        return Resolution({"error": f"Data set {clean_state(state)['ws']!r} is not available."}, no_update, None)
+    state, ws = dict(r.state), r.ws  # a copy: the resolution is shared by later requests
+    todo = _derive(ctx, r, planning.missing(ctx.store, r.tasks))
     if client is not None:
         todo = _quick(ctx, ws, todo, client)
-    if not todo and not _readable(ctx, planned["keys"], state):
-        todo = _derive(ctx, ws, planning.missing(ctx.store, planned["tasks"]))  # damaged entries were dropped
-    rid = request_id(planned["tasks"])
-    sigs = signatures(ctx.store, planned["state"], planned["keys"])
+    if not todo and not _readable(ctx, r.keys, state):
+        todo = _derive(ctx, r, planning.missing(ctx.store, r.tasks))  # damaged entries were dropped
+    rid = request_id(r.tasks)
+    sigs = signatures(ctx.store, r.shown, r.keys)
     if not todo:
-        return Resolution({"state": state, "keys": planned["keys"], "sigs": sigs}, no_update, None)
+        return Resolution({"state": state, "keys": r.keys, "sigs": sigs}, no_update, None)
     if isinstance(done, dict) and done.get("request") == rid:
         if done.get("error"):
             return Resolution({"error": str(done["error"]), "state": state}, no_update, str(done["error"]))
@@ -135,7 +134,7 @@ def resolve_state(ctx, state: dict | None, done: dict | None, client: str | None
     what = jobs.spec_for(todo[0]["kind"]).label or "results"  # the first task the job runs
     # The views re-render at once for the new state: what is cached shows, the rest waits;
     # nothing of the previous state (another data set, subgroup or feature) stays on screen.
-    pending = {"state": state, "keys": planned["keys"], "pending": True, "sigs": sigs}
+    pending = {"state": state, "keys": r.keys, "pending": True, "sigs": sigs}
     return Resolution(pending, request, f"Computing {what} for {ws.title}…")
 
 
@@ -161,49 +160,49 @@ def _run_request(ctx, request, set_progress=None, client: str | None = None) -> 
             set_progress((str(done), str(max(total, 1)), label))
 
     rid = None
-    state: dict | None = None
-    ws: Workspace | None = None
+    r: Resolved | None = None
     try:
-        state, ws = _trusted_state(ctx, (request or {}).get("state") if isinstance(request, dict) else None)
-        if state is None or ws is None:
+        r = _trusted(ctx, request.get("state") if isinstance(request, dict) else None)
+        if r is None:
             raise compute.InputError("The data set of this page is not available; reload the page.")
-        planned = plan_state(ctx, ws, state)
-        rid = request_id(planned["tasks"])
+        rid = request_id(r.tasks)
         # every result of the state read and checksummed: a damaged one is computed again now
-        todo = planning.missing(ctx.store, planned["tasks"], verify=True)
+        todo = planning.missing(ctx.store, r.tasks, verify=True)
         if todo:
             if client is not None:
                 ctx.slots.check_budget(client, ctx.config.client_results_bytes)
             with _slot(ctx, client, progress):
-                stored = _compute(ctx, ws, todo, request, progress)
+                stored = _compute(ctx, r.ws, todo, request, progress)
                 # the curves just computed name the default observation: its what-if and
                 # contributions are planned now, and computed in the same job
-                more = planning.missing(ctx.store, plan_state(ctx, ws, state)["tasks"], verify=True)
+                r = settle(ctx, r)
+                more = planning.missing(ctx.store, r.tasks, verify=True)
                 if more:
-                    stored += _compute(ctx, ws, more, request, progress)
+                    stored += _compute(ctx, r.ws, more, request, progress)
             if client is not None:
                 ctx.slots.charge(client, stored)
-        return {"request": _final_id(ctx, ws, state, rid), "ok": True}
+        return {"request": _final_id(ctx, r, rid), "ok": True}
     except compute.ExplainError as exc:
-        return {"request": _final_id(ctx, ws, state, rid), "error": str(exc)}
+        return {"request": _final_id(ctx, r, rid), "error": str(exc)}
     except Exception as exc:  # a bug or a model failure we did not anticipate: log it, show a notice
         log.error("background job failed: %s\n%s", exc, traceback.format_exc())
         first_line = str(exc).splitlines()[0][:300] if str(exc) else ""
         return {
-            "request": _final_id(ctx, ws, state, rid),
+            "request": _final_id(ctx, r, rid),
             "error": f"The computation failed ({type(exc).__name__}: {first_line}). "
             "Try another model or data set; the server keeps running.",
         }
 
 
-def _final_id(ctx, ws, state, rid):
-    """The request id the page matches the job's end with: planned again at the end, as the
-    page plans it then (the curves the job computed name the default observation, whose
-    tasks join the plan), so an error is shown rather than taken for a stopped job."""
-    if ws is None or state is None:
+def _final_id(ctx, r: Resolved | None, rid):
+    """The request id the page matches the job's end with: as the page plans it then (the
+    curves the job computed name the default observation, whose tasks join the plan: a
+    resolution still waiting for it is planned again), so an error is shown rather than
+    taken for a stopped job."""
+    if r is None:
         return rid
     try:
-        return request_id(plan_state(ctx, ws, state)["tasks"])
+        return request_id(settle(ctx, r).tasks)
     except Exception:  # noqa: BLE001 - the id planned at the start, as before
         return rid
 
@@ -331,7 +330,7 @@ def _run_part(ctx, ws, part: dict, models: dict) -> list[dict]:
     return jobs.run(ctx.store, ws, [part], policy=ctx.policy, n_jobs=ctx.config.n_jobs, models=models, wait=False)
 
 
-def _run_split(ctx, ws, parts, joins, progress, token, send: bool = True) -> int:
+def _run_split(ctx, ws, parts, joins, progress, token, *, send: bool = True) -> int:
     """The job's own share of a split job: hold the job's lock, queue the parts for the
     workers, then do the parts itself from the last (workers take them from the first; a
     part done is skipped, one being computed elsewhere is passed over and waited for, through
@@ -356,7 +355,22 @@ def _run_split(ctx, ws, parts, joins, progress, token, send: bool = True) -> int
     return ctx.store.bytes_written - before
 
 
+# the outputs a job's end sets: the views' results record, the status line, Retry
+OUTCOME = {
+    "results": Output(ids.RESULTS, "data", allow_duplicate=True),
+    "status": Output(ids.STATUS, "children", allow_duplicate=True),
+    "retry": Output(ids.RETRY, "style", allow_duplicate=True),
+}
+
+
 def register(app, ctx) -> None:
+    register_jobs(app, ctx)
+    register_watchdogs(app, ctx)
+
+
+def register_jobs(app, ctx) -> None:
+    """resolve (a state to its results, or a job request), the background job, and finish."""
+
     # STATE -> resolve -> JOB_REQUEST -> run_job -> JOB_DONE -> finish -> RESULTS: no cycle
     # (the renderer would not re-run a callback that fed the job that just finished).
     @app.callback(
@@ -392,14 +406,8 @@ def register(app, ctx) -> None:
             return no_update
         return run_request(ctx, request, set_progress, client=client_key(callback_context.remote))
 
-    outcome = {
-        "results": Output(ids.RESULTS, "data", allow_duplicate=True),
-        "status": Output(ids.STATUS, "children", allow_duplicate=True),
-        "retry": Output(ids.RETRY, "style", allow_duplicate=True),
-    }
-
     @app.callback(
-        output=outcome,
+        output=OUTCOME,
         inputs={
             "done": Input(ids.JOB_DONE, "data"),
             "state": State(ids.STATE, "data"),
@@ -409,6 +417,10 @@ def register(app, ctx) -> None:
     )
     def finish(done, state, request):
         return finish_job(ctx, state, done, request)
+
+
+def register_watchdogs(app, ctx) -> None:
+    """Cancel, and the watchdogs that never let the page wait for a job that is gone."""
 
     @app.callback(
         Output(ids.STATUS, "children", allow_duplicate=True),
@@ -427,7 +439,7 @@ def register(app, ctx) -> None:
         return CANCELLED, SHOWN
 
     @app.callback(
-        output=outcome,
+        output=OUTCOME,
         inputs={
             "active": Input(ids.JOB_ACTIVE, "data"),
             "state": State(ids.STATE, "data"),
@@ -510,8 +522,7 @@ def check_job(ctx, request, now=None) -> dict:
         ):  # its worker vanished: Celery hands the job to another, which takes up its record
             return dict(WAITING)
         message = DIED
-    state, ws = _trusted_state(ctx, request.get("state"))
-    rid = _final_id(ctx, ws, state, request.get("request")) if state is not None else request.get("request")
+    rid = _final_id(ctx, _trusted(ctx, request.get("state")), request.get("request"))
     log.warning("a job's process ended without its results (%s)", status)
     return {**stop, "done": {"request": rid, "error": message, "nonce": page_nonce(request)}}
 

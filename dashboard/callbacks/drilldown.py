@@ -20,8 +20,7 @@ from .. import ids, labels, views
 from ..demos import DEMOS
 from ..start import start_ws
 from ..state import (
-    DEFAULT_REPEATS,
-    MAX_REPEATS,
+    Event,
     Field,
     clean_state,
     default_state,
@@ -169,6 +168,22 @@ def field_reducer(field: Field):
     return reducer
 
 
+def event_input(event: Event) -> str:
+    """The controller's input name of a button that changes a view's field (``Field.events``)."""
+    return "event_" + re.sub(r"\W", "_", event.id)
+
+
+def event_reducer(field: Field, event: Event):
+    """The reducer of such a button: the field's value stepped (``Event.step``), named after
+    the step ("more_repeats")."""
+
+    def reducer(state, inputs):
+        return {**state, field.name: event.step(state.get(field.name, field.default))}
+
+    reducer.__name__ = event.step.__name__
+    return reducer
+
+
 def click_input(field: Field, component: str) -> str:
     """The controller's input name of a click that sets a view's state field (``Field.clicks``)."""
     return "click_" + field.name + "_" + re.sub(r"\W", "_", component)
@@ -233,28 +248,6 @@ def add_condition(state, inputs):
     return {**state, "subgroup": f"({current}) and {condition}" if current else condition}
 
 
-def more_repeats(state, inputs):
-    return {**state, "repeats": min(int(state.get("repeats") or 10) * 2, MAX_REPEATS)}
-
-
-def run_sfimp(state, inputs):
-    """SFIMP on or off: off, later subgroups and data sets no longer compute it."""
-    return {**state, "sfimp": not state.get("sfimp")}
-
-
-def toggle_pfi_all(state, inputs):
-    """PFI on every selected row, or back to a seeded sample within the budget."""
-    return {**state, "pfi_all": not state.get("pfi_all")}
-
-
-def reset_repeats(state, inputs):
-    return {**state, "repeats": DEFAULT_REPEATS}
-
-
-def toggle_centered(state, inputs):
-    return {**state, "centered": "c" in (inputs.get("centered") or [])}
-
-
 def toggle_present(state, inputs):
     return {**state, "present": not state.get("present")}
 
@@ -265,9 +258,8 @@ def _exclude_default(ctx):
     default takes its place."""
 
     def reducer(state, inputs):
-        current, _ = normalize(ctx, state)
-        ws = ctx.store.workspace(current["ws"])
-        shown = views.plan_state(ctx, ws, current)["state"] if ws is not None else current
+        resolved = views.resolve(ctx, state)
+        shown = resolved.shown if resolved is not None else {}
         if shown.get("obs") is None:
             return state
         return {**state, "exclude": sorted(set(state.get("exclude") or []) | {str(shown["obs"])})}
@@ -303,11 +295,6 @@ REDUCERS = {
     ids.SUBGROUP_CLEAR: clear_subgroup,
     ids.SUGGESTED_PICK: pick_suggested,
     ids.COND_ADD: add_condition,
-    ids.REPEATS_MORE: more_repeats,
-    ids.SFIMP_RUN: run_sfimp,
-    ids.REPEATS_RESET: reset_repeats,
-    ids.PFI_ALL: toggle_pfi_all,
-    ids.CENTERED: toggle_centered,
     ids.EXCLUDE_SELECTED: exclude_selected,
     ids.EXCLUDE_NEGATIVE: exclude_negative,
     ids.EXCLUDE_CLEAR: clear_exclusions,
@@ -318,6 +305,7 @@ REDUCERS = {
     # the views' own state fields, set by their controls (View(state=...))
     **{field.control[0]: field_reducer(field) for field in view_fields() if field.control},
     **{cid: click_reducer(field, cid) for field in view_fields() for cid, _ in field.clicks},
+    **{event.id: event_reducer(field, event) for field in view_fields() for event in field.events},
 }
 
 
@@ -332,11 +320,6 @@ CONTROLLER_INPUTS = {
     "submit": Input(ids.SUBGROUP_TEXT, "n_submit"),
     "clear": Input(ids.SUBGROUP_CLEAR, "n_clicks"),
     "add": Input(ids.COND_ADD, "n_clicks"),
-    "more": Input(ids.REPEATS_MORE, "n_clicks"),
-    "sfimp": Input(ids.SFIMP_RUN, "n_clicks"),
-    "fewer": Input(ids.REPEATS_RESET, "n_clicks"),
-    "pfi_all": Input(ids.PFI_ALL, "n_clicks"),
-    "centered": Input(ids.CENTERED, "value"),
     "present": Input(ids.PRESENT, "n_clicks"),
     "exclude_selected": Input(ids.EXCLUDE_SELECTED, "n_clicks"),
     "exclude_negative": Input(ids.EXCLUDE_NEGATIVE, "n_clicks"),
@@ -355,6 +338,7 @@ CONTROLLER_INPUTS = {
     **{select_input(select): Input(select.id, select.prop) for select in views.selects()},
     **{field_input(field): Input(*field.control) for field in view_fields() if field.control},
     **{click_input(field, cid): Input(cid, prop) for field in view_fields() for cid, prop in field.clicks},
+    **{event_input(event): Input(event.id, event.prop) for field in view_fields() for event in field.events},
 }
 CONTROLLER_OUTPUTS = {
     "state": Output(ids.STATE, "data"),
@@ -364,7 +348,6 @@ CONTROLLER_OUTPUTS = {
     "feature": Output(ids.FEATURE_SELECT, "value"),
     "subgroup_text": Output(ids.SUBGROUP_TEXT, "value"),
     "subgroup_error": Output(ids.SUBGROUP_ERROR, "children"),
-    "centered": Output(ids.CENTERED, "value"),
     "ws_options": Output(ids.WS_SELECT, "options"),
     "model_options": Output(ids.MODEL_SELECT, "options"),
     "feature_options": Output(ids.FEATURE_SELECT, "options"),
@@ -457,7 +440,7 @@ def register(app, ctx) -> None:
 
 def controller_outputs(ctx, state, trigger, inputs) -> dict:
     """The controller's outputs for one event (the names of CONTROLLER_OUTPUTS): state, URL
-    search, control values, the subgroup box and its error, the centred toggle and the
+    search, control values (the views' fields' too), the subgroup box and its error, and the
     dropdown options."""
     new, error = update_state(ctx, state, trigger, inputs)
     if new == state and trigger != ids.URL and error is None:
@@ -471,11 +454,15 @@ def controller_outputs(ctx, state, trigger, inputs) -> dict:
         "feature": new["feature"],
         "subgroup_text": subgroup_box,
         "subgroup_error": error,
-        "centered": ["c"] if new["centered"] else [],
         **control_options(ctx, new, inputs.get("mine")),
         "subgroup_placeholder": subgroup_example(ctx, new),
-        **{field_input(field): new[field.name] for field in view_fields() if field.control},
+        **{field_input(field): _shown(field, new[field.name]) for field in view_fields() if field.control},
     }
+
+
+def _shown(field: Field, value):
+    """A field's value as its control shows it."""
+    return value if field.show is None else field.show(value)
 
 
 def subgroup_example(ctx, state) -> str:

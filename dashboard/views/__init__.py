@@ -17,10 +17,11 @@ from importlib import import_module
 import compute
 
 from .. import planning, tasks, view_render
+from .. import resolve as resolving
 from ..planning import TaskSpec
-from ..state import clean_state, normalize
+from ..resolve import Resolved
 from ..view_render import built_in, drawn, input_id, placeholder
-from .base import SECTIONS, Inputs, Lru, Select, View, waiting
+from .base import SECTIONS, Inputs, Lru, Select, View, check_reads, waiting
 
 EXTRA_VIEWS = "WIP_EXTRA_VIEWS"  # environment: more view modules, comma-separated (outside this package)
 
@@ -45,6 +46,7 @@ def _discover() -> tuple[View, ...]:
     unknown = [v.name for v in found if v.section not in keys]
     if unknown:
         raise RuntimeError(f"views in no known section ({keys}): {unknown}")
+    check_reads(found)  # a field read by name that no registered view declares fails here, not on a request
     return tuple(sorted(found, key=lambda v: (keys.index(v.section), (v.order, v.name))))
 
 
@@ -86,18 +88,29 @@ def plan_state(ctx, ws, state: dict) -> dict:
     return planning.plan_state(ctx, ws, state, specs=needed_specs())
 
 
+def resolve(ctx, raw) -> Resolved | None:
+    """A state from the browser cleaned, normalised and planned for the registered views,
+    once per request (:func:`dashboard.resolve.resolve`); everything below takes it."""
+    return resolving.resolve(ctx, raw, specs=needed_specs())
+
+
+def settle(ctx, resolved: Resolved) -> Resolved:
+    """A resolution planned again once the curves name its default observation."""
+    return resolving.settle(ctx, resolved, specs=needed_specs())
+
+
 _INPUTS = Lru(8)  # Inputs per results record: every view of one update reads the same
 
 
 def load_inputs(ctx, results) -> Inputs | None:
-    """:class:`Inputs` of a results record, or None when it is not ready. The state is
-    cleaned and normalised and the keys planned again here: nothing the browser sends
-    back is trusted. Memoised per process for the views rendering the same record."""
+    """:class:`Inputs` of a results record, or None when it is not ready. Only the state is
+    read from the record ('pending' and 'keys' are the browser's word), resolved as any
+    request's (:func:`resolve`): nothing the browser sends back is trusted. Memoised per
+    process for the views rendering the same record; a missing result is read again on
+    every request until it is found."""
     if not isinstance(results, dict) or "keys" not in results or not isinstance(results.get("state"), dict):
         return None
     try:  # one server process may hold several apps (tests): their store and settings differ
-        # only the state is read from the record ('pending' and 'keys' are the browser's
-        # word): Inputs read a missing result again on every request until it is found
         tag = (str(ctx.store.root), ctx.config, json.dumps(results["state"], sort_keys=True, default=str))
     except (TypeError, ValueError):
         return None
@@ -111,14 +124,8 @@ def _settled(inp: Inputs) -> bool:
 
 
 def _make_inputs(ctx, raw_state) -> Inputs | None:
-    state, _ = normalize(ctx, clean_state(raw_state))
-    ws = ctx.store.workspace(state["ws"])
-    if ws is None:
-        return None
-    data = ctx.store.data(ws)
-    mask = planning.select_rows(data, state["subgroup"]) if state.get("subgroup") else None
-    planned = plan_state(ctx, ws, state)
-    return Inputs(ctx, planned["state"], ws, data, mask, planned["keys"])
+    r = resolve(ctx, raw_state)
+    return None if r is None else Inputs(ctx, r.shown, r.ws, r.data, r.mask, r.keys)
 
 
 def signatures(store, state: dict, keys: dict) -> dict[str, str]:

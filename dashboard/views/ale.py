@@ -82,7 +82,7 @@ VIEW = View(
         ]
     ),
     needs=frozenset({PROFILES}),
-    reads=frozenset({"ws", "model", "feature", "ale_k"}),
+    reads=frozenset({"ws", "model", "feature"}),  # and its own ale_k
     state=(ALE_K,),
     library=library,
 )

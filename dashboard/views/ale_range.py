@@ -22,7 +22,7 @@ from .base import PROFILES, Select, View, empty
 GRAPH = "ale-range-graph"
 TOP = "ale-range-top"
 ALE_TOP = int_field("ale_top", 10, low=1, high=50, control=(TOP, "value"))
-K = ale.ALE_K.name  # the ALE view's number of intervals: the bars are the ranges of its curves
+K = ale.ALE_K.name  # the ALE view's number of intervals (its field, read by reference below)
 
 
 def ranges(inp) -> pd.Series | None:
@@ -89,7 +89,7 @@ VIEW = View(
         ["top ", dcc.Input(id=TOP, type="number", min=1, max=50, step=1, value=10, style={"width": "60px"})]
     ),
     needs=frozenset({PROFILES}),
-    reads=frozenset({"ws", "model", "feature", K, "ale_top"}),
+    reads=frozenset({"ws", "model", "feature", ale.ALE_K}),  # the ALE view's K (a reference); its own ale_top
     selects=(Select(GRAPH, "feature"),),
     state=(ALE_TOP,),
     library=library,

@@ -29,7 +29,7 @@ from plotly.offline import get_plotlyjs
 import compute
 
 from .. import figures, labels, planning, tasks
-from ..state import Field, add_fields, state_fields
+from ..state import CORE_FIELDS, Field, add_fields, state_fields
 from ..store import Failed, Lru
 
 # the built-in tasks a view can need (``View(needs=...)``; their specs in dashboard.tasks)
@@ -95,8 +95,11 @@ class View:
     selects: tuple[Select, ...] = ()  # clicks in the view that select a feature or an observation
     wide: bool = False  # the panel spans the page's full width (tables with many columns)
     method: str = ""  # the method, its paper and equation: a "method" note, not the headline
-    # the state fields render reads (None: DEFAULT_READS). A view is drawn again only when
-    # one of them, or the availability of a result it reads, changes; tests check that
+    # the state fields render reads besides its own (``state``), by name for the page's
+    # fields and by reference for another view's (``other.FIELD``, its Field: removing that
+    # view then fails at import, not on a visitor's request; a name of no field fails when the
+    # registry is built). None: every field but the what-if edit. A view is drawn again only
+    # when one of them, or the availability of a result it reads, changes; tests check that
     # changing any other field leaves its outputs as they were.
     reads: frozenset | None = None
     state: tuple[Field, ...] = ()  # state fields this view owns (kept in the URL, set by its controls)
@@ -111,11 +114,30 @@ class View:
         add_fields(self.state)  # the state's defaults, cleaning and URL know them from here on
 
     @property
+    def read_names(self) -> frozenset:
+        """The names of the fields ``reads`` lists (a Field by its name), its own fields added."""
+        listed = frozenset(r.name if isinstance(r, Field) else r for r in (self.reads or ()))
+        return listed | {f.name for f in self.state}
+
+    @property
     def fields(self) -> frozenset:
         """The state fields render reads."""
         if self.reads is None:
             return frozenset(state_fields()) - {"edit", "present"}
-        return frozenset(state_fields()) if self.reads == ALL_FIELDS else self.reads
+        return frozenset(state_fields()) if self.reads == ALL_FIELDS else self.read_names
+
+
+def check_reads(views) -> None:
+    """Every field the views read is the page's or declared by one of these views (``state``):
+    a view reading the field of a view no longer registered (by name, or by a reference to a
+    Field its module no longer declares) fails when the registry is built, naming both."""
+    declared = set(CORE_FIELDS) | {f.name for v in views for f in v.state}
+    unknown = {v.name: sorted(v.read_names - declared) for v in views if v.reads != ALL_FIELDS}
+    unknown = {name: fields for name, fields in unknown.items() if fields}
+    if unknown:
+        raise RuntimeError(
+            f"views read state fields no registered view declares (View.state): {unknown}; declared: {sorted(declared)}"
+        )
 
 
 class Inputs:

@@ -18,6 +18,7 @@ from dash import html
 import compute
 
 from .. import components, figures, ids, planning, tasks
+from . import pfi as pfi_view
 from .base import PROFILES, View, csv_download
 
 INFO = "conditional-pfi-info"
@@ -176,6 +177,6 @@ VIEW = View(
     needs=frozenset({PROFILES}),
     tasks=(TASK,),
     exports={ids.EXPORT_PFI: export_csv},
-    reads=frozenset({"ws", "model", "subgroup", "exclude", "repeats", "pfi_all"}),
+    reads=frozenset({"ws", "model", "subgroup", "exclude", pfi_view.REPEATS, pfi_view.PFI_ALL}),
     library=library,
 )

@@ -8,6 +8,7 @@ import compute
 from compute.losses import LOSS_LABELS
 
 from .. import components, figures
+from . import pfi as pfi_view
 from .base import PFI, View, empty
 
 GRAPH = "convergence-graph"
@@ -96,6 +97,6 @@ VIEW = View(
         html.Div(id=INFO, className="help"),
     ],
     needs=frozenset({PFI}),
-    reads=frozenset({"ws", "model", "feature", "subgroup", "exclude", "repeats", "pfi_all"}),
+    reads=frozenset({"ws", "model", "feature", "subgroup", "exclude", pfi_view.REPEATS, pfi_view.PFI_ALL}),
     library=library,
 )

@@ -15,6 +15,7 @@ from compute.losses import LOSS_LABELS
 
 from .. import ids, labels
 from . import caveats, interactions, performance, subgroup_finder
+from . import pfi as pfi_view
 from .base import PFI, PROFILES, Lru, View
 
 LIST = "findings-list"
@@ -217,7 +218,7 @@ VIEW = View(
     report=report,
     body=lambda: [html.Div(id=LIST), html.Div(id=INFO, className="help")],
     needs=frozenset({PFI, PROFILES}),
-    reads=frozenset({"ws", "model", "subgroup", "exclude", "repeats", "pfi_all"}),
+    reads=frozenset({"ws", "model", "subgroup", "exclude", pfi_view.REPEATS, pfi_view.PFI_ALL}),
     placeholder=lambda message: {"list": [], "info": message},
     library=library,
     wide=True,

@@ -5,9 +5,21 @@ from __future__ import annotations
 from dash import dcc
 
 from .. import components, figures, ids
+from ..state import bool_field
 from .base import PROFILES, View, empty
 from .engine_note import engine_note
 from .selection import eligible_mask, selected_label
+
+
+def checked(value) -> bool:
+    """The "centred ICE" checklist's value (a list of the ticked options) as the field's."""
+    if value is not None and not isinstance(value, list):
+        raise TypeError("not a checklist's value")
+    return "c" in (value or [])
+
+
+# ``centered=1`` in the URL; the checklist shows it
+CENTERED = bool_field("centered", control=(ids.CENTERED, "value"), read=checked, show=lambda on: ["c"] if on else [])
 
 
 def render(ctx, inp) -> dict:
@@ -54,6 +66,7 @@ VIEW = View(
     body=lambda: [components.graph(ids.ICE_GRAPH, filename="ice")],
     extra=lambda: dcc.Checklist(id=ids.CENTERED, options=[{"label": " centred ICE", "value": "c"}], value=[]),
     needs=frozenset({PROFILES}),
-    reads=frozenset({"ws", "model", "feature", "subgroup", "exclude", "obs", "centered"}),
+    reads=frozenset({"ws", "model", "feature", "subgroup", "exclude", "obs"}),
+    state=(CENTERED,),
     library=library,
 )

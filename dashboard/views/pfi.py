@@ -7,12 +7,40 @@ from dash import html
 from compute.losses import LOSS_LABELS
 
 from .. import components, figures, ids, planning
-from ..state import DEFAULT_REPEATS
+from ..state import Event, bool_field, int_field
+from . import sfimp
 from .base import PFI, Select, View, data_role_note, empty
 from .caveats import partners_line
 from .engine_note import engine_note, joined
 
 PFI_GRAPH = "pfi-graph"  # clicking it selects the feature
+DEFAULT_REPEATS = planning.DEFAULT_PFI_REPEATS  # the repetitions PFI's row budget is sized for
+MAX_REPEATS = 200
+
+
+def more_repeats(value: int) -> int:
+    """ "More repetitions": twice as many, up to MAX_REPEATS."""
+    return min(int(value or DEFAULT_REPEATS) * 2, MAX_REPEATS)
+
+
+def reset_repeats(value: int) -> int:
+    return DEFAULT_REPEATS
+
+
+def toggle_pfi_all(value: bool) -> bool:
+    """PFI on every selected row, or back to a seeded sample within the budget."""
+    return not value
+
+
+# the view's state fields (in the URL as ``repeats`` and ``pfi_all``)
+REPEATS = int_field(
+    "repeats",
+    DEFAULT_REPEATS,
+    low=2,
+    high=MAX_REPEATS,
+    events=(Event(ids.REPEATS_MORE, more_repeats), Event(ids.REPEATS_RESET, reset_repeats)),
+)
+PFI_ALL = bool_field("pfi_all", events=(Event(ids.PFI_ALL, toggle_pfi_all),))  # every row, not a sample
 
 
 def render(ctx, inp) -> dict:
@@ -163,7 +191,8 @@ VIEW = View(
         html.Button("More repetitions", id=ids.REPEATS_MORE, className="button small"),
     ],
     needs=frozenset({PFI}),
-    reads=frozenset({"ws", "model", "feature", "subgroup", "exclude", "repeats", "pfi_all", "sfimp"}),
+    reads=frozenset({"ws", "model", "feature", "subgroup", "exclude", sfimp.SFIMP_ON}),
+    state=(REPEATS, PFI_ALL),
     selects=(Select(PFI_GRAPH, "feature"),),
     library=library,
 )

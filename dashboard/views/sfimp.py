@@ -5,9 +5,18 @@ from __future__ import annotations
 from dash import html
 
 from .. import components, figures, ids, planning, tasks
+from ..state import Event, bool_field
 from .base import SFIMP, Select, View, empty
 
 SFIMP_GRAPH = "sfimp-graph"  # clicking it selects the feature
+
+
+def run_sfimp(value: bool) -> bool:
+    """SFIMP on or off: off, later subgroups and data sets no longer compute it."""
+    return not value
+
+
+SFIMP_ON = bool_field("sfimp", events=(Event(ids.SFIMP_RUN, run_sfimp),))  # ``sfimp=1`` in the URL
 
 
 def render(ctx, inp) -> dict:
@@ -79,7 +88,8 @@ VIEW = View(
     ],
     extra=lambda: html.Button("Compute SFIMP", id=ids.SFIMP_RUN, className="button small"),
     needs=frozenset({SFIMP}),
-    reads=frozenset({"ws", "model", "feature", "subgroup", "exclude", "sfimp", "pfi_all"}),
+    reads=frozenset({"ws", "model", "feature", "subgroup", "exclude", "pfi_all"}),
+    state=(SFIMP_ON,),
     selects=(Select(SFIMP_GRAPH, "feature"),),
     library=library,
 )
