@@ -28,7 +28,7 @@ from .effects import (
     pd_variance_importance,
 )
 from .errors import ExplainError, InputError, ModelError, SubgroupError
-from .importance import permutation_importance, permutation_rows
+from .importance import permutation_importance, permutation_rows, pfi_engine
 from .interaction import InteractionStrength, interaction_strength
 from .performance import (
     Performance,
@@ -57,6 +57,7 @@ from .shapley import (
 from .skill import ModelComparison, Skill, compare_models, model_skill
 from .subgroup import format_condition, parse_subgroup
 from .summary import ProfileSummary
+from .trees import BATCHED_PREDICT, TREE_WALK
 from .whatif import WhatIf, apply_edits, what_if
 
 __all__ = [
@@ -125,6 +126,9 @@ __all__ = [
     "parse_subgroup",
     "permutation_importance",
     "permutation_rows",
+    "BATCHED_PREDICT",
+    "TREE_WALK",
+    "pfi_engine",
     "predict_rows",
     "rank_extremes",
     "shapley_contributions",

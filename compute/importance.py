@@ -16,7 +16,7 @@ from .prediction import predict_positions, predict_segments
 from .results import PermutationImportance, PermutationPairs
 from .sampling import sample_rows
 from .segments import Segment, cycle_segment
-from .trees import Choice, choose_engine, for_permutations, permuted_losses
+from .trees import BATCHED_PREDICT, TREE_WALK, Choice, choose_engine, for_permutations, permuted_losses
 from .validation import (
     check_choice,
     check_features,
@@ -459,6 +459,17 @@ def _draw(rng: np.random.Generator, n: int, n_obs: int | None) -> tuple[int, np.
     are those of the same call on ``X.loc[rows]``)."""
     entropy = int(rng.integers(2**63))
     return entropy, sample_rows(n, n_obs, rng)
+
+
+def pfi_engine(model, X, output=None) -> str:
+    """The engine :func:`permutation_importance` takes for ``model`` on ``X``'s columns under
+    ``engine="auto"``, one feature at a time: ``"exact tree walk"`` or ``"batched predict"``
+    (:mod:`compute.trees`). A forecast from the model's structure, for planning (a caller
+    sizing its row budget); the call itself still checks the walk against the model's own
+    predictions and falls back, naming why, should they disagree."""
+    predictor, Xm = make_predictor(model, check_frame(X), output)
+    choice = for_permutations(choose_engine("auto", predictor)).for_columns(list(Xm.columns))
+    return TREE_WALK if choice.ensemble is not None else BATCHED_PREDICT
 
 
 def permutation_rows(n_rows: int, n_obs: int | None, random_state=0) -> np.ndarray:

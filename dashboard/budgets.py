@@ -18,19 +18,26 @@ def profile_settings(n_rows: int, max_curves: int, grid_budget: int) -> dict:
 #: Most model rows (rows x features x repeats) one model's PFI may predict before it runs
 #: on a seeded sample of the selected rows (its standard error shown); "Use all rows" lifts it.
 PFI_BUDGET = 1_000_000
+#: The budget's multiple for a model whose PFI the exact tree walk computes (``ModelEntry.walked``):
+#: benchmarks/speed_trees.py measures its PFI at 0.16-0.45x the raw predict of the same rows on
+#: HistGradientBoosting, LightGBM and forests (the batched predict: about 1x), so twice the rows
+#: cost less time than the budget's rows did, and the sample's standard error falls by 1/sqrt(2)
+WALKED_PFI_FACTOR = 2
 PFI_MIN_ROWS = 500  # a sample never smaller than this
 DEFAULT_PFI_REPEATS = 10  # the repetitions the budget is sized for (the state's default)
 
 
-def pfi_sample(n_features: int, all_rows: bool = False) -> int | None:
-    """The PFI row sample for a budget of PFI_BUDGET model rows at the default repetitions:
+def pfi_sample(n_features: int, all_rows: bool = False, *, walked: bool = False) -> int | None:
+    """The PFI row sample for a budget of PFI_BUDGET model rows at the default repetitions
+    (WALKED_PFI_FACTOR times that for a model the exact tree walk computes: ``walked``):
     None (every row) when asked, else budget / (features x 10) rows (at least PFI_MIN_ROWS),
     whatever the repetitions, so "More repetitions" adds permutations to the same rows (more
     precise, at more cost) rather than trading rows for them. A selection with fewer rows
     uses them all (``permutation_importance``'s ``n_obs`` is then no sample)."""
     if all_rows:
         return None
-    return max(PFI_MIN_ROWS, PFI_BUDGET // max(1, int(n_features) * DEFAULT_PFI_REPEATS))
+    budget = PFI_BUDGET * (WALKED_PFI_FACTOR if walked else 1)
+    return max(PFI_MIN_ROWS, budget // max(1, int(n_features) * DEFAULT_PFI_REPEATS))
 
 
 #: Most (row, donor) pairs (rows x features x repeats) an all-rows PFI keeps for its subgroups

@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+import compute
 from compute.datasets import x3_interaction
 
 from .store import ModelEntry, Store, Workspace
@@ -169,7 +170,8 @@ def _train(store, ws_id: str):
     for name, model in demo.models.items():
         path, classes = _save(model, Path(store.root / "demos" / f"{ws_id}-{name.replace(' ', '_')}"))
         rel, sha = store.keep_model(path, path.suffix)
-        entries.append(ModelEntry(name=name, path=rel, sha=sha, features=features, classes=classes))
+        walked = compute.pfi_engine(model, demo.data[list(features)]) == compute.TREE_WALK
+        entries.append(ModelEntry(name=name, path=rel, sha=sha, features=features, classes=classes, walked=walked))
     ws = Workspace(
         id=ws_id,
         title=DEMOS[ws_id],

@@ -105,7 +105,7 @@ def open_workspace(
         loss=first.loss,
         output=first.output,
         models=tuple(
-            ModelEntry(name=e.name, path=e.path, sha=e.sha, features=c.features, classes=c.classes)
+            ModelEntry(name=e.name, path=e.path, sha=e.sha, features=c.features, classes=c.classes, walked=c.walked)
             for e, c in zip(entries, checked, strict=True)
         ),
         features=first.features,

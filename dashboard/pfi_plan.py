@@ -58,7 +58,7 @@ def all_rows(p: PlanInput) -> bool:
 
 def pfi_n_obs(p: PlanInput) -> dict[str, int | None]:
     """Per model: the rows of its PFI sample (None: every row)."""
-    return {m.name: budgets.pfi_sample(len(m.features), p.all_rows) for m in p.ws.models}
+    return {m.name: budgets.pfi_sample(len(m.features), p.all_rows, walked=m.walked) for m in p.ws.models}
 
 
 def pairs_kept(p: PlanInput) -> dict[str, bool]:

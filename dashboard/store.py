@@ -70,6 +70,9 @@ class ModelEntry:
     accepted_types: tuple = ()
     features: tuple = ()  # the data columns the model reads, in its order
     classes: tuple = ()  # class labels of an XGBoost/LightGBM classifier (its file does not store them)
+    # the exact tree walk computes its PFI (compute.pfi_engine, asked where the model is loaded):
+    # the planner gives it a larger row budget (budgets.pfi_sample)
+    walked: bool = False
 
     @property
     def key(self) -> str:

@@ -127,6 +127,7 @@ def test_a_split_job_keeps_the_pairs_a_subgroup_reuses(tmp_path, monkeypatch):
     # a 120-row sample of the cancer demo's 171 (its models predict deterministically; the
     # X3 demo's forest, with n_jobs=-1, adds its trees' predictions in the threads' order)
     monkeypatch.setattr(budgets, "PFI_BUDGET", 36_000)
+    monkeypatch.setattr(budgets, "WALKED_PFI_FACTOR", 1)  # the walked boosting model too
     monkeypatch.setattr(budgets, "PFI_MIN_ROWS", 10)
     found = {}
     for name in ("whole", "split"):

@@ -3,6 +3,8 @@ beside each bar, and "Use all rows" (a state field, in the URL)."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 from numpy.testing import assert_allclose
@@ -34,8 +36,9 @@ def _memos():
 
 @pytest.fixture
 def small_budget(monkeypatch):
-    """3,000 model rows: the X3 demo's 3 features x 10 repeats get a 100-row sample of 500."""
-    monkeypatch.setattr(budgets, "PFI_BUDGET", 3_000)
+    """1,500 model rows, twice that for the X3 demo's forest (the exact tree walk computes its
+    PFI): its 3 features x 10 repeats get a 100-row sample of 500."""
+    monkeypatch.setattr(budgets, "PFI_BUDGET", 1_500)
     monkeypatch.setattr(budgets, "PFI_MIN_ROWS", 50)
     _forget()
     yield
@@ -119,9 +122,10 @@ def test_more_repetitions_keep_the_rows_of_the_sample(ctx, small_budget):
 
 @pytest.fixture
 def pairs_budget(monkeypatch):
-    """9,000 model rows: a 300-row sample of the X3 demo's 500; X3 == 0 holds about half of
-    it, so about 75 pairs per permutation lie inside (PFI_MIN_ROWS 50: reused)."""
-    monkeypatch.setattr(budgets, "PFI_BUDGET", 9_000)
+    """4,500 model rows, twice that walked: a 300-row sample of the X3 demo's 500; X3 == 0
+    holds about half of it, so about 75 pairs per permutation lie inside (PFI_MIN_ROWS 50:
+    reused)."""
+    monkeypatch.setattr(budgets, "PFI_BUDGET", 4_500)
     monkeypatch.setattr(budgets, "PFI_MIN_ROWS", 50)
     _forget()
     yield
@@ -271,3 +275,32 @@ def test_reused_subgroup_pfi_on_data_with_repeated_row_labels(ctx, pairs_budget)
     got = tasks._restrict(whole, data, params)
     inside = (X.X3 == 0).to_numpy()[compute.permutation_rows(len(X), 300, planning.SEED)]
     assert np.array_equal(got.repeats.to_numpy(), whole.restrict(inside).repeats.to_numpy())
+
+
+def test_a_model_the_tree_walk_computes_gets_a_larger_sample(ctx, monkeypatch):
+    """Issue 42: the exact tree walk computes a tree model's PFI at 0.2-0.45x the raw predict,
+    so its sample is WALKED_PFI_FACTOR times larger; the same data set's other models keep the
+    budget's rows. Whether a model is walked is found where it is loaded (compute.pfi_engine)
+    and kept in its record."""
+    monkeypatch.setattr(budgets, "PFI_BUDGET", 1_500)
+    monkeypatch.setattr(budgets, "PFI_MIN_ROWS", 2)
+    _forget()
+    ws = ctx.store.workspace("demo-cancer")  # gradient boosting (walked) and a logistic regression
+    walked = {m.name: m.walked for m in ws.models}
+    assert walked == {"gradient boosting": True, "logistic regression": False}
+    per_model = 1_500 // (len(ws.features) * 10)  # 5 of the 171 rows
+    for focus in walked:
+        state = normalize(ctx, {**default_state(), "ws": ws.id, "model": focus})[0]
+        planned = plan_state(ctx, ws, state)["tasks"]
+        n_obs = {t["model"]: t["params"]["n_obs"] for t in planned if t["kind"] == "pfi"}
+        assert n_obs == {"gradient boosting": 2 * per_model, "logistic regression": per_model}
+        groups = next(t for t in planned if t["kind"] == "pfi_groups")  # the focus model's bars' rows
+        assert groups["params"]["n_obs"] == n_obs[focus]
+    # kept in the record; a record written before the field loads as not walked
+    again = type(ws).from_json(ws.to_json())
+    assert [m.walked for m in again.models] == [True, False]
+    old = json.loads(ws.to_json())
+    for m in old["models"]:
+        del m["walked"]
+    assert [m.walked for m in type(ws).from_json(json.dumps(old)).models] == [False, False]
+    _forget()

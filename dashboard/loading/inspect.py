@@ -10,6 +10,7 @@ from typing import Any
 
 import pandas as pd
 
+import compute
 from compute.losses import DEFAULT_LOSS
 
 from .boosters import booster_classes
@@ -21,7 +22,8 @@ from .models import load_warnings
 class Checked:
     """What :func:`inspect_model` found: the model's task, the loss and output class to
     explain it with, the data columns it reads (in its order), the class labels given to a
-    booster classifier and the notes for the user."""
+    booster classifier, the notes for the user, and whether the exact tree walk computes its
+    PFI (``compute.pfi_engine``: the page's PFI budget is larger then)."""
 
     task: str
     loss: str
@@ -29,6 +31,7 @@ class Checked:
     features: tuple
     classes: tuple
     warnings: tuple
+    walked: bool = False
 
 
 def inspect_model(
@@ -76,4 +79,5 @@ def inspect_model(
     )
     warnings.extend(load_warnings(model))
     warnings.extend(n for n in X.attrs.get("notes", []) if n not in warnings)
-    return Checked(task, loss, output, tuple(str(c) for c in X.columns), classes, tuple(warnings))
+    walked = compute.pfi_engine(model, X, output) == compute.TREE_WALK
+    return Checked(task, loss, output, tuple(str(c) for c in X.columns), classes, tuple(warnings), walked)

@@ -280,6 +280,7 @@ def _entries(ctx, request: LoadRequest, checked: _Checked, taken: set[str]) -> t
                 accepted_types=tuple(request.accepted or ()),
                 features=found.features,
                 classes=found.classes,
+                walked=found.walked,
             )
         )
     return tuple(entries)

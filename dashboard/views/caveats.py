@@ -99,6 +99,12 @@ def partners_line(inp) -> str:
     )
 
 
+def _pfi_rows(state: dict, ws) -> int | None:
+    """The focus model's PFI sample (the bars' rows: same budget, same seed)."""
+    focus = ws.model(str(state.get("model") or ""))
+    return planning.pfi_sample(len(focus.features), bool(state.get("pfi_all")), walked=focus.walked)
+
+
 def params(state: dict, ws) -> dict | None:
     """The task's parameters (the planner adds the PFI rows: ``TaskSpec(rows=True)``)."""
     if len(ws.features) < 2:
@@ -106,7 +112,7 @@ def params(state: dict, ws) -> dict | None:
     return {
         "n_repeats": int(state["repeats"]),
         "threshold": THRESHOLD,
-        "n_obs": planning.pfi_sample(len(ws.features), bool(state.get("pfi_all"))),
+        "n_obs": _pfi_rows(state, ws),  # the same rows as the focus model's PFI bars
     }
 
 
@@ -157,7 +163,7 @@ def cs_params(state: dict, ws) -> dict | None:
         return None
     return {
         "n_repeats": int(state["repeats"]),
-        "n_obs": planning.pfi_sample(len(ws.features), bool(state.get("pfi_all"))),
+        "n_obs": _pfi_rows(state, ws),  # the same rows as the focus model's PFI bars
         "max_depth": 4,
     }
 
