@@ -39,17 +39,25 @@ class Design:
         a model that reads a float array of its columns, in its order, as that frame (it
         declares ``takes_float_arrays = True``, as the booster wrapper does): no DataFrame to
         build per call, nor for the model to take apart.
+    typed : bool, default False
+        Whether the model must get every column in its own dtype even when all are numbers (a
+        CatBoost model with categorical features: it refuses a float where it expects a
+        category's integer code). Blocks are then DataFrames of X's dtypes.
     """
 
-    def __init__(self, X: pd.DataFrame, *, as_frame: bool, block_dtype=np.float64, numeric_frames=True) -> None:
+    def __init__(
+        self, X: pd.DataFrame, *, as_frame: bool, block_dtype=np.float64, numeric_frames=True, typed=False
+    ) -> None:
         self.frame = X
         self.columns = list(X.columns)
         self._index = pd.Index(self.columns)  # built once: a list would be re-parsed per block
         self.as_frame = as_frame
         self.numeric_frames = bool(numeric_frames)
-        self.numeric = all(
-            pd.api.types.is_numeric_dtype(dt) and not pd.api.types.is_bool_dtype(dt) for dt in X.dtypes
-        ) and not any(isinstance(dt, pd.CategoricalDtype) for dt in X.dtypes)
+        self.numeric = (
+            not typed
+            and all(pd.api.types.is_numeric_dtype(dt) and not pd.api.types.is_bool_dtype(dt) for dt in X.dtypes)
+            and not any(isinstance(dt, pd.CategoricalDtype) for dt in X.dtypes)
+        )
         self.array: np.ndarray | None = X.to_numpy(dtype=float, na_value=np.nan) if self.numeric else None
         self._position = {col: j for j, col in enumerate(self.columns)}
         self.block_dtype = np.dtype(np.float32 if np.dtype(block_dtype) == np.float32 else np.float64)

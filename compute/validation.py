@@ -289,8 +289,39 @@ def make_predictor(
     # may be fed successive blocks in one reused buffer
     reuse = getattr(model, "input_read_only", False) is True
     arrays = getattr(model, "takes_float_arrays", False) is True  # all-numeric blocks as float arrays
-    design = Design(X, as_frame=as_frame, block_dtype=block_dtype, numeric_frames=not arrays)
+    typed = _categorical_codes(model)
+    if typed:  # fed frames of the data's own dtypes, in the model's column order
+        X, as_frame = _in_model_order(X, model, data_name=data_name, model_name=model_name), True
+    design = Design(X, as_frame=as_frame, block_dtype=block_dtype, numeric_frames=not arrays, typed=typed)
     return Predictor(model, design, classes, has_proba, output_index, reuse_blocks=reuse), X
+
+
+def _categorical_codes(model) -> bool:
+    """Whether ``model`` reads some columns as categories it refuses as floats: a CatBoost
+    model with categorical features (``get_cat_feature_indices``), which takes a category as
+    its integer or its text, never as the float an all-numeric block would give it."""
+    if type(model).__module__.split(".")[0] != "catboost":
+        return False
+    found = getattr(model, "get_cat_feature_indices", None)
+    try:
+        return callable(found) and len(found()) > 0
+    except Exception:  # noqa: BLE001 - not fitted, or no such facts: fed as any model
+        return False
+
+
+def _in_model_order(X: pd.DataFrame, model, *, data_name: str, model_name: str) -> pd.DataFrame:
+    """X's columns in the order of the names ``model`` was fitted with (``feature_names_``,
+    CatBoost's), or X as it is when it has none (then the data holds its inputs in order)."""
+    names = [str(n) for n in (getattr(model, "feature_names_", None) or [])]
+    if not names or list(map(str, X.columns)) == names:
+        return X
+    missing = [n for n in names if n not in X.columns]
+    if missing:
+        raise InputError(
+            f"{_capital(data_name)} lacks {len(missing)} column(s) that {model_name} was fitted on: "
+            f"{_shown(missing, 10)}. The data's columns: {_shown(list(X.columns), 20)}."
+        )
+    return X[names]
 
 
 def resolve_loss(loss, predictor: Predictor) -> Loss:
