@@ -576,7 +576,8 @@ def ale_figure(ale: pd.DataFrame, *, feature, subtitle: str = "", label: str | N
         ),
     ]
     _merge(layout["xaxis2"], dict(title=dict(text=shown)))
-    _merge(layout["yaxis"], dict(title=dict(text="ALE (centred effect on the prediction)")))
+    # on two lines: one would run past the top panel into the "rows" title below it
+    _merge(layout["yaxis"], dict(title=dict(text="ALE: centred effect<br>on the prediction")))
     _merge(layout["yaxis2"], dict(title=dict(text="rows")))
     title = f"ALE of {shown}: accumulated local effects on {grid.size - 1} intervals"
     return _style(traces, title, f"ale-{feature}", subtitle=subtitle, height=420, showlegend=False, **layout)
