@@ -189,6 +189,7 @@ CALLS = {
     ),
     "feature_dependence": (compute.feature_dependence, lambda: dict(X=X)),
     "permutation_rows": (compute.permutation_rows, lambda: dict(n_rows=20, n_obs=5)),
+    "pfi_engine": (compute.pfi_engine, lambda: dict(model=OLS, X=X)),
     "PermutationImportance.restrict": (
         lambda pfi, subgroup: pfi.restrict(subgroup),
         lambda: dict(pfi=permutation_block(OLS, X, Y, n_repeats=2, keep_pairs=True), subgroup=np.ones(20, bool)),
@@ -505,6 +506,11 @@ def _cases():
         ({"n_obs": 2.5}, "'n_obs'"),
     ]:
         add("permutation_rows", kwargs, InputError, match)
+    # pfi_engine reads the model and X as PFI does, and never calls the model
+    for tag, kwargs, error, match in MODEL_AND_X:
+        if tag.startswith(("model-no", "model-None", "X-")):
+            add("pfi_engine", kwargs, error, match, tag)
+    add("pfi_engine", {"output": "yes"}, InputError, "'output' parameter is only for classifiers")
     add(
         "PermutationImportance.restrict",
         {"subgroup": np.ones(3, bool)},
