@@ -14,6 +14,10 @@ Every value is signed with an HMAC-SHA-256 of the deployment's secret key (the o
 machine is given) over its name and bytes: a value altered, truncated, or moved under
 another name in Redis is refused (logged, treated as absent, so it is computed or fetched
 again), never unpickled or shown. The key itself is never written to Redis.
+
+With an object store (``--object-store``, :mod:`dashboard.object_store`) the values go there
+instead, one object each, signed the same way; Redis keeps the locks, the job queue and the
+job records (:meth:`Broker.put_json`).
 """
 
 from __future__ import annotations
@@ -28,12 +32,15 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from .object_store import ObjectStore, ObjectStoreError
+
 log = logging.getLogger(__name__)
 
 PREFIX = "wip:"
 CHUNK = 4 * 2**20  # bytes per Redis value: large results and files travel in pieces
 TTL_S = 7 * 86400  # results and files: a cache, kept a week (each machine keeps its own copy)
 LOCK_TTL_S = 6.0  # a lock whose holder died frees itself this long after its last renewal
+SIGNED = b"why-it-performs signed value 1\n"  # an object: this, its signature (64 hex digits), its bytes
 
 
 class BrokerError(RuntimeError):
@@ -41,15 +48,43 @@ class BrokerError(RuntimeError):
     which, for the page."""
 
 
-class Broker:
-    """Signed values and expiring locks in Redis (``url``: ``redis://`` or ``rediss://``)."""
+def unreachable(exc: BaseException) -> str | None:
+    """What to tell the page of an exception that means the broker or the object store could
+    not be reached (ours, Redis's or Celery's, or one they caused); None for any other."""
+    seen: BaseException | None = exc
+    for _ in range(8):  # the exception and what caused it
+        if seen is None:
+            return None
+        if isinstance(seen, BrokerError):
+            return str(seen)
+        module = type(seen).__module__.split(".")[0]
+        if module in ("redis", "kombu", "celery", "amqp") and type(seen).__name__ in _NETWORK:
+            return f"the broker could not be reached ({type(seen).__name__}: {str(seen)[:200]})"
+        seen = seen.__cause__ or seen.__context__
+    return None
 
-    def __init__(self, url: str, secret: str, *, max_bytes: int = 512 * 2**20, ttl_s: int = TTL_S):
+
+_NETWORK = {"ConnectionError", "TimeoutError", "OperationalError", "BusyLoadingError"}
+
+
+class Broker:
+    """Signed values and expiring locks in Redis (``url``: ``redis://`` or ``rediss://``);
+    the values in ``objects`` instead, when given (an S3-compatible store)."""
+
+    def __init__(
+        self,
+        url: str,
+        secret: str,
+        *,
+        max_bytes: int = 512 * 2**20,
+        ttl_s: int = TTL_S,
+        objects: ObjectStore | None = None,
+    ):
         import redis
 
         if not secret:
             raise ValueError("a broker needs the deployment's secret key (--secret-key, WIP_SECRET_KEY)")
-        self.url, self.max_bytes, self.ttl_s = url, int(max_bytes), int(ttl_s)
+        self.url, self.max_bytes, self.ttl_s, self.objects = url, int(max_bytes), int(ttl_s), objects
         self._key = hashlib.sha256(b"why-it-performs broker\0" + secret.encode()).digest()
         self._redis = redis
         self.client = redis.Redis.from_url(url, socket_connect_timeout=5, socket_timeout=30, health_check_interval=30)
@@ -70,16 +105,70 @@ class Broker:
         mac.update(data)
         return mac.hexdigest()
 
+    def ping(self) -> None:
+        """Raise :class:`BrokerError` naming the broker (or the object store) unless both answer."""
+        try:
+            self.client.ping()
+        except self._redis.RedisError as exc:
+            raise BrokerError(
+                f"the broker ({self.url.rsplit('@', 1)[-1]}) could not be reached: {type(exc).__name__}"
+            ) from exc
+        if self.objects is not None:
+            self._obj(self.objects.ping)
+
+    def _obj(self, fn, *args):
+        """An object store call; its failure is the broker's (:class:`BrokerError`, naming the store)."""
+        try:
+            return fn(*args)
+        except ObjectStoreError as exc:
+            raise BrokerError(str(exc)) from exc
+
     # --- values ----------------------------------------------------------------------
-    def put(self, name: str, data: bytes, *, ttl_s: int | None = None, only_new: bool = False) -> bool:
-        """Keep ``data`` under ``name``: its chunks first, then the signed head that names
-        them (a reader never sees a head before its chunks). ``only_new``: unless a value is
-        kept there already. True when kept."""
+    def put(self, name: str, data: bytes) -> bool:
+        """Keep ``data`` under ``name``, signed: in the object store when there is one, else
+        in Redis (:meth:`_redis_put`). True when kept."""
         if len(data) > self.max_bytes:
             raise BrokerError(
                 f"{len(data) / 2**20:,.0f} MiB is over the broker's limit of {self.max_bytes / 2**20:,.0f} MiB "
                 "for one value (--upload-limit-mb sets it)"
             )
+        if self.objects is None:
+            return self._redis_put(name, data)
+        self._obj(self.objects.write, name, SIGNED + self._sign(name, data).encode(), data)
+        return True
+
+    def get(self, name: str) -> bytes | None:
+        """The bytes kept under ``name``, or None: absent, expired, or refused (altered,
+        truncated, or kept under another name: the signature is wrong)."""
+        if self.objects is None:
+            return self._redis_get(name)
+        raw = self._obj(self.objects.read, name)
+        if raw is None:
+            return None
+        mark = len(SIGNED) + 64
+        data = memoryview(raw)[mark:]
+        if not raw.startswith(SIGNED) or not hmac.compare_digest(
+            self._sign(name, data).encode(), raw[len(SIGNED) : mark]
+        ):
+            log.warning("object store value %s fails its signature; refused", name)
+            return None
+        return bytes(data)
+
+    def exists(self, name: str) -> bool:
+        if self.objects is not None:
+            return bool(self._obj(self.objects.exists, name))
+        return bool(self._call("look up a value", self.client.exists, f"{PREFIX}v:{name}"))
+
+    def delete(self, name: str) -> None:
+        if self.objects is not None:
+            self._obj(self.objects.delete, name)
+            return
+        self._call("delete a value", self.client.delete, f"{PREFIX}v:{name}")
+
+    def _redis_put(self, name: str, data: bytes, *, ttl_s: int | None = None, only_new: bool = False) -> bool:
+        """Keep ``data`` under ``name`` in Redis: its chunks first, then the signed head that
+        names them (a reader never sees a head before its chunks). ``only_new``: unless a value
+        is kept there already. True when kept."""
         ttl = int(ttl_s or self.ttl_s)
         view = memoryview(data)
         n = max(1, -(-len(data) // CHUNK))
@@ -94,9 +183,9 @@ class Broker:
         )
         return bool(kept)
 
-    def get(self, name: str) -> bytes | None:
-        """The bytes kept under ``name``, or None: absent, expired, or refused (a chunk
-        missing, the size or the signature wrong)."""
+    def _redis_get(self, name: str) -> bytes | None:
+        """The bytes kept under ``name`` in Redis, or None: absent, expired, or refused (a
+        chunk missing, the size or the signature wrong)."""
         raw = self._call("read a value", self.client.get, f"{PREFIX}v:{name}")
         if raw is None:
             return None
@@ -118,17 +207,12 @@ class Broker:
             return None
         return data
 
-    def exists(self, name: str) -> bool:
-        return bool(self._call("look up a value", self.client.exists, f"{PREFIX}v:{name}"))
-
-    def delete(self, name: str) -> None:
-        self._call("delete a value", self.client.delete, f"{PREFIX}v:{name}")
-
+    # job records: small, with a time to live, always in Redis
     def put_json(self, name: str, value, *, ttl_s: int | None = None) -> None:
-        self.put(name, json.dumps(value, default=str).encode(), ttl_s=ttl_s)
+        self._redis_put(name, json.dumps(value, default=str).encode(), ttl_s=ttl_s)
 
     def get_json(self, name: str):
-        data = self.get(name)
+        data = self._redis_get(name)
         if data is None:
             return None
         try:
@@ -138,7 +222,7 @@ class Broker:
 
     def add_json(self, name: str, value, *, ttl_s: int) -> bool:
         """Keep ``value`` under ``name`` unless something is there already; True if kept."""
-        return self.put(name, json.dumps(value, default=str).encode(), ttl_s=ttl_s, only_new=True)
+        return self._redis_put(name, json.dumps(value, default=str).encode(), ttl_s=ttl_s, only_new=True)
 
     # --- locks -----------------------------------------------------------------------
     @contextmanager
@@ -185,11 +269,13 @@ class Broker:
         return True
 
 
-def broker_for(url: str, secret: str, *, max_bytes: int) -> Broker | None:
+def broker_for(url: str, secret: str, *, max_bytes: int, object_store: str = "") -> Broker | None:
     """The broker results and files travel through, for a Celery broker URL: Redis ones; None
-    for none (one machine, or a broker of another kind with a shared cache folder)."""
+    for none (one machine, or a broker of another kind with a shared cache folder). With
+    ``object_store`` (an ``s3://`` URL) the values travel through that store instead."""
     if not url.startswith(("redis://", "rediss://", "unix://")):
         if url:
             log.warning("the Celery broker is not Redis: results travel only through a shared cache folder")
         return None
-    return Broker(url, secret, max_bytes=max_bytes)
+    objects = ObjectStore(object_store) if object_store else None
+    return Broker(url, secret, max_bytes=max_bytes, objects=objects)

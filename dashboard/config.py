@@ -13,6 +13,8 @@ import secrets
 from dataclasses import dataclass, fields
 from pathlib import Path
 
+from .object_store import parse_url
+
 _TRUE = {"1", "true", "yes", "on"}
 
 
@@ -32,6 +34,7 @@ class Config:
     n_jobs: int = 1  # threads per model call inside a background job
     warm: bool = True  # compute the default demo at start-up (python app.py)
     celery_broker: str = ""  # e.g. redis://host:6379/0: background jobs on Celery workers
+    object_store: str = ""  # with celery_broker: s3://bucket/prefix?endpoint=...: large values kept there
     requeue_after: float = 60.0  # seconds after which a job whose Celery worker vanished goes to another
     upload_per_minute: int = 30  # uploads per client and minute
     upload_mb_per_hour: int = 2000  # MiB per client and hour
@@ -48,6 +51,13 @@ class Config:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "url_prefix", url_prefix(self.url_prefix))
+        if self.object_store:
+            parse_url(self.object_store)  # ValueError with the reason
+            if not self.celery_broker:
+                raise ValueError(
+                    "--object-store (WIP_OBJECT_STORE) needs --celery-broker: it is where machines that "
+                    "share only the broker keep the large values"
+                )
 
     @property
     def job_slots(self) -> int:
@@ -84,6 +94,9 @@ _HELP = {
     "warm": "compute the default demo at start-up",
     "celery_broker": "run background jobs on Celery workers through this Redis broker (redis://...) instead "
     "of forked children of the web workers; web and compute machines then share only the broker",
+    "object_store": "with --celery-broker: keep results, uploads, data and model files and workspace records in "
+    "this S3-compatible object store instead of Redis, e.g. s3://bucket/prefix?endpoint=http://host:9000 "
+    "(credentials: the AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY environment variables)",
     "requeue_after": "with --celery-broker: seconds after which a job whose worker vanished (killed, its "
     "machine gone) is handed to another worker; a job running longer may also be started on a second one",
     "upload_per_minute": "uploads one client (address) may make per minute",

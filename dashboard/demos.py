@@ -201,6 +201,8 @@ def build_demo(store, ws_id: str):
         try:
             if record.exists():
                 return Workspace.from_json(record.read_text())
+            if store.remote is not None:  # a broker out of reach: said at once (BrokerError), not after training
+                store.remote.ping()
             # Trained in a fresh interpreter (not a fork): scikit-learn's OpenMP pool
             # (gradient boosting) must never start in a web worker, or every job forked from
             # it later hangs in libgomp at its first parallel prediction; and a forked child

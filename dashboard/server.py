@@ -10,14 +10,15 @@ import threading
 import time
 from pathlib import Path
 
-from dash import Dash, DiskcacheManager
+from dash import Dash, DiskcacheManager, callback_context, no_update, set_props
 from flask import jsonify, request
 from werkzeug.exceptions import RequestEntityTooLarge
 
-from . import jobs, labels, layout, planning
-from .broker import BrokerError
+from . import ids, jobs, labels, layout, planning
+from .broker import BrokerError, unreachable
 from .callbacks import register_all
-from .callbacks.compute import resolve_state, run_parts, run_request
+from .callbacks.compute import page_nonce, resolve_state, run_parts, run_request
+from .callbacks.load import LOAD_OUTPUTS
 from .config import Config
 from .http_guard import UPLOAD, guard_routes, limit_requests, upload_name
 from .isolation import become_child, in_forking_thread
@@ -61,6 +62,7 @@ def create_app(config: Config) -> Dash:
         index_string=INDEX_STRING,
         assets_folder=str(_assets_folder()),
         background_callback_manager=manager,
+        on_error=broker_unreachable if config.celery_broker else None,
         suppress_callback_exceptions=False,
         url_base_pathname=config.url_prefix,  # every route, asset and callback under it ("/" by default)
     )
@@ -80,6 +82,42 @@ def create_app(config: Config) -> Dash:
     app.server.test_client().get(config.url_prefix)
     app._wip_context = ctx  # type: ignore[attr-defined]  # for tests and benchmarks (read-only handle; no per-user data)
     return app
+
+
+def broker_unreachable(exc: Exception):
+    """Every callback's error handler with a broker: a broker or object store that cannot be
+    reached (the web worker's own calls, a job that could not be queued or polled) ends in a
+    message next to what the visitor did, not in an HTTP 500 and a page left waiting: the
+    load's status line for the Load button, the job's end (shown with Retry by ``finish``)
+    for the background job, the page's status line otherwise. Anything else is raised as
+    before."""
+    said = unreachable(exc)
+    if said is None:
+        raise exc
+    log.warning("a callback could not reach the broker: %s", said)
+    message = f"{said[:1].upper()}{said[1:]}. The server keeps running; press Retry (or Load) once it is back."
+    targets = {o["id"] for o in _flat(callback_context.outputs_grouping)}
+    if ids.JOB_DONE in targets:  # the job could not be queued or polled: its end says why
+        values = {**callback_context.inputs, **callback_context.states}
+        request = values.get(f"{ids.JOB_REQUEST}.data")
+        request = request if isinstance(request, dict) else {}
+        done = {"request": request.get("request"), "error": message, "nonce": page_nonce(request)}
+        if len(targets) == 1:  # the job itself
+            return done
+        return {"done": done, "cancel": True, "box": {"visibility": "hidden"}, "watch": True}  # its watchdog
+    if ids.LOAD_STATUS in targets:  # the load could not be queued: said under the Load button
+        return {name: message if name == "status" else no_update for name in LOAD_OUTPUTS}
+    set_props(ids.STATUS, {"children": message})
+    set_props(ids.RETRY, {"style": {}})
+    return None
+
+
+def _flat(grouping) -> list[dict]:
+    """A callback's outputs (``{"id", "property"}`` each) from its grouping (one, a list, named)."""
+    if isinstance(grouping, dict) and "id" in grouping and "property" in grouping:
+        return [grouping]
+    items = grouping.values() if isinstance(grouping, dict) else grouping if isinstance(grouping, list) else []
+    return [o for item in items for o in _flat(item)]
 
 
 def warm(app: Dash, state: dict | None = None) -> bool:
@@ -240,6 +278,9 @@ def _start_reaper() -> None:
     _REAPER[0].start()
 
 
+_RETRY = {"max_retries": 2, "interval_start": 0, "interval_step": 0.5, "interval_max": 1}  # Celery's, to Redis
+
+
 def background_manager(config: Config):
     """Where background jobs run: forked children of the web worker, coordinated through a
     disk cache in the cache folder (one machine), or Celery workers behind a Redis broker
@@ -264,7 +305,13 @@ def background_manager(config: Config):
                 "visibility_timeout": max(int(config.requeue_after), 1),
                 "unacked_restore_interval": 2,
                 "unacked_restore_throttle": 1,
+                "socket_connect_timeout": 5,  # a broker that cannot be reached: said within seconds, never a hang
+                "socket_timeout": 30,
             },
+            redis_socket_connect_timeout=5,
+            redis_socket_timeout=30,
+            task_publish_retry_policy=_RETRY,
+            result_backend_transport_options={"retry_policy": _RETRY},
         )
         register_part_task(celery_app, config)
         return CeleryManager(celery_app, expire=3600), celery_app

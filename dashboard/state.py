@@ -204,7 +204,12 @@ class Context:
 
 
 def make_context(config: Config) -> Context:
-    remote = broker_for(config.celery_broker, config.secret_key, max_bytes=max(config.upload_limit_mb, 512) * 2**20)
+    remote = broker_for(
+        config.celery_broker,
+        config.secret_key,
+        max_bytes=max(config.upload_limit_mb, 512) * 2**20,
+        object_store=config.object_store,
+    )
     store = Store(config.cache_path, size_limit_mb=config.cache_size_mb, build_demo=build_demo, remote=remote)
     policy = Policy(
         allow_pickle=config.allow_pickle,

@@ -340,13 +340,13 @@ class Store:
     def save_workspace(self, ws: Workspace) -> None:
         """Write the workspace's record, and the copy a damaged or lost one is restored from."""
         text = ws.to_json()
-        _atomic_write(self.root / "workspaces" / f"{ws.id}.json", lambda p: Path(p).write_text(text))
-        _atomic_write(self._copy_of(ws.id), lambda p: Path(p).write_text(text))
         if self.remote is not None:  # the files it names first: a machine that reads it finds them
             for rel in (ws.data_path, *(m.path for m in ws.models)):
                 if _SHARED_FILE.match(rel) and (self.root / rel).exists():
                     self._publish(rel)
-            self.remote.put(f"w:{ws.id}", text.encode())
+            self.remote.put(f"w:{ws.id}", text.encode())  # raises BrokerError: then no record here either
+        _atomic_write(self.root / "workspaces" / f"{ws.id}.json", lambda p: Path(p).write_text(text))
+        _atomic_write(self._copy_of(ws.id), lambda p: Path(p).write_text(text))
 
     def _copy_of(self, ws_id: str) -> Path:
         return self.root / "workspaces" / COPIES / f"{ws_id}.json"
