@@ -576,8 +576,9 @@ def ale_figure(ale: pd.DataFrame, *, feature, subtitle: str = "", label: str | N
         ),
     ]
     _merge(layout["xaxis2"], dict(title=dict(text=shown)))
-    # on two lines: one would run past the top panel into the "rows" title below it
-    _merge(layout["yaxis"], dict(title=dict(text="ALE: centred effect<br>on the prediction")))
+    # short: a longer title runs past the top panel into the "rows" title below it (axis
+    # titles are escaped, so no line break); the view's question says what it measures
+    _merge(layout["yaxis"], dict(title=dict(text="ALE: centred effect")))
     _merge(layout["yaxis2"], dict(title=dict(text="rows")))
     title = f"ALE of {shown}: accumulated local effects on {grid.size - 1} intervals"
     return _style(traces, title, f"ale-{feature}", subtitle=subtitle, height=420, showlegend=False, **layout)
