@@ -315,13 +315,14 @@ def _in_model_order(X: pd.DataFrame, model, *, data_name: str, model_name: str) 
     names = [str(n) for n in (getattr(model, "feature_names_", None) or [])]
     if not names or list(map(str, X.columns)) == names:
         return X
-    missing = [n for n in names if n not in X.columns]
+    by_text = {str(c): c for c in X.columns}  # CatBoost names columns as text ("0", "1" for an array)
+    missing = [n for n in names if n not in by_text]
     if missing:
         raise InputError(
             f"{_capital(data_name)} lacks {len(missing)} column(s) that {model_name} was fitted on: "
             f"{_shown(missing, 10)}. The data's columns: {_shown(list(X.columns), 20)}."
         )
-    return X[names]
+    return X[[by_text[n] for n in names]]
 
 
 def resolve_loss(loss, predictor: Predictor) -> Loss:

@@ -19,7 +19,7 @@ import pandas as pd
 from . import planning
 from .planning import TaskSpec
 from .state import clean_state, normalize
-from .store import Lru, Workspace
+from .store import Lru, Store, Workspace
 
 
 @dataclass(frozen=True)
@@ -33,10 +33,15 @@ class Resolved:
     state: dict
     shown: dict
     ws: Workspace
-    data: pd.DataFrame
+    store: Store  # the data is read through it (its own cache bounds the frames kept), not held
     keys: dict
     tasks: list[dict]
     error: str | None = None
+
+    @property
+    def data(self) -> pd.DataFrame:
+        """The data set's rows (the store's per-process cache of frames)."""
+        return self.store.data(self.ws)
 
     @property
     def settled(self) -> bool:
@@ -67,9 +72,17 @@ def resolve(ctx, raw, *, specs: tuple[TaskSpec, ...]) -> Resolved | None:
         return None
     asked = ctx.store.workspace(cleaned["ws"])
     found = _RESOLVED.get(tag, lambda: _resolve(ctx, cleaned, asked, specs), keep=lambda r: r[1].settled)
-    if found is not None and found[0] != asked:  # the record changed (expired, restored): again
-        found = _resolve(ctx, cleaned, asked, specs)
+    if found is not None and not _current(ctx, found, asked):  # a record changed (expired, restored)
+        _RESOLVED.drop(tag)
+        found = _RESOLVED.get(tag, lambda: _resolve(ctx, cleaned, asked, specs), keep=lambda r: r[1].settled)
     return None if found is None else found[1]
+
+
+def _current(ctx, found: tuple[Workspace | None, Resolved], asked: Workspace | None) -> bool:
+    """Whether a memoised resolution still holds: the record asked for, and the one it
+    resolved to (the demo it fell back to, say), are as they were."""
+    resolved = found[1].ws
+    return found[0] == asked and (resolved == asked or ctx.store.workspace(resolved.id) == resolved)
 
 
 def _resolve(ctx, cleaned: dict, asked: Workspace | None, specs) -> tuple[Workspace | None, Resolved] | None:
@@ -82,8 +95,7 @@ def _resolve(ctx, cleaned: dict, asked: Workspace | None, specs) -> tuple[Worksp
 
 def _planned(ctx, state: dict, ws: Workspace, specs, error: str | None) -> Resolved:
     planned = planning.plan_state(ctx, ws, state, specs=specs)
-    data = ctx.store.data(ws)
-    return Resolved(state, planned["state"], ws, data, planned["keys"], planned["tasks"], error)
+    return Resolved(state, planned["state"], ws, ctx.store, planned["keys"], planned["tasks"], error)
 
 
 def settle(ctx, resolved: Resolved, *, specs: tuple[TaskSpec, ...]) -> Resolved:

@@ -581,3 +581,8 @@ class Lru:
                 while len(self.items) > self.size:
                     self.items.popitem(last=False)
         return value
+
+    def drop(self, key) -> None:
+        """Forget ``key`` (a kept value found stale)."""
+        with self.lock:
+            self.items.pop(key, None)

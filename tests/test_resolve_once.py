@@ -12,6 +12,7 @@ counted as a worker that never saw the state would answer it.
 from __future__ import annotations
 
 import collections
+import dataclasses
 import sys
 
 import pytest
@@ -139,6 +140,26 @@ def test_requests_of_one_state_share_its_resolution(ctx, counts):
     for _ in range(3):
         compute_callbacks.resolve_state(ctx, state, None)
     assert counts["normalize"] <= 1 and counts["plan"] <= 1
+
+
+def test_a_changed_record_is_resolved_again_once_then_shared(ctx, counts):
+    """A workspace record that changed under a memoised resolution (a data set's record
+    written again, here with another title) is resolved again, and that resolution is
+    shared in turn: not planned anew on every request. The memo holds no data frame (the
+    store's own cache bounds those)."""
+    state = controller_outputs(ctx, None, ids.URL, {"search": "?ws=demo-x3&feature=X2"})["state"]
+    _computed(ctx, state)
+    first = views.resolve(ctx, state)
+    assert "data" not in {f.name for f in dataclasses.fields(first)}
+    ws = ctx.store.workspace(state["ws"])
+    ctx.store.save_workspace(dataclasses.replace(ws, title=ws.title + " (again)"))
+    try:
+        counts.clear()
+        again = [views.resolve(ctx, state) for _ in range(3)]
+        assert again[0].ws.title.endswith("(again)") and all(r is again[0] for r in again)
+        assert counts["normalize"] == 1 and counts["plan"] == 1
+    finally:
+        ctx.store.save_workspace(ws)
 
 
 @pytest.mark.parametrize(
