@@ -10,10 +10,10 @@ through its route.
 from __future__ import annotations
 
 import json
-import socket
 import time
 
 import pytest
+from helpers.ports import free_port
 
 from dashboard import ids
 from dashboard.config import Config
@@ -22,16 +22,10 @@ from dashboard.server import create_app
 SECRET = "test-broker-key"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def dead(tmp_path_factory):
     """The app, its broker a closed port."""
-    url = f"redis://127.0.0.1:{_free_port()}/0"
+    url = f"redis://127.0.0.1:{free_port()}/0"
     config = Config(cache_dir=str(tmp_path_factory.mktemp("dead-broker")), celery_broker=url, secret_key=SECRET)
     return create_app(config), url
 
