@@ -55,6 +55,24 @@ class Predictions:
     def is_classifier(self) -> bool:
         return self.classes is not None
 
+    @classmethod
+    def concat(cls, parts: list[Predictions], *, rows: pd.Index | None = None) -> Predictions:
+        """The predictions of consecutive blocks of rows as one pass over them all (a pass
+        split over workers, joined in row order); ``rows``: the whole pass's index (default:
+        the parts' indexes one after another)."""
+        if not parts:
+            raise InputError("Predictions.concat needs at least one part.")
+        first = parts[0]
+        for part in parts[1:]:
+            same = part.has_proba == first.has_proba and part.output_index == first.output_index
+            if not same or not np.array_equal(np.asarray(part.classes), np.asarray(first.classes)):
+                raise InputError("Predictions.concat: the parts come from different models or outputs.")
+        raw = np.concatenate([p.raw for p in parts], axis=0)
+        index = first.rows.append([p.rows for p in parts[1:]]) if rows is None else pd.Index(rows)
+        if len(index) != len(raw):
+            raise InputError(f"Predictions.concat: {len(raw)} predictions for {len(index)} rows.")
+        return cls(raw, index, first.classes, first.has_proba, first.output_index)
+
     @property
     def output(self):
         return None if self.classes is None else self.classes[self.output_index]

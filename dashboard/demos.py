@@ -177,6 +177,7 @@ def _train(store, ws_id: str):
         title=DEMOS[ws_id],
         data_path=data_rel,
         data_sha=data_sha,
+        n_rows=len(demo.data),
         target=demo.target,
         task=demo.task,
         loss=demo.loss,

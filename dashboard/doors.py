@@ -100,6 +100,7 @@ def open_workspace(
         title=draft.title,
         data_path=data_rel,
         data_sha=data_sha,
+        n_rows=len(data),
         target=target,
         task=first.task,
         loss=first.loss,

@@ -30,7 +30,7 @@ from .loading import load_model
 from .planning import Task, TaskSpec, missing
 from .store import Failed, Store, Workspace
 from .tasks import Job, executor
-from .views import task_specs
+from .views import part_specs, task_specs
 
 Progress = Callable[[int, int, str], None]
 PART_TASK = "wip.compute_part"  # the Celery task a split job sends its parts as
@@ -38,13 +38,13 @@ PART_TASK = "wip.compute_part"  # the Celery task a split job sends its parts as
 
 def spec_for(kind: str) -> TaskSpec:
     """The spec of a task kind: a built-in one, a part of a split job, or a view's."""
-    for spec in (*built_in.BUILT_IN, *built_in.PARTS, *task_specs()):
+    for spec in (*built_in.BUILT_IN, *built_in.PARTS, *task_specs(), *part_specs()):
         if spec.kind == kind:
             return spec
     raise KeyError(f"no task of kind {kind!r}")
 
 
-def step_rows(ws: Workspace, task: Task, data: pd.DataFrame) -> list[int]:
+def step_rows(ws: Workspace, task: Task, data: pd.DataFrame | None) -> list[int]:
     """Estimated model rows of each progress step of a task (its spec's ``cost``)."""
     return spec_for(task.kind).estimate(ws, task, data)
 
@@ -88,7 +88,8 @@ def run(
     not waited for; returns the tasks skipped so."""
     report = progress or (lambda done, total, label: None)
     todo = [Task.from_dict(t) for t in missing(store, tasks)]
-    data = store.data(ws)
+    # parts that read only their own rows (``reads_rows``) load no data set
+    data = None if all(spec_for(t.kind).reads_rows for t in todo) else store.data(ws)
     models = {} if models is None else models
     costs = [step_rows(ws, t, data) for t in todo]
     steps = sum(len(c) for c in costs)
@@ -101,7 +102,7 @@ def run(
         left = eta.left(done)
         report(done, total, f"{label} · {left}" if left and label != "done" else label)
 
-    if todo and eta.cumulative[-1] >= PROBE_FROM:  # a small job is over before an estimate helps
+    if todo and data is not None and eta.cumulative[-1] >= PROBE_FROM:  # a small job is over before an estimate helps
         if todo[0].model not in models:
             tell(0, steps, f"loading model {todo[0].model}")
         with eta.aside(load=todo[0].model not in models):

@@ -22,6 +22,7 @@ from .budgets import SEED
 from .rows import rows_id
 from .store import ModelEntry, Store, Workspace, result_key
 
+_NO_DATA = pd.DataFrame()  # what a ``reads_rows`` task's cost gets: the data set is not loaded for it
 #: Facts specs share, by name: derived from a PlanInput once, when first asked (add_facts)
 _FACTS: dict[str, Callable[[PlanInput], Any]] = {}
 
@@ -106,6 +107,10 @@ class TaskSpec:
     ``version`` is part of every cache key the spec writes: bump it when ``run`` changes
     what it returns, and the cache serves no stale result.
 
+    ``reads_rows=True``: the task reads only a range of rows (``params["rows"]``) through
+    ``job.rows``, which reads only the row groups holding them; a job of such tasks alone
+    loads no data set (the parts of the all-rows prediction pass, :mod:`dashboard.row_groups`).
+
     ``quick=True``: the task answers a click (one row's what-if): the request that needs it
     computes it at once in a warm model process (:mod:`dashboard.warm`) rather than in a
     background job, which takes it over if that fails or takes too long.
@@ -125,6 +130,7 @@ class TaskSpec:
     execute: Callable[..., None] | None = None
     derive: Callable[..., bool] | None = None
     quick: bool = False
+    reads_rows: bool = False
 
     def __post_init__(self):
         if self.models not in ("all", "focus"):
@@ -136,9 +142,12 @@ class TaskSpec:
         """A cache key of this spec (``kind``: the spec's own or one of the results it writes)."""
         return result_key(kind, ws, model, version=self.version, **params)
 
-    def estimate(self, ws: Workspace, task: Task, data: pd.DataFrame) -> list[int]:
-        """Estimated model rows per progress step (``cost``; default one prediction per row)."""
-        return self.cost(ws, task, data) if self.cost is not None else [len(data)]
+    def estimate(self, ws: Workspace, task: Task, data: pd.DataFrame | None) -> list[int]:
+        """Estimated model rows per progress step (``cost``; default one prediction per row;
+        ``data`` is None for a ``reads_rows`` task, whose ``cost`` reads its rows' range)."""
+        if self.cost is not None:
+            return self.cost(ws, task, data if data is not None else _NO_DATA)
+        return [len(data)] if data is not None else [0]
 
     def parts(self, ws: Workspace, task: Task) -> Split | None:
         return self.split(ws, task) if self.split is not None else None

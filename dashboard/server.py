@@ -336,7 +336,8 @@ def register_part_task(celery_app, config: Config) -> None:
             return 0
         # the data set (our own parquet, written at upload), read once per worker process: the
         # isolated process of each message inherits it; the model loads there, in isolation
-        ctx.store.data(ws)
+        if not all(jobs.spec_for(t["kind"]).reads_rows for t in tasks):  # those read their own rows
+            ctx.store.data(ws)
         return run_parts(ctx, ws, tasks, token)
 
 

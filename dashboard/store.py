@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from . import row_groups
 from .broker import Broker, BrokerError
 from .fork_safe_cache import ForkSafeCache
 from .sealed import _CORRUPT, seal, sealed_intact, unseal
@@ -94,6 +95,7 @@ class Workspace:
     features: tuple = ()  # model inputs (the same for every model of the workspace)
     warnings: tuple = field(default=())
     data_role: str = "unknown"  # "held-out", "training" or "unknown": what the user said at upload
+    n_rows: int = 0  # rows of the data set (0: a record written before it was kept; no part by rows)
     # {"features": {column: label}, "classes": {class: label}}: presentation only (dashboard.labels),
     # never part of a cache key, the state or its URL
     labels: dict = field(default_factory=dict, hash=False)
@@ -191,18 +193,23 @@ class Store:
         seen is fetched from the broker first (when there is one and it has the file)."""
         local = self.root / relative
         if self.remote is not None and _SHARED_FILE.match(relative) and not local.exists():
-            data = self._remote_read(f"f:{relative}")
+            if relative.startswith("data/") and row_groups.fetch_whole(self, relative, local):
+                return local
+            data = self.remote_read(f"f:{relative}")  # a file published whole
             if data is not None:
                 _atomic_write(local, lambda p: Path(p).write_bytes(data))
         return local
 
     def _publish(self, relative: str) -> None:
         """Keep a stored file in the broker too (once: it is named by its content or id)."""
+        if self.remote is not None and relative.startswith("data/"):
+            row_groups.publish(self, relative)  # a data set travels as its row groups
+            return
         if self.remote is None or self.remote.exists(f"f:{relative}"):
             return
         self.remote.put(f"f:{relative}", (self.root / relative).read_bytes())
 
-    def _remote_read(self, name: str) -> bytes | None:
+    def remote_read(self, name: str) -> bytes | None:
         """A value from the broker, None when absent, refused or the broker unreachable (logged:
         what needs it is computed again, and a job that cannot reach it says so)."""
         assert self.remote is not None
@@ -235,7 +242,7 @@ class Store:
         return files[0] if len(files) == 1 else None
 
     def _fetch_upload(self, token: str, folder: Path) -> list[Path]:
-        data = self._remote_read(f"u:{token}")
+        data = self.remote_read(f"u:{token}")
         name, sep, body = (data or b"").partition(b"\0")
         try:
             filename = safe_name(name.decode())
@@ -274,7 +281,7 @@ class Store:
                 return _refused_message(name, record.read_text(encoding="utf-8")[:2000])
             except (OSError, UnicodeDecodeError):
                 pass
-            said = self._remote_read(f"ur:{token}") if self.remote is not None else None
+            said = self.remote_read(f"ur:{token}") if self.remote is not None else None
             if said is not None:
                 return _refused_message(name, said.decode("utf-8", "replace")[:2000])
         return f"{name}: the upload expired; choose the file again."
@@ -311,7 +318,7 @@ class Store:
                 copy.unlink(missing_ok=True)
         for sub in ("data", "models"):
             for file in (self.root / sub).iterdir():
-                rel = f"{sub}/{file.name}"
+                rel = re.sub(r"\.g\d+$", "", f"{sub}/{file.name}")  # a row group goes with its data set
                 try:
                     if rel not in used and file.stat().st_mtime < limit:
                         file.unlink()
@@ -324,7 +331,7 @@ class Store:
         sha = frame_sha(frame)
         rel = f"data/{sha}.parquet"
         if not self.path(rel).exists():
-            _atomic_write(self.path(rel), lambda p: frame.to_parquet(p))
+            _atomic_write(self.path(rel), lambda p: row_groups.write(frame, p))
         self._publish(rel)
         return rel, sha
 
@@ -396,7 +403,7 @@ class Store:
 
     def _fetch_workspace(self, ws_id: str, file: Path) -> Workspace | None:
         """A workspace another machine recorded, from the broker (kept here with its copy)."""
-        data = self._remote_read(f"w:{ws_id}") if self.remote is not None else None
+        data = self.remote_read(f"w:{ws_id}") if self.remote is not None else None
         if data is None:
             return None
         try:
@@ -417,6 +424,11 @@ class Store:
 
     def data(self, ws: Workspace) -> pd.DataFrame:
         return read_parquet_cached(str(self.path(ws.data_path)), ws.data_sha)
+
+    def rows(self, ws: Workspace, rows: tuple[int, int], columns: list[str] | None = None) -> pd.DataFrame:
+        """Rows ``[a, b)`` of the workspace's data set, reading only the row groups holding
+        them (:func:`dashboard.row_groups.read_rows`)."""
+        return row_groups.read_rows(self, ws.data_path, rows, columns)
 
     # --- results ---------------------------------------------------------------------
     def get(self, key: str):
@@ -457,7 +469,7 @@ class Store:
             self._drop(key)
             return None
         if blob is None and self.remote is not None:  # computed on another machine
-            blob = self._remote_read(f"r:{key}")
+            blob = self.remote_read(f"r:{key}")
             if blob is not None and sealed_intact(blob):
                 self.results.set(key, blob, retry=True)
             else:

@@ -46,14 +46,25 @@ from .store import Failed, ModelEntry, Store, Workspace
 
 @dataclass
 class Job:
-    """What a task computes with, in the job process: the cache, the data set, the worker
-    count, and ``say(label, step)``, the progress bar's label at a step of the task."""
+    """What a task computes with, in the job process: the cache, the data set (or a range of
+    its rows), the worker count, and ``say(label, step)``, the progress bar's label at a step of the task."""
 
     store: Store
     ws: Workspace
-    data: pd.DataFrame
+    frame: pd.DataFrame | None  # the data set, read when a task first asks for it
     n_jobs: int
     say: Callable[[str, int], None]
+
+    @property
+    def data(self) -> pd.DataFrame:
+        if self.frame is None:
+            self.frame = self.store.data(self.ws)
+        return self.frame
+
+    def rows(self, rows: tuple[int, int], columns: list[str]) -> pd.DataFrame:
+        """Rows ``[a, b)`` of the data set, only ``columns``, read from the row groups holding
+        them alone (a ``reads_rows`` task: the whole data set is never loaded for it)."""
+        return self.store.rows(self.ws, rows, columns)
 
     @property
     def y(self) -> pd.Series:

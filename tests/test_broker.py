@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+import compute
 from dashboard import broker as broker_mod
 from dashboard import jobs, planning, views
 from dashboard.broker import Broker, BrokerError
@@ -266,3 +267,41 @@ def test_a_broker_without_the_deployments_key_is_refused_at_start(tmp_path, monk
     with pytest.raises(SystemExit, match="needs --secret-key"):
         config_mod.from_env(env)
     assert config_mod.from_env({**env, "WIP_SECRET_KEY": "k"}).secret_key == "k"
+
+
+def test_a_worker_reads_only_the_row_groups_of_its_part_from_the_broker(tmp_path, redis_url, broker, monkeypatch):
+    """The all-rows prediction pass split by rows: a compute machine that has seen nothing
+    fetches only the row groups of the parts it runs (never the whole data set), the web
+    machine joins them to the numbers of one pass, and an altered group is refused."""
+    from dashboard import row_groups
+
+    monkeypatch.setattr(row_groups, "ROW_GROUP_ROWS", 50)
+    web, worker = _machine(tmp_path / "web", redis_url), _machine(tmp_path / "worker", redis_url)
+    ws = web.store.workspace("demo-x3")  # 500 rows, trained in a fresh interpreter: kept again in groups of 50
+    frame = web.store.data(ws)
+    (web.store.root / ws.data_path).unlink()
+    for name in (row_groups.manifest_name(ws.data_path), row_groups.group_name(ws.data_path, 0)):
+        broker.delete(name)
+    assert web.store.keep_data(frame) == (ws.data_path, ws.data_sha)
+    assert row_groups.sizes(web.store.root / ws.data_path) == [50] * 10
+    state = normalize(web, {**default_state(), "ws": ws.id})[0]
+    todo = [t for t in views.plan_state(web, ws, state)["tasks"] if t["kind"] == "predictions"]
+    parts, joins = jobs.split(ws, planning.missing(web.store, todo))
+    assert len(parts) == 10
+    ws_b = worker.store.workspace(ws.id)
+    for part in parts[3:5]:
+        jobs.run(worker.store, ws_b, [part], policy=worker.policy)
+    data_dir = worker.store.root / "data"
+    assert sorted(p.name.rsplit(".", 1)[1] for p in data_dir.iterdir()) == ["g3", "g4"]  # no whole file
+    _tamper(broker, row_groups.group_name(ws.data_path, 6))
+    with pytest.raises(LookupError, match="Row group 6"):
+        jobs.run(worker.store, ws_b, [parts[6]], policy=worker.policy)
+    for part in parts[:3] + parts[5:6] + parts[7:]:  # the rest on the web machine, which has the file
+        jobs.run(web.store, ws, [part], policy=web.policy)
+    jobs.run(web.store, ws, [parts[6]], policy=web.policy)
+    jobs.run(web.store, ws, joins, policy=web.policy)
+    joined = web.store.get(todo[0]["key"])
+    model = jobs.load(web.store, ws, todo[0]["model"], {}, web.policy)
+    reference = compute.predict_rows(model, web.store.data(ws)[list(ws.features)])  # one pass
+    assert float(np.max(np.abs(joined.raw - reference.raw))) <= 1e-9 * max(1.0, float(np.ptp(reference.raw)))
+    assert joined.rows.equals(reference.rows)

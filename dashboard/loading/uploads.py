@@ -189,6 +189,7 @@ def _new_workspace(ctx, request: LoadRequest, current: Workspace | None) -> Work
         title=f"{rows.name}: {', '.join(m.name for m in all_models)}",
         data_path=data_rel,
         data_sha=data_sha,
+        n_rows=len(rows.data),
         target=str(rows.target),
         task=checked.task,
         loss=checked.loss,

@@ -91,6 +91,7 @@ class View:
     report: Callable[[dict], list[str]] | None = None  # HTML parts from the rendered outputs
     exports: dict[str, Callable] = field(default_factory=dict)  # button id -> (ctx, Inputs) -> download
     tasks: tuple[planning.TaskSpec, ...] = ()  # results this view computes itself (planned and cached)
+    parts: tuple[planning.TaskSpec, ...] = ()  # the parts its tasks split into (their ``split``; never planned)
     controls: dict[str, Control] = field(default_factory=dict)  # name -> the control
     selects: tuple[Select, ...] = ()  # clicks in the view that select a feature or an observation
     wide: bool = False  # the panel spans the page's full width (tables with many columns)
