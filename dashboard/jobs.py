@@ -30,7 +30,7 @@ from .loading import load_model
 from .planning import Task, TaskSpec, missing
 from .store import Failed, Store, Workspace
 from .tasks import Job, executor
-from .views import part_specs, task_specs
+from .views import REGISTRY, task_specs
 
 Progress = Callable[[int, int, str], None]
 PART_TASK = "wip.compute_part"  # the Celery task a split job sends its parts as
@@ -38,7 +38,8 @@ PART_TASK = "wip.compute_part"  # the Celery task a split job sends its parts as
 
 def spec_for(kind: str) -> TaskSpec:
     """The spec of a task kind: a built-in one, a part of a split job, or a view's."""
-    for spec in (*built_in.BUILT_IN, *built_in.PARTS, *task_specs(), *part_specs()):
+    views_parts = (spec for view in REGISTRY for spec in view.parts)  # View(parts=...): never planned
+    for spec in (*built_in.BUILT_IN, *built_in.PARTS, *task_specs(), *views_parts):
         if spec.kind == kind:
             return spec
     raise KeyError(f"no task of kind {kind!r}")

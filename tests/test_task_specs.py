@@ -34,7 +34,7 @@ def _input(ctx, ws_id: str, **fields) -> PlanInput:
 
 
 def _every_spec() -> list[TaskSpec]:
-    return [*tasks.BUILT_IN, *tasks.PARTS, *views.task_specs(), *views.part_specs()]
+    return [*tasks.BUILT_IN, *tasks.PARTS, *views.task_specs(), *(s for v in views.REGISTRY for s in v.parts)]
 
 
 def test_the_runner_the_planner_and_the_callbacks_name_no_task_kind():

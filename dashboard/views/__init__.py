@@ -82,11 +82,6 @@ def task_specs() -> tuple[TaskSpec, ...]:
     return tuple(spec for v in REGISTRY for spec in v.tasks)
 
 
-def part_specs() -> tuple[TaskSpec, ...]:
-    """The parts views' tasks split into (``View(parts=...)``): run by a split job, never planned."""
-    return tuple(spec for v in REGISTRY for spec in v.parts)
-
-
 def plan_state(ctx, ws, state: dict) -> dict:
     """Cache keys and tasks of a (cleaned, normalised) state, for the registered views
     (:func:`dashboard.planning.plan_state`)."""
@@ -194,7 +189,6 @@ __all__ = [
     "needed_specs",
     "needed_tasks",
     "task_specs",
-    "part_specs",
     "panels",
     "render",
     "render_all",
