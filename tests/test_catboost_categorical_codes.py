@@ -1,6 +1,7 @@
 """A CatBoost model with categorical features given as integer codes (``cat_features=["k"]`` on
 an int column) refuses floats: compute feeds it frames of the data's own dtypes
-(``validation._categorical_codes``), so its curves and PFI are computed, and equal brute force.
+(``validation._categorical_codes``), so its curves and PFI are computed, and equal brute force;
+by the batched predict, the reason naming the categorical features (the tree walk reads none).
 Run in a process of its own: this pytest process never imports a booster library
 (``tests/test_boosters.py``)."""
 
@@ -44,12 +45,22 @@ SCRIPT = textwrap.dedent(
             np.testing.assert_allclose(p.ice[:, g], reg.predict(rows), rtol=1e-12, atol=1e-12)
     pfi = compute.permutation_importance(reg, shuffled, y, n_repeats=3, random_state=0)
     assert min(pfi.importance["k"], pfi.importance["a"]) > 10 * abs(pfi.importance["b"]), pfi.importance
+    # the batched predict, the reason naming the categorical features and what CatBoost computes from them
+    why = "CatBoost's categorical features (k) are computed from one-hot splits and CTR statistics"
+    assert pfi.engine == "batched predict" and why in pfi.engine_reason, pfi.engine_reason
+    assert why in p.params["engine_reason"], p.params["engine_reason"]
     clf = CatBoostClassifier(**kw)
     clf.fit(X, (y > y.median()).astype(int))
     p = compute.feature_profile(clf, X, None, "k", grid=6)
     for g, value in enumerate(np.asarray(p.grid)):
         rows = X.assign(k=int(value))
         np.testing.assert_allclose(p.ice[:, g], clf.predict_proba(rows)[:, 1], rtol=1e-12, atol=1e-12)
+    assert why in p.params["engine_reason"], p.params["engine_reason"]
+    try:
+        compute.permutation_importance(clf, X, (y > y.median()).astype(int), engine="trees")
+        raise SystemExit("engine='trees' walked a CatBoost model with categorical features")
+    except compute.ModelError as exc:
+        assert why in str(exc), exc
     print("ok", pfi.engine)
     """
 )

@@ -1,11 +1,12 @@
-"""The exact tree engine on XGBoost, LightGBM and CatBoost (issue 42, ``compute.trees.boosters``):
-the same numbers as each library's own predict, for regressors, binary and 3-class
-classifiers, on data with missing values and values exactly on (and one float32 step
-beside) the thresholds; unsupported options fall back under ``engine="auto"`` naming why.
+"""The exact tree engine on XGBoost, LightGBM and CatBoost (issue 42,
+``compute.trees.boosters`` and ``.xgboost_read``): the same numbers as each library's own
+predict, for regressors, binary and 3-class classifiers, on data with missing values and
+values exactly on (and one float32 step beside) the thresholds; unsupported options fall
+back under ``engine="auto"`` naming why.
 
 LightGBM and CatBoost sum in float64 as the walk does: equal within 1e-9 of the prediction
 range. XGBoost sums in float32: equal within the bound its :class:`Ensemble` states
-(``rounding``, :func:`compute.trees.boosters.xgboost_rounding`), which is tested too.
+(``rounding``, :func:`compute.trees.xgboost_read.xgboost_rounding`), which is tested too.
 Every model runs on one thread (the test process forks model processes elsewhere).
 """
 
@@ -233,7 +234,7 @@ def test_lightgbm_and_catboost_on_their_thresholds(kind):
 
 @pytest.mark.parametrize("seed", range(4))
 def test_xgboost_rounding_bound_holds_and_is_needed(seed):
-    """The stated bound (:func:`compute.trees.boosters.xgboost_rounding`) holds on random
+    """The stated bound (:func:`compute.trees.xgboost_read.xgboost_rounding`) holds on random
     models, data and objectives, on every row with one feature at every threshold; on large
     margins the float32 sums differ from the float64 walk by more than 1e-9 of the range
     (so the bound is needed), yet the bound stays within 1e-4 of the output range."""
@@ -286,10 +287,10 @@ def _unsupported():
     xgb = pytest.importorskip("xgboost")
     pytest.importorskip("lightgbm")
     yield _xgb("regressor", booster="dart").fit(X, y), X, y, "dart"
-    codes = X.assign(d=X.d.astype(int).astype("category"))
-    cat = _xgb("regressor", enable_categorical=True, tree_method="hist", max_cat_to_onehot=1).fit(codes, y)
-    booster = cat.get_booster()
-    yield booster, None, y, "categorical splits"  # raw Booster: read_model only (no predict on frames)
+    # categorical splits on a category past what the walk holds a bit for (2^14)
+    wide = X.assign(d=X.d * 20000)
+    cat = _xgb("regressor", enable_categorical=True, max_cat_to_onehot=1, feature_types=["q", "q", "q", "c"])
+    yield cat.fit(wide, y), wide, y, "beyond 16,384"
     yield _lgb("regressor", linear_tree=True).fit(X.fillna(0), y), X.fillna(0), y, "linear trees"
     yield _lgb("regressor", zero_as_missing=True).fit(X, y), X, y, "zero as missing"
 
@@ -302,8 +303,36 @@ def _unsupported():
     pytest.importorskip("catboost")
     coded = X.assign(d=X.d.astype(int))
     # read_model only: compute feeds CatBoost floats, which its categorical features refuse
-    yield _cb("regressor", cat_features=[3], iterations=5).fit(coded, y), None, y, "categorical or text features"
+    yield (
+        _cb("regressor", cat_features=[3], iterations=5).fit(coded, y),
+        None,
+        y,
+        r"categorical features \(d\) are computed",
+    )
     yield _cb("regressor", grow_policy="Depthwise", iterations=5).fit(X, y), X, y, "non-symmetric trees"
+
+
+def test_xgboost_categorical_splits_are_read_and_non_ascii_levels_fall_back():
+    """A raw Booster with categorical splits reads as its predict (the walk's sets); a model
+    fitted on pandas category columns of non-ASCII text falls back naming why (XGBoost 3.2
+    stores such levels cut at character, not byte, offsets: the walk cannot code a frame as
+    XGBoost does). tests/tree_xgboost_categorical_cases.py tests the walked cases."""
+    xgb = pytest.importorskip("xgboost")
+    X, y = _data(0)
+    codes = X.assign(d=X.d.astype(int).astype("category"))
+    booster = _xgb("regressor", enable_categorical=True, max_cat_to_onehot=1).fit(codes, y).get_booster()
+    ens = read_model(booster)
+    assert ens.categorical and ens.is_categorical(3)
+    own = booster.predict(xgb.DMatrix(codes, enable_categorical=True))
+    numbers = codes.assign(d=codes.d.cat.codes.astype(float)).to_numpy(dtype=float)
+    sums = lookup_sums(ens, ens.compared(numbers), 0, numbers[:, :1])[:, 0, :]
+    assert_allclose(ens.finish(sums), own, rtol=0, atol=1e-9 * float(np.abs(own).max()) + ens.rounding)
+    text = X.assign(d=pd.Categorical(np.array(["été", "hiver", "ôde"])[X.d.astype(int)]))
+    model = _xgb("regressor", enable_categorical=True, max_cat_to_onehot=1, n_estimators=5).fit(text, y)
+    prof = feature_profile(model, text, y, "a", grid=4)
+    assert prof.params["engine"] == "batched predict" and "non-ASCII" in prof.params["engine_reason"]
+    with pytest.raises(ModelError, match="non-ASCII"):
+        permutation_importance(model, text, y, n_repeats=1, engine="trees")
 
 
 def test_unsupported_options_fall_back_or_raise_naming_why():

@@ -1,24 +1,18 @@
-"""Reading XGBoost, LightGBM and CatBoost models into one :class:`~.ensemble.Ensemble`.
+"""Reading LightGBM and CatBoost models into one :class:`~.ensemble.Ensemble` (XGBoost:
+:mod:`.xgboost_read`), and the inverse links the readers share (:func:`finisher`).
 
 Each reader reproduces its library's own prediction function from the model's own dump:
 
-- **XGBoost** (``gbtree``, numeric splits; also XGBRF*): the JSON model
-  (``Booster.save_raw("json")``). XGBoost rounds inputs to float32 and goes left when
-  ``x < t``; the float32 values below ``t`` are those ``<= nextafter(t, -inf)``, so the
-  walk's ``<=`` on float32-rounded inputs takes the same side. A missing value goes
-  ``default_left``. The base score (``learner_model_param.base_score``, in the output space:
-  the margin is its link; binary:logitraw's is a margin) is added to the sum of the leaves
-  of the trees in the iteration window the model's predict uses (``best_iteration`` after
-  early stopping); then the objective's inverse link. XGBoost sums in float32, the walk in
-  float64: see :func:`xgboost_rounding` for the bound (``Ensemble.rounding``).
 - **LightGBM** (numeric ``<=`` splits): the model's text (``model_to_string``, the
   iterations predict uses), doubles throughout. ``missing_type`` NaN: a missing value goes
   ``default_left``; None: it is read as 0.0; values within 1e-35 of 0 are read as 0.0. Then
-  the objective's link (``sigmoid:`` scale included).
+  the objective's link (``sigmoid:`` scale included). Categorical splits: the bitsets of
+  ``cat_threshold`` (:func:`_lgb_categorical`).
 - **CatBoost** (symmetric trees, numeric features): the JSON model. A split goes right when
   ``x > border`` (float32 inputs and borders); NaN as ``nan_value_treatment`` says (Min, or
   no missing value in training: left; Max: right). Each oblivious tree of depth d becomes a
-  binary tree of 2^d leaves; then ``scale_and_bias`` and the link of the loss.
+  binary tree of 2^d leaves; then ``scale_and_bias`` and the link of the loss. Categorical
+  features are not read (:func:`catboost_refusal` names them).
 
 What a reader cannot reproduce exactly raises :class:`~.ensemble.Unsupported` naming it.
 """
@@ -26,7 +20,6 @@ What a reader cannot reproduce exactly raises :class:`~.ensemble.Unsupported` na
 from __future__ import annotations
 
 import json
-import math
 import os
 import tempfile
 from collections.abc import Callable
@@ -40,16 +33,6 @@ U32 = 2.0**-24
 #: Deepest CatBoost tree expanded (2^12 leaves).
 CATBOOST_DEPTH = 12
 
-XGB_IDENTITY = {
-    "reg:squarederror",
-    "reg:linear",
-    "reg:squaredlogerror",
-    "reg:pseudohubererror",
-    "reg:absoluteerror",
-    "reg:quantileerror",
-}
-XGB_EXP = {"reg:gamma", "reg:tweedie", "count:poisson"}
-XGB_SIGMOID = {"reg:logistic", "binary:logistic"}
 LGB_IDENTITY = {"regression", "regression_l1", "huber", "fair", "quantile", "mape"}
 LGB_EXP = {"poisson", "gamma", "tweedie"}
 #: LightGBM's kZeroThreshold (1e-35f): its predict reads values this close to 0 as 0.0.
@@ -66,7 +49,7 @@ def _softmax(z: np.ndarray) -> np.ndarray:
     return e / e.sum(axis=1, keepdims=True)
 
 
-def _finisher(link: str, base: np.ndarray, classifier: bool, scale: float = 1.0) -> Callable:
+def finisher(link: str, base: np.ndarray, classifier: bool, scale: float = 1.0) -> Callable:
     """The function from the sum over trees (rows x outputs) to what the model's predict
     (regressor) or predict_proba (classifier) returns: ``base`` added, then the inverse
     link ("identity", "exp", "sigmoid" with ``scale``, "softmax", "ova": a sigmoid per
@@ -84,169 +67,6 @@ def _finisher(link: str, base: np.ndarray, classifier: bool, scale: float = 1.0)
         return np.column_stack([1.0 - out, out]) if classifier else out
 
     return finish
-
-
-# --- XGBoost --------------------------------------------------------------------------------
-def _xgb_floats(text) -> np.ndarray:
-    """``base_score`` as XGBoost writes it ("5E-1", "[1E0,2E0]") in float32."""
-    parts = str(text).strip().strip("[]").split(",")
-    return np.array([float(p) for p in parts if p.strip()], dtype=np.float32)
-
-
-def _xgb_link(objective: str, classifier: bool, wrapper: bool) -> str:
-    """The inverse link XGBoost's predict (or predict_proba) applies after the sum."""
-    if objective in XGB_IDENTITY:
-        return "identity"
-    if objective in XGB_EXP:
-        return "exp"
-    if objective in XGB_SIGMOID:
-        return "sigmoid"
-    if objective == "multi:softprob":
-        return "softmax"
-    # the dashboard's loader turns these margins into probabilities (see BoosterModel)
-    if wrapper and objective == "binary:logitraw":
-        return "sigmoid"
-    if wrapper and objective == "multi:softmax":
-        return "softmax"
-    if objective == "binary:logitraw" and not classifier:
-        return "identity"
-    raise Unsupported(f"XGBoost objective {objective or 'custom'!r}: its output is not read by the tree engine")
-
-
-def _xgb_base_margin(base: np.ndarray, objective: str, k: int) -> np.ndarray:
-    """The base score as a margin: XGBoost >= 2 stores it in the output space."""
-    base = np.asarray(base, dtype=np.float32)
-    if base.size == 1 and k > 1:
-        base = np.full(k, base[0], dtype=np.float32)
-    if objective in XGB_SIGMOID:  # binary:logitraw keeps its base score as a margin
-        with np.errstate(divide="ignore"):
-            return -np.log(np.float32(1.0) / base - np.float32(1.0)).astype(np.float64)
-    if objective in XGB_EXP:
-        return np.log(base).astype(np.float64)
-    return base.astype(np.float64)
-
-
-def _xgb_tree(tree: dict, column: int) -> dict:
-    """One XGBoost JSON tree as node arrays: ``x < t`` as ``x <= nextafter(t, -inf)``."""
-    params = tree.get("tree_param", {})
-    if int(params.get("size_leaf_vector", "1") or 1) > 1:
-        raise Unsupported("XGBoost multi-target trees (vector leaves) are not read")
-    if any(int(s) != 0 for s in tree.get("split_type", [])):
-        raise Unsupported("XGBoost categorical splits: the walk compares numbers only (x < threshold)")
-    left = np.asarray(tree["left_children"], dtype=np.int64)
-    cond = np.asarray(tree["split_conditions"], dtype=np.float32)
-    leaf = left < 0
-    below = np.nextafter(cond, np.float32(-np.inf)).astype(np.float64)
-    return {
-        "feature": np.where(leaf, -1, np.asarray(tree["split_indices"], dtype=np.int64)),
-        "threshold": np.where(leaf, 0.0, below),
-        "left": left,
-        "right": np.asarray(tree["right_children"], dtype=np.int64),
-        "missing_left": np.asarray(tree["default_left"], dtype=bool),
-        "value": np.where(leaf, cond.astype(np.float64), 0.0)[:, None],
-        "column": column,
-    }
-
-
-def _xgb_window(model: dict, window: tuple[int, int]) -> slice:
-    """The trees of the iterations ``window`` (``(0, 0)``: all), as XGBoost's predict."""
-    first, stop = (int(w) for w in window)
-    n_trees = len(model["trees"])
-    if stop <= 0:
-        return slice(0, n_trees)
-    indptr = model.get("iteration_indptr")
-    if not indptr:
-        raise Unsupported("an XGBoost model without iteration_indptr (written by XGBoost < 2): not read")
-    stop = min(stop, len(indptr) - 1)
-    return slice(int(indptr[first]), int(indptr[stop]))
-
-
-def xgboost_rounding(base: np.ndarray, trees: list[dict], link: str, k: int) -> float:
-    """Bound on |XGBoost's output - the walk's| for one output value (absolute).
-
-    XGBoost adds the T leaf values of an output's trees to its base margin b one by one in
-    float32 (unit roundoff u = 2^-24); any order of n float additions errs by at most
-    gamma_n x the sum of the magnitudes (Higham, Accuracy and Stability, Eq. 4.4), gamma_n =
-    nu/(1-nu). With the float32 link of the base score (a few ulps of |b|, and a few u where
-    the logit cancels near b = 0) and the walk's own float64 sum, the margin is off by at most
-    ``e = (T + 4) u S + 4 u``, S = |b| + sum over trees of max |leaf value|. The link then
-    scales it: identity e (+ u S for the float32 output); sigmoid (slope <= 1/4) e/4;
-    softmax (|dp_i| <= 2 p_i (1 - p_i) max|dz| <= max|dz|/2) e/2; exp e^(M + e) e, M the
-    largest margin (b + the sum of the largest leaf values). Plus the float32 evaluation of
-    the link and of 1 - p: (k + 8) u for probabilities, 4 u e^(M + e) for exp."""
-    worst = 0.0
-    for c in range(k):
-        mine = [t for t in trees if t["column"] == c]
-        size = abs(float(base[c])) + sum(float(np.max(np.abs(t["value"]), initial=0.0)) for t in mine)
-        margin = (len(mine) + 4) * U32 * size + 4 * U32
-        if link == "identity":
-            out = margin + U32 * size
-        elif link == "exp":  # |e^a - e^b| <= e^max(a, b) |a - b|, a and b below the largest margin + e
-            highest = float(base[c]) + sum(float(np.max(t["value"], initial=0.0)) for t in mine)
-            out = math.exp(min(highest + margin, 700.0)) * (margin + 4 * U32)
-        else:
-            out = margin / (4.0 if link == "sigmoid" else 2.0) + (k + 8) * U32
-        worst = max(worst, out)
-    return worst
-
-
-def read_xgboost(
-    booster,
-    name: str,
-    *,
-    classifier: bool,
-    window: tuple[int, int] = (0, 0),
-    wrapper: bool = False,
-) -> Ensemble:
-    """An ``xgboost.Booster`` as its predict computes it over the iterations ``window``;
-    ``wrapper``: the dashboard's loader, which turns logitraw / softmax margins into
-    probabilities."""
-    doc = json.loads(bytes(booster.save_raw("json")))
-    learner = doc["learner"]
-    booster_kind = learner["gradient_booster"].get("name", "")
-    if booster_kind != "gbtree":
-        raise Unsupported(f"XGBoost booster {booster_kind!r}: only gbtree is read (dart, gblinear are not)")
-    param = learner["learner_model_param"]
-    if int(param.get("num_target", "1") or 1) != 1:
-        raise Unsupported("XGBoost multi-target models are not read")
-    objective = learner.get("objective", {}).get("name", "")
-    link = _xgb_link(objective, classifier, wrapper)
-    model = learner["gradient_booster"]["model"]
-    k = max(int(param.get("num_class", "0") or 0), 1)
-    if (k > 1) != (link == "softmax"):
-        raise Unsupported(f"XGBoost objective {objective!r} with {k} classes is not read")
-    span = _xgb_window(model, window)
-    info = [int(c) for c in model["tree_info"]][span]
-    trees = [_xgb_tree(t, c) for t, c in zip(model["trees"][span], info)]
-    if not trees:
-        raise Unsupported("an XGBoost model without trees")
-    base = _xgb_base_margin(_xgb_floats(param.get("base_score", "0")), objective, k)
-    if not np.all(np.isfinite(base)):
-        raise Unsupported("an XGBoost base score outside its link's range")
-    return join_trees(
-        trees,
-        name=name,
-        n_outputs=k,
-        float32=True,
-        finish=_finisher(link, base, classifier),
-        rounding=xgboost_rounding(base, trees, link, k),
-    )
-
-
-def _xgb_sklearn(model, name: str) -> Ensemble:
-    if callable(getattr(model, "objective", None)):
-        raise Unsupported(f"{name} with a custom objective (a callable): its output is not read")
-    missing = getattr(model, "missing", np.nan)
-    if missing is not None and not (isinstance(missing, float) and math.isnan(missing)):
-        raise Unsupported(f"{name} with missing={missing!r}: only NaN as the missing value is read")
-    if getattr(model, "booster", None) not in (None, "gbtree"):
-        raise Unsupported(f"{name} with booster={model.booster!r}: only gbtree is read (dart, gblinear are not)")
-    try:
-        window = (0, int(model.best_iteration) + 1)  # what XGBModel.predict uses after early stopping
-    except AttributeError:
-        window = (0, 0)
-    classifier = name.endswith("Classifier")
-    return read_xgboost(model.get_booster(), name, classifier=classifier, window=window)
 
 
 # --- LightGBM -------------------------------------------------------------------------------
@@ -372,12 +192,13 @@ def read_lightgbm(booster, name: str, *, classifier: bool) -> Ensemble:
         name=name,
         n_outputs=k,
         float32=False,
-        finish=_finisher(link, np.zeros(k), classifier, scale),
+        finish=finisher(link, np.zeros(k), classifier, scale),
         cat_low=-1.0,  # LightGBM casts to int: -0.5 is category 0
     )
 
 
-def _lgb_sklearn(model, name: str) -> Ensemble:
+def lgb_sklearn(model, name: str) -> Ensemble:
+    """An ``LGBMRegressor`` / ``LGBMClassifier`` as its predict computes it."""
     if not isinstance(getattr(model, "objective", None) or "", str):
         raise Unsupported(f"{name} with a custom objective (a callable): its output is not read")
     classifier = name.endswith("Classifier")
@@ -449,12 +270,49 @@ def _cb_tree(tree: dict, nan_left: dict[int, bool], dim: int) -> list[dict]:
     ]
 
 
+#: What CatBoost computes from each kind of non-numeric feature (the walk reads none of it).
+CATBOOST_DERIVED = {
+    "categorical": "one-hot splits and CTR statistics of category combinations",
+    "text": "token statistics of the text (dictionaries, naive Bayes, BM25 estimators)",
+    "embedding": "distances and LDA projections of the vectors",
+}
+
+
+def catboost_refusal(named: dict[str, list]) -> str | None:
+    """Why the walk does not read a CatBoost model with the non-numeric features ``named``
+    (kind -> the features' names; None: it has none), naming them."""
+    parts = [
+        f"CatBoost's {kind} features ({', '.join(map(str, names[:8]))}{', ...' if len(names) > 8 else ''}) "
+        f"are computed from {CATBOOST_DERIVED[kind]}"
+        for kind, names in named.items()
+        if names
+    ]
+    return "; ".join(parts) + ", which the tree walk does not read" if parts else None
+
+
+def catboost_named(model) -> dict[str, list]:
+    """A fitted CatBoost scikit-learn model's categorical and text features by name."""
+    names = list(getattr(model, "feature_names_", None) or [])
+
+    def named(method: str) -> list:
+        found = getattr(model, method, None)
+        indices = list(found()) if callable(found) else []
+        return [names[i] if i < len(names) else i for i in indices]
+
+    return {"categorical": named("get_cat_feature_indices"), "text": named("get_text_feature_indices")}
+
+
 def read_catboost(model, name: str, *, loss: str, classifier: bool, exponent: bool = False) -> Ensemble:
     """A CatBoost model of symmetric trees on numeric features (``save_model(format="json")``)."""
     doc = _catboost_json(model)
     info = doc.get("features_info", {})
-    if any(info.get(key) for key in ("categorical_features", "text_features", "embedding_features")):
-        raise Unsupported("CatBoost models with categorical, text or embedding features are not read")
+    named = {
+        kind: [f.get("feature_id") or f.get("flat_feature_index", "?") for f in info.get(f"{kind}_features") or []]
+        for kind in CATBOOST_DERIVED
+    }
+    refusal = catboost_refusal(named)
+    if refusal:
+        raise Unsupported(refusal)
     if "oblivious_trees" not in doc:
         raise Unsupported("CatBoost non-symmetric trees (grow_policy Depthwise or Lossguide) are not read")
     nan_left = _cb_nan_left(info.get("float_features", []))
@@ -478,7 +336,7 @@ def read_catboost(model, name: str, *, loss: str, classifier: bool, exponent: bo
         raise Unsupported(f"CatBoost loss {loss!r}: its output is not read by the tree engine")
     if (dim > 1) != (link in ("softmax", "ova")):
         raise Unsupported(f"CatBoost loss {loss!r} with {dim} outputs is not read")
-    return join_trees(trees, name=name, n_outputs=dim, float32=True, finish=_finisher(link, bias, classifier))
+    return join_trees(trees, name=name, n_outputs=dim, float32=True, finish=finisher(link, bias, classifier))
 
 
 def _cb_loss(model) -> str:
@@ -486,60 +344,13 @@ def _cb_loss(model) -> str:
     return str(params.get("loss_function") or model.get_params().get("loss_function") or "").split(":")[0]
 
 
-def _cb_sklearn(model, name: str) -> Ensemble:
-    if model.get_cat_feature_indices() or getattr(model, "get_text_feature_indices", list)():
-        raise Unsupported(f"{name} with categorical or text features: not read")
+def cb_sklearn(model, name: str) -> Ensemble:
+    """A ``CatBoostRegressor`` / ``CatBoostClassifier`` on numeric features."""
+    refusal = catboost_refusal(catboost_named(model))
+    if refusal:
+        raise Unsupported(refusal)
     classifier = name.endswith("Classifier")
     loss = _cb_loss(model)
     if not classifier and loss not in ("RMSE", "MAE", "Quantile", "MAPE", "Huber", "Lq", "LogCosh", "Expectile"):
         raise Unsupported(f"{name} with loss {loss!r}: its predict's output is not read")
     return read_catboost(model, name, loss=loss, classifier=classifier)
-
-
-# --- dispatch -------------------------------------------------------------------------------
-SKLEARN_API = {
-    "XGBRegressor": _xgb_sklearn,
-    "XGBClassifier": _xgb_sklearn,
-    "XGBRFRegressor": _xgb_sklearn,  # num_parallel_tree trees per iteration, summed as well
-    "XGBRFClassifier": _xgb_sklearn,
-    "LGBMRegressor": _lgb_sklearn,
-    "LGBMClassifier": _lgb_sklearn,
-    "CatBoostRegressor": _cb_sklearn,
-    "CatBoostClassifier": _cb_sklearn,
-}
-
-
-def read_booster(model, name: str, library: str) -> Ensemble:
-    """A model of one of the boosting libraries (its scikit-learn wrapper or raw booster)."""
-    reader = SKLEARN_API.get(name)
-    if reader is not None:
-        return reader(model, name)
-    if library == "xgboost" and name == "Booster":
-        return read_xgboost(model, name, classifier=False)
-    if library == "lightgbm" and name == "Booster":
-        return read_lightgbm(model, name, classifier=False)
-    raise Unsupported(f"{name} ({library}) is not a model the tree engine reads")
-
-
-def read_source(source: tuple, name: str) -> Ensemble:
-    """A wrapped booster (the dashboard's loaded files): ``model.tree_source()`` gives
-    ``(library, options)``; options hold the native ``model`` its predict calls, ``task``
-    ("regression" or "classification"), ``objective``, XGBoost's iteration ``window``,
-    whether CatBoost's output is ``exponent`` (exp of the raw sum) and whether columns are
-    ``categorical`` (coded levels: refused)."""
-    library, options = source
-    native = options.get("model")
-    classifier = options.get("task") == "classification"
-    if native is None:
-        raise Unsupported(f"{name}: its {library} model is not at hand for the tree engine")
-    if options.get("categorical"):
-        raise Unsupported(f"{name} has categorical columns: the walk compares numbers only")
-    if library == "xgboost":
-        first, stop = options.get("window", (0, 0))
-        return read_xgboost(native, name, classifier=classifier, window=(int(first), int(stop)), wrapper=True)
-    if library == "lightgbm":
-        return read_lightgbm(native, name, classifier=classifier)
-    if library == "catboost":
-        loss = str(options.get("objective", ""))
-        return read_catboost(native, name, loss=loss, classifier=classifier, exponent=bool(options.get("exponent")))
-    raise Unsupported(f"{name}: a {library} model is not read by the tree engine")

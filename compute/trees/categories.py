@@ -2,13 +2,14 @@
 
 A categorical split sends a value left when its category (the value truncated to a whole
 number, as every library casts it) is in the node's set, a bit of :attr:`Ensemble.bitsets`;
-a missing value goes the node's missing direction, a value outside the sets' range
-(below ``cat_low``, or past the last bit) where ``invalid_left`` says (scikit-learn: the missing
-direction; LightGBM and XGBoost: right). With such a feature j left free, its values cannot
-be ranked along thresholds; they are grouped instead into classes ("levels") of values that
-go the same way at every node on j, which the model therefore cannot tell apart. A walk
-keeps the set of levels that reach it as bits of one int64 (at most :data:`MAX_LEVELS`
-levels), cut at a node on j into those its set sends left and the others.
+a missing value goes the node's missing direction, a value outside the sets' range (below
+``cat_low``, or past the last bit) where ``invalid_left`` says (scikit-learn: the missing
+direction; LightGBM: right; XGBoost: left, as any value outside its node's set). With such a
+feature j left free, its values cannot be ranked along thresholds; they are grouped instead
+into classes ("levels") of values that go the same way at every node on j, which the model
+therefore cannot tell apart. A walk keeps the set of levels that reach it as bits of one
+int64 (at most :data:`MAX_LEVELS` levels), cut at a node on j into those its set sends left
+and the others.
 """
 
 from __future__ import annotations

@@ -19,10 +19,12 @@ from ..errors import InputError, ModelError
 from ..losses import Loss
 from ..prediction import Predictor, _custom_loss
 from . import walk
+from .boosters import catboost_named, catboost_refusal
 from .categories import levels
 from .read import Ensemble, Unsupported, forget, pipeline_parts, read_model_cached
 from .space import Space, check_column_wise
 from .walk import curve_sums, lookup_sums, same_walk
+from .xgboost_read import xgboost_codes
 
 ENGINES = ("auto", "trees", "predict")
 TREE_WALK = "exact tree walk"
@@ -144,7 +146,7 @@ def _readable(predictor: Predictor) -> tuple[tuple[Ensemble, bool], Space]:
     if own is not None and type(final).__name__.startswith("HistGradientBoosting"):
         pre = (*pre, own)
     if not pre and not design.numeric:
-        raise Unsupported("the data has non-numeric columns: the engine walks numeric inputs only")
+        pre = (_coding(final, design.frame),)
     ens, cached = read_model_cached(final)
     if ens.categorical and not walk.COMPILED:
         raise Unsupported("categorical splits are walked by the compiled walk only (numba is not installed)")
@@ -157,6 +159,17 @@ def _readable(predictor: Predictor) -> tuple[tuple[Ensemble, bool], Space]:
     if not pre and ens.float32 and np.nanmax(np.abs(design.numbers()), initial=0.0) > np.finfo(np.float32).max:
         raise Unsupported("values beyond float32's range, which the model refuses")
     return (ens, cached), Space(design, pre)
+
+
+def _coding(model, frame):
+    """The step giving the walk a frame with non-numeric columns as ``model`` reads it: an
+    XGBoost model's pandas category columns as its codes (:func:`.xgboost_read.xgboost_codes`),
+    or :class:`Unsupported` naming why not (a CatBoost model's categorical features by name)."""
+    if type(model).__module__.split(".")[0] == "catboost":
+        refusal = catboost_refusal(catboost_named(model))
+        if refusal:
+            raise Unsupported(refusal)
+    return xgboost_codes(model, frame)
 
 
 def _verify(ens: Ensemble, space: Space, predictor: Predictor, rows: np.ndarray, own_values: np.ndarray) -> None:

@@ -42,7 +42,7 @@ class Ensemble:
     #: to the spread of the outputs (the walk and the library both sum in float64) ...
     tolerance: float = 1e-9
     #: ... plus this absolute gap: the library's own rounding where it sums in float32
-    #: (XGBoost, :func:`.boosters.xgboost_rounding`), in the units of one output value.
+    #: (XGBoost, :func:`.xgboost_read.xgboost_rounding`), in the units of one output value.
     rounding: float = 0.0
     #: Categorical splits (:mod:`.categories`): per node, its row of ``bitsets`` (-1: a
     #: numeric split); a row's bit c set sends category c left; ``invalid_left``: where a

@@ -8,7 +8,7 @@ HistGradientBoosting's baseline), the learning rate and the same link, applied b
 own loss object (``_loss.predict_proba``, ``_loss.link.inverse``). No formula of a paper
 changes: only how the model is evaluated on the intervened rows. XGBoost, LightGBM and
 CatBoost models (their scikit-learn wrappers, raw boosters, and wrapped boosters that offer
-``tree_source()``) are read by :mod:`.boosters`.
+``tree_source()``) are read by :mod:`.xgboost_read` and :mod:`.boosters`, dispatched here.
 """
 
 from __future__ import annotations
@@ -19,8 +19,9 @@ from typing import Any
 
 import numpy as np
 
-from .boosters import read_booster, read_source
+from .boosters import cb_sklearn, lgb_sklearn, read_catboost, read_lightgbm
 from .ensemble import Ensemble, Unsupported, join_trees
+from .xgboost_read import read_xgboost, xgb_sklearn
 
 __all__ = ["BOOSTERS", "READERS", "Ensemble", "Unsupported", "read_model"]
 
@@ -187,6 +188,55 @@ def read_model(model) -> Ensemble:
     if not cls.__module__.startswith("sklearn."):
         raise Unsupported(f"{name} from {cls.__module__} is not scikit-learn's own class")
     return READERS[name](model, name)
+
+
+# --- dispatch -------------------------------------------------------------------------------
+SKLEARN_API = {
+    "XGBRegressor": xgb_sklearn,
+    "XGBClassifier": xgb_sklearn,
+    "XGBRFRegressor": xgb_sklearn,  # num_parallel_tree trees per iteration, summed as well
+    "XGBRFClassifier": xgb_sklearn,
+    "LGBMRegressor": lgb_sklearn,
+    "LGBMClassifier": lgb_sklearn,
+    "CatBoostRegressor": cb_sklearn,
+    "CatBoostClassifier": cb_sklearn,
+}
+
+
+def read_booster(model, name: str, library: str) -> Ensemble:
+    """A model of one of the boosting libraries (its scikit-learn wrapper or raw booster)."""
+    reader = SKLEARN_API.get(name)
+    if reader is not None:
+        return reader(model, name)
+    if library == "xgboost" and name == "Booster":
+        return read_xgboost(model, name, classifier=False)
+    if library == "lightgbm" and name == "Booster":
+        return read_lightgbm(model, name, classifier=False)
+    raise Unsupported(f"{name} ({library}) is not a model the tree engine reads")
+
+
+def read_source(source: tuple, name: str) -> Ensemble:
+    """A wrapped booster (the dashboard's loaded files): ``model.tree_source()`` gives
+    ``(library, options)``; options hold the native ``model`` its predict calls, ``task``
+    ("regression" or "classification"), ``objective``, XGBoost's iteration ``window``,
+    whether CatBoost's output is ``exponent`` (exp of the raw sum) and whether columns are
+    ``categorical`` (coded levels: refused; CatBoost's reader names its features)."""
+    library, options = source
+    native = options.get("model")
+    classifier = options.get("task") == "classification"
+    if native is None:
+        raise Unsupported(f"{name}: its {library} model is not at hand for the tree engine")
+    if options.get("categorical") and library != "catboost":  # CatBoost's reader names its features
+        raise Unsupported(f"{name} has categorical columns, coded by the loaded file's levels: not walked")
+    if library == "xgboost":
+        first, stop = options.get("window", (0, 0))
+        return read_xgboost(native, name, classifier=classifier, window=(int(first), int(stop)), wrapper=True)
+    if library == "lightgbm":
+        return read_lightgbm(native, name, classifier=classifier)
+    if library == "catboost":
+        loss = str(options.get("objective", ""))
+        return read_catboost(native, name, loss=loss, classifier=classifier, exponent=bool(options.get("exponent")))
+    raise Unsupported(f"{name}: a {library} model is not read by the tree engine")
 
 
 #: Ensembles read, by the id of the live model object they were read from (an entry goes when

@@ -1,0 +1,38 @@
+"""The tree engine on XGBoost's categorical splits (``compute/trees/xgboost_read.py``): the cases
+(``tests/tree_xgboost_categorical_cases.py``) run in a pytest process of their own, as
+``tests/test_tree_boosters.py`` runs its cases: they fit and call XGBoost in process, which
+this process must never do (``tests/test_boosters.py``)."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+if importlib.util.find_spec("xgboost") is None:  # looked up, never imported here
+    pytest.skip("xgboost is not installed", allow_module_level=True)
+if importlib.util.find_spec("numba") is None:
+    pytest.skip("categorical splits are walked by the compiled walk only (numba)", allow_module_level=True)
+
+CASES = Path(__file__).with_name("tree_xgboost_categorical_cases.py")
+
+
+def test_xgboost_categorical_splits_equal_its_own_predict():
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(CASES)],
+        cwd=CASES.parent.parent,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    tail = done.stdout[-6000:] + done.stderr[-2000:]
+    assert done.returncode == 0, tail
+    passed = re.search(r"(\d+) passed", done.stdout)
+    assert passed is not None and int(passed.group(1)) >= 39, tail
