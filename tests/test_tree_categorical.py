@@ -239,3 +239,22 @@ def test_the_kernels_compile_for_categorical_and_numeric_ensembles_alike():
         Z = model._preprocessor.transform(X) if ens.categorical else X.to_numpy()
         pair = compiled.pair_sums(ens, Z[:30], 0, 1, Z[:5, :2].T.copy())
         assert pair.shape == (30, 5, 1) and np.isfinite(pair).all()
+
+
+def test_a_category_with_one_level_in_the_rows_is_walked_by_its_other_levels():
+    """Rows holding one level of a pandas category (a subgroup ``k == "x"``): the model's
+    column for it is found by probing the dtype's other levels, so PFI is walked (the
+    feature's own importance 0, as permuting one value changes nothing) and equals the
+    batched predict, rather than falling back with "the pipeline turns 'k' into no column"."""
+    rng = np.random.default_rng(0)
+    n = 3_000
+    X = pd.DataFrame({"a": rng.normal(size=n), "k": pd.Categorical(rng.choice(list("xyz"), n), categories=list("xyz"))})
+    y = X["a"].to_numpy() + 2.0 * (X["k"] == "y").to_numpy() + 0.1 * rng.normal(size=n)
+    model = HistGradientBoostingRegressor(categorical_features="from_dtype", max_iter=20, random_state=0).fit(X, y)
+    inside = (X["k"] == "x").to_numpy()
+    rows, target = X[inside], y[inside]
+    walked = permutation_importance(model, rows, target, n_repeats=3, engine="trees")
+    ref = permutation_importance(model, rows, target, n_repeats=3, engine="predict")
+    assert walked.engine == "exact tree walk" and walked.engine_reason is None
+    assert_allclose(walked.repeats.to_numpy(), ref.repeats.to_numpy(), rtol=0, atol=1e-9)
+    assert walked.importance["k"] == 0.0 and walked.importance["a"] > 0.5

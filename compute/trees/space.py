@@ -89,6 +89,8 @@ class Space:
         if feature not in self._columns:
             column = self.design.frame[feature]
             values = column.drop_duplicates().to_numpy()[:PROBES]
+            if isinstance(column.dtype, pd.CategoricalDtype) and len(column.dtype.categories) > len(values):
+                values = column.dtype.categories.to_numpy()[:PROBES]  # every level moves, not only these rows'
             if pd.api.types.is_numeric_dtype(column.dtype) and not pd.api.types.is_bool_dtype(column.dtype):
                 finite = values[np.isfinite(values.astype(float))]
                 values = np.append(values, finite[0] + 1.0 if finite.size else 0.0)  # a constant column moves too
