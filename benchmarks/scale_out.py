@@ -15,8 +15,8 @@ Celery workers that share only Redis with the job, each on a cache folder of its
 3. Prints the job's time for each, the speed-up, the bytes through Redis (its ``INFO``
    counters), each process's peak memory, and, from the per-part times of a calibration run
    (every part timed alone in this process), the time 8 workers on 8 machines would take
-   (the serial planning and joins plus the parts scheduled longest first; as sent today,
-   in ``PART_MESSAGES`` messages, and one message per part).
+   (the serial planning and joins plus the parts scheduled longest first, in the messages
+   ``send_parts`` sends them in, and one message per part).
 
 This machine has 2 cores: two processes are the most it can run side by side.
 Run: ``python benchmarks/scale_out.py [--rows 2000000] [--features 100]`` (the issue's case:
@@ -229,12 +229,13 @@ def calibrate(frame: pd.DataFrame, model_path: Path, work: Path) -> tuple[list[f
     return times, serial + time.perf_counter() - start
 
 
-def schedule(times: list[float], workers: int, messages: int | None) -> float:
-    """The parts' finishing time on ``workers`` processes, longest message first (messages of
-    consecutive parts as ``send_parts`` sends them; None: one message per part)."""
-    if messages:
-        size = max(1, -(-len(times) // messages))
-        times = [sum(times[k : k + size]) for k in range(0, len(times), size)]
+def schedule(times: list[float], workers: int, as_sent: bool) -> float:
+    """The parts' finishing time on ``workers`` processes, longest message first (in the
+    messages ``send_parts`` sends them in, or one message per part)."""
+    from dashboard.callbacks.compute import part_messages
+
+    if as_sent:
+        times = [sum(message) for message in part_messages(times)]
     loads = [0.0] * workers
     for t in sorted(times, reverse=True):
         heapq.heapreplace(loads, loads[0] + t)
@@ -249,7 +250,7 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     if shutil.which("redis-server") is None:
         raise SystemExit("redis-server is missing: apt-get install redis-server")
-    from dashboard.callbacks.compute import PART_MESSAGES
+    from dashboard.callbacks.compute import part_messages
     from dashboard.row_groups import ROW_GROUP_ROWS
 
     with tempfile.TemporaryDirectory(prefix="wip-scale-") as tmp:
@@ -280,11 +281,8 @@ def main(argv=None) -> None:
             f"calibration: {len(times)} parts, {sum(times):.1f} s of part work, {serial:.1f} s serial "
             f"(plan, joins); longest part {max(times):.1f} s"
         )
-        for how, messages in (
-            (f"as sent today ({PART_MESSAGES} messages)", PART_MESSAGES),
-            ("one message per part", None),
-        ):
-            projected = serial + schedule(times, args.machines + 1, messages)  # + the job itself
+        for how, as_sent in ((f"as sent ({len(part_messages(times))} messages)", True), ("a message per part", False)):
+            projected = serial + schedule(times, args.machines + 1, as_sent)  # + the job itself
             print(
                 f"projection, {args.machines} workers on {args.machines} machines, {how}: {projected:.1f} s "
                 "(target <= 60 s at 10,000,000 x 100)"

@@ -195,3 +195,14 @@ def test_a_part_being_computed_elsewhere_is_passed_over_not_waited_for(tmp_path)
         assert busy == [parts[0]] and planning.missing(ctx.store, parts[:2]) == [parts[0]]
     assert jobs.run(ctx.store, ws, parts[:2], policy=ctx.policy, wait=False) == []
     assert planning.missing(ctx.store, parts[:2]) == []
+
+
+def test_a_large_job_is_sent_in_more_messages_so_its_parts_reach_every_worker():
+    """Four messages at least (each costs a worker a process and a model load), at most eight
+    parts each: 300 row-group and feature parts are not held to four workers."""
+    from dashboard.callbacks.compute import PARTS_PER_MESSAGE, part_messages
+
+    for n, sizes in ((1, [1]), (10, [3, 3, 3, 1]), (32, [8, 8, 8, 8]), (33, [8, 8, 8, 8, 1])):
+        messages = part_messages(list(range(n)))
+        assert [len(m) for m in messages] == sizes and [p for m in messages for p in m] == list(range(n))
+    assert len(part_messages(list(range(300)))) == -(-300 // PARTS_PER_MESSAGE) == 38

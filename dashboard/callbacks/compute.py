@@ -237,7 +237,16 @@ def _run_tasks(ctx, ws, tasks, progress) -> int:
     return ctx.store.bytes_written - before
 
 
-PART_MESSAGES = 4  # messages a split job's parts are sent in (each a few parts, from the first)
+PART_MESSAGES = 4  # messages a split job's parts are sent in at least (each a few parts, from the first)
+PARTS_PER_MESSAGE = 8  # and parts per message at most: a large job's parts reach every worker
+
+
+def part_messages(parts: list) -> list[list]:
+    """A split job's parts as the messages they are sent in, in order: PART_MESSAGES of them,
+    or more of PARTS_PER_MESSAGE parts each (a job of 300 row-group and feature parts is not
+    held to 4 workers); each message costs a worker a process and a model load."""
+    size = max(1, min(-(-len(parts) // PART_MESSAGES), PARTS_PER_MESSAGE))
+    return [parts[k : k + size] for k in range(0, len(parts), size)]
 
 
 _NONCE = re.compile(r"[0-9a-f]{16}")
@@ -275,9 +284,7 @@ def send_parts(ctx, ws, parts: list[dict], token: str) -> list[str]:
     with one worker it does them all (the queued ones then find them done), with N workers
     they share them. Each part runs only while the job holds its ``jobs.job_alive`` lock."""
     sender = _celery(ctx.config.celery_broker)  # a connection of this job process's own
-    # a message per few parts: each message costs a worker a process and a model load
-    size = max(1, -(-len(parts) // PART_MESSAGES))
-    chunks = [parts[k : k + size] for k in range(0, len(parts), size)]
+    chunks = part_messages(parts)
     try:
         return [sender.send_task(jobs.PART_TASK, args=[ws.id, chunk, token]).id for chunk in chunks]
     finally:
