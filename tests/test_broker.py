@@ -12,13 +12,13 @@ import multiprocessing as mp
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import time
 
 import numpy as np
 import pandas as pd
 import pytest
+from helpers.ports import free_port
 
 import compute
 from dashboard import broker as broker_mod
@@ -30,12 +30,6 @@ from dashboard.state import default_state, make_context, normalize
 SECRET = "test-broker-key"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def redis_url(tmp_path_factory):
     """Debian's redis-server on a free loopback port, no persistence."""
@@ -45,7 +39,7 @@ def redis_url(tmp_path_factory):
     import redis
 
     folder = tmp_path_factory.mktemp("redis")
-    port = _free_port()
+    port = free_port()
     args = [exe, "--port", str(port), "--save", "", "--appendonly", "no", "--bind", "127.0.0.1"]
     proc = subprocess.Popen([*args, "--dir", str(folder)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     client = redis.Redis(host="127.0.0.1", port=port, socket_connect_timeout=1)
@@ -124,7 +118,7 @@ def secret_absent(broker: Broker) -> bool:
 
 
 def test_an_unreachable_broker_fails_with_a_message(tmp_path):
-    dead = Broker(f"redis://127.0.0.1:{_free_port()}/0", SECRET)
+    dead = Broker(f"redis://127.0.0.1:{free_port()}/0", SECRET)
     with pytest.raises(BrokerError, match="could not be reached to store a value"):
         dead.put("r:x", b"1")
     ctx = _machine(tmp_path, dead.url)

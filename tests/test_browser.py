@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -21,6 +20,7 @@ from urllib.parse import quote, unquote_plus
 import numpy as np
 import pandas as pd
 import pytest
+from helpers.ports import free_port
 
 from dashboard import warm
 
@@ -33,12 +33,6 @@ CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 TIMEOUT = 90_000  # ms; the first visit trains the demo and runs its ICE/ICI passes
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="session")
 def server(tmp_path_factory):
     """gunicorn with two workers on a free loopback port, its own cache folder."""
@@ -47,7 +41,7 @@ def server(tmp_path_factory):
     import requests
 
     cache = tmp_path_factory.mktemp("wip-cache")
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "WIP_CACHE_DIR": str(cache), "WIP_SECRET_KEY": "test-secret", "WIP_UPLOAD_LIMIT_MB": "5"}
     log = open(cache / "gunicorn.log", "w")
     proc = subprocess.Popen(

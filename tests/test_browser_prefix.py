@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -18,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from helpers.ports import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 OUTPUT = Path(os.environ.get("WIP_TEST_OUTPUT", ROOT / "test-output")) / "screenshots"
@@ -61,12 +61,6 @@ http {{
 """
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _wait(url: str, proc, log: Path) -> None:
     import requests
 
@@ -92,7 +86,7 @@ def proxied(tmp_path_factory):
         pytest.fail("Debian's nginx is missing: run the suite with `python tests/run.py` (installs nginx-light).")
     cache = tmp_path_factory.mktemp("wip-prefix-cache")
     folder = tmp_path_factory.mktemp("nginx")
-    app_port, port = _free_port(), _free_port()
+    app_port, port = free_port(), free_port()
     env = {
         **os.environ,
         "WIP_CACHE_DIR": str(cache),

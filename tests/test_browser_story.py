@@ -23,13 +23,13 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
+from helpers.ports import free_port
 from helpers.written import NUM, agrees
 
 pytestmark = pytest.mark.browser
@@ -41,12 +41,6 @@ TIMEOUT = 180_000  # ms; the first visit of a demo trains it and runs its passes
 NO_WEBGL_JS = "() => document.body.innerText.includes('WebGL is not supported')"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     """gunicorn with two workers on a free loopback port, its own cache folder."""
@@ -55,7 +49,7 @@ def server(tmp_path_factory):
     import requests
 
     cache = tmp_path_factory.mktemp("wip-story-cache")
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "WIP_CACHE_DIR": str(cache), "WIP_SECRET_KEY": "test-secret", "WIP_UPLOAD_LIMIT_MB": "5"}
     log = open(cache / "gunicorn.log", "w")
     proc = subprocess.Popen(

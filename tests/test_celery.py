@@ -18,13 +18,13 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
+from helpers.ports import free_port
 
 pytestmark = pytest.mark.browser
 
@@ -35,12 +35,6 @@ FIRST_VISIT_MS = 120_000  # trains the demo (web worker) and runs its ICE/ICI pa
 STEP_MS = 60_000  # a subgroup: one permutation-PFI job on the Celery worker
 REQUEUE_S = 8  # a job whose worker vanished goes to another after this long
 START_S = 60  # each process up (imports of dash, sklearn, celery on a loaded machine)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _tail(path: Path, n: int = 4000) -> str:
@@ -95,7 +89,7 @@ def wip_redis(wip_cluster_dir, request):
         pytest.fail("redis-server is missing: run the suite with `python tests/run.py`, which installs it.")
     import redis
 
-    port = _free_port()
+    port = free_port()
     log_path = wip_cluster_dir / "redis.log"
     proc = _start(
         [
@@ -202,7 +196,7 @@ def wip_web(wip_env, wip_worker, wip_cluster_dir, request):
 
     if not Path(CHROMIUM).exists():
         pytest.fail("Debian's chromium is missing: run the suite with `python tests/run.py` (installs it).")
-    port = _free_port()
+    port = free_port()
     log_path = wip_cluster_dir / "gunicorn.log"
     proc = _start(
         [

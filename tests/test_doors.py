@@ -6,7 +6,6 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -18,6 +17,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import skops.io as sio
+from helpers.ports import free_port
 from nbclient import NotebookClient
 from sklearn.ensemble import RandomForestRegressor
 from sklearn.linear_model import Ridge
@@ -218,7 +218,7 @@ def test_the_command_line_opens_the_server_on_the_operators_data(files):
     import requests
 
     folder = files["folder"]
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen(
         [sys.executable, str(ROOT / "app.py"), "--model", "forest.skops", "--data", "data.csv", "--target", TARGET]
         + ["--port", str(port), "--cache-dir", str(folder / "cache-serve"), "--no-warm"],
@@ -248,12 +248,6 @@ def test_the_command_line_opens_the_server_on_the_operators_data(files):
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=20)
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def test_the_rows_can_be_said_held_out_and_the_class_chosen_at_every_door(tmp_path):

@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers.ports import free_port
 
 from dashboard import ids
 from dashboard.config import Config
@@ -431,17 +432,13 @@ def test_cross_site_posts_are_refused(tmp_path, headers, refused):
 
 
 # --- real server: the path as sent, Host, chunked and slow bodies ----------------------------------
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     """gunicorn -c gunicorn.conf.py with two workers (four threads each) on a loopback port."""
     cache = tmp_path_factory.mktemp("http-surface-gunicorn")
-    port = _free_port()
+    port = free_port()
     env = {
         **os.environ,
         "WIP_CACHE_DIR": str(cache),

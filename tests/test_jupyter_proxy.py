@@ -17,13 +17,13 @@ from __future__ import annotations
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
+from helpers.ports import free_port
 
 from dashboard import api
 from dashboard.serve import LOCAL_NOTEBOOKS, UnderProxy
@@ -111,12 +111,6 @@ def test_paths_the_proxy_strips_are_served_under_the_prefix_and_the_notebook_may
 # --- a real Jupyter server, its kernel and its proxy, in Chromium ------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def jupyter(tmp_path_factory):
     pytest.importorskip("jupyter_server")
@@ -126,7 +120,7 @@ def jupyter(tmp_path_factory):
     folder = tmp_path_factory.mktemp("jupyter")
     runtime, notebooks = folder / "runtime", folder / "notebooks"
     notebooks.mkdir()
-    port = _free_port()
+    port = free_port()
     env = {
         **os.environ,
         "JUPYTER_RUNTIME_DIR": str(runtime),

@@ -19,7 +19,8 @@ import urllib.request
 import numpy as np
 import pandas as pd
 import pytest
-from test_broker import SECRET, _free_port, _machine, redis_url  # noqa: F401 - redis_url: a fixture
+from helpers.ports import free_port
+from test_broker import SECRET, _machine, redis_url  # noqa: F401 - redis_url: a fixture
 
 from dashboard import jobs
 from dashboard.broker import SIGNED, Broker, BrokerError
@@ -37,7 +38,7 @@ def s3(tmp_path_factory):
     exe = shutil.which("moto_server")
     if exe is None:
         pytest.fail("moto_server is missing: pip install '.[test]' (moto[server])")
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen(
         [exe, "-H", "127.0.0.1", "-p", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
@@ -152,7 +153,7 @@ def test_an_altered_truncated_or_moved_object_is_refused(tmp_path, redis_url, s3
 
 
 def test_an_unreachable_object_store_fails_writes_with_its_name_and_reads_find_nothing(tmp_path, redis_url):  # noqa: F811
-    dead = f"s3://{BUCKET}/p?endpoint=http://127.0.0.1:{_free_port()}"
+    dead = f"s3://{BUCKET}/p?endpoint=http://127.0.0.1:{free_port()}"
     ctx = _machine_s3(tmp_path, redis_url, dead)
     started = time.monotonic()
     with pytest.raises(BrokerError, match=r"the object store \(s3://wip-test/p\) could not be reached to store"):

@@ -20,7 +20,6 @@ import runpy
 import shutil
 import signal
 import site
-import socket
 import subprocess
 import sys
 import sysconfig
@@ -30,6 +29,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from helpers.ports import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = ("pyproject.toml", "README.md", "compute", "dashboard", "assets")  # what the wheel is built from
@@ -187,19 +187,13 @@ def test_the_installed_command_writes_the_report(installed, x3_files):
     assert numbers["state"]["feature"] in ("X1", "X2")  # the X3 simulation's important pair
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def _get(url: str) -> tuple[int, bytes]:
     with urllib.request.urlopen(url, timeout=10) as response:
         return response.status, response.read()
 
 
 def test_the_installed_command_serves_the_page_and_its_assets_and_stops_on_sigterm(installed):
-    port = _free_port()
+    port = free_port()
     env = {**installed["env"], "WIP_WORKERS": "1"}  # read by the installed gunicorn settings
     command = [installed["command"], "serve", "--port", str(port), "--cache-dir", "serve-cache", "--no-warm"]
     server = subprocess.Popen(

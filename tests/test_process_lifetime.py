@@ -23,6 +23,7 @@ from pathlib import Path
 import psutil
 import pytest
 import requests
+from helpers.ports import free_port
 
 from dashboard import ids
 from dashboard.state import default_state
@@ -30,12 +31,6 @@ from dashboard.warm import PROCESS_NAME
 
 ROOT = Path(__file__).resolve().parent.parent
 GRACE = 5.0  # the issue's limit: every descendant gone, the port free
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def _session(sid: int) -> list[psutil.Process]:
@@ -91,7 +86,7 @@ class Server:
     """A server of this checkout in a session of its own, its cache folder given."""
 
     def __init__(self, kind: str, cache: Path):
-        self.port = _free_port()
+        self.port = free_port()
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         if kind == "app.py":
             args = [sys.executable, "app.py", "--port", str(self.port), "--cache-dir", str(cache)]
