@@ -22,7 +22,7 @@ Each ratio is our time over the raw predict's, medians of interleaved repetition
 today's batched predict (shown for reference). The walk is compiled with numba
 (``compute/trees/compiled.py``, one thread; the NumPy walk without numba).
 The memory column is tracemalloc's peak (NumPy reports its arrays to it) during one call.
-Run: ``python benchmarks/speed_trees.py [--large] [--repeats R]``.
+Run: ``python benchmarks/speed_trees.py [--large] [--repeats R] [--skip-others] [--models NAME ...]``.
 """
 
 from __future__ import annotations
@@ -221,6 +221,9 @@ def main() -> None:
     parser.add_argument("--large", action="store_true", help="also 100,000 x 50")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--skip-others", action="store_true", help="ICE/PD and PFI only (no H, no cs-PFI)")
+    parser.add_argument(
+        "--models", nargs="+", metavar="NAME", help="only these models: XGBoost, 'forest full depth', ..."
+    )
     args = parser.parse_args()
     import sklearn
 
@@ -232,6 +235,8 @@ def main() -> None:
             print(f"{task}, {n:,} x {p} (ICE/PD grid {GRID}; PFI {PFI_FEATURES} features x {REPEATS} repeats):")
             fitted = {}
             for name, model in {**models(task), **boosters(task)}.items():
+                if args.models and name not in args.models:
+                    continue
                 model.fit(X, y)
                 if hasattr(model, "n_jobs") and "forest" in name:
                     model.set_params(n_jobs=None)  # predict on one thread, as the dashboard's jobs call it

@@ -23,6 +23,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from . import kernels
 from .categories import levels
 from .read import Ensemble, read_model
 
@@ -435,6 +436,8 @@ def curve_sums(ens: Ensemble, X: np.ndarray, j: int, grid: np.ndarray) -> np.nda
     if ens.is_categorical(j):
         return lookup_sums(ens, X, j, np.broadcast_to(np.asarray(grid, dtype=np.float64), (X.shape[0], len(grid))))
     on_j = _bins(ens, j, grid)
+    if NUMERIC and not ens.categorical and kernels.takes(ens, "curves"):
+        return _numeric(ens, X, j, on_j, on_j.bins[None, :])
     finite = np.flatnonzero(on_j.bins >= 0)
     order = finite[np.argsort(on_j.bins[finite], kind="stable")]
     sorted_bins = on_j.bins[order]
@@ -457,9 +460,32 @@ def curve_sums(ens: Ensemble, X: np.ndarray, j: int, grid: np.ndarray) -> np.nda
 def lookup_sums(ens: Ensemble, X: np.ndarray, j: int, queries: np.ndarray) -> np.ndarray:
     """As :func:`.walk.lookup_sums` (rows x queries x outputs), compiled."""
     on_j = _bins(ens, j, queries)
+    if NUMERIC and not ens.categorical and kernels.takes(ens, "lookups"):
+        return _numeric(ens, X, j, on_j, on_j.bins)
     out = np.empty((queries.shape[0], queries.shape[1], ens.n_outputs))
     X = np.ascontiguousarray(X, dtype=np.float64)
     nodes, free, kernel = _nodes(ens, on_j.node_bin), _free(ens, j, on_j), _kernel(ens, "lookups")
     for a, b in _blocks(X.shape[0], queries.shape[1] * ens.n_outputs):
         kernel(nodes, free, X[a:b], np.ascontiguousarray(on_j.bins[a:b]), out[a:b])
+    return out
+
+
+#: Whether ensembles without categorical splits take :mod:`.kernels` (rows descending in
+#: groups, then cut in query positions) where :func:`.kernels.takes` them; False: the
+#: kernels above, as categorical ones do.
+NUMERIC = True
+
+
+def _numeric(ens: Ensemble, X: np.ndarray, j: int, on_j: _Free, bins: np.ndarray) -> np.ndarray:
+    """The sums of an ensemble without categorical splits (:mod:`.kernels`): ``bins`` are
+    each row's query bins (one shared row: a curve's grid)."""
+    qs = kernels.sorted_queries(bins)
+    shared = bins.shape[0] == 1
+    pk = kernels.packed(ens, j, on_j.node_bin, qs.bins[0] if shared else None)
+    n, n_q = X.shape[0], bins.shape[1]
+    out = np.empty((n, n_q, ens.n_outputs))
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    for a, b in _blocks(n, n_q * ens.n_outputs):
+        part = qs if shared else kernels.Queries(qs.bins[a:b], qs.order[a:b], qs.n_nan[a:b])
+        kernels.sums(pk, j, X[a:b], part, out[a:b])
     return out
