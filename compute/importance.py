@@ -294,9 +294,10 @@ def _walked_losses(setup: _Setup, choice: Choice, items: range, base: np.ndarray
     predictor, rows = setup.predictor, setup.rows
     parts = []
     target = ((setup.y, setup.loss), base)
+    numbers = choice.numbers(rows)  # once for every item
     for k in items:
         donors = _positions(setup, k).reshape(setup.n_repeats, rows.size)
-        parts.append(permuted_losses(choice, predictor, rows, setup.items[k][1], donors, target))
+        parts.append(permuted_losses(choice, predictor, rows, setup.items[k][1], donors, target, numbers=numbers))
     return np.concatenate(parts)
 
 

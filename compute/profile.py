@@ -308,11 +308,8 @@ def _walked(choice: Choice, predictor, rows, feature, grid_values, off, *, targe
     if choice.ensemble is None:
         return _Walked(choice)
     own = Own(own_values, own_losses)
-    values, losses = profile_pass(choice, predictor, rows, feature, grid_values, target=target, own=own)
-    values = np.concatenate([values, own_values[off]])
-    if losses is not None and own_losses is not None:
-        losses = np.concatenate([losses, own_losses[off]])
-    return _Walked(choice, values, losses)
+    values, losses = profile_pass(choice, predictor, rows, feature, grid_values, target=target, own=own, after=off)
+    return _Walked(choice, values, losses)  # the rows ``rows[off]`` unmodified at the end
 
 
 def _own_values(design, feature, rows: np.ndarray, categorical: bool) -> np.ndarray:

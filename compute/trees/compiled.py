@@ -331,15 +331,27 @@ class _Free:
     full: int
 
 
-def _bins(ens: Ensemble, j: int, values: np.ndarray) -> _Free:
-    """Feature j's bins of ``values`` (as the model compares them) and its nodes' ranks."""
+def value_bins(ens: Ensemble, j: int, values: np.ndarray) -> np.ndarray:
+    """Feature j's bins of ``values`` (as the model compares them; any shape): the rank
+    among j's thresholds, -1 for a missing value; a categorical j: its levels. Two values
+    walk the same paths of every tree exactly when their bins are equal."""
     compared = ens.compared(values)
     if ens.is_categorical(j):
-        found = levels(ens, j)
-        return _Free(found.of(compared), found.node_mask, found.n, True, found.full)
-    thresholds, node_bin = ens.bins(j)
+        return levels(ens, j).of(compared)
+    thresholds, _ = ens.bins(j)
     nan = np.isnan(compared)
-    bins = np.where(nan, -1, np.searchsorted(thresholds, np.where(nan, 0.0, compared))).astype(np.int64)
+    return np.where(nan, -1, np.searchsorted(thresholds, np.where(nan, 0.0, compared))).astype(np.int64)
+
+
+def _bins(ens: Ensemble, j: int, values: np.ndarray, bins: np.ndarray | None = None) -> _Free:
+    """Feature j's bins of ``values`` (``bins``: already found, :func:`value_bins`) and its
+    nodes' ranks."""
+    if bins is None:
+        bins = value_bins(ens, j, values)
+    if ens.is_categorical(j):
+        found = levels(ens, j)
+        return _Free(bins, found.node_mask, found.n, True, found.full)
+    thresholds, node_bin = ens.bins(j)
     return _Free(bins, node_bin, thresholds.size, False, 0)
 
 
@@ -457,9 +469,12 @@ def curve_sums(ens: Ensemble, X: np.ndarray, j: int, grid: np.ndarray) -> np.nda
     return out
 
 
-def lookup_sums(ens: Ensemble, X: np.ndarray, j: int, queries: np.ndarray) -> np.ndarray:
-    """As :func:`.walk.lookup_sums` (rows x queries x outputs), compiled."""
-    on_j = _bins(ens, j, queries)
+def lookup_sums(
+    ens: Ensemble, X: np.ndarray, j: int, queries: np.ndarray, bins: np.ndarray | None = None
+) -> np.ndarray:
+    """As :func:`.walk.lookup_sums` (rows x queries x outputs), compiled; ``bins``: the
+    queries' :func:`value_bins` when already found."""
+    on_j = _bins(ens, j, queries, bins)
     if NUMERIC and not ens.categorical and kernels.takes(ens, "lookups"):
         return _numeric(ens, X, j, on_j, on_j.bins)
     out = np.empty((queries.shape[0], queries.shape[1], ens.n_outputs))

@@ -23,7 +23,7 @@ from .boosters import catboost_named, catboost_refusal
 from .categories import levels
 from .read import Ensemble, Unsupported, forget, pipeline_parts, read_model_cached
 from .space import Space, check_column_wise
-from .walk import curve_sums, lookup_sums, same_walk
+from .walk import curve_sums, lookup_sums, value_bins
 from .xgboost_read import xgboost_codes
 
 ENGINES = ("auto", "trees", "predict")
@@ -77,6 +77,11 @@ class Choice:
                 return _fallback(again, self.forced)
             return fresh.verified(predictor, rows, own_values)
         return self
+
+    def numbers(self, rows: np.ndarray) -> np.ndarray:
+        """The rows ``rows`` as the walk compares them (a walk was chosen)."""
+        assert self.ensemble is not None and self.space is not None
+        return self.ensemble.compared(self.space.rows(rows))
 
     def for_columns(self, columns) -> Choice:
         """This choice for a pass intervening on ``columns``: the batched predict (with the
@@ -211,6 +216,11 @@ class Own:
     losses: np.ndarray | None
 
 
+#: Cells (rows x grid points) finished at a time by :func:`profile_pass`: the link's and the
+#: loss's temporaries (a few arrays of this size) stay in the cache.
+FINISH_CELLS = 16_384
+
+
 def profile_pass(
     choice: Choice,
     predictor: Predictor,
@@ -220,9 +230,12 @@ def profile_pass(
     *,
     target: tuple[np.ndarray | None, Loss | None],
     own: Own,
+    after: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """The ``rows x grid`` tensor of a profile (values and, given ``target = (y_enc,
-    loss)``, losses; flat, row by row) from one walk per row and tree (``choice``: a walk)."""
+    loss)``, losses; flat, row by row) from one walk per row and tree (``choice``: a walk),
+    followed by the own values (and losses) of the rows ``after`` (positions or a mask of
+    ``rows``) appended, as ``np.concatenate`` would."""
     ens, space = choice.ensemble, choice.space
     assert ens is not None and space is not None  # a walk was chosen
     j = space.column(feature)
@@ -230,16 +243,40 @@ def profile_pass(
     grid = space.values(feature, grid_values)
     sums = curve_sums(ens, ens.compared(X), j, grid)
     n, m = sums.shape[0], sums.shape[1]
-    raw = ens.finish(sums.reshape(n * m, -1))
+    flat = sums.reshape(n * m, -1)
     y_enc, loss = target
-    losses = None if loss is None or y_enc is None else pointwise_loss(loss, np.repeat(y_enc[rows], m), raw)
-    values = predictor.value(raw)
-    same = same_walk(ens, j, X[:, j][:, None], grid[None, :]).ravel()
-    at = np.repeat(np.arange(n), m)[same]
-    values[same] = own.values[at]
-    if losses is not None and own.losses is not None:
-        losses[same] = own.losses[at]
+    with_loss = loss is not None and y_enc is not None
+    own_bins, grid_bins = value_bins(ens, j, X[:, j]), value_bins(ens, j, grid)
+    values = losses = None
+    step = max(1, FINISH_CELLS // max(1, m))
+    for a in range(0, max(n, 1), step):  # a block of rows at a time (its temporaries in the cache)
+        b = min(a + step, n)
+        raw = ens.finish(flat[a * m : b * m])
+        same = own_bins[a:b, None] == grid_bins[None, :]  # the row's own walk: its own values, bit for bit
+        values = _cells(values, np.asarray(predictor.value(raw)), (a, b, n, m), own.values, same, after)
+        if with_loss:
+            assert loss is not None and y_enc is not None
+            found = pointwise_loss(loss, np.repeat(y_enc[rows[a:b]], m), raw)
+            losses = _cells(losses, found, (a, b, n, m), own.losses, same, after)
+    assert values is not None  # the loop ran
     return values, losses
+
+
+def _cells(out: np.ndarray | None, found: np.ndarray, block: tuple[int, int, int, int], own, same, tail) -> np.ndarray:
+    """``out`` (made on the first block: ``n x m`` cells, then ``own[tail]``, as
+    ``np.concatenate([cells, own[tail]])`` would be) with the cells of rows ``a:b`` set to
+    ``found``, or where ``same`` (the row's own walk) to the row's ``own`` value (``own``
+    None: no own values, no tail)."""
+    a, b, n, m = block
+    if out is None:
+        extra = own[tail] if own is not None and tail is not None else found[:0]
+        out = np.empty(n * m + extra.size, dtype=np.result_type(found, extra))
+        out[n * m :] = extra
+    cells = out[a * m : b * m].reshape(b - a, m)
+    cells[...] = found.reshape(b - a, m)
+    if own is not None:
+        np.copyto(cells, own[a:b, None], where=same, casting="unsafe")
+    return out
 
 
 def permuted_losses(
@@ -249,23 +286,29 @@ def permuted_losses(
     columns: list,
     donors: np.ndarray,
     target: tuple[tuple[np.ndarray, Loss], np.ndarray],
+    *,
+    numbers: np.ndarray | None = None,
 ) -> np.ndarray:
     """The losses of rows ``rows`` with ``columns`` (one column) taken from the rows
     ``rows[donors[r]]`` (repeats x rows), repeat-major as PFI's stream: one walk per row for
     every repeat, each donor's value looked up in its row's intervals. ``target`` is
     ``((y_enc, loss), own losses of the rows)``; a donor whose value walks as the row's own
-    gives the row's own loss."""
+    gives the row's own loss. ``numbers``: the rows as the walk compares them
+    (:meth:`Choice.numbers`), when found once for several columns."""
     ens, space = choice.ensemble, choice.space
     assert ens is not None and space is not None  # a walk was chosen
     (column,) = columns
     j = space.column(column)
-    X = space.rows(rows)
+    X = choice.numbers(rows) if numbers is None else numbers
     x = X[:, j]
+    bins = value_bins(ens, j, x)  # once: the donors' bins are gathered, as their values
+    donor_bins = bins[donors]  # repeats x rows
     queries = x[donors].T  # rows x repeats
-    sums = lookup_sums(ens, ens.compared(X), j, queries)  # rows x repeats x outputs
+    sums = lookup_sums(ens, X, j, queries, np.ascontiguousarray(donor_bins.T))  # rows x repeats x outputs
     raw = ens.finish(sums.transpose(1, 0, 2).reshape(donors.size, -1))
     (y_enc, loss), own = target
     losses = pointwise_loss(loss, np.tile(y_enc[rows], donors.shape[0]), raw)
-    same = same_walk(ens, j, x[None, :], x[donors]).ravel()
-    losses[same] = np.tile(own, donors.shape[0])[same]
-    return losses
+    same = donor_bins == bins[None, :]  # the donor's value walks as the row's own
+    losses = losses.reshape(donors.shape)
+    np.copyto(losses, own, where=same, casting="unsafe")
+    return losses.ravel()

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import compiled
-from .categories import levels
 from .read import Ensemble
 
 #: Whether the compiled walk (:mod:`.compiled`, numba) computes the sums; without numba this
@@ -228,37 +227,40 @@ def _signs(n: int) -> np.ndarray:
 
 def same_walk(ens: Ensemble, j: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Whether values ``a`` and ``b`` of feature j (broadcast) send a row down the same paths
-    of every tree: the same bin among j's thresholds, or both missing. Such a row's output
-    is its own, bit for bit."""
-    ca, cb = ens.compared(a), ens.compared(b)
-    if ens.is_categorical(j):  # the same level: the same way at every node on j
-        found = levels(ens, j)
-        return found.of(ca) == found.of(cb)
-    thresholds, _ = ens.bins(j)
-    na, nb = np.isnan(ca), np.isnan(cb)
-    ba = np.searchsorted(thresholds, np.where(na, 0.0, ca))
-    bb = np.searchsorted(thresholds, np.where(nb, 0.0, cb))
-    return (na & nb) | (~na & ~nb & (ba == bb))
+    of every tree: the same bin among j's thresholds, or both missing (a categorical j: the
+    same level, the same way at every node on j). Such a row's output is its own, bit for
+    bit."""
+    return value_bins(ens, j, a) == value_bins(ens, j, b)
 
 
-def lookup_sums(ens: Ensemble, X: np.ndarray, j: int, queries: np.ndarray) -> np.ndarray:
+def value_bins(ens: Ensemble, j: int, values: np.ndarray) -> np.ndarray:
+    """Feature j's bins of ``values`` (:func:`.compiled.value_bins`): equal bins, the same
+    walk (:func:`same_walk`); computed once, they are gathered for repeated values."""
+    return compiled.value_bins(ens, j, values)
+
+
+def lookup_sums(
+    ens: Ensemble, X: np.ndarray, j: int, queries: np.ndarray, bins: np.ndarray | None = None
+) -> np.ndarray:
     """Sum of leaf values of each row i of ``X`` with j at each of its own values
     ``queries[i, r]`` (shape rows x queries x outputs): compiled where numba is installed,
-    else :func:`lookup_sums_numpy`."""
+    else :func:`lookup_sums_numpy`. ``bins``: the queries' :func:`value_bins` when already
+    found (e.g. gathered from those of the rows' own values)."""
     if COMPILED:
-        return compiled.lookup_sums(ens, X, j, queries)
-    return lookup_sums_numpy(ens, X, j, queries)
+        return compiled.lookup_sums(ens, X, j, queries, bins)
+    return lookup_sums_numpy(ens, X, j, queries, bins)
 
 
-def lookup_sums_numpy(ens: Ensemble, X: np.ndarray, j: int, queries: np.ndarray) -> np.ndarray:
+def lookup_sums_numpy(
+    ens: Ensemble, X: np.ndarray, j: int, queries: np.ndarray, bins: np.ndarray | None = None
+) -> np.ndarray:
     """Sum of leaf values of each row i of ``X`` with j at each of its own values
     ``queries[i, r]`` (shape rows x queries x outputs), e.g. PFI's donors: a leaf reached
     whatever j is adds to the row's constant, any other is tested against its row's
     queries (few: a walk is cut only at the nodes on j it meets)."""
     thresholds, node_bin = ens.bins(j)
-    compared = ens.compared(queries)
-    is_nan = np.isnan(compared)
-    bins = np.where(is_nan, -1, np.searchsorted(thresholds, np.where(is_nan, 0.0, compared)))
+    if bins is None:
+        bins = value_bins(ens, j, queries)
     n, n_q = queries.shape
     out = np.empty((n, n_q, ens.n_outputs))
     for a, b in _chunks(n, ens.roots.size, n_q * ens.n_outputs):
