@@ -427,8 +427,9 @@ def test_cancel_revokes_a_split_jobs_parts_on_the_workers(wip_env, wip_worker):
     assert planning.missing(ctx.store, parts) == parts
 
     # 2. Cancel while the worker's two processes compute the first two messages and the other
-    # two wait in the queue. Slow parts (PFI of one feature with 4,000 permutations, about a
-    # second each, four per message) keep a message running long after it is received.
+    # two wait in the queue. Slow parts (PFI of one feature with 30,000 permutations, about 1.5 s
+    # each with the exact tree walk, four per message) keep a message running long after it is
+    # received (4,000 were a second each before the walk's PFI got faster, then too quick).
     from dashboard.store import result_key
 
     entry = ws.models[0]
@@ -438,7 +439,7 @@ def test_cancel_revokes_a_split_jobs_parts_on_the_workers(wip_env, wip_worker):
             "pfi_part",
             result_key("pfi_part", ws, entry, of="cancel-test", block=k),
             entry.name,
-            {"condition": "", "excluded": [], "n_repeats": 4000, "n_obs": None, "features": [f], "streams": [k]},
+            {"condition": "", "excluded": [], "n_repeats": 30000, "n_obs": None, "features": [f], "streams": [k]},
         ).to_dict()
         for k, f in enumerate(features)
     ]
