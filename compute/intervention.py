@@ -58,7 +58,7 @@ class Design:
             and all(pd.api.types.is_numeric_dtype(dt) and not pd.api.types.is_bool_dtype(dt) for dt in X.dtypes)
             and not any(isinstance(dt, pd.CategoricalDtype) for dt in X.dtypes)
         )
-        self.array: np.ndarray | None = X.to_numpy(dtype=float, na_value=np.nan) if self.numeric else None
+        self._array: np.ndarray | None = None  # the float array of all rows, built when first read
         self._position = {col: j for j, col in enumerate(self.columns)}
         self.block_dtype = np.dtype(np.float32 if np.dtype(block_dtype) == np.float32 else np.float64)
         self._rows: np.ndarray | None = None
@@ -83,16 +83,35 @@ class Design:
         sub.frame = self.frame.take(positions)
         sub.columns, sub._index, sub._position = self.columns, self._index, self._position
         sub.as_frame, sub.numeric, sub.numeric_frames = self.as_frame, self.numeric, self.numeric_frames
-        # fancy indexing reads pandas' column-major array column by column (np.take along rows
-        # would jump between columns: ~6x slower); the copy is row-major, as blocks are gathered
-        sub.array = None if self.array is None else np.ascontiguousarray(self.array[positions])
+        # the sample's rows only, row-major as blocks are gathered (never a copy of all rows)
+        sub._array = self.take_numbers(positions) if self.numeric else None
         sub.block_dtype, sub._rows = self.block_dtype, None
         return sub
 
+    @property
+    def array(self) -> np.ndarray | None:
+        """The float array of all rows of an all-numeric design (None for mixed data)."""
+        return self.numbers() if self.numeric else None
+
     def numbers(self) -> np.ndarray:
-        """The float array of an all-numeric design (the fast path)."""
-        assert self.array is not None  # only called when self.numeric, which set it
-        return self.array
+        """The float array of an all-numeric design (the fast path), row-major.
+
+        Built on first use, not with the design: a pass over a sample of the rows (a profile's
+        ``n_obs`` curves, a PFI sample) reads only the sample's rows (:meth:`subset`,
+        :meth:`take_numbers`), so a call on a large frame never copies all of it. Row-major,
+        because blocks are gathered by rows: ``np.take`` of a column-major array (what pandas'
+        ``to_numpy`` gives for one dtype) would first copy the whole array to row-major."""
+        assert self.numeric  # only called on the fast path
+        if self._array is None:
+            self._array = np.ascontiguousarray(self.frame.to_numpy(dtype=float, na_value=np.nan))
+        return self._array
+
+    def take_numbers(self, positions: np.ndarray) -> np.ndarray:
+        """``numbers()[positions]`` (row-major), read from the frame when the whole array was not
+        built: the same float64 values, at the cost of the rows taken rather than of all rows."""
+        if self._array is not None:
+            return np.ascontiguousarray(self._array[positions])
+        return np.ascontiguousarray(self.frame.take(positions).to_numpy(dtype=float, na_value=np.nan))
 
     def rows_array(self) -> np.ndarray:
         """The float array blocks are gathered from (the data in ``block_dtype``)."""
@@ -103,13 +122,23 @@ class Design:
             self._rows = array.astype(self.block_dtype)
         return self._rows
 
+    def max_abs(self) -> float:
+        """The largest absolute number of an all-numeric design (NaN ignored; 0 for no rows),
+        column by column: no copy of all rows when the whole array was not built."""
+        if self._array is not None:
+            return float(np.nanmax(np.abs(self._array), initial=0.0))
+        columns = (self.frame[c].to_numpy(dtype=float, na_value=np.nan) for c in self.columns)
+        return max((float(np.nanmax(np.abs(v), initial=0.0)) for v in columns), default=0.0)
+
     def position(self, column) -> int:
         return self._position[column]
 
     def column_values(self, column, positions: np.ndarray) -> np.ndarray | pd.api.extensions.ExtensionArray:
         """Values of ``column`` at row ``positions``, in the form ``block`` expects."""
         if self.numeric:
-            return self.numbers()[positions, self._position[column]]
+            if self._array is not None:
+                return self._array[positions, self._position[column]]
+            return self.frame[column].to_numpy(dtype=float, na_value=np.nan)[positions]
         return self.frame[column].array.take(positions)
 
     def cast(self, column, values: np.ndarray):

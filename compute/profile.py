@@ -14,7 +14,6 @@ from .prediction import (
     GridSpec,
     Predictor,
     Segment,
-    predict_positions,
     predict_segments,
     repeated,
     unmodified_segment,
@@ -244,6 +243,7 @@ def _profile(
             grid_values,
             off,
             target=(y_enc, loss),
+            sample=(local, at),
             chunk_rows=chunk_rows,
             n_jobs=n_jobs,
         )
@@ -292,17 +292,25 @@ class _Walked:
     losses: np.ndarray | None = None
 
 
-def _walked(choice: Choice, predictor, rows, feature, grid_values, off, *, target, chunk_rows, n_jobs) -> _Walked:
+def _walked(
+    choice: Choice, predictor, rows, feature, grid_values, off, *, target, sample, chunk_rows, n_jobs
+) -> _Walked:
     """The profile's stream (the tensor, then the rows ``rows[off]`` unmodified) from the
     exact tree walk: the rows' own predictions from the model (one call on the ``n_obs``
     unmodified rows, so they are its own numbers bit for bit; the walk is checked against
-    them), every other cell from one walk per row and tree (:func:`compute.trees.profile_pass`)."""
+    them, read from the sample's design ``sample``: (design, positions in it)), every other
+    cell from one walk per row and tree (:func:`compute.trees.profile_pass`)."""
     y_enc, loss = target
     choice = choice.for_columns([feature])
     if choice.ensemble is None:
         return _Walked(choice)
-    own_values, own_losses = predict_positions(
-        predictor, rows, y_enc=y_enc, loss=loss, chunk_rows=chunk_rows, n_jobs=n_jobs
+    own_values, own_losses = predict_segments(
+        predictor,
+        [unmodified_segment(predictor, rows, *sample)],
+        y_enc=y_enc,
+        loss=loss,
+        chunk_rows=chunk_rows,
+        n_jobs=n_jobs,
     )
     choice = choice.verified(predictor, rows, own_values)
     if choice.ensemble is None:

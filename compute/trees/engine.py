@@ -161,7 +161,7 @@ def _readable(predictor: Predictor) -> tuple[tuple[Ensemble, bool], Space]:
         width = ens.n_outputs if ens.n_outputs > 1 else 2
         if width != len(predictor.classes):
             raise Unsupported(f"{ens.name} gives {width} outputs for {len(predictor.classes)} classes")
-    if not pre and ens.float32 and np.nanmax(np.abs(design.numbers()), initial=0.0) > np.finfo(np.float32).max:
+    if not pre and ens.float32 and design.max_abs() > np.finfo(np.float32).max:
         raise Unsupported("values beyond float32's range, which the model refuses")
     return (ens, cached), Space(design, pre)
 

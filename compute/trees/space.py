@@ -79,7 +79,7 @@ class Space:
     def rows(self, rows: np.ndarray) -> np.ndarray:
         """The model's input rows at positions ``rows`` (float64)."""
         if not self.pre:
-            return self.design.numbers()[rows]
+            return self.design.take_numbers(rows)
         return self._transform(self.design.frame.iloc[rows])
 
     def column(self, feature) -> int:
