@@ -26,6 +26,7 @@ class Config:
     cache_size_mb: int = 2048  # disk-cache size limit; least recently used entries go first
     upload_limit_mb: int = 200  # per file, enforced while streaming
     upload_ttl_hours: float = 24.0  # uploaded files are deleted after this long
+    max_rows: int = 1_000_000  # rows a data set may hold (uploads and the operator's --data)
     allow_pickle: bool = False  # trust pickle/joblib model files (they execute code)
     allow_user_types: bool = False  # let users accept skops types off the allow-list (can run code)
     secret_key: str = ""  # signs background-job handles; random if empty
@@ -51,6 +52,8 @@ class Config:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "url_prefix", url_prefix(self.url_prefix))
+        if self.max_rows < 1:
+            raise ValueError(f"--max-rows ({env_name('max_rows')}) must be at least 1 (got {self.max_rows}).")
         if self.object_store:
             parse_url(self.object_store)  # ValueError with the reason
             if not self.celery_broker:
@@ -83,6 +86,8 @@ _HELP = {
     "cache_size_mb": "size limit of the result cache in MiB",
     "upload_limit_mb": "largest accepted upload in MiB",
     "upload_ttl_hours": "hours an uploaded file is kept",
+    "max_rows": "most rows a data set may hold (an upload, or the data set of --data); a Parquet data set "
+    "may also take at most 4 x --upload-limit-mb in memory",
     "allow_pickle": "accept pickle/joblib model files: they EXECUTE CODE when loaded; only for files you trust",
     "allow_user_types": "let users accept skops types that are not on the allow-list: such types CAN RUN "
     "CODE; only for users you trust",

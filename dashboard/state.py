@@ -215,6 +215,7 @@ def make_context(config: Config) -> Context:
         allow_pickle=config.allow_pickle,
         allow_user_types=config.allow_user_types,
         max_bytes=config.upload_limit_mb * 2**20,
+        max_rows=config.max_rows,
     )
     return Context(config=config, store=store, policy=policy)
 

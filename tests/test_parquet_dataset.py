@@ -14,6 +14,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from dashboard.config import Config, parse_args
 from dashboard.loading import LoadError
 from dashboard.loading.data import parquet_set_files, read_data
 from dashboard.loading.errors import Policy
@@ -95,6 +96,22 @@ def test_limits_hold_over_the_whole_set_and_an_empty_folder_is_named(tmp_path):
     (tmp_path / "bad" / "x.parquet").write_bytes(b"PAR1 not really")
     with pytest.raises(LoadError, match="x.parquet is not a valid Parquet file"):
         read_data(tmp_path / "bad")
+
+
+def test_the_operators_max_rows_decides_how_many_rows_a_set_may_hold(tmp_path):
+    """``--max-rows`` (``WIP_MAX_ROWS``) reaches the load policy: 120 rows are refused at 100,
+    naming the option, and read whole at 120; below 1 it is refused at start-up."""
+    from dashboard.state import make_context
+
+    _write_set(tmp_path / "set", [_frame(60, 0), _frame(60, 1)])
+    small = parse_args(["--max-rows", "100", "--cache-dir", str(tmp_path / "c1")], environ={})
+    assert make_context(small).policy.max_rows == 100
+    with pytest.raises(LoadError, match="reads \\(100 rows: --max-rows"):
+        read_data(tmp_path / "set", policy=make_context(small).policy)
+    enough = parse_args(["--cache-dir", str(tmp_path / "c2")], environ={"WIP_MAX_ROWS": "120"})
+    assert len(read_data(tmp_path / "set", policy=make_context(enough).policy)) == 120
+    with pytest.raises(ValueError, match="--max-rows"):
+        Config(max_rows=0)
 
 
 def test_the_command_line_reports_on_a_parquet_folder(tmp_path):

@@ -124,8 +124,8 @@ def _read_parquet(path: str, label: str, policy: Policy) -> pd.DataFrame:
         schema = pf.schema_arrow
         if pf.metadata.num_rows > policy.max_rows:
             raise LoadError(
-                f"{label} has {pf.metadata.num_rows} rows; this server accepts at most "
-                f"{policy.max_rows}. Upload a sample of the rows.",
+                f"{label} has {pf.metadata.num_rows:,} rows; this server accepts at most "
+                f"{policy.max_rows:,} (its --max-rows). Upload a sample of the rows.",
                 field="data",
             )
         _check_names(list(schema.names), label, policy)
@@ -202,8 +202,9 @@ def _read_parquet_set(path: str, label: str, policy: Policy) -> pd.DataFrame:
             expanded += _parquet_in_memory(pf)
             if rows > policy.max_rows or expanded > PARQUET_EXPANSION * policy.max_bytes:
                 raise LoadError(
-                    f"{label} holds more than this server reads ({policy.max_rows:,} rows, "
-                    f"{PARQUET_EXPANSION * policy.max_bytes / 2**20:,.0f} MiB in memory) by {name}; "
+                    f"{label} holds more than this server reads ({policy.max_rows:,} rows: --max-rows, "
+                    f"{PARQUET_EXPANSION * policy.max_bytes / 2**20:,.0f} MiB in memory: 4 x --upload-limit-mb) "
+                    f"by {name}; "
                     "give fewer files, or a sample of the rows.",
                     field="data",
                 )
@@ -302,7 +303,8 @@ def _check_frame(frame: pd.DataFrame, label: str, policy: Policy) -> None:
         raise LoadError(f"{label} has a header but no data rows.", field="data")
     if len(frame) > policy.max_rows:
         raise LoadError(
-            f"{label} has more than {policy.max_rows} rows, the most this server accepts; upload a sample of the rows.",
+            f"{label} has more than {policy.max_rows:,} rows, the most this server accepts (its --max-rows); "
+            "upload a sample of the rows.",
             field="data",
         )
     _check_names(list(frame.columns), label, policy)
