@@ -220,12 +220,13 @@ def calibrate(frame: pd.DataFrame, model_path: Path, work: Path) -> tuple[list[f
     parts, joins = jobs.split(ws, todo)
     serial = time.perf_counter() - start
     times = []
+    models: dict = {}  # the model loaded once, as a worker loads it once per message of parts
     for part in parts:
         start = time.perf_counter()
-        jobs.run(ctx.store, ws, [part], policy=ctx.policy)
+        jobs.run(ctx.store, ws, [part], policy=ctx.policy, models=models)
         times.append(time.perf_counter() - start)
     start = time.perf_counter()
-    jobs.run(ctx.store, ws, joins, policy=ctx.policy)
+    jobs.run(ctx.store, ws, joins, policy=ctx.policy, models=models)
     return times, serial + time.perf_counter() - start
 
 

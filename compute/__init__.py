@@ -16,7 +16,7 @@ from .caveats import (
     leakage_check,
     pfi_convergence,
 )
-from .ciu import ciu_from_profiles, contextual_importance, global_contextual_importance, output_range
+from .ciu import ciu_from_profiles, contextual_importance, global_contextual_importance, output_range, output_range_of
 from .conditional import ConditionalImportance, conditional_importance
 from .effects import (
     ale_curve,
@@ -121,6 +121,7 @@ __all__ = [
     "marginal_effects",
     "model_performance",
     "output_range",
+    "output_range_of",
     "pd_importance",
     "pd_variance_importance",
     "parse_subgroup",

@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import InputError
+from .performance import Predictions
 from .prediction import Predictor, predict_positions, predict_segments, unmodified_segment
 from .results import FeatureProfile
 from .sampling import is_categorical, make_grid
@@ -208,6 +209,20 @@ def output_range(model, X, *, output=None, n_jobs=1, chunk_rows=None) -> tuple[f
     chunk_rows = check_int(chunk_rows, "chunk_rows", low=1, none_ok=True)
     n_jobs = check_n_jobs(n_jobs)
     return _default_range(predictor, len(Xm), chunk_rows, n_jobs)
+
+
+def output_range_of(pred) -> tuple[float, float]:
+    """:func:`output_range` read off the model's predictions on the same rows (``pred``, the
+    :class:`~compute.Predictions` of :func:`compute.predict_rows`): (0, 1) for a classifier,
+    else the range of the predictions; no model call. Equal to ``output_range(model, X)`` for
+    the ``predict_rows(model, X)`` it is given (the same predictions)."""
+    if not isinstance(pred, Predictions):
+        raise InputError(f"'pred' must be the Predictions of compute.predict_rows (got {type(pred).__name__}).")
+    if pred.is_classifier:
+        return (0.0, 1.0)
+    raw = np.asarray(pred.raw, dtype=float)
+    found = (float(raw.min()), float(raw.max())) if raw.size else (np.nan, np.nan)
+    return check_out_range(found, derived=True)
 
 
 def _default_range(predictor: Predictor, n_rows: int, chunk_rows, n_jobs) -> tuple[float, float]:

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import InputError, ModelError
-from .prediction import predict_positions, predict_segments
+from .prediction import predict_segments
 from .results import PermutationImportance, PermutationPairs
 from .sampling import sample_rows
 from .segments import Segment, cycle_segment
@@ -360,8 +360,13 @@ def _permuted_errors(setup: _Setup) -> _Errors:
     base = np.empty(0)
     choice = setup.choice
     if choice.ensemble is not None:  # the rows as they are: the model's own predict, bit for bit
-        own_values, own = predict_positions(
-            setup.predictor, rows, y_enc=setup.y, loss=setup.loss, chunk_rows=setup.chunk_rows, n_jobs=setup.n_jobs
+        own_values, own = predict_segments(  # read from the sample's design: never a copy of all rows
+            setup.predictor,
+            [unmodified],
+            y_enc=setup.y,
+            loss=setup.loss,
+            chunk_rows=setup.chunk_rows,
+            n_jobs=setup.n_jobs,
         )
         choice = choice.verified(setup.predictor, rows, own_values)
         if choice.ensemble is not None:

@@ -40,7 +40,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import InputError
-from .prediction import predict_positions, predict_segments
+from .prediction import predict_segments, unmodified_segment
 from .sampling import make_grid, sample_rows
 from .segments import Segment, cycle_segment
 from .trees import Choice, Own, choose_engine, compiled, lookup_sums, profile_pass, walk
@@ -240,7 +240,8 @@ class _Sample:
         self.choice = self.choice.for_columns(features)
         if self.choice.ensemble is None:
             return None
-        own_values, _ = predict_positions(self.predictor, self.rows, chunk_rows=self.chunk_rows, n_jobs=self.n_jobs)
+        as_they_are = [unmodified_segment(self.predictor, self.rows, self.local, self.local.every_row)]
+        own_values, _ = predict_segments(self.predictor, as_they_are, chunk_rows=self.chunk_rows, n_jobs=self.n_jobs)
         self.model_rows += own_values.size
         self.choice = self.choice.verified(self.predictor, self.rows, own_values)
         if self.choice.ensemble is None:

@@ -66,7 +66,12 @@ def split(ws: Workspace, todo: list[dict]) -> tuple[list[dict], list[dict]]:
             continue
         parts += [t.to_dict() for t in found.parts]
         joins.append(found.join.to_dict())
-    return parts, joins
+    return parts, _first_first(joins)
+
+
+def _first_first(tasks: list[dict]) -> list[dict]:
+    """The tasks whose results others read (``TaskSpec.first``) ahead of the rest, each group in its order."""
+    return sorted(tasks, key=lambda t: not spec_for(t["kind"]).first)
 
 
 def run(
@@ -88,7 +93,7 @@ def run(
     split job share them). ``wait=False``: a task another process is computing is skipped,
     not waited for; returns the tasks skipped so."""
     report = progress or (lambda done, total, label: None)
-    todo = [Task.from_dict(t) for t in missing(store, tasks)]
+    todo = [Task.from_dict(t) for t in _first_first(missing(store, tasks))]
     # parts that read only their own rows (``reads_rows``) load no data set
     data = None if all(spec_for(t.kind).reads_rows for t in todo) else store.data(ws)
     models = {} if models is None else models

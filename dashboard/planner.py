@@ -111,6 +111,10 @@ class TaskSpec:
     ``job.rows``, which reads only the row groups holding them; a job of such tasks alone
     loads no data set (the parts of the all-rows prediction pass, :mod:`dashboard.row_groups`).
 
+    ``first=True``: other tasks read its result (the every-row predictions give the curves
+    their output range): a job runs it before the other tasks, a split job its join before
+    the other joins, so they find it rather than compute it again.
+
     ``quick=True``: the task answers a click (one row's what-if): the request that needs it
     computes it at once in a warm model process (:mod:`dashboard.warm`) rather than in a
     background job, which takes it over if that fails or takes too long.
@@ -131,6 +135,7 @@ class TaskSpec:
     derive: Callable[..., bool] | None = None
     quick: bool = False
     reads_rows: bool = False
+    first: bool = False
 
     def __post_init__(self):
         if self.models not in ("all", "focus"):

@@ -167,6 +167,7 @@ CALLS = {
     ),
     "FeatureProfile.extremes": (lambda prof, k: prof.extremes(k), lambda: dict(prof=prof(), k=1)),
     "output_range": (compute.output_range, lambda: dict(model=OLS, X=X)),
+    "output_range_of": (compute.output_range_of, lambda: dict(pred=compute.predict_rows(OLS, X))),
     "predict_rows": (compute.predict_rows, lambda: dict(model=OLS, X=X)),
     "shapley_contributions": (
         compute.shapley_contributions,
@@ -944,6 +945,9 @@ def _cases():
         "no-target",
     )
     add("output_range", {"X": X.assign(a=0.0, b=0.0, c=0.0)}, InputError, "predictions over X are constant", "constant")
+    add("output_range_of", {"pred": OLS}, InputError, "'pred' must be the Predictions of compute.predict_rows", "pred")
+    flat = compute.predict_rows(OLS, X.assign(a=0.0, b=0.0, c=0.0))
+    add("output_range_of", {"pred": flat}, InputError, "predictions over X are constant", "constant")
     for value in (0, -1, "2", 1.5, True, None):
         add("rank_extremes", {"k": value}, InputError, r"'k' parameter must be an int >= 1", f"k={value!r}")
     for value, match in [

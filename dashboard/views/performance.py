@@ -19,7 +19,7 @@ import compute
 from compute.losses import LOSS_LABELS
 from compute.validation import is_real
 
-from .. import components, figures, planning, row_groups
+from .. import components, figures, planning, tasks
 from .base import Control, View, csv_download, data_role_note, empty
 
 TABLE = "performance-table"
@@ -30,69 +30,9 @@ THRESHOLD = "performance-threshold"
 THRESHOLD_ROW = "performance-threshold-row"
 INFO = "performance-info"
 MAX_POINTS = 2_000  # points per scatter (a seeded sample above that)
-KIND = "predictions"
-
-
-def predictions(model, X, y, ws, params, n_jobs):
-    """The task: the model's output on every row (in the isolated job)."""
-    return compute.predict_rows(model, X, output=ws.output)
-
-
-def _rows_split(ws, task: planning.Task) -> planning.Split | None:
-    """With workers: one part per row group of the stored data set (``predictions_part``,
-    :data:`dashboard.row_groups.ROW_GROUP_ROWS` rows each), each reading only its rows and
-    keeping its predictions (about 1 MB at most); the task then joins them in row order,
-    the same numbers as one pass. A data set of one group, or a record that does not say
-    its rows, is one part."""
-    n = int(ws.n_rows)
-    if task.params.get("parts") or n <= row_groups.ROW_GROUP_ROWS:
-        return None
-    entry = ws.model(task.model)
-    parts = [
-        planning.Task(PART.kind, PART.key(PART.kind, ws, entry, of=task.key, rows=[a, b]), task.model, {"rows": [a, b]})
-        for a, b in ((a, min(a + row_groups.ROW_GROUP_ROWS, n)) for a in range(0, n, row_groups.ROW_GROUP_ROWS))
-    ]
-    return planning.Split(parts, planning.Task(task.kind, task.key, task.model, {"parts": [t.key for t in parts]}))
-
-
-def _execute(job, task: planning.Task, model) -> None:
-    """One pass over every row, or the join of a split job's parts (in row order)."""
-    keys = task.params.get("parts")
-    if not keys:
-        job.say(f"{task.model}: predictions on every row", 0)
-        job.store.put(task.key, predictions(model, job.X(task.model), None, job.ws, {}, job.n_jobs))
-        return
-    job.say(f"{task.model}: predictions on every row (joining {len(keys)} parts)", 0)
-    found = [job.store.get(key) for key in keys]
-    if any(part is None for part in found):
-        raise compute.ModelError("A part of the predictions was lost from the cache; run it again.")
-    job.store.put(task.key, compute.Predictions.concat(found, rows=job.data.index))
-
-
-def _part_execute(job, task: planning.Task, model) -> None:
-    """Rows ``[a, b)``: read from the row groups holding them alone, predicted."""
-    a, b = task.params["rows"]
-    job.say(f"{task.model}: predictions on rows {a:,}-{b:,}", 0)
-    X = job.rows((a, b), list(job.ws.model(task.model).features))
-    job.store.put(task.key, predictions(model, X, None, job.ws, {}, job.n_jobs))
-
-
-TASK = planning.TaskSpec(
-    KIND,
-    lambda state, ws: {},
-    models="all",
-    label="predictions on every row",
-    split=_rows_split,
-    execute=_execute,
-    cost=lambda ws, task, data: [1] if task.params.get("parts") else [len(data)],
-)
-PART = planning.TaskSpec(
-    "predictions_part",
-    execute=_part_execute,
-    label="predictions on a block of rows",
-    reads_rows=True,
-    cost=lambda ws, task, data: [task.params["rows"][1] - task.params["rows"][0]],
-)
+# the model's output on every row (one pass, in row-group parts with workers): dashboard/tasks.py
+TASK, PART = tasks.PREDICTIONS, tasks.PREDICTIONS_PART
+KIND = TASK.kind
 
 
 def groups(inp) -> list[tuple[str, np.ndarray]]:
