@@ -99,6 +99,26 @@ class ConditionalImportance:
         frame.index.name = "feature"
         return frame
 
+    @classmethod
+    def concat(cls, parts: list[ConditionalImportance]) -> ConditionalImportance:
+        """Blocks of features computed apart (``conditional_importance(streams=...)`` on the
+        same rows, seed and trees' settings) joined into one result, in the order given: the
+        one call's numbers (:meth:`PermutationImportance.concat` for both PFIs)."""
+        if not parts:
+            raise InputError("'parts' is empty: give at least one ConditionalImportance.")
+        first = parts[0]
+        settings = (first.max_depth, first.min_leaf, first.alpha, first.marginal is None)
+        if any((p.max_depth, p.min_leaf, p.alpha, p.marginal is None) != settings for p in parts[1:]):
+            raise InputError("The parts were computed with other trees' settings; they cannot be joined.")
+        marginals = [p.marginal for p in parts if p.marginal is not None]
+        return replace(
+            first,
+            conditional=PermutationImportance.concat([p.conditional for p in parts]),
+            marginal=PermutationImportance.concat(marginals) if marginals else None,
+            subgroups={f: t for p in parts for f, t in p.subgroups.items()},
+            conditioned_on={f: c for p in parts for f, c in p.conditioned_on.items()},
+        )
+
     def describe(self, feature) -> str:
         """Where the feature was shuffled, for people: "x2 was shuffled within: x1 ≤ -0.52;
         -0.52 < x1 ≤ 0.61; x1 > 0.61"."""
@@ -129,6 +149,7 @@ def conditional_importance(
     n_jobs=1,
     chunk_rows=None,
     engine="auto",
+    streams=None,
 ) -> ConditionalImportance:
     """Conditional-subgroup PFI (cs-PFI; see the module docstring) with the marginal PFI
     beside it.
@@ -160,6 +181,12 @@ def conditional_importance(
     marginal : bool, default True
         Also compute the marginal PFI (a caller that has it already, with the same
         arguments, saves half the cost); False leaves ``marginal`` None.
+    streams : list of int, optional
+        As in :func:`compute.importance.permutation_block`: the random streams a block of
+        features has in a larger call (feature k of the whole call: stream k; its conditional
+        permutations: the stream's second child, ``spawn_key=(k, 1)``), so blocks computed
+        apart on the same rows and seed join (:meth:`ConditionalImportance.concat`) into
+        exactly the one call.
 
     Returns
     -------
@@ -184,15 +211,17 @@ def conditional_importance(
         n_jobs=n_jobs,
         chunk_rows=chunk_rows,
         engine=engine,
+        streams=streams,
     )
     marginal_pfi = _aggregate(setup, _permuted_errors(setup)) if marginal else None
     frame = setup.predictor.design.frame.iloc[setup.rows]
     trees = [_subgroups(frame, name, max_depth, min_leaf, float(alpha)) for name, _ in setup.items]
-    n_items, n, entropy = len(setup.items), setup.rows.size, setup.seeds[0].entropy
+    n_items, n = len(setup.items), setup.rows.size
     conditional_setup = replace(
         setup,
-        # the streams after the marginal ones: item k's conditional permutations are stream n_items + k
-        seeds=[np.random.SeedSequence(entropy, spawn_key=(n_items + k,)) for k in range(n_items)],
+        # item k's conditional permutations: the second child of its marginal stream (whatever
+        # the other items of the call, so a block of features computed apart draws the same)
+        seeds=[np.random.SeedSequence(seed.entropy, spawn_key=(*seed.spawn_key, 1)) for seed in setup.seeds],
         strata=tuple(tree.labels for tree in trees),
         pair_donors=np.empty((n_items, setup.n_repeats, n), dtype=np.int32),
         pair_losses=np.empty((n_items, setup.n_repeats, n)),

@@ -97,6 +97,31 @@ def test_marginal_is_permutation_importance_and_the_subgroups_add_up():
     assert len(result.subgroups["x1"]) > 4
 
 
+def test_blocks_of_features_with_their_streams_join_to_the_one_call():
+    """A split job's parts: features [x1, x2] (streams 0, 1) and [x3] (stream 2) on the same
+    rows and seed, joined, are the call over all three (both PFIs, leaves and covariance);
+    parts with other trees' settings are refused."""
+    X, rng = gaussian(1_000, 0.7, seed=3)
+    y = X["x1"] - X["x2"] + X["x1"] * X["x3"] + rng.normal(scale=0.2, size=len(X))
+    model = LinearRegression().fit(X, y)
+    args = dict(n_repeats=3, random_state=11, n_obs=800)
+    whole = compute.conditional_importance(model, X, y, **args)
+    first = compute.conditional_importance(model, X, y, features=["x1", "x2"], streams=[0, 1], **args)
+    second = compute.conditional_importance(model, X, y, features=["x3"], streams=[2], **args)
+    joined = compute.ConditionalImportance.concat([first, second])
+    pd.testing.assert_frame_equal(joined.conditional.repeats, whole.conditional.repeats)
+    pd.testing.assert_frame_equal(joined.marginal.repeats, whole.marginal.repeats)
+    assert joined.std_error.equals(whole.std_error)
+    assert all(joined.subgroups[f].equals(whole.subgroups[f]) for f in whole.features)
+    assert_allclose(joined.conditional.row_covariance, whole.conditional.row_covariance, rtol=1e-9, atol=1e-15)
+    # a block without its streams draws other permutations (the streams are what makes the join exact)
+    alone = compute.conditional_importance(model, X, y, features=["x3"], **args)
+    assert not alone.conditional.repeats.equals(second.conditional.repeats)
+    deeper = compute.conditional_importance(model, X, y, features=["x3"], streams=[2], max_depth=2, **args)
+    with pytest.raises(compute.InputError, match="trees' settings"):
+        compute.ConditionalImportance.concat([first, deeper])
+
+
 def test_permutations_stay_within_their_label_and_are_uniform_there():
     labels = np.array([2, 0, 2, 1, 0, 2, 2, 1, 0])
     rng = np.random.default_rng(0)

@@ -206,3 +206,38 @@ def test_a_large_job_is_sent_in_more_messages_so_its_parts_reach_every_worker():
         messages = part_messages(list(range(n)))
         assert [len(m) for m in messages] == sizes and [p for m in messages for p in m] == list(range(n))
     assert len(part_messages(list(range(300)))) == -(-300 // PARTS_PER_MESSAGE) == 38
+
+
+@pytest.mark.parametrize("subgroup", ["", "`worst radius` > 15"])
+def test_importance_once_the_others_are_known_split_in_feature_blocks_equals_the_whole_task(tmp_path, subgroup):
+    """cs-PFI of the cancer demo's 30 features: 3 parts of 10 features (each its trees and
+    permutations, the streams its features have in the whole call), run in any order and
+    joined: the whole task's importances, standard errors, leaves and covariance."""
+    from dashboard.views import caveats
+
+    results = {}
+    for name in ("whole", "split"):
+        ctx = _ctx(tmp_path, name)
+        ws = ctx.store.workspace("demo-cancer")
+        state = normalize(ctx, {**default_state(), "ws": ws.id, "subgroup": subgroup})[0]
+        planned = plan_state(ctx, ws, state)
+        todo = planning.missing(ctx.store, [t for t in planned["tasks"] if t["kind"] == caveats.CS_KIND])
+        assert len(todo) == 1
+        if name == "split":
+            parts, joins = jobs.split(ws, todo)
+            assert [p["kind"] for p in parts] == [caveats.CS_PART_KIND] * 3 and len(joins) == 1
+            assert [len(p["params"]["features"]) for p in parts] == [10, 10, 10]
+            for k in (2, 0, 1):
+                jobs.run(ctx.store, ws, [parts[k]], policy=ctx.policy)
+            todo = joins
+        jobs.run(ctx.store, ws, todo, policy=ctx.policy)
+        results[name] = ctx.store.get(todo[0]["key"])
+    whole, split = results["whole"], results["split"]
+    assert list(split.features) == list(whole.features) and len(whole.features) == 30
+    assert np.array_equal(whole.conditional.repeats.to_numpy(), split.conditional.repeats.to_numpy())
+    assert whole.std_error.equals(split.std_error)
+    assert all(whole.subgroups[f].equals(split.subgroups[f]) for f in whole.features)
+    assert whole.conditioned_on == split.conditioned_on
+    cov_whole, cov_split = whole.conditional.row_covariance, split.conditional.row_covariance
+    assert cov_whole is not None and cov_split is not None
+    np.testing.assert_allclose(cov_split.to_numpy(), cov_whole.to_numpy(), rtol=1e-9, atol=1e-15)

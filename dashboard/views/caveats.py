@@ -21,7 +21,7 @@ from compute import findings
 from compute.importance import permutation_block
 from compute.losses import LOSS_LABELS
 
-from .. import components, figures, labels, planning
+from .. import components, figures, labels, planning, tasks
 from .base import PFI, Lru, View, empty
 from .engine_note import engine_note, joined
 
@@ -169,9 +169,47 @@ def cs_params(state: dict, ws) -> dict | None:
 
 
 def cs_cost(ws, task, data) -> list[int]:
-    """Model rows: the PFI rows, once per repetition and feature, and once as they are."""
+    """Model rows: the PFI rows, once per repetition and feature (a part's features), and once
+    as they are; a split job's join: none."""
+    if task.params.get("parts"):
+        return [1]
     rows = min(len(data), task.params.get("n_obs") or len(data))
-    return [rows * len(ws.model(task.model).features) * int(task.params["n_repeats"]) + rows]
+    features = task.params.get("features") or ws.model(task.model).features
+    return [rows * len(features) * int(task.params["n_repeats"]) + rows]
+
+
+CS_BLOCK = 10  # features per cs-PFI part when a job is split over workers (a tree and the permutations of each)
+
+
+def cs_split(ws, task: planning.Task) -> planning.Split | None:
+    """With workers: one part per block of CS_BLOCK features (``cs_pfi_part``), each on the
+    same rows with the random streams its features have in the whole call; the task then
+    joins them (``ConditionalImportance.concat``): the one call's numbers."""
+    entry = ws.model(task.model)
+    features = list(entry.features)
+    if task.params.get("parts") or len(features) <= CS_BLOCK:
+        return None
+    parts = []
+    for start in range(0, len(features), CS_BLOCK):
+        block = features[start : start + CS_BLOCK]
+        key = CS_TASK.key(CS_PART_KIND, ws, entry, of=task.key, features=[str(f) for f in block])
+        params = {**task.params, "features": block, "streams": list(range(start, start + len(block)))}
+        parts.append(planning.Task(CS_PART_KIND, key, task.model, params))
+    join = planning.Task(task.kind, task.key, task.model, {**task.params, "parts": [t.key for t in parts]})
+    return planning.Split(parts, join)
+
+
+def cs_execute(job, task: planning.Task, model) -> None:
+    """The whole call on the bars' rows, or the join of a split job's parts."""
+    keys = task.params.get("parts")
+    if not keys:
+        tasks.execute_declared(CS_TASK, job, task, model)
+        return
+    job.say(f"{task.model}: {CS_TASK.label} (joining {len(keys)} parts)", 0)
+    found = [job.store.get(key) for key in keys]
+    if any(part is None for part in found):
+        raise compute.ModelError("A part of the importance once the others are known was lost; run it again.")
+    job.store.put(task.key, compute.ConditionalImportance.concat(found))
 
 
 def cs_run(model, X, y, ws, params, n_jobs, *, inside=None):
@@ -192,9 +230,12 @@ def cs_run(model, X, y, ws, params, n_jobs, *, inside=None):
         marginal=False,
         random_state=planning.SEED,
         n_jobs=n_jobs,
+        features=params.get("features"),  # a split job's block of features, with their streams
+        streams=params.get("streams"),
     )
 
 
+CS_PART_KIND = "cs_pfi_part"
 CS_TASK = planning.TaskSpec(
     CS_KIND,
     cs_params,
@@ -203,7 +244,11 @@ CS_TASK = planning.TaskSpec(
     label="each feature shuffled within similar rows (importance once the others are known)",
     rows=True,
     cost=cs_cost,
+    split=cs_split,
+    execute=cs_execute,
+    version=2,  # the conditional streams are each feature's own (spawn_key (k, 1)): split jobs join to one call
 )
+CS_PART = planning.TaskSpec(CS_PART_KIND, run=cs_run, label=CS_TASK.label, rows=True, cost=cs_cost)
 
 
 def conditional_rows(cs: compute.ConditionalImportance, pfi: compute.PermutationImportance) -> pd.DataFrame:
@@ -481,6 +526,7 @@ VIEW = View(
     ],
     needs=frozenset({PFI}),
     tasks=(TASK, CS_TASK),
+    parts=(CS_PART,),
     reads=frozenset({"ws", "model", "feature", "subgroup", "exclude", "repeats", "pfi_all"}),
     library=library,
 )
