@@ -97,10 +97,11 @@ def make_grid(column: pd.Series, grid, grid_weights=None) -> Grid:
     if isinstance(grid, str):
         return _with_missing(_observed_grid(values), missing_share)
     if isinstance(grid, (int, np.integer)):
-        if int(grid) >= np.unique(values).size:  # the requested m, not the deduplicated quantiles
+        ordered = np.sort(values)  # one sort: the distinct count, the quantiles and the weights read off it
+        if int(grid) >= 1 + np.count_nonzero(ordered[1:] != ordered[:-1]):  # the requested m, not the quantiles
             return _with_missing(_observed_grid(values), missing_share)
-        points = np.unique(np.quantile(values, np.linspace(0.0, 1.0, int(grid))))
-        return _with_missing(Grid(points, _nearest_point_weights(values, points), categorical=False), missing_share)
+        points = np.unique(np.quantile(ordered, np.linspace(0.0, 1.0, int(grid))))
+        return _with_missing(Grid(points, _sorted_nearest_weights(ordered, points), categorical=False), missing_share)
     points = np.asarray(grid, dtype=float)
     if grid_weights is not None:
         weights = np.asarray(grid_weights, dtype=float)
@@ -156,6 +157,16 @@ def quantile_bounds(values: np.ndarray, n_intervals: int) -> np.ndarray:
 def _observed_grid(values: np.ndarray) -> Grid:
     points, counts = np.unique(values, return_counts=True)
     return Grid(points, counts / counts.sum(), categorical=False)
+
+
+def _sorted_nearest_weights(ordered: np.ndarray, points: np.ndarray) -> np.ndarray:
+    """:func:`_nearest_point_weights` of sorted values: the same counts (a value goes to the
+    first point whose upper edge it does not exceed), read off by a search per edge."""
+    if points.size == 1:
+        return np.ones(1)
+    edges = (points[1:] + points[:-1]) / 2.0
+    counts = np.diff(np.r_[0, np.searchsorted(ordered, edges, side="right"), ordered.size])
+    return counts / counts.sum()
 
 
 def _nearest_point_weights(values: np.ndarray, points: np.ndarray) -> np.ndarray:

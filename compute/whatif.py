@@ -147,16 +147,17 @@ def what_if(
     predictor, positions = with_instances(predictor, Xm, [instance, edited], "'instance'")
     out_range = _default_range(predictor, len(Xm), chunk_rows, n_jobs) if out_range is None else out_range
     out_range = check_out_range(out_range)
-    design = predictor.design
+    design = predictor.design.subset(positions)  # the two rows alone: never a copy of all of X
+    two = design.every_row
     grids = {f: make_grid(Xm[f], grid) for f in features}
-    segments = [unmodified_segment(predictor, positions)]
+    segments = [unmodified_segment(predictor, positions, design, two)]
     for f in features:
         values = design.cast(f, grids[f].values)
         n_grid = values.size
 
         def make_block(a, b, f=f, values=values, n_grid=n_grid):
             flat = np.arange(a, b)
-            return design.block(positions[flat // n_grid], {f: values[flat % n_grid]})
+            return design.block(two[flat // n_grid], {f: values[flat % n_grid]})
 
         segments.append(Segment(2 * n_grid, make_block))
     stream = predict_segments(predictor, segments, chunk_rows=chunk_rows, n_jobs=n_jobs)[0]

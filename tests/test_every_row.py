@@ -83,3 +83,27 @@ def test_a_split_job_joins_the_predictions_before_the_curves(tmp_path, monkeypat
     _, joins = jobs.split(ws, todo)
     kinds = [j["kind"] for j in joins]
     assert "profiles" in kinds and kinds.index("predictions") < kinds.index("profiles")
+
+
+def test_the_what_if_reads_its_output_range_off_the_predictions_on_every_row(tmp_path, monkeypatch):
+    """The default observation's what-if (a regressor): with the predictions on every row
+    cached it makes no pass over every row of its own, and its CIU range is theirs; without
+    them it makes one, to the same range."""
+    import compute.whatif
+    from dashboard.views import whatif
+
+    ctx, ws, _, _ = _planned(tmp_path, "demo-x3")
+    state = normalize(ctx, {**default_state(), "ws": ws.id, "obs": "7"})[0]
+    planned = plan_state(ctx, ws, state)
+    asked = next(t for t in planned["tasks"] if t["kind"] == whatif.KIND)
+    alone = {**asked, "key": asked["key"] + "-alone"}
+    jobs.run(ctx.store, ws, [alone], policy=ctx.policy)  # no predictions cached: its own pass
+    jobs.run(ctx.store, ws, [t for t in planned["tasks"] if t["kind"] == "predictions"], policy=ctx.policy)
+    with monkeypatch.context() as m:
+        m.setattr(compute.whatif, "_default_range", lambda *a, **k: pytest.fail("a pass over every row"))
+        jobs.run(ctx.store, ws, [asked], policy=ctx.policy)
+    read_off, own = ctx.store.get(asked["key"]), ctx.store.get(alone["key"])
+    every_row = ctx.store.get(planned["keys"]["predictions"][asked["model"]])
+    assert read_off.out_range == compute.output_range_of(every_row)
+    assert read_off.out_range == pytest.approx(own.out_range, abs=1e-9 * (own.out_range[1] - own.out_range[0]))
+    assert read_off.prediction == pytest.approx(own.prediction, rel=1e-12)  # a forest's threads round

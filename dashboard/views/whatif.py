@@ -20,7 +20,7 @@ from dash import dcc, html
 import compute
 from compute.sampling import is_categorical
 
-from .. import components, figures, ids, labels, planning
+from .. import components, figures, ids, labels, planning, tasks
 from .base import ALL_FIELDS, PROFILES, Lru, View, csv_download, empty
 from .selection import observation_text
 
@@ -46,12 +46,43 @@ def edits_for(X: pd.DataFrame, edit: dict) -> dict:
     return {col: edit[str(col)] for col in X.columns if str(col) in (edit or {})}
 
 
-def what_if(model, X, y, ws, params, n_jobs):
-    """The task (in the isolated job): the row as it is and as edited."""
+def what_if(model, X, y, ws, params, n_jobs, *, out_range=None):
+    """The task (in the isolated job): the row as it is and as edited; ``out_range``: CIU's
+    output range when known (else a pass over every row gives it)."""
     row = planning.row_label(params["obs"], X.index)
     return compute.what_if(
-        model, X, row, edits_for(X, params["edit"]), grid=params["grid"], output=ws.output, n_jobs=n_jobs
+        model,
+        X,
+        row,
+        edits_for(X, params["edit"]),
+        grid=params["grid"],
+        output=ws.output,
+        n_jobs=n_jobs,
+        out_range=out_range,
     )
+
+
+def _known_range(job, name: str, n_rows: int) -> tuple[float, float] | None:
+    """A regressor's output range read off its cached predictions on every row (the
+    performance view's pass, :func:`compute.output_range_of`), or None when they are not cached."""
+    if job.ws.task != "regression":
+        return None
+    every_row = job.store.get(tasks.every_row_key(job.ws, job.ws.model(name)))
+    if every_row is None or len(every_row.rows) != n_rows:
+        return None
+    try:
+        return compute.output_range_of(every_row)
+    except compute.InputError:  # constant predictions: what_if names the problem itself
+        return None
+
+
+def execute(job, task: planning.Task, model) -> None:
+    """The task, with CIU's output range off the predictions on every row when cached: the
+    what-if then predicts only its two rows' curves, never every row again."""
+    job.say(f"{task.model}: {TASK.label}", 0)
+    X = job.X(task.model)
+    found = what_if(model, X, job.y, job.ws, task.params, job.n_jobs, out_range=_known_range(job, task.model, len(X)))
+    job.store.put(task.key, found)
 
 
 def cost(ws, task, data) -> list[int]:
@@ -62,7 +93,14 @@ def cost(ws, task, data) -> list[int]:
 
 
 TASK = planning.TaskSpec(
-    KIND, params, what_if, models="focus", label="what-if for the selected row", cost=cost, quick=True
+    KIND,
+    params,
+    what_if,
+    models="focus",
+    label="what-if for the selected row",
+    cost=cost,
+    quick=True,
+    execute=execute,
 )
 
 
