@@ -12,6 +12,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
+
+from compute.trees.boosters import finisher
+
 CASES = Path(__file__).with_name("tree_boosters_cases.py")
 
 
@@ -29,3 +33,19 @@ def test_the_booster_readers_equal_each_librarys_own_predict():
     assert done.returncode == 0, tail
     passed = re.search(r"(\d+) passed", done.stdout)
     assert passed is not None and int(passed.group(1)) >= 60, tail
+
+
+def test_the_binary_finisher_gives_the_sigmoid_of_every_row_bit_for_bit():
+    """The binary classifiers' finisher (computed in place, one column per class) equals the
+    sigmoid of ``scale * (base + sum)`` and its complement as written plainly, to the bit,
+    with the class shown contiguous; the other links keep the general finisher."""
+    total = np.random.default_rng(0).normal(scale=20.0, size=(257, 1))
+    total[:3, 0] = [0.0, 800.0, -800.0]  # overflow of exp: 0 and 1 exactly, as plainly
+    for base, scale in ((0.0, 1.0), (-1.3, 1.0), (0.4, 2.5)):
+        with np.errstate(over="ignore"):
+            p = 1.0 / (1.0 + np.exp(-(scale * (np.array([[base]]) + total)[:, 0])))
+            got = finisher("sigmoid", np.array([base]), True, scale)(total)
+        assert got.shape == (257, 2) and got[:, 1].flags.c_contiguous
+        assert np.array_equal(got[:, 1], p) and np.array_equal(got[:, 0], 1.0 - p)
+    plain = finisher("sigmoid", np.array([0.2]), False)(total[3:])
+    assert plain.shape == (254,)

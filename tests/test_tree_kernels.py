@@ -21,7 +21,8 @@ from sklearn.ensemble import (
     RandomForestRegressor,
 )
 
-from compute.trees import compiled, read_model, walk
+from compute.trees import compiled, kernels, read_model, walk
+from compute.trees.ensemble import join_trees
 
 pytest.importorskip("numba")
 
@@ -88,3 +89,78 @@ def test_the_xgboost_cases_in_their_own_process():
     assert done.returncode == 0, tail
     passed = re.search(r"(\d+) passed", done.stdout)
     assert passed is not None and int(passed.group(1)) >= 10, tail
+
+
+def _random_tree(rng, depth: int, p: int, levels: np.ndarray) -> dict:
+    """A random tree down to ``depth`` (some branches stop early): thresholds from a few
+    ``levels`` (ties with the data), random missing directions, local child ids."""
+    feature, threshold, left, right, missing, value = [], [], [], [], [], []
+
+    def node(level: int) -> int:
+        at = len(feature)
+        for items in (feature, threshold, left, right, missing, value):
+            items.append(0)
+        if level == depth or (level > 1 and rng.random() < 0.2):
+            feature[at], left[at], right[at], value[at] = -1, -1, -1, rng.normal()
+            return at
+        feature[at], threshold[at], missing[at] = rng.integers(0, p), rng.choice(levels), rng.random() < 0.5
+        left[at] = node(level + 1)
+        right[at] = node(level + 1)
+        return at
+
+    node(0)
+    return {
+        "feature": np.array(feature),
+        "threshold": np.array(threshold, dtype=float),
+        "left": np.array(left),
+        "right": np.array(right),
+        "missing_left": np.array(missing),
+        "value": np.array(value, dtype=float)[:, None],
+        "column": 0,
+    }
+
+
+def _brute_force(ens, X: np.ndarray) -> np.ndarray:
+    """Each row's sum over trees, one node at a time, as a predict does."""
+    out = np.zeros(X.shape[0])
+    for i, x in enumerate(X):
+        for root in ens.roots:
+            node = int(root)
+            while ens.feature[node] >= 0:
+                v = x[ens.feature[node]]
+                go_left = ens.missing_left[node] if np.isnan(v) else v <= ens.threshold[node]
+                node = int(ens.left[node] if go_left else ens.right[node])
+            out[i] += ens.value[node, 0]
+    return out
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("missing", [False, True])
+def test_the_kernels_equal_brute_force_on_random_ensembles(seed, missing):
+    """Random ensembles (trees of depth 1 up to the kernels' lookup limit, uneven, missing
+    directions either way) against a predict of every materialised row: curves on a grid
+    with a missing value and values on and off the thresholds, lookups of donors (missing
+    ones among them); rows with missing values (their descent tests them) and without
+    (the descent that skips the test)."""
+    rng = np.random.default_rng(seed)
+    p, n, levels = 3, 40, np.arange(-2.0, 2.5, 0.5)
+    depth = kernels.MAX_DEPTH["lookups"]
+    trees = [_random_tree(rng, int(rng.integers(1, depth + 1)), p, levels) for _ in range(12)]
+    ens = join_trees(trees, name="random", n_outputs=1, float32=False, finish=lambda s: s)
+    assert kernels.takes(ens, "lookups") and compiled.NUMERIC
+    X = rng.choice(np.append(levels, [-0.3, 0.7, 3.0]), size=(n, p))
+    if missing:
+        X[rng.random(X.shape) < 0.15] = np.nan
+    grid = np.concatenate([levels[::2], [np.nan, -9.0, 0.2, 9.0]])
+    donors = rng.integers(0, n, (n, 7))
+    for j in range(p):
+        curves = compiled.curve_sums(ens, X, j, grid)[:, :, 0]
+        looked = compiled.lookup_sums(ens, X, j, X[donors, j])[:, :, 0]
+        for g, value in enumerate(grid):
+            rows = X.copy()
+            rows[:, j] = value
+            assert_allclose(curves[:, g], _brute_force(ens, rows), rtol=0, atol=1e-12, err_msg=f"curve {j} {g}")
+        for r in range(donors.shape[1]):
+            rows = X.copy()
+            rows[:, j] = X[donors[:, r], j]
+            assert_allclose(looked[:, r], _brute_force(ens, rows), rtol=0, atol=1e-12, err_msg=f"lookup {j} {r}")

@@ -23,6 +23,7 @@ import json
 import os
 import tempfile
 from collections.abc import Callable
+from functools import partial
 
 import numpy as np
 
@@ -44,6 +45,23 @@ def _sigmoid(z: np.ndarray) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-z))
 
 
+def _binary(base: float, scale: float, total: np.ndarray) -> np.ndarray:
+    """A binary classifier's probabilities (rows x 2) from its sums (rows x 1): as
+    ``[1 - p, p]`` with ``p = sigmoid(scale * (base + total))``, the same operations in place,
+    each class's column contiguous (the class shown is read without a gather)."""
+    pair = np.empty((2, total.shape[0]))
+    p = pair[1]
+    np.add(total[:, 0], base, out=p)
+    if scale != 1.0:
+        p *= scale
+    np.negative(p, out=p)
+    np.exp(p, out=p)
+    p += 1.0
+    np.divide(1.0, p, out=p)
+    np.subtract(1.0, p, out=pair[0])
+    return pair.T
+
+
 def _softmax(z: np.ndarray) -> np.ndarray:
     e = np.exp(z - z.max(axis=1, keepdims=True))
     return e / e.sum(axis=1, keepdims=True)
@@ -55,6 +73,8 @@ def finisher(link: str, base: np.ndarray, classifier: bool, scale: float = 1.0) 
     link ("identity", "exp", "sigmoid" with ``scale``, "softmax", "ova": a sigmoid per
     class)."""
     base = np.asarray(base, dtype=np.float64).reshape(1, -1)
+    if link == "sigmoid" and classifier and base.size == 1:
+        return partial(_binary, float(base[0, 0]), float(scale))
 
     def finish(total: np.ndarray) -> np.ndarray:
         raw = base + total
