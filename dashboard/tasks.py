@@ -263,18 +263,24 @@ def _profiles_execute(job: Job, task: Task, model) -> None:
 
 
 def _output_range(job: Job, task: Task, model, X: pd.DataFrame) -> tuple[float, float]:
-    """CIU's output range over all rows, as the library's default: read off the model's
-    predictions on every row when they are cached (the performance view's pass, which a job
-    runs first), else one pass over X. A model constant on X gets a unit range around its
-    value (every CI is then 0 or out of range)."""
-    every_row = job.store.get(task.params["every_row"]) if task.params.get("every_row") else None
+    """CIU's output range over all rows: off the cached predictions on every row, else one pass
+    over X; a model constant on X gets a unit range around its value (every CI 0 or out of range)."""
     try:
-        if every_row is not None and len(every_row.rows) == len(X):
-            return compute.output_range_of(every_row)
-        return compute.output_range(model, X, output=job.ws.output, n_jobs=job.n_jobs)
+        known = known_output_range(job, task.params.get("every_row"), len(X))
+        return known or compute.output_range(model, X, output=job.ws.output, n_jobs=job.n_jobs)
     except compute.InputError:  # a regressor constant on X
         value = float(np.ravel(model.predict(X.iloc[:1]))[0])
         return (value - 0.5, value + 0.5)
+
+
+def known_output_range(job: Job, every_row: str | None, n_rows: int) -> tuple[float, float] | None:
+    """The output range off the cached predictions on every row (key ``every_row``), or None:
+    not cached, other rows, or constant (the caller's own pass then says so)."""
+    found = job.store.get(every_row) if every_row else None
+    try:
+        return compute.output_range_of(found) if found is not None and len(found.rows) == n_rows else None
+    except compute.InputError:
+        return None
 
 
 def _profile_part_execute(job: Job, task: Task, model) -> None:

@@ -11,11 +11,19 @@ from dashboard import budgets, jobs, planning, tasks
 from dashboard.config import Config
 from dashboard.server import create_app
 from dashboard.state import default_state, normalize
-from dashboard.views import plan_state
+from dashboard.views import caveats, plan_state
 
 
 def _ctx(tmp_path, name):
     return create_app(Config(cache_dir=str(tmp_path / name), max_curves=150, warm=False))._wip_context
+
+
+def _missing(tmp_path, name: str, demo: str, kind: str, **state):
+    """A fresh server's context on ``demo``, and the missing tasks of ``kind`` for the state."""
+    ctx = _ctx(tmp_path, name)
+    ws = ctx.store.workspace(demo)
+    planned = plan_state(ctx, ws, normalize(ctx, {**default_state(), "ws": ws.id, **state})[0])
+    return ctx, ws, planning.missing(ctx.store, [t for t in planned["tasks"] if t["kind"] == kind])
 
 
 @pytest.mark.parametrize("subgroup", ["", "`worst radius` > 15"])
@@ -158,11 +166,7 @@ def test_an_exact_sfimp_split_into_coalition_batches_equals_the_whole_task(tmp_p
     ridge model, to rounding for the forest (n_jobs=-1 adds its trees in thread order)."""
     found = {}
     for name in ("whole", "split"):
-        ctx = _ctx(tmp_path, name)
-        ws = ctx.store.workspace("demo-diabetes")
-        state = normalize(ctx, {**default_state(), "ws": ws.id, "sfimp": True})[0]
-        planned = plan_state(ctx, ws, state)
-        todo = planning.missing(ctx.store, [t for t in planned["tasks"] if t["kind"] == "sfimp"])
+        ctx, ws, todo = _missing(tmp_path, name, "demo-diabetes", "sfimp", sfimp=True)
         assert len(todo) == 2 and len(ws.features) == 10
         if name == "whole":
             jobs.run(ctx.store, ws, todo, policy=ctx.policy)
@@ -173,7 +177,7 @@ def test_an_exact_sfimp_split_into_coalition_batches_equals_the_whole_task(tmp_p
             for k in np.random.default_rng(1).permutation(len(parts)):
                 jobs.run(ctx.store, ws, [parts[k]], policy=ctx.policy)
             jobs.run(ctx.store, ws, joins, policy=ctx.policy)
-        found[name] = {m: ctx.store.get(k) for m, k in planned["keys"]["sfimp"].items()}
+        found[name] = {t["model"]: ctx.store.get(t["key"]) for t in todo}  # every model's SFIMP (a fresh cache)
     for model, whole in found["whole"].items():
         split = found["split"][model]
         assert whole.exact and split.exact and split.n_rows == whole.n_rows
@@ -213,15 +217,9 @@ def test_importance_once_the_others_are_known_split_in_feature_blocks_equals_the
     """cs-PFI of the cancer demo's 30 features: 3 parts of 10 features (each its trees and
     permutations, the streams its features have in the whole call), run in any order and
     joined: the whole task's importances, standard errors, leaves and covariance."""
-    from dashboard.views import caveats
-
     results = {}
     for name in ("whole", "split"):
-        ctx = _ctx(tmp_path, name)
-        ws = ctx.store.workspace("demo-cancer")
-        state = normalize(ctx, {**default_state(), "ws": ws.id, "subgroup": subgroup})[0]
-        planned = plan_state(ctx, ws, state)
-        todo = planning.missing(ctx.store, [t for t in planned["tasks"] if t["kind"] == caveats.CS_KIND])
+        ctx, ws, todo = _missing(tmp_path, name, "demo-cancer", caveats.CS_KIND, subgroup=subgroup)
         assert len(todo) == 1
         if name == "split":
             parts, joins = jobs.split(ws, todo)

@@ -62,26 +62,14 @@ def what_if(model, X, y, ws, params, n_jobs, *, out_range=None):
     )
 
 
-def _known_range(job, name: str, n_rows: int) -> tuple[float, float] | None:
-    """A regressor's output range read off its cached predictions on every row (the
-    performance view's pass, :func:`compute.output_range_of`), or None when they are not cached."""
-    if job.ws.task != "regression":
-        return None
-    every_row = job.store.get(tasks.every_row_key(job.ws, job.ws.model(name)))
-    if every_row is None or len(every_row.rows) != n_rows:
-        return None
-    try:
-        return compute.output_range_of(every_row)
-    except compute.InputError:  # constant predictions: what_if names the problem itself
-        return None
-
-
 def execute(job, task: planning.Task, model) -> None:
     """The task, with CIU's output range off the predictions on every row when cached: the
     what-if then predicts only its two rows' curves, never every row again."""
     job.say(f"{task.model}: {TASK.label}", 0)
     X = job.X(task.model)
-    found = what_if(model, X, job.y, job.ws, task.params, job.n_jobs, out_range=_known_range(job, task.model, len(X)))
+    every_row = tasks.every_row_key(job.ws, job.ws.model(task.model)) if job.ws.task == "regression" else None
+    out_range = tasks.known_output_range(job, every_row, len(X))
+    found = what_if(model, X, job.y, job.ws, task.params, job.n_jobs, out_range=out_range)
     job.store.put(task.key, found)
 
 
