@@ -12,11 +12,12 @@ from sklearn.ensemble import RandomForestRegressor
 from sklearn.linear_model import LogisticRegression
 
 import compute
+import compute.whatif
 from dashboard import jobs, planning, row_groups, tasks
 from dashboard.config import Config
 from dashboard.server import create_app
 from dashboard.state import default_state, normalize
-from dashboard.views import plan_state
+from dashboard.views import plan_state, whatif
 
 
 def test_the_range_read_off_the_predictions_is_the_range_of_a_pass_over_the_rows():
@@ -89,9 +90,6 @@ def test_the_what_if_reads_its_output_range_off_the_predictions_on_every_row(tmp
     """The default observation's what-if (a regressor): with the predictions on every row
     cached it makes no pass over every row of its own, and its CIU range is theirs; without
     them it makes one, to the same range."""
-    import compute.whatif
-    from dashboard.views import whatif
-
     ctx, ws, _, _ = _planned(tmp_path, "demo-x3")
     state = normalize(ctx, {**default_state(), "ws": ws.id, "obs": "7"})[0]
     planned = plan_state(ctx, ws, state)
