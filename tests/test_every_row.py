@@ -13,7 +13,7 @@ from sklearn.linear_model import LogisticRegression
 
 import compute
 import compute.whatif
-from dashboard import jobs, planning, row_groups, tasks
+from dashboard import jobs, planning, predictions, row_groups
 from dashboard.config import Config
 from dashboard.server import create_app
 from dashboard.state import default_state, normalize
@@ -49,7 +49,7 @@ def test_the_curves_read_their_output_range_off_the_predictions_on_every_row(tmp
     ctx, ws, state, planned = _planned(tmp_path, "demo-x3")
     profiles = next(t for t in planned["tasks"] if t["kind"] == "profiles")
     every_row = planned["keys"]["predictions"][profiles["model"]]
-    assert profiles["params"]["every_row"] == every_row == tasks.every_row_key(ws, ws.model(profiles["model"]))
+    assert profiles["params"]["every_row"] == every_row == predictions.every_row_key(ws, ws.model(profiles["model"]))
     todo = planning.missing(ctx.store, planned["tasks"])
     reversed_todo = [t for t in reversed(todo) if t["kind"] in ("profiles", "predictions")]
     assert [t["kind"] for t in jobs._first_first(reversed_todo)][0] == "predictions"

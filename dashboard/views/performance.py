@@ -19,7 +19,7 @@ import compute
 from compute.losses import LOSS_LABELS
 from compute.validation import is_real
 
-from .. import components, figures, planning, tasks
+from .. import components, figures, planning, predictions
 from .base import Control, View, csv_download, data_role_note, empty
 
 TABLE = "performance-table"
@@ -30,8 +30,8 @@ THRESHOLD = "performance-threshold"
 THRESHOLD_ROW = "performance-threshold-row"
 INFO = "performance-info"
 MAX_POINTS = 2_000  # points per scatter (a seeded sample above that)
-# the model's output on every row (one pass, in row-group parts with workers): dashboard/tasks.py
-TASK, PART = tasks.PREDICTIONS, tasks.PREDICTIONS_PART
+# the model's output on every row (one pass, in row-group parts with workers): dashboard/predictions.py
+TASK, PART = predictions.PREDICTIONS, predictions.PREDICTIONS_PART
 KIND = TASK.kind
 
 

@@ -20,7 +20,7 @@ from dash import dcc, html
 import compute
 from compute.sampling import is_categorical
 
-from .. import components, figures, ids, labels, planning, tasks
+from .. import components, figures, ids, labels, planning, predictions
 from .base import ALL_FIELDS, PROFILES, Lru, View, csv_download, empty
 from .selection import observation_text
 
@@ -67,8 +67,8 @@ def execute(job, task: planning.Task, model) -> None:
     what-if then predicts only its two rows' curves, never every row again."""
     job.say(f"{task.model}: {TASK.label}", 0)
     X = job.X(task.model)
-    every_row = tasks.every_row_key(job.ws, job.ws.model(task.model)) if job.ws.task == "regression" else None
-    out_range = tasks.known_output_range(job, every_row, len(X))
+    every_row = predictions.every_row_key(job.ws, job.ws.model(task.model)) if job.ws.task == "regression" else None
+    out_range = predictions.known_output_range(job, every_row, len(X))
     found = what_if(model, X, job.y, job.ws, task.params, job.n_jobs, out_range=out_range)
     job.store.put(task.key, found)
 
