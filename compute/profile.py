@@ -51,6 +51,7 @@ def feature_profile(
     n_jobs=1,
     chunk_rows=None,
     engine="auto",
+    column=None,
 ) -> FeatureProfile:
     """Intervene on one feature over a grid and evaluate the model once on all of it.
 
@@ -100,6 +101,13 @@ def feature_profile(
         of every intervened row. ``"auto"``: the walk when the model is read, else the
         batched predict. ``params["engine"]`` says which ran ("exact tree walk" or
         "batched predict"), ``params["engine_reason"]`` why the walk was not taken.
+    column : Series, optional
+        The feature's values in the whole data set the grid is built from (default:
+        ``X[feature]``). With it ``X`` may hold the rows to explain alone: the call on
+        ``X.iloc[rows]``, with ``rows`` the sample ``n_obs`` draws from the whole data
+        (:func:`compute.sampling.sample_rows`) and the same ``n_obs`` and ``random_state``,
+        is the call on the whole data, number for number (a split job's part reads its
+        sample and one column, never the whole data set).
 
     Returns
     -------
@@ -117,7 +125,7 @@ def feature_profile(
     if y is None:
         loss_obj = None
     y_enc = encode_target(y, len(X), predictor, loss_obj) if loss_obj is not None else None
-    grid_obj = _checked_grid(Xm[feature], grid, grid_weights)
+    grid_obj = _checked_grid(_grid_column(Xm, feature, column), grid, grid_weights)
     choice = choose_engine(engine, predictor)
     rows = sample_rows(len(X), n_obs, rng)
     params = {
@@ -153,6 +161,19 @@ def feature_profiles(model, X, y=None, features=None, *, n_jobs=1, **kwargs) -> 
     run = delayed(lambda f: feature_profile(model, X, y, f, n_jobs=1, **kwargs))
     profiles = Parallel(n_jobs=n_jobs, prefer="threads")(run(f) for f in features)
     return dict(zip(features, profiles))
+
+
+def _grid_column(Xm: pd.DataFrame, feature, column) -> pd.Series:
+    """The values the grid describes: ``X[feature]``, or the whole data's ``column``."""
+    if column is None:
+        return Xm[feature]
+    if np.ndim(column) != 1 or len(column) < 1:
+        raise InputError(
+            f"The 'column' must be the values of {feature!r} in the whole data, one dimension and at least one "
+            f"value (got shape {np.shape(column)})."
+        )
+    values = column if isinstance(column, pd.Series) else pd.Series(np.asarray(column))
+    return values.rename(feature)
 
 
 def _checked_grid(column: pd.Series, grid, grid_weights) -> Grid:

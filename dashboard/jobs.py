@@ -54,19 +54,22 @@ def split(ws: Workspace, todo: list[dict]) -> tuple[list[dict], list[dict]]:
     """A job's tasks as independent parts for several workers, and the steps that join them
     (each spec's ``split``: the ICE/ICI pass one part per feature, PFI one per block of
     features, exact SFIMP batches of coalitions, each joined bit for bit the one call; a
-    task without parts is one part itself). Returns (parts, joins); joins run once every
-    part is done."""
+    task without parts is one part itself). Returns (parts, joins); the parts others read
+    (``TaskSpec.first``: the rows a task's parts explain) come first, and the job computes
+    them before it sends the rest; joins run once every part is done."""
     parts: list[dict] = []
     joins: list[dict] = []
+    seen: set[str] = set()
     for record in todo:
         task = Task.from_dict(record)
         found = spec_for(task.kind).parts(ws, task)
         if found is None:
             parts.append(record)
             continue
-        parts += [t.to_dict() for t in found.parts]
+        parts += [t.to_dict() for t in found.parts if t.key not in seen]  # a sample two tasks share: once
+        seen |= {t.key for t in found.parts}
         joins.append(found.join.to_dict())
-    return parts, _first_first(joins)
+    return _first_first(parts), _first_first(joins)
 
 
 def _first_first(tasks: list[dict]) -> list[dict]:

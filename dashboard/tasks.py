@@ -15,7 +15,7 @@ subgroup's rows) and SFIMP are tasks of their own.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
 
@@ -25,6 +25,7 @@ import pandas as pd
 import compute
 from compute.importance import permutation_block
 
+from . import samples
 from .planning import (
     QUANTILE_GRID,
     SEED,
@@ -42,6 +43,7 @@ from .planning import (
     sfimp_sample,
 )
 from .predictions import every_row_key, known_output_range
+from .samples import SAMPLE, sample_task
 from .store import Failed, ModelEntry, Store, Workspace
 
 
@@ -66,6 +68,13 @@ class Job:
         """Rows ``[a, b)`` of the data set, only ``columns``, read from the row groups holding
         them alone (a ``reads_rows`` task: the whole data set is never loaded for it)."""
         return self.store.rows(self.ws, rows, columns)
+
+    def column(self, name: str) -> pd.Series:
+        """One column over every row: off the data set when this process holds it, else read
+        alone by row groups (a worker that has not fetched the data set does not)."""
+        if self.frame is not None or not self.ws.n_rows:
+            return self.data[name]
+        return self.rows((0, int(self.ws.n_rows)), [name])[name]
 
     @property
     def y(self) -> pd.Series:
@@ -123,9 +132,10 @@ def _profiles_read(keys: dict, state: dict) -> list:
 
 
 def _pass_rows(ws: Workspace, params: dict, data: pd.DataFrame, feature) -> int:
-    """Model rows of one feature's pass: explained rows x grid points."""
-    n_obs = params.get("n_obs") or len(data)
-    n_unique = int(data[feature].nunique(dropna=False))
+    """Model rows of one feature's pass: explained rows x grid points (a part reading its
+    sample has no data set: its grid counted as quantiles)."""
+    n_obs = params.get("n_obs") or len(data) or int(ws.n_rows)
+    n_unique = int(data[feature].nunique(dropna=False)) if feature in data else QUANTILE_GRID + 1
     return n_obs * (n_unique if n_obs * n_unique <= params.get("budget", 0) else QUANTILE_GRID + 1)
 
 
@@ -138,22 +148,26 @@ def _profiles_cost(ws: Workspace, task: Task, data: pd.DataFrame) -> list[int]:
 
 
 def _profiles_split(ws: Workspace, task: Task) -> Split:
-    """One part per feature (``profile_part``, writing that feature's cached profile); the
-    task itself then joins them (it reuses the cached profiles and adds the summary and the
-    output-range pass)."""
+    """One part per feature (``profile_part``, writing that feature's cached profile), each
+    reading the explained rows from their sample (:mod:`dashboard.samples`, kept by the job
+    first) and its feature's column; the task itself then joins them (it reuses the cached
+    profiles and adds the summary and the output-range pass)."""
     entry = ws.model(task.model)
+    sample = sample_task(ws, entry, task.params, "profile")
+    named = {"sample": sample.to_dict()} if sample is not None else {}
     parts = [
-        Task(PROFILE_PART.kind, key, task.model, {**task.params, "feature": feature})
+        Task(PROFILE_PART.kind, key, task.model, {**task.params, "feature": feature, **named})
         for feature, key in zip(entry.features, task.also)
     ]
-    return Split(parts, task)
+    return Split([sample, *parts] if sample is not None else parts, task)
 
 
-def _profile(ws, model, X, y, feature, settings, *, n_jobs: int) -> compute.FeatureProfile:
-    """One feature's ICE/ICI pass, with the grid rule of the dashboard."""
+def _profile(ws, model, X, y, feature, settings, *, n_jobs: int, column=None) -> compute.FeatureProfile:
+    """One feature's ICE/ICI pass, with the grid rule of the dashboard (``column``: the
+    feature over every row when X holds the explained rows alone, a part's sample)."""
     n_obs = settings["n_obs"]
     n_explained = len(X) if n_obs is None else n_obs
-    n_unique = X[feature].nunique(dropna=False)
+    n_unique = (X[feature] if column is None else column).nunique(dropna=False)
     grid = "observed" if n_explained * n_unique <= settings["budget"] else QUANTILE_GRID
     return compute.feature_profile(
         model,
@@ -166,6 +180,7 @@ def _profile(ws, model, X, y, feature, settings, *, n_jobs: int) -> compute.Feat
         n_obs=n_obs,
         random_state=settings["seed"],
         n_jobs=n_jobs,
+        column=column,
     )
 
 
@@ -205,10 +220,17 @@ def _output_range(job: Job, task: Task, model, X: pd.DataFrame) -> tuple[float, 
 
 
 def _profile_part_execute(job: Job, task: Task, model) -> None:
-    """One feature's ICE/ICI pass of a split job."""
-    job.say(f"{task.model}: ICE/ICI pass for {task.params['feature']}", 0)
+    """One feature's ICE/ICI pass of a split job: on its sample and its column alone when
+    it has a sample (the same numbers as on the whole data set)."""
+    feature = task.params["feature"]
+    job.say(f"{task.model}: ICE/ICI pass for {feature}", 0)
     settings = {k: task.params[k] for k in ("n_obs", "budget", "seed")}
-    prof = _profile(job.ws, model, job.X(task.model), job.y, task.params["feature"], settings, n_jobs=job.n_jobs)
+    sample = samples.read(job, task)
+    if sample is None:
+        prof = _profile(job.ws, model, job.X(task.model), job.y, feature, settings, n_jobs=job.n_jobs)
+    else:
+        X, y = sample[list(job.ws.model(task.model).features)], sample[job.ws.target]
+        prof = _profile(job.ws, model, X, y, feature, settings, n_jobs=job.n_jobs, column=job.column(feature))
     job.store.put(task.key, prof)
 
 
@@ -227,6 +249,7 @@ PROFILE_PART = TaskSpec(
     cost=lambda ws, task, data: [_pass_rows(ws, task.params, data, task.params["feature"])],
     execute=_profile_part_execute,
     label="ICE/ICI pass",
+    reads_rows=True,  # its sample and one column (the whole data set when it explains every row)
 )
 
 
@@ -272,7 +295,8 @@ def _pfi_plan(p: PlanInput, spec: TaskSpec) -> Planned:
 
 def _pfi_rows(ws: Workspace, task: Task, data: pd.DataFrame) -> int:
     p = len(task.params.get("features") or ws.model(task.model).features)
-    rows = min(len(data), task.params.get("n_obs") or len(data))
+    n = len(data) or int(ws.n_rows)  # a part reading its sample has no data set
+    rows = min(n, task.params.get("n_obs") or n)
     return rows * p * int(task.params.get("n_repeats", 10)) + rows
 
 
@@ -291,15 +315,17 @@ def _pfi_split(ws: Workspace, task: Task) -> Split | None:
         return Split([], task)
     entry = ws.model(task.model)
     features = list(entry.features)
+    sample = sample_task(ws, entry, task.params, "pfi")  # the rows, kept by the job first
+    named = {"sample": sample.to_dict()} if sample is not None else {}
     parts = []
     for start in range(0, len(features), PFI_BLOCK):
         block = features[start : start + PFI_BLOCK]
         keep = bool(task.params.get("keep"))
         key = PFI.key(PFI_PART.kind, ws, entry, of=task.key, features=[str(f) for f in block], keep=keep)
-        params = {**task.params, "features": block, "streams": list(range(start, start + len(block)))}
+        params = {**task.params, "features": block, "streams": list(range(start, start + len(block))), **named}
         parts.append(Task(PFI_PART.kind, key, task.model, params))
     join = Task(task.kind, task.key, task.model, {**task.params, "parts": [t.key for t in parts]}, task.also)
-    return Split(parts, join)
+    return Split([sample, *parts] if sample is not None else parts, join)
 
 
 def _restrict(whole: compute.PermutationImportance, data: pd.DataFrame, params: dict):
@@ -351,7 +377,8 @@ def _pfi_execute(job: Job, task: Task, model) -> None:
         found = [job.store.get(key) for key in params["parts"]]
         if any(part is None for part in found):
             raise compute.ModelError("A part of the permutation importance was lost from the cache; run it again.")
-        result = compute.PermutationImportance.concat(found)
+        # the rows of the data set the sample was drawn from (a part on its sample saw those alone)
+        result = replace(compute.PermutationImportance.concat(found), n_total=int(mask.sum()))
     elif params.get("pairs"):  # the pairs were evicted: compute them again
         job.say(f"{name}: permutation importance ({params['n_repeats']} repeats, all rows)", 0)
         whole = permutation_importance(model, X, y, job.ws, params, job.n_jobs, keep_pairs=True)
@@ -368,10 +395,17 @@ def _pfi_execute(job: Job, task: Task, model) -> None:
 
 
 def _pfi_part_execute(job: Job, task: Task, model) -> None:
+    """A block of features on the selected rows: on their sample alone when the task has one
+    (``permutation_block`` on the sampled rows draws the permutations of the call on all)."""
     params = task.params
     job.say(f"{task.model}: permutation importance ({params['n_repeats']} repeats)", 0)
-    mask = _selected(job, params)
-    X, y = job.X(task.model)[mask], job.y[mask]
+    sample = samples.read(job, task)
+    if sample is None:
+        mask = _selected(job, params)
+        X, y = job.X(task.model)[mask], job.y[mask]
+    else:
+        need_rows(np.ones(len(sample), dtype=bool), 2)  # a sample is min(n_obs, selected) rows
+        X, y = sample[list(job.ws.model(task.model).features)], sample[job.ws.target]
     result = permutation_importance(model, X, y, job.ws, params, job.n_jobs, keep_pairs=bool(params.get("keep")))
     job.store.put(task.key, result)
 
@@ -390,6 +424,7 @@ PFI_PART = TaskSpec(
     cost=lambda ws, task, data: [_pfi_rows(ws, task, data)],
     execute=_pfi_part_execute,
     label="permutation importance",
+    reads_rows=True,  # its sample (the whole data set when it permutes every selected row)
 )
 
 
@@ -518,4 +553,4 @@ SFIMP_PART = TaskSpec("sfimp_part", cost=_sfimp_cost, execute=_sfimp_part_execut
 #: pairs follows them)
 BUILT_IN: tuple[TaskSpec, ...] = (PROFILES, PFI, SFIMP)
 #: The parts of a split job (never planned from a state: a spec's ``split`` makes them)
-PARTS: tuple[TaskSpec, ...] = (PROFILE_PART, PFI_PART, SFIMP_PART)
+PARTS: tuple[TaskSpec, ...] = (SAMPLE, PROFILE_PART, PFI_PART, SFIMP_PART)

@@ -11,6 +11,7 @@ from sklearn.linear_model import LinearRegression, LogisticRegression
 from sklearn.metrics import brier_score_loss, log_loss, zero_one_loss
 
 from compute import InputError, feature_profile, parse_subgroup
+from compute.sampling import sample_rows
 
 
 def brute_force_pfi(model, X, y, feature):
@@ -253,6 +254,40 @@ def test_n_obs_sample_is_seeded_and_grid_uses_all_rows(gbm, reg_data):
     assert list(a.rows) == list(b.rows) and len(a.rows) == 10
     assert a.grid.size == 60
     assert_allclose(a.ici, b.ici)
+
+
+def _same_profile(a, b) -> None:
+    """Two profiles number for number: rows, grid and weights, every tensor, params."""
+    assert list(a.rows) == list(b.rows) and a.params == b.params and a.categorical == b.categorical
+    assert list(a.grid) == list(b.grid)
+    for name in ("grid_weights", "pred", "base_pred", "loss_grid", "base_loss"):
+        np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
+
+
+@pytest.mark.parametrize(("feature", "grid", "n_obs"), [("x1", "observed", 12), ("x2", 7, 12), ("x3", 7, 59)])
+def test_the_sample_with_the_whole_column_is_the_call_on_the_whole_data(gbm, reg_data, feature, grid, n_obs):
+    """A split job's part reads its sample and one column: ``X.iloc[rows]`` with ``column=``
+    the whole data's values gives the call on the whole data bit for bit (the rows, the grid
+    and its weights over all rows, every curve); the sample's own column alone gives another grid."""
+    X, y = reg_data
+    whole = feature_profile(gbm, X, y, feature, grid=grid, n_obs=n_obs, random_state=3)
+    rows = sample_rows(len(X), n_obs, np.random.default_rng(3))
+    part = feature_profile(
+        gbm, X.iloc[rows], y[rows], feature, grid=grid, n_obs=n_obs, random_state=3, column=X[feature].to_numpy()
+    )
+    _same_profile(part, whole)
+    alone = feature_profile(gbm, X.iloc[rows], y[rows], feature, grid=grid, n_obs=n_obs, random_state=3)
+    assert alone.grid.size != whole.grid.size or not np.array_equal(alone.grid_weights, whole.grid_weights)
+
+
+def test_a_categorical_sample_with_the_whole_column(clf_pipeline, clf_data):
+    X, y = clf_data
+    whole = feature_profile(clf_pipeline, X, y, "city", loss="log_loss", n_obs=20, random_state=1)
+    rows = sample_rows(len(X), 20, np.random.default_rng(1))
+    kw = {"loss": "log_loss", "n_obs": 20, "random_state": 1}
+    _same_profile(feature_profile(clf_pipeline, X.iloc[rows], y[rows], "city", column=X["city"], **kw), whole)
+    with pytest.raises(InputError, match="'column' must be the values of 'city'"):
+        feature_profile(clf_pipeline, X.iloc[rows], y[rows], "city", column=X[["city", "num"]], **kw)
 
 
 def test_n_jobs_and_chunking_do_not_change_results(gbm, reg_data):

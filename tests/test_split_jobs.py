@@ -27,7 +27,10 @@ def _missing(tmp_path, name: str, demo: str, kind: str, **state):
 
 
 @pytest.mark.parametrize("subgroup", ["", "`worst radius` > 15"])
-def test_a_split_job_leaves_the_results_of_the_whole_job_bit_for_bit(tmp_path, subgroup):
+def test_a_split_job_leaves_the_results_of_the_whole_job_bit_for_bit(tmp_path, monkeypatch, subgroup):
+    """The job keeps the sampled rows first (one sample for the curves, one per model for PFI);
+    the parts then run in any order without the data set (the curves' parts read their
+    sample and their column by row groups, PFI's their sample), and join to the whole job's numbers."""
     whole_ctx, split_ctx = _ctx(tmp_path, "whole"), _ctx(tmp_path, "split")
     results = {}
     for name, ctx in (("whole", whole_ctx), ("split", split_ctx)):
@@ -39,7 +42,12 @@ def test_a_split_job_leaves_the_results_of_the_whole_job_bit_for_bit(tmp_path, s
             jobs.run(ctx.store, ws, todo, policy=ctx.policy)
         else:
             parts, joins = jobs.split(ws, todo)
-            assert {p["kind"] for p in parts} == {"profile_part", "pfi_part"}
+            assert {p["kind"] for p in parts} == {"sample", "profile_part", "pfi_part"}
+            kept = [p for p in parts if p["kind"] == "sample"]
+            assert parts[: len(kept)] == kept and len(kept) == 1 + len(ws.models) + (1 if subgroup else 0)
+            jobs.run(ctx.store, ws, kept, policy=ctx.policy)
+            parts = parts[len(kept) :]
+            monkeypatch.setattr(ctx.store, "data", lambda ws: pytest.fail("a part read the whole data set"))
             n_features = len(ws.features)
             assert sum(p["kind"] == "profile_part" for p in parts) == n_features  # the focus model's passes
             # each model's PFI on the state's rows; on a subgroup also the focus model's PFI on all
@@ -50,6 +58,7 @@ def test_a_split_job_leaves_the_results_of_the_whole_job_bit_for_bit(tmp_path, s
             for k in order:
                 jobs.run(ctx.store, ws, [parts[k]], policy=ctx.policy)
             assert [t["key"] for t in planning.missing(ctx.store, joins)] == [t["key"] for t in joins]
+            monkeypatch.undo()
             jobs.run(ctx.store, ws, joins, policy=ctx.policy)
             assert planning.missing(ctx.store, todo) == []
         results[name] = {
@@ -69,6 +78,7 @@ def test_a_split_job_leaves_the_results_of_the_whole_job_bit_for_bit(tmp_path, s
         assert list(other.repeats.index) == list(pfi.repeats.index)
         assert np.array_equal(pfi.repeats.to_numpy(), other.repeats.to_numpy()), model
         assert pfi.model_error == other.model_error and pfi.rows.equals(other.rows)
+        assert (pfi.n_rows, pfi.n_total) == (other.n_rows, other.n_total), model
 
 
 def _pfi_parts(ctx, subgroup: str):
@@ -148,7 +158,9 @@ def test_a_split_job_keeps_the_pairs_a_subgroup_reuses(tmp_path, monkeypatch):
             jobs.run(ctx.store, ws, todo, policy=ctx.policy)
         else:
             parts, joins = jobs.split(ws, todo)
-            assert all(p["kind"] == "pfi_part" and p["params"].get("keep") for p in parts)
+            assert [p["kind"] for p in parts[: len(ws.models)]] == ["sample"] * len(ws.models)
+            assert all(p["kind"] == "pfi_part" and p["params"].get("keep") for p in parts[len(ws.models) :])
+            # from the last: each sample computed by the first part reading it, kept for the others
             assert [j["params"].get("pairs") is not None for j in joins] == [False, True] * len(ws.models)
             for part in reversed(parts):
                 jobs.run(ctx.store, ws, [part], policy=ctx.policy)
@@ -157,6 +169,7 @@ def test_a_split_job_keeps_the_pairs_a_subgroup_reuses(tmp_path, monkeypatch):
     for model, pfi in found["whole"].items():
         other = found["split"][model]
         assert pfi.n_pairs is not None and pfi.n_pairs.equals(other.n_pairs)
+        assert (pfi.n_rows, pfi.n_total) == (other.n_rows, other.n_total), model
         assert np.array_equal(pfi.repeats.to_numpy(), other.repeats.to_numpy()), model
 
 

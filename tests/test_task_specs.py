@@ -121,7 +121,9 @@ def test_a_specs_version_is_in_every_key_it_writes_and_only_its_own(ctx):
     pfi_task = tasks.PFI.planned(p).tasks[0]
     bumped = dataclasses.replace(tasks.PFI, version=2)
     assert tasks.PFI.key("pfi_part", p.ws, p.focus, of="x") != bumped.key("pfi_part", p.ws, p.focus, of="x")
-    assert all(part.key.startswith("pfi_part:") for part in jobs.spec_for("pfi").parts(p.ws, pfi_task).parts)
+    parts = jobs.spec_for("pfi").parts(p.ws, pfi_task).parts
+    assert [part.kind for part in parts[:1]] == ["sample"]  # the rows the others read
+    assert all(part.key.startswith("pfi_part:") for part in parts[1:]) and len(parts) > 1
 
 
 def test_a_rows_task_gets_the_selected_rows_from_the_planner(ctx):
