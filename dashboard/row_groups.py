@@ -1,14 +1,18 @@
-"""Data sets in row groups, so a part of a split job reads only its own rows (issue 44).
+"""Data sets in row groups, so a part of a split job reads only its own rows (issue 44), and
+a column chunk at a time, so a task reads only its own columns.
 
 The store writes every data set as Parquet in row groups of :data:`ROW_GROUP_ROWS` rows.
-With a broker (machines that share nothing but it), a data set travels as its row groups:
-each is a Parquet file of its own, kept in the broker under its own signed name
-(:func:`group_name`), beside a manifest of how many rows each group holds
-(:func:`manifest_name`). A worker computing rows ``[a, b)`` fetches only the groups covering
+With a broker (machines that share nothing but it), a data set travels as its column
+chunks: each column of each row group is a Parquet file of its own, kept in the broker
+under its own signed name (:func:`chunk_name`), beside the file's Arrow schema with its
+pandas metadata (:func:`schema_name`) and, written last, a manifest of how many rows each
+group holds and the columns in schema order (:func:`manifest_name`). A worker computing
+rows ``[a, b)`` of some columns fetches only those columns' chunks in the groups covering
 them (:func:`covering`), checked against their signatures, and keeps them in its local
-folder; a process that needs the whole data set fetches every group and assembles the file
-(:func:`assemble`). Nothing here names a task: :meth:`dashboard.store.Store.rows` reads a
-row range, and a task spec that declares ``reads_rows`` asks for nothing more.
+folder (:func:`local_chunk`); one column over every row is every chunk of that column and
+no other. A process that needs the whole data set fetches every chunk and assembles the
+file (:func:`fetch_whole`). Nothing here names a task: :meth:`dashboard.store.Store.rows`
+reads rows and columns, and a task spec that declares ``reads_rows`` asks for nothing more.
 """
 
 from __future__ import annotations
@@ -40,43 +44,71 @@ def sizes(path) -> list[int]:
 
 
 def manifest_name(rel: str) -> str:
-    return f"f:{rel}.groups"
+    """The manifest of a data set kept as column chunks (a name of its own: the manifest of
+    whole row groups a former version wrote, ``.groups``, is never read as one)."""
+    return f"f:{rel}.chunks"
 
 
-def group_name(rel: str, g: int) -> str:
-    return f"f:{rel}.g{int(g)}"
+def schema_name(rel: str) -> str:
+    return f"f:{rel}.schema"
 
 
-def local_group(root: Path, rel: str, g: int) -> Path:
-    """Where a fetched row group is kept in a machine's folder (beside the data set's own
+def chunk_name(rel: str, g: int, k: int) -> str:
+    """Column ``k`` (its position in the schema) of row group ``g``."""
+    return f"f:{rel}.g{int(g)}.c{int(k)}"
+
+
+def local_chunk(root: Path, rel: str, g: int, k: int) -> Path:
+    """Where a fetched column chunk is kept in a machine's folder (beside the data set's own
     name: the store's purge keeps it while a workspace uses the data set)."""
-    return root / f"{rel}.g{int(g)}"
+    return root / f"{rel}.g{int(g)}.c{int(k)}"
 
 
 def manifest_bytes(path) -> bytes:
-    return json.dumps(sizes(path)).encode()
+    import pyarrow.parquet as pq
+
+    return json.dumps({"rows": sizes(path), "columns": pq.ParquetFile(path).schema_arrow.names}).encode()
 
 
-def read_manifest(blob: bytes | None) -> list[int] | None:
-    """The rows per group a manifest lists, None when absent or not a list of counts."""
+def read_manifest(blob: bytes | None) -> tuple[list[int], list[str]] | None:
+    """The rows per group and the column names a manifest lists, None when absent or not
+    such lists."""
     if blob is None:
         return None
     try:
         found = json.loads(blob)
     except ValueError:
         return None
-    if not isinstance(found, list) or not all(isinstance(n, int) and n >= 0 for n in found):
+    if not isinstance(found, dict):
         return None
-    return found
+    counts, names = found.get("rows"), found.get("columns")
+    if not isinstance(counts, list) or not all(isinstance(n, int) and n >= 0 for n in counts):
+        return None
+    if not isinstance(names, list) or not all(isinstance(c, str) for c in names):
+        return None
+    return counts, names
 
 
-def group_bytes(path, g: int) -> bytes:
-    """Row group ``g`` of a Parquet file as a Parquet file of its own (the pandas schema kept)."""
+def schema_bytes(path) -> bytes:
+    """The Arrow schema of a Parquet file, its pandas metadata included."""
     import pyarrow.parquet as pq
 
-    out = io.BytesIO()
-    pq.write_table(pq.ParquetFile(path).read_row_group(g), out)
-    return out.getvalue()
+    return pq.ParquetFile(path).schema_arrow.serialize().to_pybytes()
+
+
+def chunks(path):
+    """``(g, k, bytes)`` for every column ``k`` of every row group ``g`` of a Parquet file,
+    each chunk a Parquet file of that column alone (its type kept in the file's Arrow schema;
+    the pandas metadata travels once, in :func:`schema_bytes`)."""
+    import pyarrow.parquet as pq
+
+    handle = pq.ParquetFile(path)
+    for g in range(handle.metadata.num_row_groups):
+        table = handle.read_row_group(g)  # every column, pandas index columns included
+        for k in range(table.num_columns):
+            out = io.BytesIO()
+            pq.write_table(table.select([k]).replace_schema_metadata(None), out)
+            yield g, k, out.getvalue()
 
 
 def covering(counts: list[int], a: int, b: int) -> tuple[list[int], int]:
@@ -110,67 +142,111 @@ def frame_of(tables: list, skip: int, n: int) -> pd.DataFrame:
     return table.slice(skip, n).to_pandas().reset_index(drop=True)
 
 
-def assemble(blobs: list[bytes], path) -> None:
-    """The whole data set from its row groups in order, written as one Parquet file."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    tables = [pq.read_table(io.BytesIO(blob)) for blob in blobs]
-    pq.write_table(pa.concat_tables(tables), path, row_group_size=ROW_GROUP_ROWS)
+def wanted(names: list[str], columns: list[str] | None) -> list[int]:
+    """Positions of ``columns`` in the schema, as Parquet reads them: in the order asked,
+    once each, names the file lacks passed over; every column when None."""
+    if columns is None:
+        return list(range(len(names)))
+    return [names.index(c) for c in dict.fromkeys(columns) if c in names]
 
 
 # --- through a store and its broker ------------------------------------------------------------
 def publish(store, rel: str) -> None:
-    """Keep a stored data set in the broker as its row groups, then its manifest (once: the
-    manifest is written last, so one found means every group is there)."""
+    """Keep a stored data set in the broker as its column chunks, its schema, then its
+    manifest (once: the manifest is written last, so one found means every chunk is there)."""
     if store.remote.exists(manifest_name(rel)):
         return
     local = store.root / rel
-    for g in range(len(sizes(local))):
-        store.remote.put(group_name(rel, g), group_bytes(local, g))
+    for g, k, blob in chunks(local):
+        store.remote.put(chunk_name(rel, g, k), blob)
+    store.remote.put(schema_name(rel), schema_bytes(local))
     store.remote.put(manifest_name(rel), manifest_bytes(local))
 
 
-def _group(store, rel: str, g: int) -> Path:
-    """Row group ``g`` of a data set in this machine's folder, fetched from the broker first."""
-    path = local_group(store.root, rel, g)
+def _schema(store, rel: str, names: list[str]):
+    """The data set's Arrow schema from the broker, checked against its manifest."""
+    import pyarrow as pa
+
+    blob = store.remote_read(schema_name(rel))
+    try:
+        schema = None if blob is None else pa.ipc.read_schema(pa.py_buffer(blob))
+    except (pa.ArrowException, ValueError):
+        schema = None
+    if schema is None or schema.names != names:
+        raise LookupError("The schema of the data set could not be fetched from the broker; run it again.")
+    return schema
+
+
+def _chunk(store, rel: str, g: int, k: int, column: str) -> Path:
+    """Column ``k`` of row group ``g`` in this machine's folder, fetched from the broker first."""
+    path = local_chunk(store.root, rel, g, k)
     if not path.exists():
-        blob = store.remote_read(group_name(rel, g))
+        blob = store.remote_read(chunk_name(rel, g, k))
         if blob is None:
-            raise LookupError(f"Row group {g} of the data set could not be fetched from the broker; run it again.")
+            raise LookupError(
+                f"Row group {g} (column {column!r}) of the data set could not be fetched from the broker; run it again."
+            )
         tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
         tmp.write_bytes(blob)
         tmp.replace(path)
     return path
 
 
+def _group_table(store, rel: str, g: int, ks: list[int], layout: tuple):
+    """Columns ``ks`` of row group ``g`` as one Arrow table of the data set's schema (its
+    pandas metadata kept), from their chunks; a chunk not of its group's rows and the
+    schema's type is refused."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    counts, schema = layout
+    fields, arrays = [schema.field(k) for k in ks], []
+    for k, field in zip(ks, fields):
+        column = pq.read_table(_chunk(store, rel, g, k, field.name)).column(0)
+        if len(column) != counts[g] or column.type != field.type:
+            raise LookupError(f"Row group {g} (column {field.name!r}) of the data set is not as its manifest says.")
+        arrays.append(column)
+    return pa.Table.from_arrays(arrays, schema=pa.schema(fields, metadata=schema.metadata))
+
+
 def fetch_whole(store, rel: str, local: Path) -> bool:
-    """Assemble a data set this machine has not seen from its row groups in the broker;
-    False when the broker holds no manifest of it (a file published whole, before row groups)."""
-    counts = read_manifest(store.remote_read(manifest_name(rel)))
-    if counts is None:
+    """Assemble a data set this machine has not seen from its column chunks in the broker
+    (groups in order, columns as the schema orders them); False when the broker holds no
+    manifest of it (a file published whole)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    found = read_manifest(store.remote_read(manifest_name(rel)))
+    if found is None:
         return False
-    tables_from = [_group(store, rel, g) for g in range(len(counts))]
+    counts, names = found
+    schema = _schema(store, rel, names)
+    every = list(range(len(names)))
+    tables = [_group_table(store, rel, g, every, (counts, schema)) for g in range(len(counts))]
     tmp = local.with_name(f".{local.name}.{secrets.token_hex(6)}.tmp")
-    assemble([p.read_bytes() for p in tables_from], tmp)
+    pq.write_table(pa.concat_tables(tables) if tables else schema.empty_table(), tmp, row_group_size=ROW_GROUP_ROWS)
     tmp.replace(local)
-    for p in tables_from:  # the whole file holds them now
-        p.unlink(missing_ok=True)
+    for g in range(len(counts)):  # the whole file holds them now
+        for k in every:
+            local_chunk(store.root, rel, g, k).unlink(missing_ok=True)
     return True
 
 
 def read_rows(store, rel: str, rows: tuple[int, int], columns: list[str] | None) -> pd.DataFrame:
     """Rows ``[a, b)`` of a stored data set, only ``columns``, reading only the row groups
-    holding them: from this machine's copy of the file when it has one, else those groups
-    alone from the broker."""
+    holding them: from this machine's copy of the file when it has one, else those groups'
+    chunks of those columns alone from the broker."""
     a, b = rows
     local = store.root / rel
-    counts = None
+    found = None
     if store.remote is not None and not local.exists():
-        counts = read_manifest(store.remote_read(manifest_name(rel)))
-    if counts is None:  # the file here (fetched whole when published before row groups)
+        found = read_manifest(store.remote_read(manifest_name(rel)))
+    if found is None:  # the file here (fetched whole when published whole)
         path = store.path(rel)
         groups, skip = covering(sizes(path), a, b)
         return frame_of(read_groups(path, groups, columns), skip, b - a)
+    counts, names = found
+    layout = (counts, _schema(store, rel, names))
     groups, skip = covering(counts, a, b)
-    return frame_of([read_groups(_group(store, rel, g), [0], columns)[0] for g in groups], skip, b - a)
+    ks = wanted(names, columns)
+    return frame_of([_group_table(store, rel, g, ks, layout) for g in groups], skip, b - a)

@@ -318,7 +318,7 @@ class Store:
                 copy.unlink(missing_ok=True)
         for sub in ("data", "models"):
             for file in (self.root / sub).iterdir():
-                rel = re.sub(r"\.g\d+$", "", f"{sub}/{file.name}")  # a row group goes with its data set
+                rel = re.sub(r"\.g\d+(\.c\d+)?$", "", f"{sub}/{file.name}")  # a row group or chunk: its data set
                 try:
                     if rel not in used and file.stat().st_mtime < limit:
                         file.unlink()

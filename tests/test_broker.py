@@ -265,8 +265,9 @@ def test_a_broker_without_the_deployments_key_is_refused_at_start(tmp_path, monk
 
 def test_a_worker_reads_only_the_row_groups_of_its_part_from_the_broker(tmp_path, redis_url, broker, monkeypatch):
     """The all-rows prediction pass split by rows: a compute machine that has seen nothing
-    fetches only the row groups of the parts it runs (never the whole data set), the web
-    machine joins them to the numbers of one pass, and an altered group is refused."""
+    fetches only the chunks of its model's columns in the row groups of the parts it runs
+    (never the whole data set, nor the target's chunks), the web machine joins them to the
+    numbers of one pass, and an altered chunk is refused."""
     from dashboard import row_groups
 
     monkeypatch.setattr(row_groups, "ROW_GROUP_ROWS", 50)
@@ -274,8 +275,7 @@ def test_a_worker_reads_only_the_row_groups_of_its_part_from_the_broker(tmp_path
     ws = web.store.workspace("demo-x3")  # 500 rows, trained in a fresh interpreter: kept again in groups of 50
     frame = web.store.data(ws)
     (web.store.root / ws.data_path).unlink()
-    for name in (row_groups.manifest_name(ws.data_path), row_groups.group_name(ws.data_path, 0)):
-        broker.delete(name)
+    broker.delete(row_groups.manifest_name(ws.data_path))  # so it is published again, in groups of 50
     assert web.store.keep_data(frame) == (ws.data_path, ws.data_sha)
     assert row_groups.sizes(web.store.root / ws.data_path) == [50] * 10
     state = normalize(web, {**default_state(), "ws": ws.id})[0]
@@ -285,10 +285,14 @@ def test_a_worker_reads_only_the_row_groups_of_its_part_from_the_broker(tmp_path
     ws_b = worker.store.workspace(ws.id)
     for part in parts[3:5]:
         jobs.run(worker.store, ws_b, [part], policy=worker.policy)
+    names = row_groups.read_manifest(broker.get(row_groups.manifest_name(ws.data_path)))[1]
+    features = [names.index(f) for f in ws.model(todo[0]["model"]).features]
+    assert len(features) < len(names)  # the target (and any index) are columns too: never fetched
     data_dir = worker.store.root / "data"
-    assert sorted(p.name.rsplit(".", 1)[1] for p in data_dir.iterdir()) == ["g3", "g4"]  # no whole file
-    _tamper(broker, row_groups.group_name(ws.data_path, 6))
-    with pytest.raises(LookupError, match="Row group 6"):
+    want = {f"g{g}.c{k}" for g in (3, 4) for k in features}
+    assert sorted(p.name.split(".", 2)[2] for p in data_dir.iterdir()) == sorted(want)  # no whole file
+    _tamper(broker, row_groups.chunk_name(ws.data_path, 6, features[0]))
+    with pytest.raises(LookupError, match=rf"Row group 6 \(column '{names[features[0]]}'\)"):
         jobs.run(worker.store, ws_b, [parts[6]], policy=worker.policy)
     for part in parts[:3] + parts[5:6] + parts[7:]:  # the rest on the web machine, which has the file
         jobs.run(web.store, ws, [part], policy=web.policy)
@@ -299,3 +303,70 @@ def test_a_worker_reads_only_the_row_groups_of_its_part_from_the_broker(tmp_path
     reference = compute.predict_rows(model, web.store.data(ws)[list(ws.features)])  # one pass
     assert float(np.max(np.abs(joined.raw - reference.raw))) <= 1e-9 * max(1.0, float(np.ptp(reference.raw)))
     assert joined.rows.equals(reference.rows)
+
+
+def _gets(store, monkeypatch) -> list[str]:
+    """The names a machine asks its broker for, from now on."""
+    asked: list[str] = []
+    original = store.remote.get
+    monkeypatch.setattr(store.remote, "get", lambda name: asked.append(name) or original(name))
+    return asked
+
+
+def test_one_column_over_every_row_fetches_that_columns_chunks_alone_and_the_whole_set_assembles_exactly(
+    tmp_path, redis_url, broker, monkeypatch
+):
+    """A machine without the file reads one column over all rows: it asks the broker for the
+    manifest, the schema and that column's chunk of each row group, nothing else (not whole
+    groups), and gets that column exactly. Another assembles the whole file from every
+    chunk: pandas reads it as it reads the original (index, dtypes, values, column and row
+    order), in row groups as the original, and no chunk file is left beside it."""
+    from dashboard import row_groups
+
+    monkeypatch.setattr(row_groups, "ROW_GROUP_ROWS", 7)
+    rng = np.random.default_rng(3)
+    n = 40
+    frame = pd.DataFrame(
+        {
+            "kind": pd.Categorical(rng.choice(["b", "a", "c"], n), categories=["c", "b", "a"], ordered=True),
+            "name": pd.array(rng.choice(["p", "q", None], n), dtype="string"),
+            "count": rng.integers(-5, 1_000, n),
+            "x1": np.where(rng.random(n) < 0.3, np.nan, rng.normal(size=n)),
+            "x2": rng.normal(size=n).astype("float32"),
+        },
+        index=pd.Index(rng.permutation(n) * 3 + 7, name="id"),  # not in row order: groups out of order show
+    )
+    a, b, c = (_machine(tmp_path / name, redis_url) for name in "abc")
+    rel, _ = a.store.keep_data(frame)
+    original = pd.read_parquet(a.store.root / rel)
+    groups = len(row_groups.sizes(a.store.root / rel))
+    assert groups == 6
+    names = row_groups.read_manifest(broker.get(row_groups.manifest_name(rel)))[1]
+    assert names == [*frame.columns, "id"]  # the index travels as a column of its own
+    assert row_groups.read_manifest(b"[7, 7, 7, 7, 7, 5]") is None  # a manifest of whole groups is no manifest
+
+    asked = _gets(b.store, monkeypatch)
+    got = row_groups.read_rows(b.store, rel, (0, n), ["x1"])
+    k = names.index("x1")
+    chunks = [row_groups.chunk_name(rel, g, k) for g in range(groups)]
+    assert asked == [row_groups.manifest_name(rel), row_groups.schema_name(rel), *chunks]
+    pd.testing.assert_frame_equal(got, original[["x1"]].reset_index(drop=True), check_exact=True)
+    np.testing.assert_array_equal(got["x1"].to_numpy(), frame["x1"].to_numpy())
+    assert sorted(p.name for p in (b.store.root / "data").iterdir()) == sorted(
+        f"{rel[5:]}.g{g}.c{k}" for g in range(groups)
+    )
+    part = row_groups.read_rows(b.store, rel, (9, 23), ["kind", "name", "count"])
+    pd.testing.assert_frame_equal(
+        part, original.iloc[9:23][["kind", "name", "count"]].reset_index(drop=True), check_exact=True
+    )
+
+    asked = _gets(c.store, monkeypatch)
+    whole = c.store.path(rel)  # assembled from every chunk
+    assert len(asked) == 2 + groups * len(names) and len(set(asked)) == len(asked)
+    assembled = pd.read_parquet(whole)
+    pd.testing.assert_frame_equal(assembled, original, check_exact=True)
+    pd.testing.assert_frame_equal(assembled, frame, check_exact=True)
+    assert list(assembled.dtypes) == list(frame.dtypes) and assembled.index.equals(frame.index)
+    assert row_groups.sizes(whole) == row_groups.sizes(a.store.root / rel)
+    assert [p.name for p in (c.store.root / "data").iterdir()] == [whole.name]  # the chunks it used are gone
+    assert b.store.path(rel).exists() and [p.name for p in (b.store.root / "data").iterdir()] == [whole.name]
