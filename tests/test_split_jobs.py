@@ -226,20 +226,27 @@ def test_a_large_job_is_sent_in_more_messages_so_its_parts_reach_every_worker():
 
 
 @pytest.mark.parametrize("subgroup", ["", "`worst radius` > 15"])
-def test_importance_once_the_others_are_known_split_in_feature_blocks_equals_the_whole_task(tmp_path, subgroup):
-    """cs-PFI of the cancer demo's 30 features: 3 parts of 10 features (each its trees and
-    permutations, the streams its features have in the whole call), run in any order and
-    joined: the whole task's importances, standard errors, leaves and covariance."""
+def test_importance_once_the_others_are_known_split_in_feature_blocks_equals_the_whole_task(
+    tmp_path, monkeypatch, subgroup
+):
+    """cs-PFI of the cancer demo's 30 features: the bars' sampled rows kept first, then 3
+    parts of 10 features (each its trees and permutations, the streams its features have in
+    the whole call) run in any order on that sample without the data set, and joined: the
+    whole task's importances, standard errors, leaves, covariance and rows."""
     results = {}
     for name in ("whole", "split"):
         ctx, ws, todo = _missing(tmp_path, name, "demo-cancer", caveats.CS_KIND, subgroup=subgroup)
         assert len(todo) == 1
         if name == "split":
             parts, joins = jobs.split(ws, todo)
-            assert [p["kind"] for p in parts] == [caveats.CS_PART_KIND] * 3 and len(joins) == 1
+            assert [p["kind"] for p in parts] == ["sample"] + [caveats.CS_PART_KIND] * 3 and len(joins) == 1
+            jobs.run(ctx.store, ws, parts[:1], policy=ctx.policy)
+            parts = parts[1:]
             assert [len(p["params"]["features"]) for p in parts] == [10, 10, 10]
-            for k in (2, 0, 1):
-                jobs.run(ctx.store, ws, [parts[k]], policy=ctx.policy)
+            with monkeypatch.context() as patched:
+                patched.setattr(ctx.store, "data", lambda ws: pytest.fail("a part read the whole data set"))
+                for k in (2, 0, 1):
+                    jobs.run(ctx.store, ws, [parts[k]], policy=ctx.policy)
             todo = joins
         jobs.run(ctx.store, ws, todo, policy=ctx.policy)
         results[name] = ctx.store.get(todo[0]["key"])
@@ -249,6 +256,11 @@ def test_importance_once_the_others_are_known_split_in_feature_blocks_equals_the
     assert whole.std_error.equals(split.std_error)
     assert all(whole.subgroups[f].equals(split.subgroups[f]) for f in whole.features)
     assert whole.conditioned_on == split.conditioned_on
+    assert whole.conditional.rows.equals(split.conditional.rows)
+    assert (whole.conditional.n_rows, whole.conditional.n_total) == (
+        split.conditional.n_rows,
+        split.conditional.n_total,
+    )
     cov_whole, cov_split = whole.conditional.row_covariance, split.conditional.row_covariance
     assert cov_whole is not None and cov_split is not None
     np.testing.assert_allclose(cov_split.to_numpy(), cov_whole.to_numpy(), rtol=1e-9, atol=1e-15)

@@ -11,6 +11,7 @@ The leakage check reads the cached PFI and the target.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -21,7 +22,7 @@ from compute import findings
 from compute.importance import permutation_block
 from compute.losses import LOSS_LABELS
 
-from .. import components, figures, labels, planning, tasks
+from .. import components, figures, labels, planning, samples, tasks
 from .base import PFI, Lru, View, empty
 from .engine_note import engine_note, joined
 
@@ -173,7 +174,8 @@ def cs_cost(ws, task, data) -> list[int]:
     as they are; a split job's join: none."""
     if task.params.get("parts"):
         return [1]
-    rows = min(len(data), task.params.get("n_obs") or len(data))
+    n = len(data) or int(ws.n_rows)  # a part reading its sample has no data set
+    rows = min(n, task.params.get("n_obs") or n)
     features = task.params.get("features") or ws.model(task.model).features
     return [rows * len(features) * int(task.params["n_repeats"]) + rows]
 
@@ -183,20 +185,23 @@ CS_BLOCK = 10  # features per cs-PFI part when a job is split over workers (a tr
 
 def cs_split(ws, task: planning.Task) -> planning.Split | None:
     """With workers: one part per block of CS_BLOCK features (``cs_pfi_part``), each on the
-    same rows with the random streams its features have in the whole call; the task then
+    same rows with the random streams its features have in the whole call, reading them from
+    their sample (PFI's: :mod:`dashboard.samples`, kept by the job first); the task then
     joins them (``ConditionalImportance.concat``): the one call's numbers."""
     entry = ws.model(task.model)
     features = list(entry.features)
     if task.params.get("parts") or len(features) <= CS_BLOCK:
         return None
+    sample = samples.sample_task(ws, entry, task.params, "pfi")
+    named = {"sample": sample.to_dict()} if sample is not None else {}
     parts = []
     for start in range(0, len(features), CS_BLOCK):
         block = features[start : start + CS_BLOCK]
         key = CS_TASK.key(CS_PART_KIND, ws, entry, of=task.key, features=[str(f) for f in block])
-        params = {**task.params, "features": block, "streams": list(range(start, start + len(block)))}
+        params = {**task.params, "features": block, "streams": list(range(start, start + len(block))), **named}
         parts.append(planning.Task(CS_PART_KIND, key, task.model, params))
     join = planning.Task(task.kind, task.key, task.model, {**task.params, "parts": [t.key for t in parts]})
-    return planning.Split(parts, join)
+    return planning.Split([sample, *parts] if sample is not None else parts, join)
 
 
 def cs_execute(job, task: planning.Task, model) -> None:
@@ -209,7 +214,22 @@ def cs_execute(job, task: planning.Task, model) -> None:
     found = [job.store.get(key) for key in keys]
     if any(part is None for part in found):
         raise compute.ModelError("A part of the importance once the others are known was lost; run it again.")
-    job.store.put(task.key, compute.ConditionalImportance.concat(found))
+    joined = compute.ConditionalImportance.concat(found)
+    # the rows the sample was drawn from (a part on its sample saw those alone)
+    n_total = int(planning.select_rows(job.data, task.params["condition"], task.params["excluded"]).sum())
+    job.store.put(task.key, replace(joined, conditional=replace(joined.conditional, n_total=n_total)))
+
+
+def cs_part_execute(job, task: planning.Task, model) -> None:
+    """A block of features on the bars' rows: on their sample alone when the task has one."""
+    sample = samples.read(job, task)
+    if sample is None:
+        tasks.execute_declared(CS_PART, job, task, model)
+        return
+    job.say(f"{task.model}: {CS_TASK.label}", 0)
+    tasks.need_rows(np.ones(len(sample), dtype=bool), 2)
+    X, y = sample[list(job.ws.model(task.model).features)], sample[job.ws.target]
+    job.store.put(task.key, cs_run(model, X, y, job.ws, task.params, job.n_jobs))
 
 
 def cs_run(model, X, y, ws, params, n_jobs, *, inside=None):
@@ -248,7 +268,15 @@ CS_TASK = planning.TaskSpec(
     execute=cs_execute,
     version=2,  # the conditional streams are each feature's own (spawn_key (k, 1)): split jobs join to one call
 )
-CS_PART = planning.TaskSpec(CS_PART_KIND, run=cs_run, label=CS_TASK.label, rows=True, cost=cs_cost)
+CS_PART = planning.TaskSpec(
+    CS_PART_KIND,
+    run=cs_run,
+    label=CS_TASK.label,
+    rows=True,
+    cost=cs_cost,
+    execute=cs_part_execute,
+    reads_rows=True,  # its sample (the data set when it permutes every selected row)
+)
 
 
 def conditional_rows(cs: compute.ConditionalImportance, pfi: compute.PermutationImportance) -> pd.DataFrame:
