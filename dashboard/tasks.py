@@ -24,6 +24,7 @@ import pandas as pd
 
 import compute
 from compute.importance import permutation_block
+from compute.sampling import distinct_up_to
 
 from . import samples
 from .planning import (
@@ -135,7 +136,9 @@ def _pass_rows(ws: Workspace, params: dict, data: pd.DataFrame, feature) -> int:
     """Model rows of one feature's pass: explained rows x grid points (a part reading its
     sample has no data set: its grid counted as quantiles)."""
     n_obs = params.get("n_obs") or len(data) or int(ws.n_rows)
-    n_unique = int(data[feature].nunique(dropna=False)) if feature in data else QUANTILE_GRID + 1
+    if feature not in data:
+        return n_obs * (QUANTILE_GRID + 1)
+    n_unique = distinct_up_to(data[feature], params.get("budget", 0) // n_obs)
     return n_obs * (n_unique if n_obs * n_unique <= params.get("budget", 0) else QUANTILE_GRID + 1)
 
 
@@ -167,7 +170,8 @@ def _profile(ws, model, X, y, feature, settings, *, n_jobs: int, column=None) ->
     feature over every row when X holds the explained rows alone, a part's sample)."""
     n_obs = settings["n_obs"]
     n_explained = len(X) if n_obs is None else n_obs
-    n_unique = (X[feature] if column is None else column).nunique(dropna=False)
+    # the observed values when they fit the budget (counted only up to what it allows)
+    n_unique = distinct_up_to(X[feature] if column is None else column, settings["budget"] // n_explained)
     grid = "observed" if n_explained * n_unique <= settings["budget"] else QUANTILE_GRID
     return compute.feature_profile(
         model,

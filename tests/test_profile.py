@@ -11,7 +11,7 @@ from sklearn.linear_model import LinearRegression, LogisticRegression
 from sklearn.metrics import brier_score_loss, log_loss, zero_one_loss
 
 from compute import InputError, feature_profile, parse_subgroup
-from compute.sampling import sample_rows
+from compute.sampling import distinct_up_to, sample_rows
 
 
 def brute_force_pfi(model, X, y, feature):
@@ -405,3 +405,23 @@ def test_off_grid_rows_share_the_stream_with_the_tensor(gbm, reg_data):
     small = feature_profile(gbm, X, y, "x1", grid=7, chunk_rows=13, n_jobs=2)
     assert_allclose(small.base_pred, gbm.predict(X), rtol=0, atol=0)
     assert_allclose(small.ici, ref.ici, rtol=0, atol=0)
+
+
+def test_distinct_values_are_counted_up_to_the_cap_a_rule_needs():
+    """distinct_up_to(column, cap) is min(nunique(dropna=False), cap + 1) whatever the column:
+    from the first rows when they already hold more than cap values, else over every row
+    (a column whose first rows repeat a few values and whose last rows hold many)."""
+    rng = np.random.default_rng(0)
+    n = 30_000
+    columns = {
+        "continuous": pd.Series(rng.normal(size=n)),
+        "few": pd.Series(rng.integers(0, 7, n).astype(float)),
+        "few with missing": pd.Series(np.where(rng.random(n) < 0.1, np.nan, rng.integers(0, 7, n))),
+        "many late": pd.Series(np.r_[np.zeros(20_000), rng.normal(size=10_000)]),
+        "categories": pd.Series(rng.choice(["a", "b", "c"], n)).astype("category"),
+        "short": pd.Series(rng.normal(size=50)),
+    }
+    for name, column in columns.items():
+        exact = int(column.nunique(dropna=False))
+        for cap in (0, 2, 3, 7, 8, 49, 50, 10_000, 40_000):
+            assert distinct_up_to(column, cap) == min(exact, cap + 1), (name, cap)

@@ -14,6 +14,7 @@ from dash import dcc, html
 
 import compute
 from compute.findings import possessive
+from compute.sampling import distinct_up_to
 
 from .. import components, figures, planning
 from ..figures.heatmaps import pair_key, pair_matrix_figure, pd2_figure
@@ -74,7 +75,8 @@ def cost(ws, task, data) -> list[int]:
     for a feature of few values made it 3x too long on large data)."""
     n = min(len(data), task.params["n_obs"])
     features = list(ws.model(task.model).features)
-    distinct = [min(n, int(data[f].nunique())) if f in data.columns else n for f in features]
+    # distinct values up to n, read off the first rows when they hold more
+    distinct = [min(n, distinct_up_to(data[f], n)) if f in data.columns else n for f in features]
     pairs = comb(min(len(features), task.params["top"]), 2)
     return [n * sum(distinct) + pairs * (n + min(n, task.params["grid_size"] ** 2)) * n]
 
