@@ -207,7 +207,7 @@ def one_run(frame: pd.DataFrame, model_path: Path, work: Path, processes: int) -
 
 def calibrate(frame: pd.DataFrame, model_path: Path, work: Path) -> tuple[list[float], float]:
     """Each part of the job timed alone in this process (a fresh cache, no broker), and the
-    serial rest: the plan, the joins and the tasks that are no part."""
+    serial rest: the plan, the samples the parts read, the joins and the tasks that are no part."""
     from dashboard import jobs, planning, views
     from dashboard.doors import open_workspace
     from dashboard.state import default_state, normalize
@@ -218,10 +218,12 @@ def calibrate(frame: pd.DataFrame, model_path: Path, work: Path) -> tuple[list[f
     state = normalize(ctx, {**default_state(), "ws": ws.id})[0]
     todo = planning.missing(ctx.store, views.plan_state(ctx, ws, state)["tasks"])
     parts, joins = jobs.split(ws, todo)
+    models: dict = {}  # the model loaded once, as a worker loads it once per message of parts
+    ahead = [p for p in parts if jobs.spec_for(p["kind"]).first]  # the samples: kept by the job before it sends
+    jobs.run(ctx.store, ws, ahead, policy=ctx.policy, models=models)
     serial = time.perf_counter() - start
     times = []
-    models: dict = {}  # the model loaded once, as a worker loads it once per message of parts
-    for part in parts:
+    for part in parts[len(ahead) :]:
         start = time.perf_counter()
         jobs.run(ctx.store, ws, [part], policy=ctx.policy, models=models)
         times.append(time.perf_counter() - start)

@@ -24,7 +24,7 @@ import pandas as pd
 
 import compute
 
-from . import session_models
+from . import row_groups, samples, session_models
 from . import tasks as built_in
 from .loading import load_model
 from .planning import Task, TaskSpec, missing
@@ -70,6 +70,18 @@ def split(ws: Workspace, todo: list[dict]) -> tuple[list[dict], list[dict]]:
         seen |= {t.key for t in found.parts}
         joins.append(found.join.to_dict())
     return _first_first(parts), _first_first(joins)
+
+
+def for_workers(ws: Workspace, parts: list[dict]) -> list[dict]:
+    """The parts a split job sends its workers: all but those others read (``first``: the
+    samples, and on small data the predictions on every row, which the job computes before
+    it sends); on a data set of more than one row group,
+    only the parts that read their own rows, as a worker would fetch the whole data set for
+    any other (gigabytes at ten million rows) and the job, which holds it, computes them."""
+    sent = [p for p in parts if not spec_for(p["kind"]).first]
+    if int(ws.n_rows) <= row_groups.ROW_GROUP_ROWS:  # one group: fetching it whole is fetching a part's rows
+        return sent
+    return [p for p in sent if spec_for(p["kind"]).reads_rows and samples.reads_own_rows(p)]
 
 
 def _first_first(tasks: list[dict]) -> list[dict]:

@@ -65,6 +65,13 @@ def _execute(job, task: Task, model) -> None:
     _derive(job.store, job.ws, task, job.data)
 
 
+def reads_own_rows(part: dict) -> bool:
+    """Whether a part of a ``reads_rows`` spec reads its own rows alone: the sample it names,
+    or its row range (``params["rows"]``: a part of the prediction pass), not the data set
+    (a part explaining every row reads it whole)."""
+    return bool(part["params"].get("sample") or part["params"].get("rows"))
+
+
 def read(job, part: Task) -> pd.DataFrame | None:
     """The sample a part names (``params["sample"]``, a sample task), None when it names none;
     computed from the data set again when the cache no longer holds it."""

@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dashboard import budgets, jobs, planning, tasks
+import dashboard.samples
+from dashboard import budgets, jobs, planning, row_groups, tasks
 from dashboard.config import Config
 from dashboard.server import create_app
 from dashboard.state import default_state, normalize
@@ -264,3 +265,22 @@ def test_importance_once_the_others_are_known_split_in_feature_blocks_equals_the
     cov_whole, cov_split = whole.conditional.row_covariance, split.conditional.row_covariance
     assert cov_whole is not None and cov_split is not None
     np.testing.assert_allclose(cov_split.to_numpy(), cov_whole.to_numpy(), rtol=1e-9, atol=1e-15)
+
+
+def test_on_data_of_several_row_groups_workers_get_only_the_parts_reading_their_own_rows(tmp_path, monkeypatch):
+    """A worker would fetch the whole data set for a part that reads it (H statistics, the
+    grouped PFI): on a data set of one row group every part but the samples is sent; on
+    more, only the parts reading their sample or their rows, and the job does the rest."""
+    ctx = _ctx(tmp_path, "sent")
+    ws = ctx.store.workspace("demo-cancer")
+    state = normalize(ctx, {**default_state(), "ws": ws.id})[0]
+    parts, _ = jobs.split(ws, planning.missing(ctx.store, plan_state(ctx, ws, state)["tasks"]))
+    samples = [p for p in parts if p["kind"] == "sample"]
+    ahead = [p for p in parts if jobs.spec_for(p["kind"]).first]  # and the predictions, whole on small data
+    assert samples and {p["kind"] for p in ahead} == {"sample", "predictions"}
+    assert jobs.for_workers(ws, parts) == [p for p in parts if p not in ahead]  # 569 rows: one row group
+    assert any(not dashboard.samples.reads_own_rows(p) for p in parts if p not in ahead)  # some read the data set
+    monkeypatch.setattr(row_groups, "ROW_GROUP_ROWS", 100)
+    sent = jobs.for_workers(ws, parts)
+    assert {p["kind"] for p in sent} == {"profile_part", "pfi_part", caveats.CS_PART_KIND}
+    assert sent == [p for p in parts if p["params"].get("sample") in samples]

@@ -340,7 +340,8 @@ def _run_part(ctx, ws, part: dict, models: dict) -> list[dict]:
 def _run_split(ctx, ws, parts, joins, progress, token, *, send: bool = True) -> int:
     """The job's own share of a split job: hold the job's lock, keep the samples the parts
     read (``TaskSpec.first``: :mod:`dashboard.samples`, from the data set this process
-    holds, so no worker fetches it whole), queue the other parts for the workers, then do
+    holds, so no worker fetches it whole), queue the other parts for the workers
+    (:func:`dashboard.jobs.for_workers`: on large data those reading their own rows), then do
     the parts itself from the last (workers take them from the first; a part done is
     skipped, one being computed elsewhere is passed over and waited for, through its lock,
     once the others are done), then the joins. Progress counts finished parts.
@@ -354,7 +355,7 @@ def _run_split(ctx, ws, parts, joins, progress, token, *, send: bool = True) -> 
             progress(0, total, "keeping the sampled rows for the workers")
             jobs.run(ctx.store, ws, ahead, policy=ctx.policy, n_jobs=ctx.config.n_jobs, models=models)
         if send:
-            ctx.store.put(sent_key(token), send_parts(ctx, ws, [p for p in parts if p not in ahead], token))
+            ctx.store.put(sent_key(token), send_parts(ctx, ws, jobs.for_workers(ws, parts), token))
         busy: list[dict] = []  # parts another process is computing: waited for once the rest are done
         for k, part in enumerate(reversed(parts)):
             progress(k, total, f"part {k + 1} of {len(parts)} ({part['kind'].replace('_', ' ')}, {part['model']})")
