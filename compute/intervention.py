@@ -19,6 +19,10 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
+#: A block of fewer than ``n_rows / FEW_ROWS`` rows of a design whose whole array is not built
+#: reads its rows from the frame (:meth:`Design.block`): building the array would copy every row
+FEW_ROWS = 64
+
 
 class Design:
     """The model's input columns of X, ready to be copied and intervened on.
@@ -181,7 +185,12 @@ class Design:
         Returns what the model's ``predict`` takes: an ndarray or a DataFrame.
         """
         if self.numeric:
-            rows = np.take(self.rows_array(), positions, axis=0)  # 3-4x faster than fancy indexing
+            if self._array is None and np.size(positions) * FEW_ROWS < self.n_rows:
+                # a few rows of a large design (a row's contributions, a block of a what-if):
+                # read those alone rather than build the whole array (6 s at 2,000,000 x 100)
+                rows = self.take_numbers(np.asarray(positions)).astype(self.block_dtype, copy=False)
+            else:
+                rows = np.take(self.rows_array(), positions, axis=0)  # 3-4x faster than fancy indexing
             for column, values in replace.items():
                 rows[:, self._position[column]] = values
             return self.wrap(rows)
