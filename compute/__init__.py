@@ -58,7 +58,7 @@ from .skill import ModelComparison, Skill, compare_models, model_skill
 from .subgroup import format_condition, parse_subgroup
 from .summary import ProfileSummary
 from .trees import BATCHED_PREDICT, TREE_WALK
-from .whatif import WhatIf, apply_edits, what_if
+from .whatif import WhatIf, apply_edits, what_if, what_if_grids
 
 __all__ = [
     "FeatureDifference",
@@ -135,4 +135,5 @@ __all__ = [
     "shapley_contributions",
     "shapley_importance",
     "what_if",
+    "what_if_grids",
 ]

@@ -182,6 +182,7 @@ CALLS = {
     "calibration_curve": (compute.calibration_curve, lambda: dict(pred=compute.predict_rows(CLF, XC), y=YC)),
     "rank_extremes": (compute.rank_extremes, lambda: dict(values=np.arange(5.0), k=2)),
     "what_if": (compute.what_if, lambda: dict(model=OLS, X=X, instance="r0", edits={"a": 1.0})),
+    "what_if_grids": (compute.what_if_grids, lambda: dict(X=X)),
     "apply_edits": (compute.apply_edits, lambda: dict(X=X, original=X.iloc[[0]], edits={"a": 1.0})),
     "suggest_subgroups": (compute.suggest_subgroups, lambda: dict(profile=prof(), X=X)),
     "pfi_convergence": (
@@ -980,7 +981,12 @@ def _cases():
         ([0.0, 1.0], "'grid' parameter must be \"observed\" or an int"),
     ]:
         add("what_if", {"grid": value}, InputError, match, f"grid={value!r}")
+        add("what_if_grids", {"grid": value}, InputError, match, f"grid={value!r}")
     add("what_if", {"features": ["a", "zz"]}, InputError, "zz", "features")
+    add("what_if_grids", {"features": ["a", "zz"]}, InputError, "zz", "features")
+    add("what_if_grids", {"X": "not a frame"}, InputError, "DataFrame", "X")
+    for value in ({}, {"a": [0.0, 1.0]}, [("a", None)]):
+        add("what_if", {"grids": value}, InputError, r"'grids' must map every feature to its Grid", f"grids={value!r}")
     add("what_if", {"features": []}, InputError, "'features' parameter must be a non-empty list", "no-features")
     add("what_if", {"out_range": (1.0, 1.0)}, InputError, "'out_range' must be two finite numbers", "out_range")
     add("what_if", {"phi0": 2.0}, InputError, "phi0", "phi0")

@@ -319,3 +319,21 @@ def test_a_probability_is_named_by_its_class_when_the_data_set_names_none():
     units = _units(SimpleNamespace(output=None, target="cultivar"), "cultivar 2")
     assert (units.scale, units.unit, units.what) == (100.0, "pp", "probability of cultivar 2 (%)")
     assert _units(SimpleNamespace(output=None, target="price"), None).what == "predicted price"
+
+
+def test_the_grids_are_kept_and_the_next_rows_what_if_reads_them(ctx, monkeypatch):
+    """The what-if's grids depend on the data alone: built once per data set and model, then
+    the what-if of every other row reads them (no sort of every column per click), with the
+    numbers of a call that builds them."""
+    _results(ctx, "demo-diabetes", kinds=(whatif.KIND,), obs="11", model="random forest")
+    built = compute.what_if_grids
+    monkeypatch.setattr(compute, "what_if_grids", lambda *a, **k: pytest.fail("the grids were built again"))
+    second = _results(ctx, "demo-diabetes", kinds=(whatif.KIND,), obs="23", model="random forest", edit={"bmi": 30.0})
+    assert second["tasks"]  # computed now, from the kept grids
+    found = ctx.store.get(second["tasks"][0]["key"])
+    model, X = _model_and_data(ctx, "demo-diabetes", "random forest")
+    direct = compute.what_if(model, X, 23, {"bmi": 30.0}, grid=whatif.GRID, grids=built(X, whatif.GRID))
+    for f in X.columns:  # the forest (n_jobs=-1) adds its trees in the threads' order: to rounding
+        np.testing.assert_array_equal(found.grids[f], direct.grids[f])
+        assert_allclose(found.curves[f], direct.curves[f], rtol=1e-12)
+    assert_allclose(found.prediction, direct.prediction, rtol=1e-12)

@@ -157,3 +157,21 @@ def test_bad_instance_and_grid_are_named(mixed):
         compute.what_if(forest, X, "p2", {}, grid=[1, 2, 3])
     with pytest.raises(compute.InputError, match="features"):
         compute.what_if(forest, X, "p2", {}, features=["age", "nope"])
+
+
+def test_kept_grids_give_the_call_that_builds_them(mixed):
+    """what_if(grids=what_if_grids(X)) on another row is the call that builds its grids,
+    number for number; grids missing a feature are refused, naming it."""
+    X, forest, _ = mixed
+    grids = compute.what_if_grids(X)
+    assert list(grids) == list(X.columns) and list(grids["klass"].values) == ["1st", "2nd", "3rd"]
+    for row, edits in (("p3", {"age": 30.0}), ("p17", {"klass": "1st"})):
+        built = compute.what_if(forest, X, row, edits)
+        kept = compute.what_if(forest, X, row, edits, grids=grids)
+        for f in X.columns:
+            np.testing.assert_array_equal(kept.curves[f], built.curves[f])
+            np.testing.assert_array_equal(kept.grids[f], built.grids[f])
+        pd.testing.assert_frame_equal(kept.ciu, built.ciu)
+        assert kept.prediction == built.prediction
+    with pytest.raises(compute.InputError, match=r"missing: \['fare'\]"):
+        compute.what_if(forest, X, "p3", grids={f: g for f, g in grids.items() if f != "fare"})
