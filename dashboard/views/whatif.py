@@ -10,7 +10,7 @@ edited row as well (its task takes the same edits).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 import numpy as np
@@ -73,20 +73,35 @@ def execute(job, task: planning.Task, model) -> None:
     X = job.X(task.model)
     every_row = predictions.every_row_key(job.ws, job.ws.model(task.model)) if job.ws.task == "regression" else None
     out_range = predictions.known_output_range(job, every_row, len(X))
-    grids = kept_grids(job, task.model, X, task.params["grid"])
+    grids = kept_grids(job, task, X)
     found = what_if(model, X, job.y, job.ws, task.params, job.n_jobs, out_range=out_range, grids=grids)
     job.store.put(task.key, found)
 
 
-def kept_grids(job, model: str, X: pd.DataFrame, grid: int) -> dict:
-    """The what-if's grids of the model's features on this data set: from the cache, else
-    built (``compute.what_if_grids``, 4.7 s at 2,000,000 x 100) and kept."""
-    key = TASK.key(GRIDS_KIND, job.ws, job.ws.model(model), grid=grid)
+def kept_grids(job, task: planning.Task, X: pd.DataFrame) -> dict:
+    """The what-if's grids of the model's features on this data set (key ``task.also``, as
+    planned): from the cache, else built (``compute.what_if_grids``, 4.7 s at 2,000,000 x
+    100) and kept."""
+    key = task.also[0] if task.also else grids_key(TASK, job.ws, task.model, task.params["grid"])
     found = job.store.get(key)
     if not isinstance(found, dict) or list(found) != list(X.columns):
-        found = compute.what_if_grids(X, grid)
+        found = compute.what_if_grids(X, task.params["grid"])
         job.store.put(key, found)
     return found
+
+
+def grids_key(spec: planning.TaskSpec, ws, model: str, grid: int) -> str:
+    """The cache key of the grids kept for a data set and model (the data's hash in it)."""
+    return spec.key(GRIDS_KIND, ws, ws.model(model), grid=grid)
+
+
+def plan(p: planning.PlanInput, spec: planning.TaskSpec) -> planning.Planned:
+    """The declared task, which also writes the grids it keeps for the data set (planned with
+    it, as every key a task writes)."""
+    planned = planning.plan_declared(p, spec)
+    grids = {t.model: grids_key(spec, p.ws, t.model, t.params["grid"]) for t in planned.tasks}
+    tasks = [replace(t, also=(grids[t.model],)) for t in planned.tasks]
+    return planning.Planned({**planned.keys, GRIDS_KIND: grids}, tasks)
 
 
 def cost(ws, task, data) -> list[int]:
@@ -105,6 +120,7 @@ TASK = planning.TaskSpec(
     cost=cost,
     quick=True,
     execute=execute,
+    plan=plan,
 )
 
 
