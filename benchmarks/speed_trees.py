@@ -3,8 +3,10 @@ against the raw predict of the same materialised block.
 
 On ``make_regression`` and a binary ``make_classification`` (10,000 x 20; 100,000 x 50 with
 ``--large``), for HistGradientBoosting (100 iterations), a full-depth random forest and one
-of depth 10 (100 trees), XGBoost and LightGBM (100 trees of depth 6 / 31 leaves, one thread;
-skipped when not installed):
+of depth 10 (100 trees), XGBoost and LightGBM (100 trees of depth 6 / 31 leaves; skipped
+when not installed), each side on the same number of threads (``--threads``, default 1):
+the models' predict (``n_jobs``, OpenMP limited with threadpoolctl) and the walk
+(``compute.trees.compiled.THREADS``). The page's jobs run both on every core the process has.
 
 1. ICE/PD: ``compute.feature_profile(model, X, None, feature, grid=50, engine=...)`` against
    one raw ``predict`` (``predict_proba`` for the classifier) of the n x 50 intervened rows,
@@ -20,9 +22,9 @@ skipped when not installed):
 Each ratio is our time over the raw predict's, medians of interleaved repetitions
 (``_timing.time_interleaved``); ``engine="trees"`` is the exact walk, ``engine="predict"``
 today's batched predict (shown for reference). The walk is compiled with numba
-(``compute/trees/compiled.py``, one thread; the NumPy walk without numba).
+(``compute/trees/compiled.py``, its blocks of rows on threads; the NumPy walk without numba).
 The memory column is tracemalloc's peak (NumPy reports its arrays to it) during one call.
-Run: ``python benchmarks/speed_trees.py [--large] [--repeats R] [--skip-others] [--models NAME ...]``.
+Run: ``python benchmarks/speed_trees.py [--large] [--threads N] [--repeats R] [--skip-others] [--models NAME ...]``.
 """
 
 from __future__ import annotations
@@ -44,6 +46,8 @@ import compute
 
 GRID = 50
 REPEATS = 10
+#: Threads of both sides: the models' predict and the walk (``--threads``).
+THREADS = 1
 PFI_FEATURES = 3
 
 
@@ -55,6 +59,16 @@ def _walk_kind() -> str:
     import numba
 
     return f"compiled, numba {numba.__version__}"
+
+
+def _booster_versions() -> str:
+    found = ""
+    for name in ("xgboost", "lightgbm"):
+        try:
+            found += f", {name} {__import__(name).__version__}"
+        except ImportError:
+            pass
+    return found
 
 
 def data(task: str, n: int, p: int):
@@ -89,20 +103,20 @@ def models(task: str):
 
 
 def boosters(task: str) -> dict:
-    """XGBoost and LightGBM of the same size, where installed (one thread, as a job calls them)."""
+    """XGBoost and LightGBM of the same size, where installed (on the run's threads)."""
     found = {}
     try:
         import xgboost
 
         kind = xgboost.XGBRegressor if task == "regression" else xgboost.XGBClassifier
-        found["XGBoost"] = kind(n_estimators=100, max_depth=6, n_jobs=1, random_state=0)
+        found["XGBoost"] = kind(n_estimators=100, max_depth=6, n_jobs=THREADS, random_state=0)
     except ImportError:
         pass
     try:
         import lightgbm
 
         kind = lightgbm.LGBMRegressor if task == "regression" else lightgbm.LGBMClassifier
-        found["LightGBM"] = kind(n_estimators=100, num_leaves=31, n_jobs=1, verbose=-1, random_state=0)
+        found["LightGBM"] = kind(n_estimators=100, num_leaves=31, n_jobs=THREADS, verbose=-1, random_state=0)
     except ImportError:
         pass
     return found
@@ -220,14 +234,23 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--large", action="store_true", help="also 100,000 x 50")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=1, help="threads of the models' predict and of the walk")
     parser.add_argument("--skip-others", action="store_true", help="ICE/PD and PFI only (no H, no cs-PFI)")
     parser.add_argument(
         "--models", nargs="+", metavar="NAME", help="only these models: XGBoost, 'forest full depth', ..."
     )
     args = parser.parse_args()
     import sklearn
+    from threadpoolctl import threadpool_limits
 
-    print(f"numpy {np.__version__}, pandas {pd.__version__}, scikit-learn {sklearn.__version__}; walk: {_walk_kind()}")
+    from compute.trees import compiled
+
+    global THREADS
+    THREADS = compiled.THREADS = args.threads
+    print(
+        f"numpy {np.__version__}, pandas {pd.__version__}, scikit-learn {sklearn.__version__}{_booster_versions()}; "
+        f"walk: {_walk_kind()}; {THREADS} thread(s) on each side"
+    )
     shapes = [(10_000, 20)] + ([(100_000, 50)] if args.large else [])
     for n, p in shapes:
         for task in ("regression", "binary"):
@@ -239,12 +262,14 @@ def main() -> None:
                     continue
                 model.fit(X, y)
                 if hasattr(model, "n_jobs") and "forest" in name:
-                    model.set_params(n_jobs=None)  # predict on one thread, as the dashboard's jobs call it
+                    model.set_params(n_jobs=THREADS)  # predict on the run's threads (fitted on every core)
                 fitted[name] = model
-                one(name, model, X, y, args.repeats)
+                with threadpool_limits(THREADS):
+                    one(name, model, X, y, args.repeats)
             if not args.skip_others:
                 for name, model in fitted.items():
-                    others(name, model, X, y, args.repeats)
+                    with threadpool_limits(THREADS):
+                        others(name, model, X, y, args.repeats)
 
 
 if __name__ == "__main__":

@@ -164,3 +164,55 @@ def test_the_kernels_equal_brute_force_on_random_ensembles(seed, missing):
             rows = X.copy()
             rows[:, j] = X[donors[:, r], j]
             assert_allclose(looked[:, r], _brute_force(ens, rows), rtol=0, atol=1e-12, err_msg=f"lookup {j} {r}")
+
+
+@pytest.mark.parametrize("numeric", [True, False])
+def test_blocks_on_threads_give_the_numbers_of_one_thread(numeric, monkeypatch):
+    """The walk's blocks of rows run on threads (:func:`compiled._each_block`): small blocks
+    so the 300 rows make many, on three threads, give every kernel's sums (curves, lookups,
+    pairs; the numeric kernels and the general ones) bit for bit as on one thread."""
+    X, y = _data(4)
+    X[np.random.default_rng(5).random(X.shape) < 0.05] = np.nan
+    ens = read_model(MODELS["hgb 3-class"](X, y))
+    Xc = ens.compared(X)
+    grid = np.concatenate([np.linspace(-3, 7, 9), [np.nan]])
+    queries = X[np.random.default_rng(6).integers(0, N, (N, 4)), 1]
+    pairs = np.array([[0.0, 2.0, np.nan, 5.0], [-1.0, np.nan, 0.5, 2.0]])
+    monkeypatch.setattr(compiled, "NUMERIC", numeric)
+    monkeypatch.setattr(compiled, "KERNEL_ROWS", 32)
+    monkeypatch.setattr(compiled, "BLOCK_FLOATS", 700)
+    pools = []
+
+    class Recorded(compiled.ThreadPoolExecutor):
+        def __init__(self, workers):
+            pools.append(workers)
+            super().__init__(workers)
+
+    monkeypatch.setattr(compiled, "ThreadPoolExecutor", Recorded)
+
+    def every_sum():
+        return [
+            compiled.curve_sums(ens, Xc, 1, grid),
+            compiled.lookup_sums(ens, Xc, 1, queries),
+            compiled.pair_sums(ens, Xc, 1, 3, pairs),
+        ]
+
+    monkeypatch.setattr(compiled, "THREADS", 1)
+    one = every_sum()
+    assert pools == []
+    monkeypatch.setattr(compiled, "THREADS", 3)
+    threaded = every_sum()
+    assert pools == [3, 3, 3]
+    for got, want in zip(threaded, one):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_the_walk_takes_as_many_threads_as_openmp(monkeypatch):
+    monkeypatch.setattr(compiled, "THREADS", None)
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    assert compiled.threads() == 3
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    assert compiled.threads() == 1
+    monkeypatch.delenv("OMP_NUM_THREADS")
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    assert compiled.threads() == min(cores, compiled.MAX_THREADS)

@@ -16,7 +16,9 @@ does not import numba; the dashboard's server loads it before its jobs fork (:fu
 
 from __future__ import annotations
 
+import os
 import types
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from functools import cache
 from typing import NamedTuple
@@ -402,8 +404,10 @@ def pair_sums(ens: Ensemble, X: np.ndarray, j: int, k: int, values: np.ndarray) 
     found = np.empty((X.shape[0], queries.shape[1], ens.n_outputs))
     X = np.ascontiguousarray(X, dtype=np.float64)
     kernel = _kernel(ens, "pairs")
-    for a, b in _blocks(X.shape[0], queries.shape[1] * ens.n_outputs):
-        kernel(nodes, free, X[a:b], queries, start, found[a:b])
+    _each_block(
+        _blocks(X.shape[0], queries.shape[1] * ens.n_outputs),
+        lambda a, b: kernel(nodes, free, X[a:b], queries, start, found[a:b]),
+    )
     out = np.empty_like(found)
     out[:, order] = found
     return out
@@ -449,6 +453,40 @@ def _blocks(n: int, floats_per_row: int, most: int | None = None) -> list[tuple[
     return [(a, min(a + step, n)) for a in range(0, n, step)]
 
 
+#: Most threads a walk runs its blocks on.
+MAX_THREADS = 8
+#: Threads the walk runs on when set (a benchmark matching a model's own thread count);
+#: None: :func:`threads` decides.
+THREADS: int | None = None
+
+
+def threads() -> int:
+    """Threads the walk's blocks run on (its kernels release the GIL): as many as the
+    models' own OpenMP predicts take, ``OMP_NUM_THREADS`` when set, else the cores this
+    process may run on; at most :data:`MAX_THREADS` (:data:`THREADS` when set)."""
+    if THREADS is not None:
+        return max(1, THREADS)
+    told = os.environ.get("OMP_NUM_THREADS", "").split(",")[0].strip()
+    n = int(told) if told.isdigit() else 0
+    if n <= 0:
+        n = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, min(n, MAX_THREADS))
+
+
+def _each_block(blocks: list[tuple[int, int]], work) -> None:
+    """``work(a, b)`` for each block of rows, on :func:`threads` threads when there are
+    several blocks. Each block writes its own rows of the result, and each kernel call has
+    its own scratch arrays, so the numbers do not depend on the threads."""
+    workers = min(threads(), len(blocks))
+    if workers < 2:
+        for a, b in blocks:
+            work(a, b)
+        return
+    with ThreadPoolExecutor(workers) as pool:
+        for _ in pool.map(lambda block: work(*block), blocks):
+            pass
+
+
 def curve_sums(ens: Ensemble, X: np.ndarray, j: int, grid: np.ndarray) -> np.ndarray:
     """As :func:`.walk.curve_sums` (rows x grid x outputs), compiled. A categorical j's grid
     is looked up as every row's queries (its levels are not ranked along the grid)."""
@@ -466,8 +504,10 @@ def curve_sums(ens: Ensemble, X: np.ndarray, j: int, grid: np.ndarray) -> np.nda
     at_nan = np.empty((n, ens.n_outputs))
     X = np.ascontiguousarray(X, dtype=np.float64)
     nodes, free, kernel = _nodes(ens, on_j.node_bin), _free(ens, j, on_j), _kernel(ens, "curves")
-    for a, b in _blocks(n, order.size * ens.n_outputs):
-        kernel(nodes, free, X[a:b], start, on_grid[a:b], at_nan[a:b])
+    _each_block(
+        _blocks(n, order.size * ens.n_outputs),
+        lambda a, b: kernel(nodes, free, X[a:b], start, on_grid[a:b], at_nan[a:b]),
+    )
     out = np.empty((n, len(grid), ens.n_outputs))
     out[:, order] = on_grid
     missing = np.flatnonzero(on_j.bins < 0)
@@ -487,8 +527,10 @@ def lookup_sums(
     out = np.empty((queries.shape[0], queries.shape[1], ens.n_outputs))
     X = np.ascontiguousarray(X, dtype=np.float64)
     nodes, free, kernel = _nodes(ens, on_j.node_bin), _free(ens, j, on_j), _kernel(ens, "lookups")
-    for a, b in _blocks(X.shape[0], queries.shape[1] * ens.n_outputs):
-        kernel(nodes, free, X[a:b], np.ascontiguousarray(on_j.bins[a:b]), out[a:b])
+    _each_block(
+        _blocks(X.shape[0], queries.shape[1] * ens.n_outputs),
+        lambda a, b: kernel(nodes, free, X[a:b], np.ascontiguousarray(on_j.bins[a:b]), out[a:b]),
+    )
     return out
 
 
@@ -507,7 +549,10 @@ def _numeric(ens: Ensemble, X: np.ndarray, j: int, on_j: _Free, bins: np.ndarray
     n, n_q = X.shape[0], bins.shape[1]
     out = np.empty((n, n_q, ens.n_outputs))
     X = np.ascontiguousarray(X, dtype=np.float64)
-    for a, b in _blocks(n, n_q * ens.n_outputs, KERNEL_ROWS):
+
+    def block(a: int, b: int) -> None:
         part = qs if shared else kernels.Queries(qs.bins[a:b], qs.order[a:b], qs.n_nan[a:b])
         kernels.sums(pk, j, X[a:b], part, out[a:b])
+
+    _each_block(_blocks(n, n_q * ens.n_outputs, KERNEL_ROWS), block)
     return out

@@ -75,12 +75,16 @@ class Space:
     design: Any
     pre: tuple = ()
     _columns: dict = field(default_factory=dict)
+    _last: tuple = (None, None)  # the last rows asked for (the same array object) and their numbers
 
     def rows(self, rows: np.ndarray) -> np.ndarray:
-        """The model's input rows at positions ``rows`` (float64)."""
-        if not self.pre:
-            return self.design.take_numbers(rows)
-        return self._transform(self.design.frame.iloc[rows])
+        """The model's input rows at positions ``rows`` (float64; the check and the walk of
+        one call ask for the same rows: gathered once). Read, never written to."""
+        if self._last[0] is rows:
+            return self._last[1]
+        found = self.design.take_numbers(rows) if not self.pre else self._transform(self.design.frame.iloc[rows])
+        self._last = (rows, found)
+        return found
 
     def column(self, feature) -> int:
         """The model input column that holds ``feature``."""
