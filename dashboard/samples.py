@@ -67,9 +67,10 @@ def _execute(job, task: Task, model) -> None:
 
 def reads_own_rows(part: dict) -> bool:
     """Whether a part of a ``reads_rows`` spec reads its own rows alone: the sample it names,
-    or its row range (``params["rows"]``: a part of the prediction pass), not the data set
-    (a part explaining every row reads it whole)."""
-    return bool(part["params"].get("sample") or part["params"].get("rows"))
+    its row range (``params["rows"]``: a part of the prediction pass) or its columns
+    (``params["columns"]``: the what-if grids of a block of features), not the data set (a
+    part explaining every row reads it whole)."""
+    return bool(part["params"].get("sample") or part["params"].get("rows") or part["params"].get("columns"))
 
 
 def read(job, part: Task) -> pd.DataFrame | None:

@@ -7,12 +7,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import compute
 import dashboard.samples
 from dashboard import budgets, jobs, planning, row_groups, tasks
 from dashboard.config import Config
 from dashboard.server import create_app
 from dashboard.state import default_state, normalize
-from dashboard.views import caveats, plan_state
+from dashboard.views import caveats, plan_state, whatif
 
 
 def _ctx(tmp_path, name):
@@ -282,5 +283,44 @@ def test_on_data_of_several_row_groups_workers_get_only_the_parts_reading_their_
     assert any(not dashboard.samples.reads_own_rows(p) for p in parts if p not in ahead)  # some read the data set
     monkeypatch.setattr(row_groups, "ROW_GROUP_ROWS", 100)
     sent = jobs.for_workers(ws, parts)
-    assert {p["kind"] for p in sent} == {"profile_part", "pfi_part", caveats.CS_PART_KIND}
-    assert sent == [p for p in parts if p["params"].get("sample") in samples]
+    assert {p["kind"] for p in sent} == {"profile_part", "pfi_part", caveats.CS_PART_KIND, whatif.GRIDS_PART.kind}
+    grids = [p for p in sent if p["kind"] == whatif.GRIDS_PART.kind]  # their features' columns alone
+    assert [f for p in grids for f in p["params"]["features"]] == list(ws.model(state["model"]).features)
+    assert [p for p in sent if p not in grids] == [p for p in parts if p["params"].get("sample") in samples]
+
+
+def test_the_what_if_grids_come_in_parts_with_the_curves_and_the_what_if_reads_them(tmp_path, monkeypatch):
+    """The grids of the what-if (every feature's, the same for every row) are planned in the
+    first round, with the curves: in parts of a few features, each reading its features'
+    columns alone (by row groups, the data set unreadable), joined to the grids of the whole
+    call; the default row's what-if, planned once the curves name it, reads them and builds
+    none."""
+    ctx = _ctx(tmp_path, "grids")
+    ws = ctx.store.workspace("demo-cancer")
+    state = normalize(ctx, {**default_state(), "ws": ws.id})[0]
+    planned = plan_state(ctx, ws, state)
+    assert not [t for t in planned["tasks"] if t["kind"] == whatif.KIND]  # no row named yet
+    (task,) = [t for t in planned["tasks"] if t["kind"] == whatif.GRIDS_KIND]
+    assert planned["keys"][whatif.GRIDS_KIND] == {task["model"]: task["key"]}
+    parts, joins = jobs.split(ws, [task])
+    features = list(ws.model(task["model"]).features)
+    assert len(parts) == -(-len(features) // whatif.GRIDS_BLOCK) and all(p["params"]["columns"] for p in parts)
+    monkeypatch.setattr(ctx.store, "data", lambda ws: pytest.fail("a part read the whole data set"))
+    monkeypatch.setattr(row_groups, "ROW_GROUP_ROWS", 100)  # its columns by row groups, as a worker reads them
+    for part in reversed(parts):
+        jobs.run(ctx.store, ws, [part], policy=ctx.policy)
+    monkeypatch.undo()
+    jobs.run(ctx.store, ws, joins, policy=ctx.policy)
+    kept = ctx.store.get(task["key"])
+    whole = compute.what_if_grids(ctx.store.data(ws)[features], whatif.GRID)
+    assert list(kept) == features
+    for f in features:
+        np.testing.assert_array_equal(kept[f].values, whole[f].values)
+        np.testing.assert_array_equal(kept[f].weights, whole[f].weights)
+        assert kept[f].categorical == whole[f].categorical
+    monkeypatch.setattr(compute, "what_if_grids", lambda *a, **k: pytest.fail("the what-if built its grids again"))
+    jobs.run(ctx.store, ws, [t for t in planned["tasks"] if t["kind"] == "profiles"], policy=ctx.policy)
+    second = plan_state(ctx, ws, state)  # the curves now name the default row
+    (what_if,) = [t for t in second["tasks"] if t["kind"] == whatif.KIND]
+    jobs.run(ctx.store, ws, [what_if], policy=ctx.policy)
+    assert ctx.store.get(what_if["key"]).grids.keys() >= set(features)

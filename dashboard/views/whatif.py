@@ -10,7 +10,7 @@ edited row as well (its task takes the same edits).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
@@ -68,7 +68,7 @@ def what_if(model, X, y, ws, params, n_jobs, *, out_range=None, grids=None):
 def execute(job, task: planning.Task, model) -> None:
     """The task, with CIU's output range off the predictions on every row when cached (the
     what-if then predicts only its two rows' curves, never every row again) and the grids
-    kept for the data set: built once, then read by the what-if of every other row."""
+    kept for the data set (:data:`GRIDS`), read by the what-if of every row."""
     job.say(f"{task.model}: {TASK.label}", 0)
     X = job.X(task.model)
     every_row = predictions.every_row_key(job.ws, job.ws.model(task.model)) if job.ws.task == "regression" else None
@@ -78,30 +78,75 @@ def execute(job, task: planning.Task, model) -> None:
     job.store.put(task.key, found)
 
 
-def kept_grids(job, task: planning.Task, X: pd.DataFrame) -> dict:
-    """The what-if's grids of the model's features on this data set (key ``task.also``, as
-    planned): from the cache, else built (``compute.what_if_grids``, 4.7 s at 2,000,000 x
-    100) and kept."""
-    key = task.also[0] if task.also else grids_key(TASK, job.ws, task.model, task.params["grid"])
-    found = job.store.get(key)
-    if not isinstance(found, dict) or list(found) != list(X.columns):
-        found = compute.what_if_grids(X, task.params["grid"])
-        job.store.put(key, found)
-    return found
+def kept_grids(job, task: planning.Task, X: pd.DataFrame) -> dict | None:
+    """The what-if's grids of the model's features on this data set, as the grids task
+    (:data:`GRIDS`, planned with the curves) keeps them; None when the cache does not hold
+    them (the what-if then builds its own, ``compute.what_if_grids``: 4.7 s at 2,000,000 x
+    100, and the grids task of the state's job keeps them)."""
+    found = job.store.get(grids_key(job.ws, task.model, task.params["grid"]))
+    return found if isinstance(found, dict) and list(found) == list(X.columns) else None
 
 
-def grids_key(spec: planning.TaskSpec, ws, model: str, grid: int) -> str:
+def grids_key(ws, model: str, grid: int, spec: planning.TaskSpec | None = None) -> str:
     """The cache key of the grids kept for a data set and model (the data's hash in it)."""
-    return spec.key(GRIDS_KIND, ws, ws.model(model), grid=grid)
+    return (spec or GRIDS).key(GRIDS_KIND, ws, ws.model(model), grid=grid)
 
 
-def plan(p: planning.PlanInput, spec: planning.TaskSpec) -> planning.Planned:
-    """The declared task, which also writes the grids it keeps for the data set (planned with
-    it, as every key a task writes)."""
-    planned = planning.plan_declared(p, spec)
-    grids = {t.model: grids_key(spec, p.ws, t.model, t.params["grid"]) for t in planned.tasks}
-    tasks = [replace(t, also=(grids[t.model],)) for t in planned.tasks]
-    return planning.Planned({**planned.keys, GRIDS_KIND: grids}, tasks)
+# --- the grids, built in the first round (they do not depend on the row) ----------------------
+#: Features per part of a split job's grids (each part reads its features' columns alone).
+GRIDS_BLOCK = 10
+
+
+def _grids_plan(p: planning.PlanInput, spec: planning.TaskSpec) -> planning.Planned:
+    """The focus model's grids, planned with the curves: the default row's what-if (planned
+    once the curves name it) then finds them, and a split job builds them in parts."""
+    entry = p.focus
+    key = grids_key(p.ws, entry.name, GRID, spec)
+    task = planning.Task(GRIDS_KIND, key, entry.name, {"grid": GRID})
+    return planning.Planned({GRIDS_KIND: {entry.name: key}}, [task])
+
+
+def _grids_cost(ws, task, data) -> list[int]:
+    """Counted as a prediction per row and model input: sorting a column of every row costs
+    about what a tree model's prediction of as many rows does."""
+    features = task.params.get("features") or ws.model(task.model).features
+    return [int(ws.n_rows) * len(features) // max(1, len(ws.model(task.model).features))]
+
+
+def _grids_split(ws, task: planning.Task) -> planning.Split:
+    """Parts of :data:`GRIDS_BLOCK` features, each reading their columns alone (by row
+    groups, on a worker that holds no data set), joined in the features' order."""
+    features = list(ws.model(task.model).features)
+    parts = []
+    for start in range(0, len(features), GRIDS_BLOCK):
+        block = features[start : start + GRIDS_BLOCK]
+        key = GRIDS.key(GRIDS_PART.kind, ws, ws.model(task.model), of=task.key, features=[str(f) for f in block])
+        parts.append(planning.Task(GRIDS_PART.kind, key, task.model, {**task.params, "features": block, "columns": 1}))
+    join = planning.Task(task.kind, task.key, task.model, {**task.params, "parts": [t.key for t in parts]})
+    return planning.Split(parts, join)
+
+
+def _grids_execute(job, task: planning.Task, model) -> None:
+    """Every feature's grid (``compute.what_if_grids``), or the join of a split job's parts
+    (a part the cache no longer holds built again here)."""
+    job.say(f"{task.model}: {GRIDS.label}", 0)
+    features = list(job.ws.model(task.model).features)
+    found: dict = {}
+    for key in task.params.get("parts") or []:
+        part = job.store.get(key)
+        if isinstance(part, dict):
+            found.update(part)
+    missing = [f for f in features if f not in found]
+    if missing:
+        found.update(compute.what_if_grids(job.X(task.model)[missing], task.params["grid"]))
+    job.store.put(task.key, {f: found[f] for f in features})
+
+
+def _grids_part_execute(job, task: planning.Task, model) -> None:
+    """A block of features' grids, each off its column over every row (:meth:`Job.column`)."""
+    job.say(f"{task.model}: {GRIDS.label}", 0)
+    columns = pd.DataFrame({f: job.column(f) for f in task.params["features"]})
+    job.store.put(task.key, compute.what_if_grids(columns, task.params["grid"]))
 
 
 def cost(ws, task, data) -> list[int]:
@@ -120,7 +165,23 @@ TASK = planning.TaskSpec(
     cost=cost,
     quick=True,
     execute=execute,
-    plan=plan,
+)
+GRIDS = planning.TaskSpec(
+    GRIDS_KIND,
+    run=None,
+    models="focus",
+    label="what-if grids of every feature",
+    cost=_grids_cost,
+    split=_grids_split,
+    plan=_grids_plan,
+    execute=_grids_execute,
+)
+GRIDS_PART = planning.TaskSpec(
+    "whatif_grids_part",
+    label=GRIDS.label,
+    cost=_grids_cost,
+    execute=_grids_part_execute,
+    reads_rows=True,  # its features' columns alone (params["columns"])
 )
 
 
@@ -359,7 +420,8 @@ VIEW = View(
         "info": "",
         "reset_style": {"display": "none"},
     },
-    tasks=(TASK,),
+    tasks=(GRIDS, TASK),  # the grids first: a what-if in the same job then finds them
+    parts=(GRIDS_PART,),
     wide=True,
     exports={EXPORT: export_csv},
     needs=frozenset({PROFILES}),  # the default observation comes with the curves
