@@ -21,7 +21,7 @@ import pandas as pd
 import compute
 from compute.sampling import sample_rows
 
-from .planning import SEED, Task, TaskSpec, select_rows
+from .planning import SEED, Split, Task, TaskSpec, select_rows
 from .store import ModelEntry, Workspace
 
 
@@ -38,6 +38,25 @@ def sample_task(ws: Workspace, entry: ModelEntry, params: dict, draw: str) -> Ta
     else:
         own.update(seed=SEED, condition=params["condition"], excluded=list(params["excluded"]))
     return Task(SAMPLE.kind, SAMPLE.key(SAMPLE.kind, ws, entry, **own), entry.name, own)
+
+
+def feature_blocks(spec: TaskSpec, part_kind: str, ws: Workspace, task: Task, size: int, **key) -> Split:
+    """A permutation task (PFI, cs-PFI) as parts of ``size`` features each (``part_kind``,
+    keyed by ``spec`` with ``key`` added), each on the same rows with the random streams its
+    features have in the whole call, reading their sample (PFI's, kept by the job first);
+    the join is the task naming its parts' keys."""
+    entry = ws.model(task.model)
+    features = list(entry.features)
+    sample = sample_task(ws, entry, task.params, "pfi")
+    named = {"sample": sample.to_dict()} if sample is not None else {}
+    parts = []
+    for start in range(0, len(features), size):
+        block = features[start : start + size]
+        part_key = spec.key(part_kind, ws, entry, of=task.key, features=[str(f) for f in block], **key)
+        params = {**task.params, "features": block, "streams": list(range(start, start + len(block))), **named}
+        parts.append(Task(part_kind, part_key, task.model, params))
+    join = Task(task.kind, task.key, task.model, {**task.params, "parts": [t.key for t in parts]}, task.also)
+    return Split([sample, *parts] if sample is not None else parts, join)
 
 
 def positions(data: pd.DataFrame, params: dict) -> np.ndarray:

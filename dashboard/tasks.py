@@ -44,7 +44,7 @@ from .planning import (
     sfimp_sample,
 )
 from .predictions import every_row_key, known_output_range
-from .samples import SAMPLE, sample_task
+from .samples import SAMPLE, feature_blocks, sample_task
 from .store import Failed, ModelEntry, Store, Workspace
 
 
@@ -317,19 +317,7 @@ def _pfi_split(ws: Workspace, task: Task) -> Split | None:
     the all-rows pairs is no part: it runs after they are joined."""
     if task.params.get("pairs"):
         return Split([], task)
-    entry = ws.model(task.model)
-    features = list(entry.features)
-    sample = sample_task(ws, entry, task.params, "pfi")  # the rows, kept by the job first
-    named = {"sample": sample.to_dict()} if sample is not None else {}
-    parts = []
-    for start in range(0, len(features), PFI_BLOCK):
-        block = features[start : start + PFI_BLOCK]
-        keep = bool(task.params.get("keep"))
-        key = PFI.key(PFI_PART.kind, ws, entry, of=task.key, features=[str(f) for f in block], keep=keep)
-        params = {**task.params, "features": block, "streams": list(range(start, start + len(block))), **named}
-        parts.append(Task(PFI_PART.kind, key, task.model, params))
-    join = Task(task.kind, task.key, task.model, {**task.params, "parts": [t.key for t in parts]}, task.also)
-    return Split([sample, *parts] if sample is not None else parts, join)
+    return feature_blocks(PFI, PFI_PART.kind, ws, task, PFI_BLOCK, keep=bool(task.params.get("keep")))
 
 
 def _restrict(whole: compute.PermutationImportance, data: pd.DataFrame, params: dict):

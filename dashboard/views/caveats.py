@@ -188,20 +188,9 @@ def cs_split(ws, task: planning.Task) -> planning.Split | None:
     same rows with the random streams its features have in the whole call, reading them from
     their sample (PFI's: :mod:`dashboard.samples`, kept by the job first); the task then
     joins them (``ConditionalImportance.concat``): the one call's numbers."""
-    entry = ws.model(task.model)
-    features = list(entry.features)
-    if task.params.get("parts") or len(features) <= CS_BLOCK:
+    if task.params.get("parts") or len(ws.model(task.model).features) <= CS_BLOCK:
         return None
-    sample = samples.sample_task(ws, entry, task.params, "pfi")
-    named = {"sample": sample.to_dict()} if sample is not None else {}
-    parts = []
-    for start in range(0, len(features), CS_BLOCK):
-        block = features[start : start + CS_BLOCK]
-        key = CS_TASK.key(CS_PART_KIND, ws, entry, of=task.key, features=[str(f) for f in block])
-        params = {**task.params, "features": block, "streams": list(range(start, start + len(block))), **named}
-        parts.append(planning.Task(CS_PART_KIND, key, task.model, params))
-    join = planning.Task(task.kind, task.key, task.model, {**task.params, "parts": [t.key for t in parts]})
-    return planning.Split([sample, *parts] if sample is not None else parts, join)
+    return samples.feature_blocks(CS_TASK, CS_PART_KIND, ws, task, CS_BLOCK)
 
 
 def cs_execute(job, task: planning.Task, model) -> None:
