@@ -107,8 +107,8 @@ def _grids_plan(p: planning.PlanInput, spec: planning.TaskSpec) -> planning.Plan
 
 
 def _grids_cost(ws, task, data) -> list[int]:
-    """Counted as a prediction per row and model input: sorting a column of every row costs
-    about what a tree model's prediction of as many rows does."""
+    """The whole task counted as one prediction per row (a part: its share of the features):
+    sorting every column costs about what a tree model's prediction of every row does."""
     features = task.params.get("features") or ws.model(task.model).features
     return [int(ws.n_rows) * len(features) // max(1, len(ws.model(task.model).features))]
 
@@ -168,7 +168,6 @@ TASK = planning.TaskSpec(
 )
 GRIDS = planning.TaskSpec(
     GRIDS_KIND,
-    run=None,
     models="focus",
     label="what-if grids of every feature",
     cost=_grids_cost,
