@@ -554,7 +554,7 @@ def read_parquet_cached(path: str, sha: str) -> pd.DataFrame:
     (not per-user state: the same content gives the same frame for every session)."""
     frame = _PARQUET_CACHE.get(sha)
     if frame is None:
-        frame = pd.read_parquet(path)
+        frame = row_groups.read_frame(path)
         if len(_PARQUET_CACHE) >= 8:
             _PARQUET_CACHE.pop(next(iter(_PARQUET_CACHE)))
         _PARQUET_CACHE[sha] = frame
