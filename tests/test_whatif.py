@@ -175,3 +175,27 @@ def test_kept_grids_give_the_call_that_builds_them(mixed):
         assert kept.prediction == built.prediction
     with pytest.raises(compute.InputError, match=r"missing: \['fare'\]"):
         compute.what_if(forest, X, "p3", grids={f: g for f, g in grids.items() if f != "fare"})
+
+
+def test_with_its_grids_and_output_range_the_call_reads_the_row_alone(mixed, monkeypatch):
+    """Given the grids and CIU's output range, the edited row joins the row's own design,
+    not a copy of every row (5.7 s at 10,000,000 x 100): the same curves, CIU and
+    predictions as the call that reads all of X, categorical columns and levels included."""
+    import compute.whatif as whatif_module
+
+    X, forest, _ = mixed
+    grids = compute.what_if_grids(X)
+    seen = []
+    real = whatif_module.with_instances
+    monkeypatch.setattr(whatif_module, "with_instances", lambda p, Xm, *a: seen.append(len(Xm)) or real(p, Xm, *a))
+    for row, edits in (("p3", {"age": 30.0}), ("p17", {"klass": "1st", "fare": 80.0}), ("p5", {})):
+        built = compute.what_if(forest, X, row, edits)
+        alone = compute.what_if(forest, X, row, edits, grids=grids, out_range=built.out_range)
+        assert seen[-2:] == [len(X), 1]
+        for f in X.columns:
+            np.testing.assert_array_equal(alone.curves[f], built.curves[f])
+        pd.testing.assert_frame_equal(alone.ciu, built.ciu)
+        pd.testing.assert_frame_equal(alone.original_ciu, built.original_ciu)
+        pd.testing.assert_frame_equal(alone.edited, built.edited)
+        assert (alone.prediction, alone.original_prediction) == (built.prediction, built.original_prediction)
+        assert alone.edits == built.edits
