@@ -371,7 +371,8 @@ def normalize(ctx, state: dict, *, previous_subgroup: str = "", error=None) -> t
     state["model"] = model.name
     if state.get("feature") not in model.features:
         state["feature"] = model.features[0]
-    rows = ctx.store.data(ws).index
+    # the rows' labels are read only for a state that names rows: a plain state plans without the data set
+    rows = ctx.store.data(ws).index if state.get("obs") is not None or state["exclude"] else pd.RangeIndex(0)
     if state.get("obs") is not None:
         state["obs"] = held_row(state["obs"], rows)  # None: another data set's row, or one typed in a URL
     state["exclude"] = sorted({label for label in (held_row(e, rows) for e in state["exclude"]) if label is not None})
