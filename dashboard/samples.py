@@ -92,6 +92,12 @@ def reads_own_rows(part: dict) -> bool:
     return bool(part["params"].get("sample") or part["params"].get("rows") or part["params"].get("columns"))
 
 
+def reads_sample(part: dict) -> bool:
+    """Whether a part reads a sample (``params["sample"]``): it can start only once the job
+    has kept the samples."""
+    return bool(part["params"].get("sample"))
+
+
 def read(job, part: Task) -> pd.DataFrame | None:
     """The sample a part names (``params["sample"]``, a sample task), None when it names none;
     computed from the data set again when the cache no longer holds it."""

@@ -324,3 +324,38 @@ def test_the_what_if_grids_come_in_parts_with_the_curves_and_the_what_if_reads_t
     (what_if,) = [t for t in second["tasks"] if t["kind"] == whatif.KIND]
     jobs.run(ctx.store, ws, [what_if], policy=ctx.policy)
     assert ctx.store.get(what_if["key"]).grids.keys() >= set(features)
+
+
+def test_a_split_job_sends_the_parts_reading_no_sample_before_it_keeps_the_samples(tmp_path, monkeypatch):
+    """The job plans a plain state without reading the data set, and sends the parts that read
+    only their own rows or columns (the predictions on every row, the what-if grids) before it
+    reads it to keep the samples: the workers start at once. The parts reading a sample follow,
+    once the samples are kept; every sent part is sent once."""
+    from dashboard.callbacks import compute as job
+
+    monkeypatch.setattr(row_groups, "ROW_GROUP_ROWS", 100)  # 569 rows: six row groups
+    ctx = _ctx(tmp_path, "early")
+    ws = ctx.store.workspace("demo-cancer")
+    with monkeypatch.context() as m:
+        m.setattr(ctx.store, "data", lambda ws: pytest.fail("a plain state's plan read the data set"))
+        state = normalize(ctx, {**default_state(), "ws": ws.id})[0]
+        parts, joins = jobs.split(ws, planning.missing(ctx.store, plan_state(ctx, ws, state)["tasks"]))
+    samples = [p for p in parts if p["kind"] == "sample"]
+    calls = []
+
+    def send(ctx, ws, sent, token):
+        calls.append((sent, not planning.missing(ctx.store, samples)))  # the samples kept by then?
+        return [f"id{len(calls)}-{k}" for k in range(len(sent))]
+
+    monkeypatch.setattr(job, "send_parts", send)
+    job._run_split(ctx, ws, parts, joins, lambda *a: None, "job-token")
+    (first, kept_then), (then, kept_later) = calls
+    assert not kept_then and kept_later
+    assert first and all(not p["params"].get("sample") for p in first)
+    assert {p["kind"] for p in first} == {"predictions_part", whatif.GRIDS_PART.kind}
+    assert then and all(p["params"].get("sample") in samples for p in then)
+    assert sorted(map(str, first + then)) == sorted(map(str, jobs.for_workers(ws, parts)))
+    assert ctx.store.get(job.sent_key("job-token")) == [f"id1-{k}" for k in range(len(first))] + [
+        f"id2-{k}" for k in range(len(then))
+    ]
+    assert not planning.missing(ctx.store, parts + joins)  # and the job did them all itself

@@ -24,7 +24,7 @@ from dash import Input, Output, State, callback_context, no_update
 
 import compute
 
-from .. import ids, jobs, planning, warm
+from .. import ids, jobs, planning, samples, warm
 from ..isolation import isolated
 from ..quota import client_key
 from ..resolve import Resolved
@@ -283,6 +283,8 @@ def send_parts(ctx, ws, parts: list[dict], token: str) -> list[str]:
     returns their task ids. The job works through the same parts itself, from the last:
     with one worker it does them all (the queued ones then find them done), with N workers
     they share them. Each part runs only while the job holds its ``jobs.job_alive`` lock."""
+    if not parts:
+        return []
     sender = _celery(ctx.config.celery_broker)  # a connection of this job process's own
     chunks = part_messages(parts)
     try:
@@ -338,10 +340,11 @@ def _run_part(ctx, ws, part: dict, models: dict) -> list[dict]:
 
 
 def _run_split(ctx, ws, parts, joins, progress, token, *, send: bool = True) -> int:
-    """The job's own share of a split job: hold the job's lock, keep the samples the parts
-    read (``TaskSpec.first``: :mod:`dashboard.samples`, from the data set this process
-    holds, so no worker fetches it whole), queue the other parts for the workers
-    (:func:`dashboard.jobs.for_workers`: on large data those reading their own rows), then do
+    """The job's own share of a split job: hold the job's lock, queue the parts that read no
+    sample for the workers, keep the samples the others read (``TaskSpec.first``:
+    :mod:`dashboard.samples`, from the data set this process reads meanwhile, so no worker
+    fetches it whole), queue those (:func:`dashboard.jobs.for_workers`: on large data only
+    the parts reading their own rows go to workers), then do
     the parts itself from the last (workers take them from the first; a part done is
     skipped, one being computed elsewhere is passed over and waited for, through its lock,
     once the others are done), then the joins. Progress counts finished parts.
@@ -351,11 +354,17 @@ def _run_split(ctx, ws, parts, joins, progress, token, *, send: bool = True) -> 
     models: dict = {}  # loaded once for all the parts this process does
     with jobs.job_alive(ctx.store, token):
         ahead = [p for p in parts if jobs.spec_for(p["kind"]).first]  # the samples the others read
+        sent = jobs.for_workers(ws, parts) if send else []
+        # the parts that read no sample go first: the workers start while this process reads
+        # the data set and keeps the samples
+        queued = send_parts(ctx, ws, [p for p in sent if not samples.reads_sample(p)], token)
+        ctx.store.put(sent_key(token), queued)
         if ahead:
             progress(0, total, "keeping the sampled rows for the workers")
             jobs.run(ctx.store, ws, ahead, policy=ctx.policy, n_jobs=ctx.config.n_jobs, models=models)
-        if send:
-            ctx.store.put(sent_key(token), send_parts(ctx, ws, jobs.for_workers(ws, parts), token))
+        if any(samples.reads_sample(p) for p in sent):
+            queued += send_parts(ctx, ws, [p for p in sent if samples.reads_sample(p)], token)
+            ctx.store.put(sent_key(token), queued)
         busy: list[dict] = []  # parts another process is computing: waited for once the rest are done
         for k, part in enumerate(reversed(parts)):
             progress(k, total, f"part {k + 1} of {len(parts)} ({part['kind'].replace('_', ' ')}, {part['model']})")
