@@ -31,6 +31,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import NamedTuple
 
 from .object_store import ObjectStore, ObjectStoreError
 
@@ -65,6 +66,15 @@ def unreachable(exc: BaseException) -> str | None:
 
 
 _NETWORK = {"ConnectionError", "TimeoutError", "OperationalError", "BusyLoadingError"}
+
+
+class _Head(NamedTuple):
+    """What a value's head in Redis says: its chunks, size, writer's nonce and signature."""
+
+    n: int
+    size: int
+    nonce: str
+    mac: str
 
 
 class Broker:
@@ -186,7 +196,30 @@ class Broker:
     def _redis_get(self, name: str) -> bytes | None:
         """The bytes kept under ``name`` in Redis, or None: absent, expired, or refused (a
         chunk missing, the size or the signature wrong)."""
-        raw = self._call("read a value", self.client.get, f"{PREFIX}v:{name}")
+        return self._redis_get_many([name])[0]
+
+    def get_many(self, names: list[str]) -> list[bytes | None]:
+        """:meth:`get` of each name, in two round trips to Redis (the heads, then every
+        chunk they name), each value checked against its own signature."""
+        if self.objects is not None:
+            return [self.get(name) for name in names]
+        return self._redis_get_many(list(names))
+
+    def _redis_get_many(self, names: list[str]) -> list[bytes | None]:
+        if not names:
+            return []
+        raws = self._call("read a value", self.client.mget, [f"{PREFIX}v:{name}" for name in names])
+        heads = [self._head(name, raw) for name, raw in zip(names, raws)]
+        keys = [f"{PREFIX}c:{name}:{h.nonce}:{i}" for name, h in zip(names, heads) if h for i in range(h.n)]
+        pieces = iter(self._call("read a value", self.client.mget, keys) if keys else [])
+        found: list[bytes | None] = []
+        for name, head in zip(names, heads):
+            chunks = [next(pieces) for _ in range(head.n)] if head else []
+            found.append(self._checked(name, head, chunks) if head else None)
+        return found
+
+    def _head(self, name: str, raw) -> _Head | None:
+        """A value's head, None when absent or damaged."""
         if raw is None:
             return None
         try:
@@ -198,11 +231,14 @@ class Broker:
         if not 0 < n <= self.max_bytes // CHUNK + 1:
             log.warning("broker value %s names %s chunks; refused", name, n)
             return None
-        chunks = self._call("read a value", self.client.mget, [f"{PREFIX}c:{name}:{nonce}:{i}" for i in range(n)])
+        return _Head(n, size, nonce, mac)
+
+    def _checked(self, name: str, head: _Head, chunks: list) -> bytes | None:
+        """The value of its chunks when they are all there and its size and signature hold."""
         if any(c is None for c in chunks):
             return None  # expired in part
         data = b"".join(chunks)
-        if len(data) != size or not hmac.compare_digest(self._sign(name, data), mac):
+        if len(data) != head.size or not hmac.compare_digest(self._sign(name, data), head.mac):
             log.warning("broker value %s fails its signature; refused", name)
             return None
         return data

@@ -3,16 +3,19 @@ a column chunk at a time, so a task reads only its own columns.
 
 The store writes every data set as Parquet in row groups of :data:`ROW_GROUP_ROWS` rows.
 With a broker (machines that share nothing but it), a data set travels as its column
-chunks: each column of each row group is a Parquet file of its own, kept in the broker
-under its own signed name (:func:`chunk_name`), beside the file's Arrow schema with its
-pandas metadata (:func:`schema_name`) and, written last, a manifest of how many rows each
-group holds and the columns in schema order (:func:`manifest_name`). A worker computing
-rows ``[a, b)`` of some columns fetches only those columns' chunks in the groups covering
-them (:func:`covering`), checked against their signatures, and keeps them in its local
-folder (:func:`local_chunk`); one column over every row is every chunk of that column and
-no other. A process that needs the whole data set fetches every chunk and assembles the
-file (:func:`fetch_whole`). Nothing here names a task: :meth:`dashboard.store.Store.rows`
-reads rows and columns, and a task spec that declares ``reads_rows`` asks for nothing more.
+chunks: each column of each row group is an Arrow IPC file of its own (LZ4-compressed
+buffers: read from memory in microseconds, where a Parquet file of one column takes a
+millisecond to open), kept in the broker under its own signed name (:func:`chunk_name`),
+beside the file's Arrow schema with its pandas metadata (:func:`schema_name`) and, written
+last, a manifest of how many rows each group holds and the columns in schema order
+(:func:`manifest_name`). A worker computing rows ``[a, b)`` of some columns fetches only
+those columns' chunks in the groups covering them (:func:`covering`), all it lacks in a few
+round trips (:data:`FETCH_BATCH` a time), checked against their signatures, and keeps them
+in its local folder (:func:`local_chunk`); one column over every row is every chunk of that
+column and no other. A process that needs the whole data set fetches every chunk and
+assembles the file (:func:`fetch_whole`). Nothing here names a task:
+:meth:`dashboard.store.Store.rows` reads rows and columns, and a task spec that declares
+``reads_rows`` asks for nothing more.
 """
 
 from __future__ import annotations
@@ -84,6 +87,22 @@ def read_frame(path) -> pd.DataFrame:
     return frame
 
 
+_FRAMES: dict[str, pd.DataFrame] = {}
+
+
+def cached_frame(path: str, sha: str) -> pd.DataFrame:
+    """A stored data set by content hash (:func:`read_frame`): a small per-process cache of
+    immutable, shared data (not per-user state: the same content gives the same frame for
+    every session)."""
+    frame = _FRAMES.get(sha)
+    if frame is None:
+        frame = read_frame(path)
+        if len(_FRAMES) >= 8:
+            _FRAMES.pop(next(iter(_FRAMES)))
+        _FRAMES[sha] = frame
+    return frame
+
+
 def _give_back() -> None:
     """Return the memory Arrow's allocator keeps cached after a conversion to the system
     (mimalloc holds freed pages for reuse: gigabytes after a large data set)."""
@@ -100,10 +119,16 @@ def sizes(path) -> list[int]:
     return [meta.row_group(g).num_rows for g in range(meta.num_row_groups)]
 
 
+#: Column chunks a machine asks the broker for at once (two round trips to Redis for all):
+#: 64 chunks of 65,536 float32 values are 16 MiB
+FETCH_BATCH = 64
+
+
 def manifest_name(rel: str) -> str:
-    """The manifest of a data set kept as column chunks (a name of its own: the manifest of
-    whole row groups a former version wrote, ``.groups``, is never read as one)."""
-    return f"f:{rel}.chunks"
+    """The manifest of a data set kept as Arrow column chunks (a name of its own: the
+    manifests former versions wrote, of whole row groups (``.groups``) and of Parquet
+    column chunks (``.chunks``), are never read as one)."""
+    return f"f:{rel}.arrow-chunks"
 
 
 def schema_name(rel: str) -> str:
@@ -111,14 +136,14 @@ def schema_name(rel: str) -> str:
 
 
 def chunk_name(rel: str, g: int, k: int) -> str:
-    """Column ``k`` (its position in the schema) of row group ``g``."""
-    return f"f:{rel}.g{int(g)}.c{int(k)}"
+    """Column ``k`` (its position in the schema) of row group ``g``, as an Arrow file."""
+    return f"f:{rel}.g{int(g)}.a{int(k)}"
 
 
 def local_chunk(root: Path, rel: str, g: int, k: int) -> Path:
     """Where a fetched column chunk is kept in a machine's folder (beside the data set's own
     name: the store's purge keeps it while a workspace uses the data set)."""
-    return root / f"{rel}.g{int(g)}.c{int(k)}"
+    return root / f"{rel}.g{int(g)}.a{int(k)}"
 
 
 def manifest_bytes(path) -> bytes:
@@ -155,18 +180,21 @@ def schema_bytes(path) -> bytes:
 
 def chunks(path):
     """``(g, k, bytes)`` for every column ``k`` of every row group ``g`` of a Parquet file,
-    each chunk a Parquet file of that column alone (its type kept in the file's Arrow schema;
-    the pandas metadata travels once, in :func:`schema_bytes`)."""
+    each chunk an Arrow IPC file of that column alone, its buffers LZ4-compressed (its type
+    kept in its schema; the pandas metadata travels once, in :func:`schema_bytes`)."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
+    options = pa.ipc.IpcWriteOptions(compression="lz4")
     handle = pq.ParquetFile(path)
     for g in range(handle.metadata.num_row_groups):
         table = handle.read_row_group(g)  # every column, pandas index columns included
         for k in range(table.num_columns):
-            out = io.BytesIO()
             column = table.select([k]).replace_schema_metadata(None)
-            pq.write_table(column, out, use_dictionary=dictionary_columns(column.schema))
-            yield g, k, out.getvalue()
+            out = pa.BufferOutputStream()
+            with pa.ipc.new_file(out, column.schema, options=options) as writer:
+                writer.write_table(column)
+            yield g, k, out.getvalue().to_pybytes()
 
 
 def covering(counts: list[int], a: int, b: int) -> tuple[list[int], int]:
@@ -235,19 +263,23 @@ def _schema(store, rel: str, names: list[str]):
     return schema
 
 
-def _chunk(store, rel: str, g: int, k: int, column: str) -> Path:
-    """Column ``k`` of row group ``g`` in this machine's folder, fetched from the broker first."""
-    path = local_chunk(store.root, rel, g, k)
-    if not path.exists():
-        blob = store.remote_read(chunk_name(rel, g, k))
-        if blob is None:
-            raise LookupError(
-                f"Row group {g} (column {column!r}) of the data set could not be fetched from the broker; run it again."
-            )
-        tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
-        tmp.write_bytes(blob)
-        tmp.replace(path)
-    return path
+def _fetch(store, rel: str, wanted_chunks: list[tuple[int, int]], names: list[str]) -> None:
+    """The chunks ``(g, k)`` this machine's folder lacks, fetched from the broker
+    :data:`FETCH_BATCH` at a time and kept there; one the broker does not give is named."""
+    lacking = [(g, k) for g, k in wanted_chunks if not local_chunk(store.root, rel, g, k).exists()]
+    for start in range(0, len(lacking), FETCH_BATCH):
+        batch = lacking[start : start + FETCH_BATCH]
+        blobs = store.remote_read_many([chunk_name(rel, g, k) for g, k in batch])
+        for (g, k), blob in zip(batch, blobs):
+            if blob is None:
+                raise LookupError(
+                    f"Row group {g} (column {names[k]!r}) of the data set could not be fetched from the broker; "
+                    "run it again."
+                )
+            path = local_chunk(store.root, rel, g, k)
+            tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
+            tmp.write_bytes(blob)
+            tmp.replace(path)
 
 
 def _group_table(store, rel: str, g: int, ks: list[int], layout: tuple):
@@ -255,12 +287,15 @@ def _group_table(store, rel: str, g: int, ks: list[int], layout: tuple):
     pandas metadata kept), from their chunks; a chunk not of its group's rows and the
     schema's type is refused."""
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
     counts, schema = layout
     fields, arrays = [schema.field(k) for k in ks], []
     for k, field in zip(ks, fields):
-        column = pq.read_table(_chunk(store, rel, g, k, field.name)).column(0)
+        try:
+            blob = local_chunk(store.root, rel, g, k).read_bytes()  # fetched by :func:`_fetch`
+            column = pa.ipc.open_file(pa.BufferReader(blob)).read_all().column(0)
+        except (OSError, pa.ArrowException, IndexError) as exc:
+            raise LookupError(f"Row group {g} (column {field.name!r}) of the data set is not readable.") from exc
         if len(column) != counts[g] or column.type != field.type:
             raise LookupError(f"Row group {g} (column {field.name!r}) of the data set is not as its manifest says.")
         arrays.append(column)
@@ -280,6 +315,7 @@ def fetch_whole(store, rel: str, local: Path) -> bool:
     counts, names = found
     schema = _schema(store, rel, names)
     every = list(range(len(names)))
+    _fetch(store, rel, [(g, k) for g in range(len(counts)) for k in every], names)
     tables = [_group_table(store, rel, g, every, (counts, schema)) for g in range(len(counts))]
     tmp = local.with_name(f".{local.name}.{secrets.token_hex(6)}.tmp")
     whole = pa.concat_tables(tables) if tables else schema.empty_table()
@@ -308,4 +344,5 @@ def read_rows(store, rel: str, rows: tuple[int, int], columns: list[str] | None)
     layout = (counts, _schema(store, rel, names))
     groups, skip = covering(counts, a, b)
     ks = wanted(names, columns)
+    _fetch(store, rel, [(g, k) for g in groups for k in ks], names)
     return frame_of([_group_table(store, rel, g, ks, layout) for g in groups], skip, b - a)

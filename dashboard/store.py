@@ -219,6 +219,15 @@ class Store:
             log.warning("%s", exc)
             return None
 
+    def remote_read_many(self, names: list[str]) -> list[bytes | None]:
+        """:meth:`remote_read` of several values in a few round trips (``Broker.get_many``)."""
+        assert self.remote is not None
+        try:
+            return self.remote.get_many(names)
+        except BrokerError as exc:
+            log.warning("%s", exc)
+            return [None] * len(names)
+
     def publish_upload(self, token: str) -> None:
         """Keep a received upload in the broker, so the machine whose job loads it can read it."""
         path = self.upload_path(token)
@@ -423,7 +432,7 @@ class Store:
         return (self.root / "workspaces" / f"{ws_id}.json{DAMAGED}").exists()
 
     def data(self, ws: Workspace) -> pd.DataFrame:
-        return read_parquet_cached(str(self.path(ws.data_path)), ws.data_sha)
+        return row_groups.cached_frame(str(self.path(ws.data_path)), ws.data_sha)
 
     def rows(self, ws: Workspace, rows: tuple[int, int], columns: list[str] | None = None) -> pd.DataFrame:
         """Rows ``[a, b)`` of the workspace's data set, reading only the row groups holding
@@ -544,21 +553,6 @@ def frame_sha(frame: pd.DataFrame) -> str:
     digest.update(json.dumps([str(t) for t in frame.dtypes]).encode())
     digest.update(pd.util.hash_pandas_object(frame, index=True).to_numpy().tobytes())
     return digest.hexdigest()
-
-
-_PARQUET_CACHE: dict[str, pd.DataFrame] = {}
-
-
-def read_parquet_cached(path: str, sha: str) -> pd.DataFrame:
-    """Parsed data by content hash: a small per-process cache of immutable, shared data
-    (not per-user state: the same content gives the same frame for every session)."""
-    frame = _PARQUET_CACHE.get(sha)
-    if frame is None:
-        frame = row_groups.read_frame(path)
-        if len(_PARQUET_CACHE) >= 8:
-            _PARQUET_CACHE.pop(next(iter(_PARQUET_CACHE)))
-        _PARQUET_CACHE[sha] = frame
-    return frame
 
 
 def _atomic_write(target: Path, write) -> None:

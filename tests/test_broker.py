@@ -101,6 +101,12 @@ def test_values_travel_in_signed_chunks_and_altered_ones_are_refused(broker, mon
     broker.client.set(f"{broker_mod.PREFIX}v:r:four", broker.client.get(f"{broker_mod.PREFIX}v:r:three"))
     assert broker.get("r:four") is None
 
+    # several at once (two round trips): each value checked against its own signature
+    broker.put("r:five", data)
+    found = broker.get_many(["r:five", "r:one", "r:two", "r:four", "r:none", "r:three", "r:five"])
+    assert found == [data, None, None, None, None, b"the value of three", data]
+    assert broker.get_many([]) == []
+
     other = Broker(broker.url, "another deployment's key")  # a key not this deployment's
     assert other.get("r:three") is None
     assert broker.get("r:three") == b"the value of three"
@@ -289,7 +295,7 @@ def test_a_worker_reads_only_the_row_groups_of_its_part_from_the_broker(tmp_path
     features = [names.index(f) for f in ws.model(todo[0]["model"]).features]
     assert len(features) < len(names)  # the target (and any index) are columns too: never fetched
     data_dir = worker.store.root / "data"
-    want = {f"g{g}.c{k}" for g in (3, 4) for k in features}
+    want = {f"g{g}.a{k}" for g in (3, 4) for k in features}
     assert sorted(p.name.split(".", 2)[2] for p in data_dir.iterdir()) == sorted(want)  # no whole file
     _tamper(broker, row_groups.chunk_name(ws.data_path, 6, features[0]))
     with pytest.raises(LookupError, match=rf"Row group 6 \(column '{names[features[0]]}'\)"):
@@ -305,11 +311,16 @@ def test_a_worker_reads_only_the_row_groups_of_its_part_from_the_broker(tmp_path
     assert joined.rows.equals(reference.rows)
 
 
-def _gets(store, monkeypatch) -> list[str]:
-    """The names a machine asks its broker for, from now on."""
+def _gets(store, monkeypatch, trips: list | None = None) -> list[str]:
+    """The names a machine asks its broker for, from now on; ``trips``: the calls, each the
+    names it asked for at once."""
     asked: list[str] = []
-    original = store.remote.get
-    monkeypatch.setattr(store.remote, "get", lambda name: asked.append(name) or original(name))
+    trips = [] if trips is None else trips
+    original, many = store.remote.get, store.remote.get_many
+    monkeypatch.setattr(store.remote, "get", lambda name: asked.append(name) or trips.append([name]) or original(name))
+    monkeypatch.setattr(
+        store.remote, "get_many", lambda names: asked.extend(names) or trips.append(list(names)) or many(names)
+    )
     return asked
 
 
@@ -345,15 +356,17 @@ def test_one_column_over_every_row_fetches_that_columns_chunks_alone_and_the_who
     assert names == [*frame.columns, "id"]  # the index travels as a column of its own
     assert row_groups.read_manifest(b"[7, 7, 7, 7, 7, 5]") is None  # a manifest of whole groups is no manifest
 
-    asked = _gets(b.store, monkeypatch)
+    trips: list = []
+    asked = _gets(b.store, monkeypatch, trips)
     got = row_groups.read_rows(b.store, rel, (0, n), ["x1"])
     k = names.index("x1")
     chunks = [row_groups.chunk_name(rel, g, k) for g in range(groups)]
     assert asked == [row_groups.manifest_name(rel), row_groups.schema_name(rel), *chunks]
+    assert trips[2:] == [chunks]  # the six chunks in one call: two round trips to Redis
     pd.testing.assert_frame_equal(got, original[["x1"]].reset_index(drop=True), check_exact=True)
     np.testing.assert_array_equal(got["x1"].to_numpy(), frame["x1"].to_numpy())
     assert sorted(p.name for p in (b.store.root / "data").iterdir()) == sorted(
-        f"{rel[5:]}.g{g}.c{k}" for g in range(groups)
+        f"{rel[5:]}.g{g}.a{k}" for g in range(groups)
     )
     part = row_groups.read_rows(b.store, rel, (9, 23), ["kind", "name", "count"])
     pd.testing.assert_frame_equal(
