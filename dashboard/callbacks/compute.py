@@ -172,9 +172,9 @@ def _run_request(ctx, request, set_progress=None, client: str | None = None) -> 
             if client is not None:
                 ctx.slots.check_budget(client, ctx.config.client_results_bytes)
             with _slot(ctx, client, progress):
-                stored = _compute(ctx, r.ws, todo, request, progress)
                 # the curves just computed name the default observation: its what-if and
-                # contributions are planned now, and computed in the same job
+                # contributions are planned then, and computed in the same process
+                stored = _compute(ctx, r.ws, todo, request, progress, unsettled=r)
                 r = settle(ctx, r)
                 more = planning.missing(ctx.store, r.tasks, verify=True)
                 if more:
@@ -218,17 +218,29 @@ def _slot(ctx, client: str | None, progress):
     )
 
 
-def _compute(ctx, ws, todo, request, progress) -> int:
+def _compute(ctx, ws, todo, request, progress, unsettled: Resolved | None = None) -> int:
     """Compute the missing tasks in an isolated process; returns the result bytes it stored
-    (a split job's: its own share, parts done by Celery workers not counted)."""
+    (a split job's: its own share, parts done by Celery workers not counted). ``unsettled``:
+    a resolution waiting for its default observation: the tasks the curves add (the row's
+    what-if and contributions) are computed then, by this process, which holds the data set."""
     names = ", ".join(sorted({t["model"] for t in todo}))
     parts, joins = jobs.split(ws, todo) if ctx.config.celery_broker else ([], [])
-    if len(parts) > 1:  # Celery workers: one job over many processes and machines
-        token = job_token(request)
-        return isolated(
-            _run_split, ctx, ws, parts, joins, progress, token, what=f"Model {names}", limits=ctx.job_limits
-        )
-    return isolated(_run_tasks, ctx, ws, todo, progress, what=f"Model {names}", limits=ctx.job_limits)
+
+    def job() -> int:
+        if len(parts) > 1:  # Celery workers: one job over many processes and machines
+            stored = _run_split(ctx, ws, parts, joins, progress, job_token(request))
+        else:
+            stored = _run_tasks(ctx, ws, todo, progress)
+        return stored + (_second_round(ctx, unsettled, progress) if unsettled is not None else 0)
+
+    return isolated(job, what=f"Model {names}", limits=ctx.job_limits)
+
+
+def _second_round(ctx, unsettled: Resolved, progress) -> int:
+    """The tasks a resolution gains once the curves name its default observation."""
+    r = settle(ctx, unsettled)
+    more = planning.missing(ctx.store, r.tasks, verify=True)
+    return _run_tasks(ctx, r.ws, more, progress) if more else 0
 
 
 def _run_tasks(ctx, ws, tasks, progress) -> int:
