@@ -185,10 +185,12 @@ def one_run(frame: pd.DataFrame, model_path: Path, work: Path, processes: int) -
     """The first full view with ``processes`` computing processes (the job, and a worker)."""
     import redis
 
+    from dashboard import row_groups
     from dashboard.callbacks.compute import run_request
     from dashboard.doors import open_workspace
     from dashboard.state import default_state
 
+    row_groups._FRAMES.clear()  # each run's job reads the data set itself, as a fresh job process does
     redis_proc, url = start_redis(work)
     Path("/proc/self/clear_refs").write_text("5")  # this process's peak from here (VmHWM reset)
     peaks = Peaks()
