@@ -214,8 +214,7 @@ class Broker:
         pieces = iter(self._call("read a value", self.client.mget, keys) if keys else [])
         found: list[bytes | None] = []
         for name, head in zip(names, heads):
-            chunks = [next(pieces) for _ in range(head.n)] if head else []
-            found.append(self._checked(name, head, chunks) if head else None)
+            found.append(None if head is None else self._checked(name, head, [next(pieces) for _ in range(head.n)]))
         return found
 
     def _head(self, name: str, raw) -> _Head | None:

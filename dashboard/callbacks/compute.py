@@ -367,15 +367,15 @@ def _run_split(ctx, ws, parts, joins, progress, token, *, send: bool = True) -> 
     with jobs.job_alive(ctx.store, token):
         ahead = [p for p in parts if jobs.spec_for(p["kind"]).first]  # the samples the others read
         sent = jobs.for_workers(ws, parts) if send else []
-        # the parts that read no sample go first: the workers start while this process reads
-        # the data set and keeps the samples
-        queued = send_parts(ctx, ws, [p for p in sent if not samples.reads_sample(p)], token)
+        later = [p for p in sent if samples.reads_sample(p)]
+        # the parts reading no sample first: workers start while this process keeps the samples
+        queued = send_parts(ctx, ws, [p for p in sent if p not in later], token)
         ctx.store.put(sent_key(token), queued)
         if ahead:
             progress(0, total, "keeping the sampled rows for the workers")
             jobs.run(ctx.store, ws, ahead, policy=ctx.policy, n_jobs=ctx.config.n_jobs, models=models)
-        if any(samples.reads_sample(p) for p in sent):
-            queued += send_parts(ctx, ws, [p for p in sent if samples.reads_sample(p)], token)
+        if later:
+            queued += send_parts(ctx, ws, later, token)
             ctx.store.put(sent_key(token), queued)
         busy: list[dict] = []  # parts another process is computing: waited for once the rest are done
         for k, part in enumerate(reversed(parts)):
