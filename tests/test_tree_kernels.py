@@ -184,11 +184,12 @@ def test_blocks_on_threads_give_the_numbers_of_one_thread(numeric, monkeypatch):
     pools = []
 
     class Recorded(compiled.ThreadPoolExecutor):
-        def __init__(self, workers):
+        def __init__(self, workers, **options):
             pools.append(workers)
-            super().__init__(workers)
+            super().__init__(workers, **options)
 
     monkeypatch.setattr(compiled, "ThreadPoolExecutor", Recorded)
+    monkeypatch.setattr(compiled, "_POOLS", {})
 
     def every_sum():
         return [
@@ -202,9 +203,42 @@ def test_blocks_on_threads_give_the_numbers_of_one_thread(numeric, monkeypatch):
     assert pools == []
     monkeypatch.setattr(compiled, "THREADS", 3)
     threaded = every_sum()
-    assert pools == [3, 3, 3]
+    assert pools == [3]  # one pool of three threads, kept for the three walks
     for got, want in zip(threaded, one):
         np.testing.assert_array_equal(got, want)
+    compiled._POOLS[3].shutdown()
+
+
+def _child_sums(ens, Xc, queries, out) -> None:
+    out.put(compiled.lookup_sums(ens, Xc, 1, queries))
+
+
+def test_a_forked_child_walks_on_threads_of_its_own(monkeypatch):
+    """The walk keeps its pool of threads between calls; a process forked after a walk (a
+    dashboard job) has none of its parent's threads, so it starts its own: the same sums,
+    no hang."""
+    import multiprocessing
+
+    X, y = _data(4)
+    ens = read_model(MODELS["hgb 3-class"](X, y))
+    Xc = ens.compared(X)
+    queries = X[np.random.default_rng(6).integers(0, N, (N, 4)), 1]
+    monkeypatch.setattr(compiled, "THREADS", 2)
+    monkeypatch.setattr(compiled, "KERNEL_ROWS", 32)
+    monkeypatch.setattr(compiled, "BLOCK_FLOATS", 700)
+    here = compiled.lookup_sums(ens, Xc, 1, queries)
+    assert 2 in compiled._POOLS  # the parent's pool, alive when it forks
+    fork = multiprocessing.get_context("fork")
+    out = fork.Queue()
+    child = fork.Process(target=_child_sums, args=(ens, Xc, queries, out))
+    child.start()
+    try:
+        np.testing.assert_array_equal(out.get(timeout=60), here)
+    finally:
+        child.join(timeout=10)
+        if child.is_alive():
+            child.kill()
+    assert child.exitcode == 0
 
 
 def test_the_walk_takes_as_many_threads_as_openmp(monkeypatch):

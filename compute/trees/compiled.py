@@ -482,9 +482,28 @@ def _each_block(blocks: list[tuple[int, int]], work) -> None:
         for a, b in blocks:
             work(a, b)
         return
-    with ThreadPoolExecutor(workers) as pool:
-        for _ in pool.map(lambda block: work(*block), blocks):
-            pass
+    for _ in _pool(workers).map(lambda block: work(*block), blocks):
+        pass
+
+
+_POOLS: dict[int, ThreadPoolExecutor] = {}
+
+
+def _pool(workers: int) -> ThreadPoolExecutor:
+    """The process's pool of ``workers`` threads, kept between walks: starting threads for
+    each call cost a PFI of 3 features on 10,000 rows 4 ms of its 80 (XGBoost, 2 threads).
+    A forked child starts its own (:func:`_forget_pools`): its parent's threads are not in it."""
+    pool = _POOLS.get(workers)
+    if pool is None:
+        pool = _POOLS[workers] = ThreadPoolExecutor(workers, thread_name_prefix="tree-walk")
+    return pool
+
+
+def _forget_pools() -> None:
+    _POOLS.clear()
+
+
+os.register_at_fork(after_in_child=_forget_pools)
 
 
 def curve_sums(ens: Ensemble, X: np.ndarray, j: int, grid: np.ndarray) -> np.ndarray:
@@ -543,16 +562,15 @@ NUMERIC = True
 def _numeric(ens: Ensemble, X: np.ndarray, j: int, on_j: _Free, bins: np.ndarray) -> np.ndarray:
     """The sums of an ensemble without categorical splits (:mod:`.kernels`): ``bins`` are
     each row's query bins (one shared row: a curve's grid)."""
-    qs = kernels.sorted_queries(bins)
     shared = bins.shape[0] == 1
-    pk = kernels.packed(ens, j, on_j.node_bin, qs.bins[0] if shared else None)
+    qs = kernels.sorted_queries(bins) if shared else None  # each row's own: sorted in its block, on its thread
+    pk = kernels.packed(ens, j, on_j.node_bin, qs.bins[0] if qs is not None else None)
     n, n_q = X.shape[0], bins.shape[1]
     out = np.empty((n, n_q, ens.n_outputs))
     X = np.ascontiguousarray(X, dtype=np.float64)
 
     def block(a: int, b: int) -> None:
-        part = qs if shared else kernels.Queries(qs.bins[a:b], qs.order[a:b], qs.n_nan[a:b])
-        kernels.sums(pk, j, X[a:b], part, out[a:b])
+        kernels.sums(pk, j, X[a:b], qs if qs is not None else kernels.sorted_queries(bins[a:b]), out[a:b])
 
     _each_block(_blocks(n, n_q * ens.n_outputs, KERNEL_ROWS), block)
     return out
