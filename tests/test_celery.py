@@ -466,6 +466,59 @@ def test_cancel_revokes_a_split_jobs_parts_on_the_workers(wip_env, wip_worker):
     assert len(terminated) == 2 and sorted(terminated + dropped) == sorted(ids), log[-3000:]
 
 
+def test_a_result_altered_in_redis_is_refused_not_shown(wip_env, wip_worker):
+    """As deployed: the Celery worker (cache folder B) computes a split job's parts and keeps
+    them in Redis; one of them altered there (one bit of its bytes flipped) is refused by the
+    web machine (cache folder A), which never computed them: read as absent and so planned
+    again (computed anew, never shown), while the parts left alone read as the worker wrote
+    them (its own folder's copies, compared value by value)."""
+    import json
+    import pickle
+
+    import redis
+    from celery.result import AsyncResult
+
+    from app import celery_app
+    from dashboard import broker as broker_mod
+    from dashboard import jobs, planning
+    from dashboard.callbacks.compute import job_token, send_parts
+    from dashboard.config import Config
+    from dashboard.server import create_app
+    from dashboard.state import default_state, normalize
+    from dashboard.store import Store
+    from dashboard.views import plan_state
+
+    wip_worker.wait_ready()
+    url = wip_env["env"]["WIP_CELERY_BROKER"]
+    config = Config(cache_dir=str(wip_env["cache"]), celery_broker=url, secret_key="celery-test", warm=False)
+    web = create_app(config)._wip_context
+    ws = web.store.workspace("demo-cancer")
+    state = normalize(web, {**default_state(), "ws": ws.id, "subgroup": "`mean radius` > 13.5"})[0]
+    todo = [t for t in plan_state(web, ws, state)["tasks"] if t["kind"] == "pfi"]
+    parts = [p for p in jobs.split(ws, planning.missing(web.store, todo))[0] if p["kind"] == "pfi_part"]
+    assert len(parts) >= 4
+    token = job_token({"nonce": "feedface01234567"})
+    with jobs.job_alive(web.store, token):
+        ids = send_parts(web, ws, parts, token)
+        computed = sum(AsyncResult(i, app=celery_app).get(timeout=120) for i in ids)
+    assert computed == len(parts), _tail(wip_worker.log)
+
+    client = redis.Redis.from_url(url)
+    name = "r:" + parts[0]["key"]
+    nonce = json.loads(client.get(f"{broker_mod.PREFIX}v:{name}"))["nonce"]
+    chunk_key = f"{broker_mod.PREFIX}c:{name}:{nonce}:0"
+    chunk = bytearray(client.get(chunk_key))
+    chunk[len(chunk) // 2] ^= 0x01
+    client.set(chunk_key, bytes(chunk))
+
+    assert web.store.get(parts[0]["key"]) is None  # refused: never unpickled, never shown
+    assert planning.missing(web.store, parts, verify=True) == [parts[0]]  # so computed again
+    worker_store = Store(wip_env["worker_cache"])  # B's own copies, read in place (no broker)
+    for part in parts[1:]:
+        got, kept = web.store.get(part["key"]), worker_store.get(part["key"])
+        assert got is not None and pickle.dumps(got) == pickle.dumps(kept)
+
+
 def _worker_cmd() -> list[str]:
     return [sys.executable, "-m", "celery", "-A", "app:celery_app", "worker", "--concurrency", "2"] + [
         "--pool",
