@@ -6,13 +6,10 @@ would inherit the libraries' mappings and OpenMP pools; see
 
 from __future__ import annotations
 
-import os
-import re
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
+from helpers.cases import run_cases
 
 from compute.trees.boosters import finisher
 
@@ -20,19 +17,7 @@ CASES = Path(__file__).with_name("tree_boosters_cases.py")
 
 
 def test_the_booster_readers_equal_each_librarys_own_predict():
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(CASES)],
-        cwd=CASES.parent.parent,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    tail = done.stdout[-6000:] + done.stderr[-2000:]
-    assert done.returncode == 0, tail
-    passed = re.search(r"(\d+) passed", done.stdout)
-    assert passed is not None and int(passed.group(1)) >= 60, tail
+    run_cases(CASES, at_least=60)
 
 
 def test_the_binary_finisher_gives_the_sigmoid_of_every_row_bit_for_bit():

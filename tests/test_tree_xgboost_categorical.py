@@ -6,13 +6,10 @@ this process must never do (``tests/test_boosters.py``)."""
 from __future__ import annotations
 
 import importlib.util
-import os
-import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from helpers.cases import run_cases
 
 if importlib.util.find_spec("xgboost") is None:  # looked up, never imported here
     pytest.skip("xgboost is not installed", allow_module_level=True)
@@ -23,16 +20,4 @@ CASES = Path(__file__).with_name("tree_xgboost_categorical_cases.py")
 
 
 def test_xgboost_categorical_splits_equal_its_own_predict():
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(CASES)],
-        cwd=CASES.parent.parent,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    tail = done.stdout[-6000:] + done.stderr[-2000:]
-    assert done.returncode == 0, tail
-    passed = re.search(r"(\d+) passed", done.stdout)
-    assert passed is not None and int(passed.group(1)) >= 39, tail
+    run_cases(CASES, at_least=39)
