@@ -119,8 +119,8 @@ def ceiling(model_path: Path, folder: Path, calls: int = 9) -> tuple[float, floa
     model = sio.load(model_path, trusted=sio.get_untrusted_types(file=model_path))  # our own file
     rows = pd.read_parquet(sorted(folder.glob("*.parquet"))[0]).drop(columns="y").iloc[:ROW_GROUP_ROWS]
     medians = []
+    fork = multiprocessing.get_context("fork")
     for n in (1, 2):
-        fork = multiprocessing.get_context("fork")
         start, out = fork.Event(), fork.Queue()
         procs = [fork.Process(target=_predict_times, args=(model, rows, calls, start, out)) for _ in range(n)]
         for proc in procs:

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from helpers.ports import free_port
+from helpers.tamper import tamper
 
 import compute
 from dashboard import broker as broker_mod
@@ -71,18 +72,6 @@ def _machine(root, url: str):
     return make_context(Config(cache_dir=str(root), celery_broker=url, secret_key=SECRET, warm=False))
 
 
-def _tamper(broker: Broker, name: str) -> None:
-    """Flip one byte of the first chunk of a kept value, leaving its head as it was."""
-    head = broker.client.get(f"{broker_mod.PREFIX}v:{name}")
-    import json
-
-    nonce = json.loads(head)["nonce"]
-    key = f"{broker_mod.PREFIX}c:{name}:{nonce}:0"
-    chunk = bytearray(broker.client.get(key))
-    chunk[len(chunk) // 2] ^= 0x01
-    broker.client.set(key, bytes(chunk))
-
-
 def test_values_travel_in_signed_chunks_and_altered_ones_are_refused(broker, monkeypatch):
     monkeypatch.setattr(broker_mod, "CHUNK", 1000)
     data = np.random.default_rng(0).bytes(4500)  # 5 chunks
@@ -90,7 +79,7 @@ def test_values_travel_in_signed_chunks_and_altered_ones_are_refused(broker, mon
     assert broker.get("r:one") == data
     assert len(broker.client.keys(f"{broker_mod.PREFIX}c:r:one:*")) == 5
 
-    _tamper(broker, "r:one")
+    tamper(broker, "r:one")
     assert broker.get("r:one") is None  # one flipped bit
 
     broker.put("r:two", data)
@@ -169,7 +158,7 @@ def test_two_machines_share_results_files_and_workspaces(tmp_path, redis_url, br
     np.testing.assert_array_equal(b.store.get("k1")["x"], np.arange(5.0))
     assert b.store.intact("k1") and b.store.has("k1")
     a.store.put("k2", [1, 2, 3])
-    _tamper(broker, "r:k2")
+    tamper(broker, "r:k2")
     assert b.store.get("k2") is None and not b.store.intact("k2")
     # data and model files, and the workspace record that names them
     frame = pd.DataFrame({"x": [1.0, 2.0, 3.0], "y": [0, 1, 0]})
@@ -210,7 +199,7 @@ def test_a_demo_trained_on_the_web_machine_is_computed_on_another_and_drawn_from
         assert web.store.intact(key)
     # altered in Redis and gone from A's folder: refused, so planned again
     key = keys[0]
-    _tamper(broker, f"r:{key}")
+    tamper(broker, f"r:{key}")
     web.store._drop(key)
     assert web.store.get(key) is None
     assert planning.missing(web.store, todo, verify=True) != []
@@ -297,7 +286,7 @@ def test_a_worker_reads_only_the_row_groups_of_its_part_from_the_broker(tmp_path
     data_dir = worker.store.root / "data"
     want = {f"g{g}.a{k}" for g in (3, 4) for k in features}
     assert sorted(p.name.split(".", 2)[2] for p in data_dir.iterdir()) == sorted(want)  # no whole file
-    _tamper(broker, row_groups.chunk_name(ws.data_path, 6, features[0]))
+    tamper(broker, row_groups.chunk_name(ws.data_path, 6, features[0]))
     with pytest.raises(LookupError, match=rf"Row group 6 \(column '{names[features[0]]}'\)"):
         jobs.run(worker.store, ws_b, [parts[6]], policy=worker.policy)
     for part in parts[:3] + parts[5:6] + parts[7:]:  # the rest on the web machine, which has the file

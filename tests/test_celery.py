@@ -472,14 +472,12 @@ def test_a_result_altered_in_redis_is_refused_not_shown(wip_env, wip_worker):
     web machine (cache folder A), which never computed them: read as absent and so planned
     again (computed anew, never shown), while the parts left alone read as the worker wrote
     them (its own folder's copies, compared value by value)."""
-    import json
     import pickle
 
-    import redis
     from celery.result import AsyncResult
+    from helpers.tamper import tamper
 
     from app import celery_app
-    from dashboard import broker as broker_mod
     from dashboard import jobs, planning
     from dashboard.callbacks.compute import job_token, send_parts
     from dashboard.config import Config
@@ -503,13 +501,7 @@ def test_a_result_altered_in_redis_is_refused_not_shown(wip_env, wip_worker):
         computed = sum(AsyncResult(i, app=celery_app).get(timeout=120) for i in ids)
     assert computed == len(parts), _tail(wip_worker.log)
 
-    client = redis.Redis.from_url(url)
-    name = "r:" + parts[0]["key"]
-    nonce = json.loads(client.get(f"{broker_mod.PREFIX}v:{name}"))["nonce"]
-    chunk_key = f"{broker_mod.PREFIX}c:{name}:{nonce}:0"
-    chunk = bytearray(client.get(chunk_key))
-    chunk[len(chunk) // 2] ^= 0x01
-    client.set(chunk_key, bytes(chunk))
+    tamper(web.store.remote, "r:" + parts[0]["key"])  # one bit flipped in Redis
 
     assert web.store.get(parts[0]["key"]) is None  # refused: never unpickled, never shown
     assert planning.missing(web.store, parts, verify=True) == [parts[0]]  # so computed again
