@@ -25,7 +25,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import kernels
+from . import kernels, masks
 from .categories import levels
 from .read import Ensemble, read_model
 
@@ -512,6 +512,9 @@ def curve_sums(ens: Ensemble, X: np.ndarray, j: int, grid: np.ndarray) -> np.nda
     if ens.is_categorical(j):
         return lookup_sums(ens, X, j, np.broadcast_to(np.asarray(grid, dtype=np.float64), (X.shape[0], len(grid))))
     on_j = _bins(ens, j, grid)
+    if NUMERIC and not ens.categorical and masks.takes(ens):  # small trees: bit masks (.masks)
+        each = lambda rows, work: _each_block(_blocks(X.shape[0], on_j.bins.size * ens.n_outputs, rows), work)
+        return masks.curve_sums(ens, X, j, on_j.node_bin, on_j.bins, each)
     if NUMERIC and not ens.categorical and kernels.takes(ens, "curves"):
         return _numeric(ens, X, j, on_j, on_j.bins[None, :])
     finite = np.flatnonzero(on_j.bins >= 0)

@@ -1,0 +1,124 @@
+"""Curves of small trees from bit masks (``compute/trees/masks.py``) against a predict of
+every materialised row, and against the depth-first walk of ``compute/trees/kernels.py``."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose
+
+from compute.trees import compiled, masks
+from compute.trees.ensemble import join_trees
+
+pytest.importorskip("numba")
+
+LEVELS = np.arange(-2.0, 2.5, 0.5)
+
+
+def _tree(rng, depth: int, p: int, full: bool) -> dict:
+    """A random tree down to ``depth`` (``full``: every branch that deep, 2**depth leaves;
+    else some stop early), thresholds from ``LEVELS`` (ties with the data), random missing
+    directions."""
+    feature, threshold, left, right, missing, value = [], [], [], [], [], []
+
+    def node(level: int) -> int:
+        at = len(feature)
+        for items in (feature, threshold, left, right, missing, value):
+            items.append(0)
+        if level == depth or (not full and level > 0 and rng.random() < 0.25):
+            feature[at], left[at], right[at], value[at] = -1, -1, -1, rng.normal()
+            return at
+        feature[at], threshold[at], missing[at] = rng.integers(0, p), rng.choice(LEVELS), rng.random() < 0.5
+        left[at] = node(level + 1)
+        right[at] = node(level + 1)
+        return at
+
+    node(0)
+    return {
+        "feature": np.array(feature),
+        "threshold": np.array(threshold, dtype=float),
+        "left": np.array(left),
+        "right": np.array(right),
+        "missing_left": np.array(missing),
+        "value": np.array(value, dtype=float)[:, None],
+        "column": 0,
+    }
+
+
+def _brute_force(ens, X: np.ndarray) -> np.ndarray:
+    """Each row's sum over trees, one node at a time, as a predict does."""
+    out = np.zeros(X.shape[0])
+    for i, x in enumerate(X):
+        for root in ens.roots:
+            node = int(root)
+            while ens.feature[node] >= 0:
+                v = x[ens.feature[node]]
+                go_left = ens.missing_left[node] if np.isnan(v) else v <= ens.threshold[node]
+                node = int(ens.left[node] if go_left else ens.right[node])
+            out[i] += ens.value[node, 0]
+    return out
+
+
+def _ensemble(trees: list[dict]):
+    return join_trees(trees, name="random", n_outputs=1, float32=False, finish=lambda s: s)
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("missing", [False, True])
+def test_mask_curves_equal_brute_force_on_random_small_trees(seed, missing, monkeypatch):
+    """Random ensembles of trees of 1 to 64 leaves (two full trees of depth 6: a row in the
+    rightmost leaf is bit 63, the int64's sign), on a grid with a missing value, values on
+    and off the thresholds and outside them, in several blocks of rows: every curve point
+    equals a predict of the materialised row, and the depth-first walk's sums."""
+    rng = np.random.default_rng(seed)
+    p, n = 3, 90
+    trees = [_tree(rng, 6, p, full=True) for _ in range(2)]
+    trees += [_tree(rng, int(rng.integers(0, 7)), p, full=False) for _ in range(10)]
+    ens = _ensemble(trees)
+    assert masks.takes(ens)
+    X = rng.choice(np.append(LEVELS, [-0.3, 0.7, 3.0]), size=(n, p))
+    if missing:
+        X[rng.random(X.shape) < 0.15] = np.nan
+    grid = np.concatenate([LEVELS[::2], [np.nan, -9.0, 0.2, 9.0, 2.0]])
+    monkeypatch.setattr(masks, "ROWS", 32)  # three blocks of rows
+    for j in range(p):
+        curves = compiled.curve_sums(ens, X, j, grid)[:, :, 0]
+        for g, value in enumerate(grid):
+            rows = X.copy()
+            rows[:, j] = value
+            assert_allclose(curves[:, g], _brute_force(ens, rows), rtol=0, atol=1e-12, err_msg=f"curve {j} {g}")
+        monkeypatch.setattr(masks, "ENABLED", False)
+        walked = compiled.curve_sums(ens, X, j, grid)[:, :, 0]
+        monkeypatch.setattr(masks, "ENABLED", True)
+        assert_allclose(curves, walked, rtol=0, atol=1e-12)
+
+
+def test_a_tree_of_65_leaves_takes_the_walk(monkeypatch):
+    """One tree above 64 leaves sends the whole ensemble to the depth-first walk (its
+    leaves would not fit the int64's bits), whose curves are right."""
+    rng = np.random.default_rng(7)
+    big = _tree(rng, 7, 2, full=True)  # 128 leaves
+    ens = _ensemble([big, _tree(rng, 3, 2, full=True)])
+    assert not masks.takes(ens)
+    assert masks.takes(_ensemble([_tree(rng, 6, 2, full=True)]))
+    called = []
+    monkeypatch.setattr(masks, "curve_sums", lambda *args: called.append(args))
+    X = rng.choice(LEVELS, size=(20, 2))
+    grid = np.array([-1.0, 0.3, 2.0])
+    curves = compiled.curve_sums(ens, X, 0, grid)[:, :, 0]
+    assert called == []
+    for g, value in enumerate(grid):
+        rows = X.copy()
+        rows[:, 0] = value
+        assert_allclose(curves[:, g], _brute_force(ens, rows), rtol=0, atol=1e-12)
+
+
+def test_the_lowest_bit_table():
+    """``LOWEST`` names the lowest set bit of every int64 mask, bit 63 (negative) too."""
+    rng = np.random.default_rng(0)
+    for bit in range(64):
+        for _ in range(5):
+            high = int(rng.integers(0, 2**63 - 1)) << (bit + 1) if bit < 63 else 0
+            m = np.int64(np.uint64(((1 << bit) | high) % (1 << 64)).view(np.int64))
+            low = int(m) & -int(m)
+            assert masks.LOWEST[(((low * masks.DE_BRUIJN) % (1 << 64)) >> 58) & 63] == bit
