@@ -122,3 +122,22 @@ def test_the_lowest_bit_table():
             m = np.int64(np.uint64(((1 << bit) | high) % (1 << 64)).view(np.int64))
             low = int(m) & -int(m)
             assert masks.LOWEST[(((low * masks.DE_BRUIJN) % (1 << 64)) >> 58) & 63] == bit
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_own_sums_from_the_same_pass_equal_brute_force(seed, monkeypatch):
+    """``curve_and_own_sums``: each row's sums at its own values (missing ones too), from the
+    masks' pass, equal a predict of the row; and the curves equal ``curve_sums``'. Without the
+    masks (a tree above 64 leaves) the own sums come from a lookup, equally right."""
+    rng = np.random.default_rng(seed)
+    p, n = 3, 70
+    trees = [_tree(rng, 6, p, full=True)] + [_tree(rng, int(rng.integers(0, 7)), p, full=False) for _ in range(8)]
+    X = rng.choice(np.append(LEVELS, [-0.3, 0.7, 3.0]), size=(n, p))
+    X[rng.random(X.shape) < 0.15] = np.nan
+    grid = np.concatenate([LEVELS[::3], [np.nan, 0.2]])
+    monkeypatch.setattr(masks, "ROWS", 32)
+    for ens in (_ensemble(trees), _ensemble([*trees, _tree(rng, 7, p, full=True)])):
+        for j in range(p):
+            curves, own = compiled.curve_and_own_sums(ens, X, j, grid)
+            assert_allclose(own[:, 0], _brute_force(ens, X), rtol=0, atol=1e-12)
+            assert_allclose(curves, compiled.curve_sums(ens, X, j, grid), rtol=0, atol=1e-12)

@@ -77,7 +77,7 @@ def test_profiles_equal_the_batched_predict(fitted, feature):
     assert walked.params["engine"] == "exact tree walk"
     assert_allclose(walked.pred, predicted.pred, rtol=0, atol=1e-9)
     assert_allclose(walked.loss_grid, predicted.loss_grid, rtol=0, atol=1e-9)
-    assert_allclose(walked.base_pred, predicted.base_pred, rtol=0, atol=0)  # the model's own, both
+    assert_allclose(walked.base_pred, predicted.base_pred, rtol=0, atol=1e-9)
 
 
 def test_pfi_and_h_equal_the_batched_predict(fitted):

@@ -513,8 +513,8 @@ def curve_sums(ens: Ensemble, X: np.ndarray, j: int, grid: np.ndarray) -> np.nda
         return lookup_sums(ens, X, j, np.broadcast_to(np.asarray(grid, dtype=np.float64), (X.shape[0], len(grid))))
     on_j = _bins(ens, j, grid)
     if NUMERIC and not ens.categorical and masks.takes(ens):  # small trees: bit masks (.masks)
-        each = lambda rows, work: _each_block(_blocks(X.shape[0], on_j.bins.size * ens.n_outputs, rows), work)
-        return masks.curve_sums(ens, X, j, on_j.node_bin, on_j.bins, each)
+        each = _each(X.shape[0], on_j.bins.size * ens.n_outputs)
+        return masks.curve_sums(ens, X, j, on_j.node_bin, on_j.bins, each)[0]
     if NUMERIC and not ens.categorical and kernels.takes(ens, "curves"):
         return _numeric(ens, X, j, on_j, on_j.bins[None, :])
     finite = np.flatnonzero(on_j.bins >= 0)
@@ -536,6 +536,20 @@ def curve_sums(ens: Ensemble, X: np.ndarray, j: int, grid: np.ndarray) -> np.nda
     if missing.size:
         out[:, missing] = at_nan[:, None, :]
     return out
+
+
+def curve_and_own_sums(ens: Ensemble, X: np.ndarray, j: int, grid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`curve_sums` and each row's sums at its own values (rows x outputs): from the
+    same pass where the bit masks (:mod:`.masks`) take the curves, else a lookup."""
+    if NUMERIC and not ens.categorical and masks.takes(ens) and not ens.is_categorical(j):
+        on_j = _bins(ens, j, grid)
+        return masks.curve_sums(ens, X, j, on_j.node_bin, on_j.bins, _each(X.shape[0], on_j.bins.size * ens.n_outputs))
+    return curve_sums(ens, X, j, grid), lookup_sums(ens, X, j, X[:, j : j + 1])[:, 0, :]
+
+
+def _each(n: int, floats_per_row: int):
+    """``each(rows, work)``: ``work(a, b)`` on blocks of at most ``rows`` of ``n`` rows."""
+    return lambda rows, work: _each_block(_blocks(n, floats_per_row, rows), work)
 
 
 def lookup_sums(

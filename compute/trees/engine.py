@@ -5,8 +5,9 @@ reads, else the batched predict, recording why (:class:`Choice`); ``"trees"`` ra
 :class:`~compute.errors.ModelError` naming why a model is not read; ``"predict"`` is the
 batched predict of every intervened row (the reference, and the path of every other model).
 Before it is used, the walk is checked against the model's own predictions of a few of the
-unmodified rows every pass predicts anyway (those with missing values first): a
-disagreement (another library version's arithmetic) falls back, never a wrong number.
+unmodified rows (those with missing values first; a profile predicts only these, other
+passes predict every row anyway): a disagreement (another library version's arithmetic)
+falls back, never a wrong number.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from .boosters import catboost_named, catboost_refusal
 from .categories import levels
 from .read import Ensemble, Unsupported, forget, pipeline_parts, read_model_cached
 from .space import Space, check_column_wise
-from .walk import curve_sums, lookup_sums, value_bins
+from .walk import curve_and_own_sums, curve_sums, lookup_sums, value_bins
 from .xgboost_read import xgboost_codes
 
 ENGINES = ("auto", "trees", "predict")
@@ -57,15 +58,18 @@ class Choice:
         """What a result records: ``engine`` and ``engine_reason``."""
         return {"engine": self.name, "engine_reason": self.reason}
 
-    def verified(self, predictor: Predictor, rows: np.ndarray, own_values: np.ndarray) -> Choice:
+    def verified(
+        self, predictor: Predictor, rows: np.ndarray, own_values: np.ndarray, numbers: np.ndarray | None = None
+    ) -> Choice:
         """This choice once the walk is checked against the model's own curve values
-        ``own_values`` of the rows ``rows`` (the unmodified rows a pass predicts anyway): up
-        to :data:`CHECK_ROWS` of them, those with missing values first. A walk that
-        disagrees gives the batched predict with the reason (``engine="trees"``: raises)."""
+        ``own_values`` of the rows ``rows`` (the unmodified rows a pass predicts anyway, or
+        the :func:`check_rows` of a profile's; ``numbers``: their model input when already
+        gathered): up to :data:`CHECK_ROWS` of them, those with missing values first. A walk
+        that disagrees gives the batched predict with the reason (``engine="trees"``: raises)."""
         if self.ensemble is None or self.space is None:
             return self
         try:
-            _verify(self.ensemble, self.space, predictor, rows, own_values)
+            _verify(self.ensemble, self.space, predictor, (rows, numbers), own_values)
         except Unsupported as exc:
             if not self.cached:
                 return _fallback(exc, self.forced)
@@ -75,7 +79,7 @@ class Choice:
                 fresh = replace(self, ensemble=read_model_cached(final)[0], cached=False)
             except Unsupported as again:
                 return _fallback(again, self.forced)
-            return fresh.verified(predictor, rows, own_values)
+            return fresh.verified(predictor, rows, own_values, numbers)
         return self
 
     def numbers(self, rows: np.ndarray) -> np.ndarray:
@@ -177,9 +181,12 @@ def _coding(model, frame):
     return xgboost_codes(model, frame)
 
 
-def _verify(ens: Ensemble, space: Space, predictor: Predictor, rows: np.ndarray, own_values: np.ndarray) -> None:
-    numbers = space.rows(rows)
-    picked = _check_rows(numbers)
+def _verify(ens: Ensemble, space: Space, predictor: Predictor, rows, own_values: np.ndarray) -> None:
+    """Unsupported unless the walk gives the model's ``own_values`` of ``rows`` = (positions,
+    their model input or None) on the :func:`check_rows` among them."""
+    positions, numbers = rows
+    numbers = space.rows(positions) if numbers is None else numbers
+    picked = check_rows(numbers)
     numeric = [j for j in range(numbers.shape[1]) if not ens.is_categorical(j)]
     j = numeric[0] if numeric else 0  # any feature at the rows' own values: a numeric one needs no levels
     sums = lookup_sums(ens, ens.compared(numbers[picked]), j, numbers[picked, j : j + 1])[:, 0, :]
@@ -191,7 +198,7 @@ def _verify(ens: Ensemble, space: Space, predictor: Predictor, rows: np.ndarray,
         raise Unsupported(f"the walk disagrees with the model's own predict on the check rows (gap {gap:.3g})")
 
 
-def _check_rows(numbers: np.ndarray) -> np.ndarray:
+def check_rows(numbers: np.ndarray) -> np.ndarray:
     """Up to :data:`CHECK_ROWS` rows: those with missing values first, then spread evenly."""
     n = numbers.shape[0]
     missing = np.flatnonzero(np.isnan(numbers).any(axis=1))[: CHECK_ROWS // 2]
@@ -207,10 +214,10 @@ def pointwise_loss(loss: Loss, target, raw: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Own:
-    """The rows' own predictions, from the model's own predict (one call per chunk of the
-    unmodified rows): ``values`` (curve values) and ``losses`` (None without a target). A
-    cell whose walk is the row's own (the feature's value in the same bin as the row's)
-    takes these, bit for bit, so a change is exactly 0 where the model cannot see one."""
+    """The rows' own predictions (the model's own predict of the unmodified rows, or the
+    walk's at their own values): ``values`` (curve values) and ``losses`` (None without a
+    target). A cell whose walk is the row's own (the feature's value in the same bin as the
+    row's) takes these, bit for bit, so a change is exactly 0 where the model cannot see one."""
 
     values: np.ndarray
     losses: np.ndarray | None
@@ -229,23 +236,30 @@ def profile_pass(
     grid_values: np.ndarray,
     *,
     target: tuple[np.ndarray | None, Loss | None],
-    own: Own,
+    own: Own | None,
     after: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """The ``rows x grid`` tensor of a profile (values and, given ``target = (y_enc,
     loss)``, losses; flat, row by row) from one walk per row and tree (``choice``: a walk),
     followed by the own values (and losses) of the rows ``after`` (positions or a mask of
-    ``rows``) appended, as ``np.concatenate`` would."""
+    ``rows``) appended, as ``np.concatenate`` would. ``own`` None: the rows' own values
+    from the same walk (:func:`.walk.curve_and_own_sums`)."""
     ens, space = choice.ensemble, choice.space
     assert ens is not None and space is not None  # a walk was chosen
     j = space.column(feature)
     X = space.rows(rows)
     grid = space.values(feature, grid_values)
-    sums = curve_sums(ens, ens.compared(X), j, grid)
-    n, m = sums.shape[0], sums.shape[1]
-    flat = sums.reshape(n * m, -1)
     y_enc, loss = target
     with_loss = loss is not None and y_enc is not None
+    if own is None:
+        sums, own_sums = curve_and_own_sums(ens, ens.compared(X), j, grid)
+        own_raw = ens.finish(own_sums)
+        own_losses = pointwise_loss(loss, y_enc[rows], own_raw) if loss is not None and y_enc is not None else None
+        own = Own(np.asarray(predictor.value(own_raw)), own_losses)
+    else:
+        sums = curve_sums(ens, ens.compared(X), j, grid)
+    n, m = sums.shape[0], sums.shape[1]
+    flat = sums.reshape(n * m, -1)
     own_bins, grid_bins = value_bins(ens, j, X[:, j]), value_bins(ens, j, grid)
     values = losses = None
     step = max(1, FINISH_CELLS // max(1, m))

@@ -31,9 +31,10 @@ import numpy as np
 
 class Masks(NamedTuple):
     """Per tree ``k``: its leaves ``leaf[leaf_off[k]:]`` by bit, its nodes on other features
-    ``cond_*[cond_off[k]:cond_off[k + 1]]`` (the bits their left subtree holds cleared in
-    ``cond_mask``) and its grid stretches ``iv_*[iv_off[k]:iv_off[k + 1]]`` (sorted positions
-    ``lo..hi - 1`` and the leaves the nodes on j leave them, ``iv_mask``)."""
+    ``cond_*[cond_off[k]:cond_j[k]]`` (the bits their left subtree holds cleared in
+    ``cond_mask``; its nodes on j follow, up to ``cond_off[k + 1]``: a row's own value) and
+    its grid stretches ``iv_*[iv_off[k]:iv_off[k + 1]]`` (sorted positions ``lo..hi - 1``
+    and the leaves the nodes on j leave them, ``iv_mask``)."""
 
     leaf_off: np.ndarray
     leaf: np.ndarray
@@ -46,6 +47,7 @@ class Masks(NamedTuple):
     iv_lo: np.ndarray
     iv_hi: np.ndarray
     iv_mask: np.ndarray
+    cond_j: np.ndarray  # per tree: where its nodes on j start among its conds (after the others)
 
 
 #: De Bruijn sequence for 64 bits: the lowest set bit b of a mask m is ``_LOWEST[((m & -m) *
@@ -77,6 +79,8 @@ def compiled() -> dict:
     env["_number"] = jit(_number_py)
     env["_add"] = jit(_add_py)
     env["_add_leaves"] = jit(_add_leaves_py)
+    env["_cond"] = jit(_cond_py)
+    env["_and_conds"] = jit(_and_conds_py)
     return {"sums": jit(_sums_py), "tables": jit(_tables_py)}
 
 
@@ -97,19 +101,23 @@ def takes(ens) -> bool:
     return bool(ens.roots.size) and int(leaves.max()) <= MAX_LEAVES
 
 
-def curve_sums(ens, X: np.ndarray, j: int, node_bin: np.ndarray, grid_bins: np.ndarray, each) -> np.ndarray:
+def curve_sums(
+    ens, X: np.ndarray, j: int, node_bin: np.ndarray, grid_bins: np.ndarray, each
+) -> tuple[np.ndarray, np.ndarray]:
     """Rows x grid x outputs sums of ``X`` with j at each grid value (its bins ``grid_bins``;
-    ``node_bin``: the bins of the nodes on j): ``each(rows, work)`` runs ``work(a, b)`` on
+    ``node_bin``: the bins of the nodes on j), and each row's sums at its own value (rows x
+    outputs, the same pass: its nodes on j too): ``each(rows, work)`` runs ``work(a, b)`` on
     blocks of at most ``rows`` rows (:func:`.compiled._each_block`)."""
     order = np.argsort(grid_bins, kind="stable").astype(np.int64)
     sorted_bins = grid_bins[order]
     cut = np.where(ens.feature == j, np.searchsorted(sorted_bins, node_bin, side="right"), 0)
     mk = tables(ens, j, cut, int((sorted_bins < 0).sum()), sorted_bins.size)
     out = np.empty((X.shape[0], sorted_bins.size, ens.n_outputs))
+    own = np.zeros((X.shape[0], ens.n_outputs))
     X = np.ascontiguousarray(X, dtype=np.float64)
     kernel = compiled()["sums"]
-    each(ROWS, lambda a, b: kernel(mk, ens.value, ens.column, X[a:b], order, out[a:b]))
-    return out
+    each(ROWS, lambda a, b: kernel(mk, ens.value, ens.column, X[a:b], order, (out[a:b], own[a:b])))
+    return out, own
 
 
 def tables(ens, j: int, node_cut: np.ndarray, first: int, n_q: int) -> Masks:
@@ -127,7 +135,7 @@ def tables(ens, j: int, node_cut: np.ndarray, first: int, n_q: int) -> Masks:
     cut = np.asarray(node_cut, dtype=np.int64)
     out, counts = compiled()["tables"](tree, threshold, np.int64(j), cut, np.int64(first), np.int64(n_q))
     k, n_leaves, n_cond, n_iv = (int(c) for c in counts)
-    ends = (k + 1, n_leaves, k + 1, n_cond, n_cond, n_cond, n_cond, k + 1, n_iv, n_iv, n_iv)
+    ends = (k + 1, n_leaves, k + 1, n_cond, n_cond, n_cond, n_cond, k + 1, n_iv, n_iv, n_iv, k)
     return Masks(*(np.ascontiguousarray(a[:end]) for a, end in zip(out, ends)))
 
 
@@ -176,6 +184,7 @@ def _tables_py(tree, threshold, j, node_cut, first, n_q):  # pragma: no cover - 
         np.empty(n + 2 * roots.size, dtype=np.int64),  # iv_lo
         np.empty(n + 2 * roots.size, dtype=np.int64),  # iv_hi
         np.empty(n + 2 * roots.size, dtype=np.int64),  # iv_mask
+        np.zeros(roots.size, dtype=np.int64),  # cond_j
     )
     counts = np.zeros(4, dtype=np.int64)  # trees, leaves, nodes on other features, stretches
     start, order = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
@@ -199,13 +208,14 @@ def _add_py(tree, threshold, node, grid, out, counts):  # pragma: no cover - com
             out[1][counts[1]] = at
             counts[1] += 1
         elif feature[at] != j:
-            c = counts[2]
-            out[3][c], out[4][c], out[5][c] = feature[at], threshold[at], missing_left[at]
-            out[6][c] = ~_span(start[at], start[right[at]])
-            counts[2] += 1
+            _cond(tree, threshold, at, start, out, counts)
         else:
             cuts[n_cuts] = min(max(node_cut[at], first), n_q)
             n_cuts += 1
+    out[11][k] = counts[2]
+    for e in range(count):  # the nodes on j, last: a row's own value (the curves skip them)
+        if feature[order[e]] == j:
+            _cond(tree, threshold, order[e], start, out, counts)
     cuts[n_cuts], cuts[n_cuts + 1] = first, n_q
     bounds = np.unique(cuts[: n_cuts + 2])
     for b in range(-1, bounds.size - 1):  # -1: the missing grid values (positions 0..first - 1)
@@ -224,36 +234,56 @@ def _add_py(tree, threshold, node, grid, out, counts):  # pragma: no cover - com
     out[0][k + 1], out[2][k + 1], out[7][k + 1] = counts[1], counts[2], counts[3]
 
 
-def _sums_py(mk, value, column, X, order, out):  # pragma: no cover - compiled
-    """``out`` (rows x grid x outputs, the grid in its own order; ``order``: the grid point
-    at each sorted position) := the sums of the block of rows ``X``, tree by tree."""
+def _cond_py(tree, threshold, at, start, out, counts):  # pragma: no cover - compiled
+    """Node ``at`` appended to the conds of ``out``: its feature, threshold, missing
+    direction and the mask clearing its left subtree's leaves."""
+    c = counts[2]
+    out[3][c], out[4][c], out[5][c] = tree[0][at], threshold[at], tree[3][at]
+    out[6][c] = ~_span(start[at], start[tree[2][at]])
+    counts[2] += 1
+
+
+def _sums_py(mk, value, column, X, order, outs):  # pragma: no cover - compiled
+    """``outs[0]`` (rows x grid x outputs, the grid in its own order; ``order``: the grid
+    point at each sorted position) := the sums of the block of rows ``X``, tree by tree, and
+    ``outs[1]`` (rows x outputs, zeros) += each row's sums at its own value."""
+    out, own = outs
     n, n_q, n_out = X.shape[0], out.shape[1], out.shape[2]
     columns = np.ascontiguousarray(X.T)  # a feature's values of the block, contiguous
     missing = np.isnan(X).any()
-    mask = np.empty(n, dtype=np.int64)
+    mask, own_mask = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
     diff = np.zeros((n, n_q + 1, n_out))
     for k in range(mk.leaf_off.size - 1):
         mask[:] = -1
-        for e in range(mk.cond_off[k], mk.cond_off[k + 1]):  # every row at once: vector instructions
-            xs, t, m, to_nan = (
-                columns[mk.cond_feature[e]],
-                mk.cond_threshold[e],
-                mk.cond_mask[e],
-                mk.cond_missing_left[e],
-            )
-            if missing:
-                for i in range(n):
-                    mask[i] &= m | -np.int64((xs[i] <= t) | (np.isnan(xs[i]) & to_nan))
-            else:
-                for i in range(n):
-                    mask[i] &= m | -np.int64(xs[i] <= t)
+        _and_conds(mk, columns, (mk.cond_off[k], mk.cond_j[k]), mask, missing)
         _add_leaves(mk, value, column, k, mask, diff)
+        own_mask[:] = mask  # and the nodes on j at the row's own value: its own leaf
+        _and_conds(mk, columns, (mk.cond_j[k], mk.cond_off[k + 1]), own_mask, missing)
+        base = mk.leaf_off[k]
+        for i in range(n):
+            m = own_mask[i]
+            node = mk.leaf[base + LOWEST[(((m & -m) * DE_BRUIJN) >> 58) & 63]]
+            for c in range(value.shape[1]):
+                own[i, column[node] + c] += value[node, c]
     for i in range(n):
         for c in range(n_out):
             running = 0.0
             for p in range(n_q):
                 running += diff[i, p, c]
                 out[i, order[p], c] = running
+
+
+def _and_conds_py(mk, columns, span, mask, missing):  # pragma: no cover - compiled
+    """``mask`` of each row (``columns``: the block's values by feature) ANDed with the conds
+    ``span[0]..span[1] - 1`` where the row goes right: every row at once, vector instructions."""
+    for e in range(span[0], span[1]):
+        xs, t, m, to_nan = columns[mk.cond_feature[e]], mk.cond_threshold[e], mk.cond_mask[e], mk.cond_missing_left[e]
+        if missing:
+            for i in range(mask.size):
+                mask[i] &= m | -np.int64((xs[i] <= t) | (np.isnan(xs[i]) & to_nan))
+        else:
+            for i in range(mask.size):
+                mask[i] &= m | -np.int64(xs[i] <= t)
 
 
 def _add_leaves_py(mk, value, column, k, mask, diff):  # pragma: no cover - compiled
@@ -275,3 +305,5 @@ _span = _span_py
 _number = _number_py
 _add = _add_py
 _add_leaves = _add_leaves_py
+_cond = _cond_py
+_and_conds = _and_conds_py

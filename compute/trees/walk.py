@@ -186,6 +186,14 @@ def curve_sums(ens: Ensemble, X: np.ndarray, j: int, grid: np.ndarray) -> np.nda
     return curve_sums_numpy(ens, X, j, grid)
 
 
+def curve_and_own_sums(ens: Ensemble, X: np.ndarray, j: int, grid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`curve_sums` and each row's sums at its own values (rows x outputs): one pass
+    where the compiled walk's bit masks take the model (:func:`.compiled.curve_and_own_sums`)."""
+    if COMPILED:
+        return compiled.curve_and_own_sums(ens, X, j, grid)
+    return curve_sums_numpy(ens, X, j, grid), lookup_sums_numpy(ens, X, j, X[:, j : j + 1])[:, 0, :]
+
+
 def curve_sums_numpy(ens: Ensemble, X: np.ndarray, j: int, grid: np.ndarray) -> np.ndarray:
     """Sum of leaf values of each row of ``X`` with j at each value of ``grid`` (shape rows
     x grid x outputs): one walk per row; a leaf reached whatever j is adds to the row's
