@@ -20,7 +20,7 @@ from .prediction import (
 )
 from .results import FeatureProfile
 from .sampling import Grid, make_grid, sample_rows
-from .trees import Choice, check_rows, choose_engine, profile_pass
+from .trees import Choice, Own, check_rows, choose_engine, own_in_pass, profile_pass
 from .validation import (
     check_feature,
     check_features,
@@ -317,23 +317,27 @@ def _walked(
     choice: Choice, predictor, rows, feature, grid_values, off, *, target, sample, chunk_rows, n_jobs
 ) -> _Walked:
     """The profile's stream (the tensor, then the rows ``rows[off]`` unmodified) from the
-    exact tree walk, every cell and the rows' own values from one walk per row and tree
-    (:func:`compute.trees.profile_pass`), once the walk gives the model's own predict of
-    the check rows (:func:`compute.trees.check_rows`, read from the sample's design
-    ``sample``: (design, positions in it)). The model predicts those few rows only: its
-    predict of every row cost LightGBM half the walk's time (100,000 x 50)."""
+    exact tree walk (:func:`compute.trees.profile_pass`), once the walk gives the model's own
+    predict of the check rows (:func:`compute.trees.check_rows`, read from the sample's
+    design ``sample``: (design, positions in it)). Where the walk's pass gives the rows' own
+    values too (:func:`compute.trees.own_in_pass`: bit masks) the model predicts those few
+    rows only (its predict of every row cost LightGBM half the walk's time, 100,000 x 50);
+    else it predicts every row, their own values bit for bit."""
     choice = choice.for_columns([feature])
     if choice.ensemble is None or choice.space is None:
         return _Walked(choice)
     numbers = choice.space.rows(rows)  # gathered once: profile_pass reads them again
-    picked = check_rows(numbers)
+    in_pass = own_in_pass(choice.ensemble, choice.space.column(feature))
+    picked = check_rows(numbers) if in_pass else np.arange(rows.size)
     local, at = sample
+    y_enc, loss = (None, None) if in_pass else target
     check = unmodified_segment(predictor, rows[picked], local, at[picked])
-    checked, _ = predict_segments(predictor, [check], chunk_rows=chunk_rows, n_jobs=n_jobs)
-    choice = choice.verified(predictor, rows[picked], checked, numbers[picked])
+    checked, losses = predict_segments(predictor, [check], y_enc=y_enc, loss=loss, chunk_rows=chunk_rows, n_jobs=n_jobs)
+    choice = choice.verified(predictor, rows[picked], checked, numbers[picked] if in_pass else numbers)
     if choice.ensemble is None:
         return _Walked(choice)
-    values, losses = profile_pass(choice, predictor, rows, feature, grid_values, target=target, own=None, after=off)
+    own = None if in_pass else Own(checked, losses)
+    values, losses = profile_pass(choice, predictor, rows, feature, grid_values, target=target, own=own, after=off)
     return _Walked(choice, values, losses)  # the rows ``rows[off]`` unmodified at the end
 
 

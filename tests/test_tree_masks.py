@@ -4,10 +4,15 @@ every materialised row, and against the depth-first walk of ``compute/trees/kern
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 from numpy.testing import assert_allclose
+from sklearn.ensemble import HistGradientBoostingRegressor, RandomForestRegressor
 
+from compute import feature_profile
+from compute.prediction import Predictor
 from compute.trees import compiled, masks
+from compute.trees.engine import CHECK_ROWS
 from compute.trees.ensemble import join_trees
 
 pytest.importorskip("numba")
@@ -141,3 +146,29 @@ def test_own_sums_from_the_same_pass_equal_brute_force(seed, monkeypatch):
             curves, own = compiled.curve_and_own_sums(ens, X, j, grid)
             assert_allclose(own[:, 0], _brute_force(ens, X), rtol=0, atol=1e-12)
             assert_allclose(curves, compiled.curve_sums(ens, X, j, grid), rtol=0, atol=1e-12)
+
+
+def test_a_profile_asks_the_model_for_its_check_rows_only(monkeypatch):
+    """Where the masks take the model, a profile's own values come from the walk: the model
+    predicts its 32 check rows, not every row, and the base predictions are within 1e-12 of
+    its predict. A forest (trees above 64 leaves) still has the model predict every row,
+    its base predictions bit for bit."""
+    rng = np.random.default_rng(3)
+    X = pd.DataFrame(rng.normal(size=(400, 3)), columns=["a", "b", "c"])
+    X.loc[::9, "b"] = np.nan
+    y = X["a"].fillna(0) * 2 + np.sin(3 * X["b"].fillna(1)) + rng.normal(size=400)
+    seen: list[int] = []
+    raw = Predictor.raw
+    monkeypatch.setattr(Predictor, "raw", lambda self, block: seen.append(len(block)) or raw(self, block))
+    boosted = HistGradientBoostingRegressor(max_iter=15, random_state=0).fit(X, y)
+    for feature in ("a", "b"):
+        seen.clear()
+        prof = feature_profile(boosted, X, y, feature, grid=9, engine="trees")
+        assert 0 < sum(seen) <= CHECK_ROWS
+        assert_allclose(prof.base_pred, boosted.predict(X), rtol=1e-12, atol=1e-12)
+        assert_allclose(prof.base_loss, (boosted.predict(X) - y) ** 2, rtol=1e-9, atol=1e-12)
+    forest = RandomForestRegressor(8, random_state=0).fit(X.fillna(0), y)
+    seen.clear()
+    prof = feature_profile(forest, X.fillna(0), y, "a", grid=9, engine="trees")
+    assert sum(seen) == len(X) and prof.params["engine"] == "exact tree walk"
+    np.testing.assert_array_equal(prof.base_pred, forest.predict(X.fillna(0)))

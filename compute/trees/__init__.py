@@ -23,7 +23,7 @@ from .engine import (
     profile_pass,
 )
 from .read import Ensemble, Unsupported, read_model
-from .walk import curve_sums, lookup_sums, same_walk
+from .walk import curve_sums, lookup_sums, own_in_pass, same_walk
 
 __all__ = [
     "BATCHED_PREDICT",
@@ -38,6 +38,7 @@ __all__ = [
     "for_permutations",
     "lookup_sums",
     "Own",
+    "own_in_pass",
     "permuted_losses",
     "profile_pass",
     "read_model",

@@ -541,10 +541,16 @@ def curve_sums(ens: Ensemble, X: np.ndarray, j: int, grid: np.ndarray) -> np.nda
 def curve_and_own_sums(ens: Ensemble, X: np.ndarray, j: int, grid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """:func:`curve_sums` and each row's sums at its own values (rows x outputs): from the
     same pass where the bit masks (:mod:`.masks`) take the curves, else a lookup."""
-    if NUMERIC and not ens.categorical and masks.takes(ens) and not ens.is_categorical(j):
+    if own_in_pass(ens, j):
         on_j = _bins(ens, j, grid)
         return masks.curve_sums(ens, X, j, on_j.node_bin, on_j.bins, _each(X.shape[0], on_j.bins.size * ens.n_outputs))
     return curve_sums(ens, X, j, grid), lookup_sums(ens, X, j, X[:, j : j + 1])[:, 0, :]
+
+
+def own_in_pass(ens: Ensemble, j: int) -> bool:
+    """Whether the bit masks (:mod:`.masks`) take the curves on j, the rows' own sums in
+    the same pass."""
+    return NUMERIC and not ens.categorical and not ens.is_categorical(j) and masks.takes(ens)
 
 
 def _each(n: int, floats_per_row: int):

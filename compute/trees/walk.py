@@ -186,6 +186,12 @@ def curve_sums(ens: Ensemble, X: np.ndarray, j: int, grid: np.ndarray) -> np.nda
     return curve_sums_numpy(ens, X, j, grid)
 
 
+def own_in_pass(ens: Ensemble, j: int) -> bool:
+    """Whether :func:`curve_and_own_sums` gives the rows' own sums from the curves' pass (the
+    compiled bit masks, :func:`.compiled.own_in_pass`), not from a walk of their own."""
+    return COMPILED and compiled.own_in_pass(ens, j)
+
+
 def curve_and_own_sums(ens: Ensemble, X: np.ndarray, j: int, grid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """:func:`curve_sums` and each row's sums at its own values (rows x outputs): one pass
     where the compiled walk's bit masks take the model (:func:`.compiled.curve_and_own_sums`)."""
