@@ -70,11 +70,12 @@ def _ensemble(trees: list[dict]):
 
 @pytest.mark.parametrize("seed", range(6))
 @pytest.mark.parametrize("missing", [False, True])
-def test_mask_curves_equal_brute_force_on_random_small_trees(seed, missing, monkeypatch):
+def test_mask_curves_and_lookups_equal_brute_force_on_random_small_trees(seed, missing, monkeypatch):
     """Random ensembles of trees of 1 to 64 leaves (two full trees of depth 6: a row in the
     rightmost leaf is bit 63, the int64's sign), on a grid with a missing value, values on
     and off the thresholds and outside them, in several blocks of rows: every curve point
-    equals a predict of the materialised row, and the depth-first walk's sums."""
+    and every lookup of a donor's value (PFI; missing donors too) equals a predict of the
+    materialised row, and the depth-first walk's sums."""
     rng = np.random.default_rng(seed)
     p, n = 3, 90
     trees = [_tree(rng, 6, p, full=True) for _ in range(2)]
@@ -86,16 +87,25 @@ def test_mask_curves_equal_brute_force_on_random_small_trees(seed, missing, monk
         X[rng.random(X.shape) < 0.15] = np.nan
     grid = np.concatenate([LEVELS[::2], [np.nan, -9.0, 0.2, 9.0, 2.0]])
     monkeypatch.setattr(masks, "ROWS", 32)  # three blocks of rows
+    monkeypatch.setattr(masks, "LOOKUP_LEAVES", 64)  # lookups take the masks up to 64 leaves too
     for j in range(p):
         curves = compiled.curve_sums(ens, X, j, grid)[:, :, 0]
         for g, value in enumerate(grid):
             rows = X.copy()
             rows[:, j] = value
             assert_allclose(curves[:, g], _brute_force(ens, rows), rtol=0, atol=1e-12, err_msg=f"curve {j} {g}")
+        donors = rng.integers(0, n, (n, 7))
+        looked = compiled.lookup_sums(ens, X, j, X[donors, j])[:, :, 0]
+        for r in range(donors.shape[1]):
+            rows = X.copy()
+            rows[:, j] = X[donors[:, r], j]
+            assert_allclose(looked[:, r], _brute_force(ens, rows), rtol=0, atol=1e-12, err_msg=f"lookup {j} {r}")
         monkeypatch.setattr(masks, "ENABLED", False)
         walked = compiled.curve_sums(ens, X, j, grid)[:, :, 0]
+        walked_lookups = compiled.lookup_sums(ens, X, j, X[donors, j])[:, :, 0]
         monkeypatch.setattr(masks, "ENABLED", True)
         assert_allclose(curves, walked, rtol=0, atol=1e-12)
+        assert_allclose(looked, walked_lookups, rtol=0, atol=1e-12)
 
 
 def test_a_tree_of_65_leaves_takes_the_walk(monkeypatch):

@@ -453,8 +453,7 @@ def _blocks(n: int, floats_per_row: int, most: int | None = None) -> list[tuple[
     return [(a, min(a + step, n)) for a in range(0, n, step)]
 
 
-#: Most threads a walk runs its blocks on.
-MAX_THREADS = 8
+MAX_THREADS = 8  # most threads a walk runs its blocks on
 #: Threads the walk runs on when set (a benchmark matching a model's own thread count);
 #: None: :func:`threads` decides.
 THREADS: int | None = None
@@ -548,8 +547,7 @@ def curve_and_own_sums(ens: Ensemble, X: np.ndarray, j: int, grid: np.ndarray) -
 
 
 def own_in_pass(ens: Ensemble, j: int) -> bool:
-    """Whether the bit masks (:mod:`.masks`) take the curves on j, the rows' own sums in
-    the same pass."""
+    """Whether the bit masks (:mod:`.masks`) take j's curves (the own sums in the pass)."""
     return NUMERIC and not ens.categorical and not ens.is_categorical(j) and masks.takes(ens)
 
 
@@ -564,6 +562,9 @@ def lookup_sums(
     """As :func:`.walk.lookup_sums` (rows x queries x outputs), compiled; ``bins``: the
     queries' :func:`value_bins` when already found."""
     on_j = _bins(ens, j, queries, bins)
+    if own_in_pass(ens, j) and masks.takes(ens, masks.LOOKUP_LEAVES):
+        each = _each(X.shape[0], queries.shape[1] * ens.n_outputs)
+        return masks.lookup_sums(ens, X, (j, on_j.node_bin, on_j.n_bins), on_j.bins, each)
     if NUMERIC and not ens.categorical and kernels.takes(ens, "lookups"):
         return _numeric(ens, X, j, on_j, on_j.bins)
     out = np.empty((queries.shape[0], queries.shape[1], ens.n_outputs))
