@@ -1,4 +1,4 @@
-"""Curves of small trees from bit masks of leaves, many rows at once (numba).
+"""Curves and lookups of small trees from bit masks of leaves, many rows at once (numba).
 
 :mod:`.compiled` hands here the curves (a grid shared by the rows) of an ensemble without
 categorical splits whose trees have at most 64 leaves each (the boosters: 31 leaves, or
@@ -19,6 +19,12 @@ block (its values as columns, contiguous) with the node's mask or with all ones,
 compiler turns into vector instructions over the rows. Measured on 100,000 x 50 rows, grid 50,
 one thread: 2.6x (XGBoost, depth 6) to 4.6x (HistGradientBoosting, 31 leaves) faster than
 the depth-first walk of :mod:`.kernels`, which keeps the trees of more leaves (forests).
+
+The same pass gives each row's sums at its own value (the nodes on j decided by it: the
+exact QuickScorer exit leaf), so a profile needs no model call for its rows' own values.
+PFI's lookups (each row's own donors, :func:`lookup_sums`) take the masks on trees of at
+most :data:`LOOKUP_LEAVES` leaves: the stretches are ranges of j's bins there, and a table
+per tree names each bin's stretch.
 """
 
 from __future__ import annotations
