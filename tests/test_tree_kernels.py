@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from helpers.cases import run_cases
+from helpers.random_trees import brute_force, random_tree
 from numpy.testing import assert_allclose
 from sklearn.ensemble import (
     GradientBoostingClassifier,
@@ -78,49 +79,6 @@ def test_the_xgboost_cases_in_their_own_process():
     run_cases(CASES, at_least=10)
 
 
-def _random_tree(rng, depth: int, p: int, levels: np.ndarray) -> dict:
-    """A random tree down to ``depth`` (some branches stop early): thresholds from a few
-    ``levels`` (ties with the data), random missing directions, local child ids."""
-    feature, threshold, left, right, missing, value = [], [], [], [], [], []
-
-    def node(level: int) -> int:
-        at = len(feature)
-        for items in (feature, threshold, left, right, missing, value):
-            items.append(0)
-        if level == depth or (level > 1 and rng.random() < 0.2):
-            feature[at], left[at], right[at], value[at] = -1, -1, -1, rng.normal()
-            return at
-        feature[at], threshold[at], missing[at] = rng.integers(0, p), rng.choice(levels), rng.random() < 0.5
-        left[at] = node(level + 1)
-        right[at] = node(level + 1)
-        return at
-
-    node(0)
-    return {
-        "feature": np.array(feature),
-        "threshold": np.array(threshold, dtype=float),
-        "left": np.array(left),
-        "right": np.array(right),
-        "missing_left": np.array(missing),
-        "value": np.array(value, dtype=float)[:, None],
-        "column": 0,
-    }
-
-
-def _brute_force(ens, X: np.ndarray) -> np.ndarray:
-    """Each row's sum over trees, one node at a time, as a predict does."""
-    out = np.zeros(X.shape[0])
-    for i, x in enumerate(X):
-        for root in ens.roots:
-            node = int(root)
-            while ens.feature[node] >= 0:
-                v = x[ens.feature[node]]
-                go_left = ens.missing_left[node] if np.isnan(v) else v <= ens.threshold[node]
-                node = int(ens.left[node] if go_left else ens.right[node])
-            out[i] += ens.value[node, 0]
-    return out
-
-
 @pytest.mark.parametrize("seed", range(6))
 @pytest.mark.parametrize("missing", [False, True])
 def test_the_kernels_equal_brute_force_on_random_ensembles(seed, missing):
@@ -132,7 +90,7 @@ def test_the_kernels_equal_brute_force_on_random_ensembles(seed, missing):
     rng = np.random.default_rng(seed)
     p, n, levels = 3, 40, np.arange(-2.0, 2.5, 0.5)
     depth = kernels.MAX_DEPTH["lookups"]
-    trees = [_random_tree(rng, int(rng.integers(1, depth + 1)), p, levels) for _ in range(12)]
+    trees = [random_tree(rng, int(rng.integers(1, depth + 1)), p, levels) for _ in range(12)]
     ens = join_trees(trees, name="random", n_outputs=1, float32=False, finish=lambda s: s)
     assert kernels.takes(ens, "lookups") and compiled.NUMERIC
     X = rng.choice(np.append(levels, [-0.3, 0.7, 3.0]), size=(n, p))
@@ -146,11 +104,11 @@ def test_the_kernels_equal_brute_force_on_random_ensembles(seed, missing):
         for g, value in enumerate(grid):
             rows = X.copy()
             rows[:, j] = value
-            assert_allclose(curves[:, g], _brute_force(ens, rows), rtol=0, atol=1e-12, err_msg=f"curve {j} {g}")
+            assert_allclose(curves[:, g], brute_force(ens, rows), rtol=0, atol=1e-12, err_msg=f"curve {j} {g}")
         for r in range(donors.shape[1]):
             rows = X.copy()
             rows[:, j] = X[donors[:, r], j]
-            assert_allclose(looked[:, r], _brute_force(ens, rows), rtol=0, atol=1e-12, err_msg=f"lookup {j} {r}")
+            assert_allclose(looked[:, r], brute_force(ens, rows), rtol=0, atol=1e-12, err_msg=f"lookup {j} {r}")
 
 
 @pytest.mark.parametrize("numeric", [True, False])

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from helpers.random_trees import brute_force, random_tree
 from numpy.testing import assert_allclose
 from sklearn.ensemble import HistGradientBoostingRegressor, RandomForestRegressor
 
@@ -22,46 +23,8 @@ LEVELS = np.arange(-2.0, 2.5, 0.5)
 
 def _tree(rng, depth: int, p: int, full: bool) -> dict:
     """A random tree down to ``depth`` (``full``: every branch that deep, 2**depth leaves;
-    else some stop early), thresholds from ``LEVELS`` (ties with the data), random missing
-    directions."""
-    feature, threshold, left, right, missing, value = [], [], [], [], [], []
-
-    def node(level: int) -> int:
-        at = len(feature)
-        for items in (feature, threshold, left, right, missing, value):
-            items.append(0)
-        if level == depth or (not full and level > 0 and rng.random() < 0.25):
-            feature[at], left[at], right[at], value[at] = -1, -1, -1, rng.normal()
-            return at
-        feature[at], threshold[at], missing[at] = rng.integers(0, p), rng.choice(LEVELS), rng.random() < 0.5
-        left[at] = node(level + 1)
-        right[at] = node(level + 1)
-        return at
-
-    node(0)
-    return {
-        "feature": np.array(feature),
-        "threshold": np.array(threshold, dtype=float),
-        "left": np.array(left),
-        "right": np.array(right),
-        "missing_left": np.array(missing),
-        "value": np.array(value, dtype=float)[:, None],
-        "column": 0,
-    }
-
-
-def _brute_force(ens, X: np.ndarray) -> np.ndarray:
-    """Each row's sum over trees, one node at a time, as a predict does."""
-    out = np.zeros(X.shape[0])
-    for i, x in enumerate(X):
-        for root in ens.roots:
-            node = int(root)
-            while ens.feature[node] >= 0:
-                v = x[ens.feature[node]]
-                go_left = ens.missing_left[node] if np.isnan(v) else v <= ens.threshold[node]
-                node = int(ens.left[node] if go_left else ens.right[node])
-            out[i] += ens.value[node, 0]
-    return out
+    else some stop early, below the root)."""
+    return random_tree(rng, depth, p, LEVELS, stop=(0.0, 1) if full else (0.25, 1))
 
 
 def _ensemble(trees: list[dict]):
@@ -93,13 +56,13 @@ def test_mask_curves_and_lookups_equal_brute_force_on_random_small_trees(seed, m
         for g, value in enumerate(grid):
             rows = X.copy()
             rows[:, j] = value
-            assert_allclose(curves[:, g], _brute_force(ens, rows), rtol=0, atol=1e-12, err_msg=f"curve {j} {g}")
+            assert_allclose(curves[:, g], brute_force(ens, rows), rtol=0, atol=1e-12, err_msg=f"curve {j} {g}")
         donors = rng.integers(0, n, (n, 7))
         looked = compiled.lookup_sums(ens, X, j, X[donors, j])[:, :, 0]
         for r in range(donors.shape[1]):
             rows = X.copy()
             rows[:, j] = X[donors[:, r], j]
-            assert_allclose(looked[:, r], _brute_force(ens, rows), rtol=0, atol=1e-12, err_msg=f"lookup {j} {r}")
+            assert_allclose(looked[:, r], brute_force(ens, rows), rtol=0, atol=1e-12, err_msg=f"lookup {j} {r}")
         monkeypatch.setattr(masks, "ENABLED", False)
         walked = compiled.curve_sums(ens, X, j, grid)[:, :, 0]
         walked_lookups = compiled.lookup_sums(ens, X, j, X[donors, j])[:, :, 0]
@@ -125,7 +88,7 @@ def test_a_tree_of_65_leaves_takes_the_walk(monkeypatch):
     for g, value in enumerate(grid):
         rows = X.copy()
         rows[:, 0] = value
-        assert_allclose(curves[:, g], _brute_force(ens, rows), rtol=0, atol=1e-12)
+        assert_allclose(curves[:, g], brute_force(ens, rows), rtol=0, atol=1e-12)
 
 
 def test_the_lowest_bit_table():
@@ -140,7 +103,7 @@ def test_the_lowest_bit_table():
 
 
 @pytest.mark.parametrize("seed", range(4))
-def test_own_sums_from_the_same_pass_equal_brute_force(seed, monkeypatch):
+def test_own_sums_from_the_same_pass_equalbrute_force(seed, monkeypatch):
     """``curve_and_own_sums``: each row's sums at its own values (missing ones too), from the
     masks' pass, equal a predict of the row; and the curves equal ``curve_sums``'. Without the
     masks (a tree above 64 leaves) the own sums come from a lookup, equally right."""
@@ -154,7 +117,7 @@ def test_own_sums_from_the_same_pass_equal_brute_force(seed, monkeypatch):
     for ens in (_ensemble(trees), _ensemble([*trees, _tree(rng, 7, p, full=True)])):
         for j in range(p):
             curves, own = compiled.curve_and_own_sums(ens, X, j, grid)
-            assert_allclose(own[:, 0], _brute_force(ens, X), rtol=0, atol=1e-12)
+            assert_allclose(own[:, 0], brute_force(ens, X), rtol=0, atol=1e-12)
             assert_allclose(curves, compiled.curve_sums(ens, X, j, grid), rtol=0, atol=1e-12)
 
 
