@@ -6,7 +6,7 @@ On ``make_regression`` and a binary ``make_classification`` (10,000 x 20; 100,00
 of depth 10 (100 trees), XGBoost and LightGBM (100 trees of depth 6 / 31 leaves; skipped
 when not installed), each side on the same number of threads (``--threads``, default 1):
 the models' predict (``n_jobs``, OpenMP limited with threadpoolctl) and the walk
-(``compute.trees.compiled.THREADS``). The page's jobs run both on every core the process has.
+(``compute.trees.blocks.THREADS``). The page's jobs run both on every core the process has.
 
 1. ICE/PD: ``compute.feature_profile(model, X, None, feature, grid=50, engine=...)`` against
    one raw ``predict`` (``predict_proba`` for the classifier) of the n x 50 intervened rows,
@@ -243,10 +243,10 @@ def main() -> None:
     import sklearn
     from threadpoolctl import threadpool_limits
 
-    from compute.trees import compiled
+    from compute.trees import blocks
 
     global THREADS
-    THREADS = compiled.THREADS = args.threads
+    THREADS = blocks.THREADS = args.threads
     print(
         f"numpy {np.__version__}, pandas {pd.__version__}, scikit-learn {sklearn.__version__}{_booster_versions()}; "
         f"walk: {_walk_kind()}; {THREADS} thread(s) on each side"

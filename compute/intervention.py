@@ -117,6 +117,17 @@ class Design:
             return np.ascontiguousarray(self._array[positions])
         return np.ascontiguousarray(self.frame.take(positions).to_numpy(dtype=float, na_value=np.nan))
 
+    def read_numbers(self, positions: np.ndarray) -> np.ndarray:
+        """:meth:`take_numbers` for a caller that only reads the result, in any memory order:
+        every row in order gives the whole array itself where built, else the frame's own
+        array (pandas' read-only, column-major view of one float64 block), not a copy (40 MB
+        at 100,000 x 50, written to fresh pages)."""
+        if not (self.numeric and positions.size == self.n_rows and np.array_equal(positions, self.every_row)):
+            return self.take_numbers(positions)
+        if self._array is not None:
+            return self._array
+        return self.frame.to_numpy(dtype=float, na_value=np.nan)
+
     def rows_array(self) -> np.ndarray:
         """The float array blocks are gathered from (the data in ``block_dtype``)."""
         array = self.numbers()

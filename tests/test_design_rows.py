@@ -60,3 +60,25 @@ def test_passes_over_a_few_rows_never_build_the_whole_array(large, monkeypatch, 
     _whole_array_refused(monkeypatch)
     got = run()
     np.testing.assert_array_equal(np.asarray(got), np.asarray(expected))
+
+
+def test_every_row_in_order_is_read_without_a_copy():
+    """``read_numbers`` of every row in order (a walk over all rows) gives the frame's own
+    float64 array, not a copy of it: read-only, the values ``take_numbers`` gives; any other
+    positions (a subset, every row shuffled) are gathered as before, and a built array is
+    itself returned."""
+    rng = np.random.default_rng(1)
+    X = pd.DataFrame(rng.normal(size=(500, 4)), columns=list("abcd"))
+    X.loc[::7, "b"] = np.nan
+    design = Design(X, as_frame=True)
+    every = np.arange(len(X))
+    read = design.read_numbers(every)
+    assert np.shares_memory(read, X["a"].to_numpy()) and not read.flags.writeable
+    np.testing.assert_array_equal(read, design.take_numbers(every))
+    shuffled = rng.permutation(len(X))
+    for positions in (shuffled, every[:-1], every[::2]):
+        got = design.read_numbers(positions)
+        assert not np.shares_memory(got, X["a"].to_numpy())
+        np.testing.assert_array_equal(got, X.to_numpy()[positions])
+    built = design.numbers()
+    assert design.read_numbers(every) is built

@@ -19,7 +19,7 @@ from sklearn.ensemble import (
 from sklearn.tree import DecisionTreeRegressor
 
 from compute import permutation_importance
-from compute.trees import read_model, walk
+from compute.trees import blocks, read_model, walk
 
 if walk.COMPILED:
     from compute.trees import compiled
@@ -115,12 +115,12 @@ def test_blocks_of_rows_give_the_same_sums(monkeypatch):
     Xc = ens.compared(np.nan_to_num(X, nan=-1.0))
     grid = np.linspace(-2, 9, 13)
     whole = compiled.curve_sums(ens, Xc, 0, grid)
-    monkeypatch.setattr(compiled, "BLOCK_FLOATS", 13 * 17)  # 17 rows per block: many blocks, a ragged last
+    monkeypatch.setattr(blocks, "BLOCK_FLOATS", 13 * 17)  # 17 rows per block: many blocks, a ragged last
     assert_allclose(compiled.curve_sums(ens, Xc, 0, grid), whole, rtol=0, atol=1e-12)
     queries = Xc[np.random.default_rng(0).integers(0, N, (N, 3)), 0]
-    monkeypatch.setattr(compiled, "BLOCK_FLOATS", 3 * 17)
+    monkeypatch.setattr(blocks, "BLOCK_FLOATS", 3 * 17)
     blocked = compiled.lookup_sums(ens, Xc, 0, queries)
-    monkeypatch.setattr(compiled, "BLOCK_FLOATS", 10**9)
+    monkeypatch.setattr(blocks, "BLOCK_FLOATS", 10**9)
     assert_allclose(blocked, compiled.lookup_sums(ens, Xc, 0, queries), rtol=0, atol=1e-12)
 
 

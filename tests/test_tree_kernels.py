@@ -21,7 +21,7 @@ from sklearn.ensemble import (
     RandomForestRegressor,
 )
 
-from compute.trees import compiled, kernels, read_model, walk
+from compute.trees import blocks, compiled, kernels, read_model, walk
 from compute.trees.ensemble import join_trees
 
 pytest.importorskip("numba")
@@ -113,7 +113,7 @@ def test_the_kernels_equal_brute_force_on_random_ensembles(seed, missing):
 
 @pytest.mark.parametrize("numeric", [True, False])
 def test_blocks_on_threads_give_the_numbers_of_one_thread(numeric, monkeypatch):
-    """The walk's blocks of rows run on threads (:func:`compiled._each_block`): small blocks
+    """The walk's blocks of rows run on threads (:func:`blocks.each_block`): small blocks
     so the 300 rows make many, on three threads, give every kernel's sums (curves, lookups,
     pairs; the numeric kernels and the general ones) bit for bit as on one thread."""
     X, y = _data(4)
@@ -125,16 +125,16 @@ def test_blocks_on_threads_give_the_numbers_of_one_thread(numeric, monkeypatch):
     pairs = np.array([[0.0, 2.0, np.nan, 5.0], [-1.0, np.nan, 0.5, 2.0]])
     monkeypatch.setattr(compiled, "NUMERIC", numeric)
     monkeypatch.setattr(compiled, "KERNEL_ROWS", 32)
-    monkeypatch.setattr(compiled, "BLOCK_FLOATS", 700)
+    monkeypatch.setattr(blocks, "BLOCK_FLOATS", 700)
     pools = []
 
-    class Recorded(compiled.ThreadPoolExecutor):
+    class Recorded(blocks.ThreadPoolExecutor):
         def __init__(self, workers, **options):
             pools.append(workers)
             super().__init__(workers, **options)
 
-    monkeypatch.setattr(compiled, "ThreadPoolExecutor", Recorded)
-    monkeypatch.setattr(compiled, "_POOLS", {})
+    monkeypatch.setattr(blocks, "ThreadPoolExecutor", Recorded)
+    monkeypatch.setattr(blocks, "_POOLS", {})
 
     def every_sum():
         return [
@@ -143,15 +143,15 @@ def test_blocks_on_threads_give_the_numbers_of_one_thread(numeric, monkeypatch):
             compiled.pair_sums(ens, Xc, 1, 3, pairs),
         ]
 
-    monkeypatch.setattr(compiled, "THREADS", 1)
+    monkeypatch.setattr(blocks, "THREADS", 1)
     one = every_sum()
     assert pools == []
-    monkeypatch.setattr(compiled, "THREADS", 3)
+    monkeypatch.setattr(blocks, "THREADS", 3)
     threaded = every_sum()
     assert pools == [3]  # one pool of three threads, kept for the three walks
     for got, want in zip(threaded, one):
         np.testing.assert_array_equal(got, want)
-    compiled._POOLS[3].shutdown()
+    blocks._POOLS[3].shutdown()
 
 
 def _child_sums(ens, Xc, queries, out) -> None:
@@ -168,11 +168,11 @@ def test_a_forked_child_walks_on_threads_of_its_own(monkeypatch):
     ens = read_model(MODELS["hgb 3-class"](X, y))
     Xc = ens.compared(X)
     queries = X[np.random.default_rng(6).integers(0, N, (N, 4)), 1]
-    monkeypatch.setattr(compiled, "THREADS", 2)
+    monkeypatch.setattr(blocks, "THREADS", 2)
     monkeypatch.setattr(compiled, "KERNEL_ROWS", 32)
-    monkeypatch.setattr(compiled, "BLOCK_FLOATS", 700)
+    monkeypatch.setattr(blocks, "BLOCK_FLOATS", 700)
     here = compiled.lookup_sums(ens, Xc, 1, queries)
-    assert 2 in compiled._POOLS  # the parent's pool, alive when it forks
+    assert 2 in blocks._POOLS  # the parent's pool, alive when it forks
     fork = multiprocessing.get_context("fork")
     out = fork.Queue()
     child = fork.Process(target=_child_sums, args=(ens, Xc, queries, out))
@@ -187,11 +187,11 @@ def test_a_forked_child_walks_on_threads_of_its_own(monkeypatch):
 
 
 def test_the_walk_takes_as_many_threads_as_openmp(monkeypatch):
-    monkeypatch.setattr(compiled, "THREADS", None)
+    monkeypatch.setattr(blocks, "THREADS", None)
     monkeypatch.setenv("OMP_NUM_THREADS", "3")
-    assert compiled.threads() == 3
+    assert blocks.threads() == 3
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
-    assert compiled.threads() == 1
+    assert blocks.threads() == 1
     monkeypatch.delenv("OMP_NUM_THREADS")
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    assert compiled.threads() == min(cores, compiled.MAX_THREADS)
+    assert blocks.threads() == min(cores, blocks.MAX_THREADS)

@@ -121,6 +121,34 @@ def test_own_sums_from_the_same_pass_equalbrute_force(seed, monkeypatch):
             assert_allclose(curves, compiled.curve_sums(ens, X, j, grid), rtol=0, atol=1e-12)
 
 
+def test_rows_not_yet_rounded_are_rounded_to_float32_in_the_pass(monkeypatch):
+    """``raw=True`` (the model's input, not yet compared): a float32 ensemble's rows are
+    rounded as each block is copied, so the sums equal those of the rounded rows and a predict
+    of them; values a hair above a threshold that round onto it (float64 sends them right,
+    float32 left) make the difference, and the rows may come in either memory order. An
+    ensemble above 64 leaves rounds them before its walk."""
+    rng = np.random.default_rng(11)
+    p, n = 3, 80
+    trees = [_tree(rng, 6, p, full=True) for _ in range(3)]
+    X = rng.choice(LEVELS, size=(n, p)) + 2.0**-40  # each a hair above a level: float32 rounds it back
+    X[rng.random(X.shape) < 0.1] = np.nan
+    grid = np.concatenate([LEVELS[::2] + 2.0**-40, [np.nan]])
+    monkeypatch.setattr(masks, "ROWS", 32)
+    for more in ([], [_tree(rng, 7, p, full=True)]):
+        ens = join_trees(trees + more, name="random", n_outputs=1, float32=True, finish=lambda s: s)
+        assert masks.takes(ens) == (not more)
+        rounded = ens.compared(X)
+        for j in range(p):
+            want_curves, want_own = compiled.curve_and_own_sums(ens, rounded, j, grid)
+            assert_allclose(want_own[:, 0], brute_force(ens, rounded), rtol=0, atol=1e-12)
+            for rows in (X, np.asfortranarray(X)):
+                curves, own = compiled.curve_and_own_sums(ens, rows, j, grid, raw=True)
+                assert_allclose(curves, want_curves, rtol=0, atol=1e-12)
+                assert_allclose(own, want_own, rtol=0, atol=1e-12)
+            unrounded = compiled.curve_and_own_sums(ens, X, j, grid)[1]
+            assert np.abs(unrounded - want_own).max() > 1e-6  # the case tells rounding from none
+
+
 def test_a_profile_asks_the_model_for_its_check_rows_only(monkeypatch):
     """Where the masks take the model, a profile's own values come from the walk: the model
     predicts its 32 check rows, not every row, and the base predictions are within 1e-12 of

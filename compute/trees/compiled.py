@@ -16,9 +16,7 @@ does not import numba; the dashboard's server loads it before its jobs fork (:fu
 
 from __future__ import annotations
 
-import os
 import types
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from functools import cache
 from typing import NamedTuple
@@ -26,6 +24,7 @@ from typing import NamedTuple
 import numpy as np
 
 from . import kernels, masks
+from .blocks import blocks, each_block
 from .categories import levels
 from .read import Ensemble, read_model
 
@@ -404,8 +403,8 @@ def pair_sums(ens: Ensemble, X: np.ndarray, j: int, k: int, values: np.ndarray) 
     found = np.empty((X.shape[0], queries.shape[1], ens.n_outputs))
     X = np.ascontiguousarray(X, dtype=np.float64)
     kernel = _kernel(ens, "pairs")
-    _each_block(
-        _blocks(X.shape[0], queries.shape[1] * ens.n_outputs),
+    each_block(
+        blocks(X.shape[0], queries.shape[1] * ens.n_outputs),
         lambda a, b: kernel(nodes, free, X[a:b], queries, start, found[a:b]),
     )
     out = np.empty_like(found)
@@ -436,73 +435,10 @@ def warm() -> None:
         pair_sums(ens, rows, 0, 1, rows)
 
 
-#: Floats of a block's sums (rows x grid or queries x outputs): a block of rows goes through
-#: the trees one tree at a time, its sums (about 2 MB) staying in the cache meanwhile.
-BLOCK_FLOATS = 250_000
-
-
 #: Most rows of a block of :mod:`.kernels` (whose per-row differences along the queries it
 #: sums and whose rows it reads once per tree: 1,000 rows kept ICE 10 % and PFI 13 % faster
 #: than 5,000 and 10,000 on XGBoost, benchmarks/speed_trees.py).
 KERNEL_ROWS = 1024
-
-
-def _blocks(n: int, floats_per_row: int, most: int | None = None) -> list[tuple[int, int]]:
-    step = max(16, BLOCK_FLOATS // max(1, floats_per_row))
-    step = step if most is None else min(step, most)
-    return [(a, min(a + step, n)) for a in range(0, n, step)]
-
-
-MAX_THREADS = 8  # most threads a walk runs its blocks on
-#: Threads the walk runs on when set (a benchmark matching a model's own thread count);
-#: None: :func:`threads` decides.
-THREADS: int | None = None
-
-
-def threads() -> int:
-    """Threads the walk's blocks run on (its kernels release the GIL): as many as the
-    models' own OpenMP predicts take, ``OMP_NUM_THREADS`` when set, else the cores this
-    process may run on; at most :data:`MAX_THREADS` (:data:`THREADS` when set)."""
-    if THREADS is not None:
-        return max(1, THREADS)
-    told = os.environ.get("OMP_NUM_THREADS", "").split(",")[0].strip()
-    n = int(told) if told.isdigit() else 0
-    if n <= 0:
-        n = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return max(1, min(n, MAX_THREADS))
-
-
-def _each_block(blocks: list[tuple[int, int]], work) -> None:
-    """``work(a, b)`` for each block of rows, on :func:`threads` threads when there are
-    several blocks. Each block writes its own rows of the result, and each kernel call has
-    its own scratch arrays, so the numbers do not depend on the threads."""
-    workers = min(threads(), len(blocks))
-    if workers < 2:
-        for a, b in blocks:
-            work(a, b)
-        return
-    for _ in _pool(workers).map(lambda block: work(*block), blocks):
-        pass
-
-
-_POOLS: dict[int, ThreadPoolExecutor] = {}
-
-
-def _pool(workers: int) -> ThreadPoolExecutor:
-    """The process's pool of ``workers`` threads, kept between walks: starting threads for
-    each call cost a PFI of 3 features on 10,000 rows 4 ms of its 80 (XGBoost, 2 threads).
-    A forked child starts its own (:func:`_forget_pools`): its parent's threads are not in it."""
-    pool = _POOLS.get(workers)
-    if pool is None:
-        pool = _POOLS[workers] = ThreadPoolExecutor(workers, thread_name_prefix="tree-walk")
-    return pool
-
-
-def _forget_pools() -> None:
-    _POOLS.clear()
-
-
-os.register_at_fork(after_in_child=_forget_pools)
 
 
 def curve_sums(ens: Ensemble, X: np.ndarray, j: int, grid: np.ndarray) -> np.ndarray:
@@ -525,8 +461,8 @@ def curve_sums(ens: Ensemble, X: np.ndarray, j: int, grid: np.ndarray) -> np.nda
     at_nan = np.empty((n, ens.n_outputs))
     X = np.ascontiguousarray(X, dtype=np.float64)
     nodes, free, kernel = _nodes(ens, on_j.node_bin), _free(ens, j, on_j), _kernel(ens, "curves")
-    _each_block(
-        _blocks(n, order.size * ens.n_outputs),
+    each_block(
+        blocks(n, order.size * ens.n_outputs),
         lambda a, b: kernel(nodes, free, X[a:b], start, on_grid[a:b], at_nan[a:b]),
     )
     out = np.empty((n, len(grid), ens.n_outputs))
@@ -537,12 +473,18 @@ def curve_sums(ens: Ensemble, X: np.ndarray, j: int, grid: np.ndarray) -> np.nda
     return out
 
 
-def curve_and_own_sums(ens: Ensemble, X: np.ndarray, j: int, grid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def curve_and_own_sums(
+    ens: Ensemble, X: np.ndarray, j: int, grid: np.ndarray, *, raw: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
     """:func:`curve_sums` and each row's sums at its own values (rows x outputs): from the
-    same pass where the bit masks (:mod:`.masks`) take the curves, else a lookup."""
+    same pass where the bit masks (:mod:`.masks`) take the curves, else a lookup. ``raw``:
+    ``X`` not yet :meth:`~.ensemble.Ensemble.compared` (the masks compare each block as
+    they copy it: no copy of every row first)."""
     if own_in_pass(ens, j):
         on_j = _bins(ens, j, grid)
-        return masks.curve_sums(ens, X, j, on_j.node_bin, on_j.bins, _each(X.shape[0], on_j.bins.size * ens.n_outputs))
+        each = _each(X.shape[0], on_j.bins.size * ens.n_outputs)
+        return masks.curve_sums(ens, X, j, on_j.node_bin, on_j.bins, each, raw=raw)
+    X = ens.compared(X) if raw else X
     return curve_sums(ens, X, j, grid), lookup_sums(ens, X, j, X[:, j : j + 1])[:, 0, :]
 
 
@@ -553,7 +495,7 @@ def own_in_pass(ens: Ensemble, j: int) -> bool:
 
 def _each(n: int, floats_per_row: int):
     """``each(rows, work)``: ``work(a, b)`` on blocks of at most ``rows`` of ``n`` rows."""
-    return lambda rows, work: _each_block(_blocks(n, floats_per_row, rows), work)
+    return lambda rows, work: each_block(blocks(n, floats_per_row, rows), work)
 
 
 def lookup_sums(
@@ -570,8 +512,8 @@ def lookup_sums(
     out = np.empty((queries.shape[0], queries.shape[1], ens.n_outputs))
     X = np.ascontiguousarray(X, dtype=np.float64)
     nodes, free, kernel = _nodes(ens, on_j.node_bin), _free(ens, j, on_j), _kernel(ens, "lookups")
-    _each_block(
-        _blocks(X.shape[0], queries.shape[1] * ens.n_outputs),
+    each_block(
+        blocks(X.shape[0], queries.shape[1] * ens.n_outputs),
         lambda a, b: kernel(nodes, free, X[a:b], np.ascontiguousarray(on_j.bins[a:b]), out[a:b]),
     )
     return out
@@ -596,5 +538,5 @@ def _numeric(ens: Ensemble, X: np.ndarray, j: int, on_j: _Free, bins: np.ndarray
     def block(a: int, b: int) -> None:
         kernels.sums(pk, j, X[a:b], qs if qs is not None else kernels.sorted_queries(bins[a:b]), out[a:b])
 
-    _each_block(_blocks(n, n_q * ens.n_outputs, KERNEL_ROWS), block)
+    each_block(blocks(n, n_q * ens.n_outputs, KERNEL_ROWS), block)
     return out

@@ -252,7 +252,7 @@ def profile_pass(
     y_enc, loss = target
     with_loss = loss is not None and y_enc is not None
     if own is None:
-        sums, own_sums = curve_and_own_sums(ens, ens.compared(X), j, grid)
+        sums, own_sums = curve_and_own_sums(ens, X, j, grid, raw=True)
         own_raw = ens.finish(own_sums)
         own_losses = pointwise_loss(loss, y_enc[rows], own_raw) if loss is not None and y_enc is not None else None
         own = Own(np.asarray(predictor.value(own_raw)), own_losses)

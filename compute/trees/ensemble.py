@@ -11,6 +11,10 @@ from typing import Any
 
 import numpy as np
 
+#: Values rounded to float32 at a time by :meth:`Ensemble.compared` (their float32 copy,
+#: 256 kB, stays in the cache).
+ROUNDED = 65_536
+
 
 class Unsupported(Exception):
     """The tree engine cannot read this model; the message says why."""
@@ -74,9 +78,17 @@ class Ensemble:
         return out
 
     def compared(self, values: np.ndarray) -> np.ndarray:
-        """Values as the model compares them with its thresholds (float64 arrays)."""
+        """Values as the model compares them with its thresholds (float64 arrays): rounded to
+        float32 a slice at a time where the model compares in float32 (no float32 copy of
+        every row beside the result)."""
         values = np.asarray(values, dtype=np.float64)
-        return values.astype(np.float32).astype(np.float64) if self.float32 else values
+        if not self.float32:
+            return values
+        out = np.empty(values.shape)
+        flat, into = values.reshape(-1), out.reshape(-1)
+        for a in range(0, flat.size, ROUNDED):
+            into[a : a + ROUNDED] = flat[a : a + ROUNDED].astype(np.float32)
+        return out
 
     def bins(self, j: int) -> tuple[np.ndarray, np.ndarray]:
         """The sorted distinct thresholds on feature ``j`` and, per node, the position of its

@@ -87,6 +87,7 @@ def compiled() -> dict:
     env["_add_leaves"] = jit(_add_leaves_py)
     env["_cond"] = jit(_cond_py)
     env["_and_conds"] = jit(_and_conds_py)
+    env["_columns"] = jit(_columns_py)
     return {"sums": jit(_sums_py), "lookups": jit(_lookups_py), "tables": jit(_tables_py)}
 
 
@@ -107,21 +108,23 @@ def takes(ens, most: int = MAX_LEAVES) -> bool:
 
 
 def curve_sums(
-    ens, X: np.ndarray, j: int, node_bin: np.ndarray, grid_bins: np.ndarray, each
+    ens, X: np.ndarray, j: int, node_bin: np.ndarray, grid_bins: np.ndarray, each, *, raw: bool = False
 ) -> tuple[np.ndarray, np.ndarray]:
     """Rows x grid x outputs sums of ``X`` with j at each grid value (its bins ``grid_bins``;
     ``node_bin``: the bins of the nodes on j), and each row's sums at its own value (rows x
     outputs, the same pass: its nodes on j too): ``each(rows, work)`` runs ``work(a, b)`` on
-    blocks of at most ``rows`` rows (:func:`.compiled._each_block`)."""
+    blocks of at most ``rows`` rows (:func:`.blocks.each_block`). ``raw``: ``X`` is not
+    yet :meth:`~.ensemble.Ensemble.compared` (each block is, as it is copied)."""
     order = np.argsort(grid_bins, kind="stable").astype(np.int64)
     sorted_bins = grid_bins[order]
     cut = np.where(ens.feature == j, np.searchsorted(sorted_bins, node_bin, side="right"), 0)
     mk = tables(ens, j, cut, int((sorted_bins < 0).sum()), sorted_bins.size)
     out = np.empty((X.shape[0], sorted_bins.size, ens.n_outputs))
     own = np.zeros((X.shape[0], ens.n_outputs))
-    X = np.ascontiguousarray(X, dtype=np.float64)
+    X = np.asarray(X, dtype=np.float64)  # either memory order: each block is copied by feature
     kernel = compiled()["sums"]
-    each(ROWS, lambda a, b: kernel(mk, ens.value, ens.column, X[a:b], order, (out[a:b], own[a:b])))
+    rounded = raw and ens.float32
+    each(ROWS, lambda a, b: kernel(mk, ens.value, ens.column, (X[a:b], rounded), order, (out[a:b], own[a:b])))
     return out, own
 
 
@@ -142,9 +145,9 @@ def lookup_sums(ens, X: np.ndarray, free: tuple, bins: np.ndarray, each) -> np.n
     mk = tables(ens, j, np.where(ens.feature == j, node_bin + 2, 0), 1, width)
     stretch = np.repeat(np.arange(mk.iv_lo.size), mk.iv_hi - mk.iv_lo).reshape(-1, width)  # trees x positions
     out = np.empty((X.shape[0], bins.shape[1], ens.n_outputs))
-    X, bins = np.ascontiguousarray(X, dtype=np.float64), np.ascontiguousarray(bins, dtype=np.int64)
+    X, bins = np.asarray(X, dtype=np.float64), np.ascontiguousarray(bins, dtype=np.int64)
     kernel = compiled()["lookups"]
-    each(ROWS, lambda a, b: kernel(mk, ens.value, ens.column, X[a:b], (bins[a:b], stretch), out[a:b]))
+    each(ROWS, lambda a, b: kernel(mk, ens.value, ens.column, (X[a:b], False), (bins[a:b], stretch), out[a:b]))
     return out
 
 
@@ -271,14 +274,16 @@ def _cond_py(tree, threshold, at, start, out, counts):  # pragma: no cover - com
     counts[2] += 1
 
 
-def _sums_py(mk, value, column, X, order, outs):  # pragma: no cover - compiled
+def _sums_py(mk, value, column, rows, order, outs):  # pragma: no cover - compiled
     """``outs[0]`` (rows x grid x outputs, the grid in its own order; ``order``: the grid
-    point at each sorted position) := the sums of the block of rows ``X``, tree by tree, and
-    ``outs[1]`` (rows x outputs, zeros) += each row's sums at its own value."""
+    point at each sorted position) := the sums of the block of rows ``rows[0]`` (rounded to
+    float32 first where ``rows[1]``), tree by tree, and ``outs[1]`` (rows x outputs, zeros)
+    += each row's sums at its own value."""
     out, own = outs
+    X = rows[0]
     n, n_q, n_out = X.shape[0], out.shape[1], out.shape[2]
-    columns = np.ascontiguousarray(X.T)  # a feature's values of the block, contiguous
-    missing = np.isnan(X).any()
+    columns = _columns(X, rows[1])
+    missing = np.isnan(columns).any()
     mask, own_mask = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
     diff = np.zeros((n, n_q + 1, n_out))
     for k in range(mk.leaf_off.size - 1):
@@ -301,14 +306,16 @@ def _sums_py(mk, value, column, X, order, outs):  # pragma: no cover - compiled
                 out[i, order[p], c] = running
 
 
-def _lookups_py(mk, value, column, X, queries, out):  # pragma: no cover - compiled
-    """``out`` (rows x queries x outputs) := the sums of the block of rows ``X`` with j at
-    each row's queries (``queries`` = (their bins, trees x positions: the stretch holding
-    each bin + 1)): tree by tree, each row's mask ANDed with its query's stretch."""
+def _lookups_py(mk, value, column, rows, queries, out):  # pragma: no cover - compiled
+    """``out`` (rows x queries x outputs) := the sums of the block of rows ``rows[0]``
+    (rounded to float32 first where ``rows[1]``) with j at each row's queries (``queries``
+    = (their bins, trees x positions: the stretch holding each bin + 1)): tree by tree,
+    each row's mask ANDed with its query's stretch."""
     bins, stretch = queries
+    X = rows[0]
     n, n_q, width = X.shape[0], bins.shape[1], value.shape[1]
-    columns = np.ascontiguousarray(X.T)
-    missing = np.isnan(X).any()
+    columns = _columns(X, rows[1])
+    missing = np.isnan(columns).any()
     mask = np.empty(n, dtype=np.int64)
     out[:] = 0.0
     for k in range(mk.leaf_off.size - 1):
@@ -321,6 +328,23 @@ def _lookups_py(mk, value, column, X, queries, out):  # pragma: no cover - compi
                 node = mk.leaf[base + LOWEST[(((m & -m) * DE_BRUIJN) >> 58) & 63]]
                 for c in range(width):
                     out[i, q, column[node] + c] += value[node, c]
+
+
+def _columns_py(X, rounded):  # pragma: no cover - compiled
+    """The block's values by feature (features x rows, contiguous), each rounded to float32
+    first where ``rounded`` (the comparison of a float32 ensemble, without a copy of every
+    row beforehand)."""
+    n, p = X.shape
+    columns = np.empty((p, n))
+    if rounded:
+        for f in range(p):
+            for i in range(n):
+                columns[f, i] = np.float64(np.float32(X[i, f]))
+    else:
+        for f in range(p):
+            for i in range(n):
+                columns[f, i] = X[i, f]
+    return columns
 
 
 def _and_conds_py(mk, columns, span, mask, missing):  # pragma: no cover - compiled
@@ -357,3 +381,4 @@ _add = _add_py
 _add_leaves = _add_leaves_py
 _cond = _cond_py
 _and_conds = _and_conds_py
+_columns = _columns_py

@@ -82,7 +82,7 @@ class Space:
         one call ask for the same rows: gathered once). Read, never written to."""
         if self._last[0] is rows:
             return self._last[1]
-        found = self.design.take_numbers(rows) if not self.pre else self._transform(self.design.frame.iloc[rows])
+        found = self.design.read_numbers(rows) if not self.pre else self._transform(self.design.frame.iloc[rows])
         self._last = (rows, found)
         return found
 

@@ -192,11 +192,15 @@ def own_in_pass(ens: Ensemble, j: int) -> bool:
     return COMPILED and compiled.own_in_pass(ens, j)
 
 
-def curve_and_own_sums(ens: Ensemble, X: np.ndarray, j: int, grid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def curve_and_own_sums(
+    ens: Ensemble, X: np.ndarray, j: int, grid: np.ndarray, *, raw: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
     """:func:`curve_sums` and each row's sums at its own values (rows x outputs): one pass
-    where the compiled walk's bit masks take the model (:func:`.compiled.curve_and_own_sums`)."""
+    where the compiled walk's bit masks take the model (:func:`.compiled.curve_and_own_sums`).
+    ``raw``: ``X`` holds the model's input, not yet :meth:`~.ensemble.Ensemble.compared`."""
     if COMPILED:
-        return compiled.curve_and_own_sums(ens, X, j, grid)
+        return compiled.curve_and_own_sums(ens, X, j, grid, raw=raw)
+    X = ens.compared(X) if raw else X
     return curve_sums_numpy(ens, X, j, grid), lookup_sums_numpy(ens, X, j, X[:, j : j + 1])[:, 0, :]
 
 
