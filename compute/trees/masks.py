@@ -147,7 +147,7 @@ def lookup_sums(ens, X: np.ndarray, free: tuple, bins: np.ndarray, each) -> np.n
     out = np.empty((X.shape[0], bins.shape[1], ens.n_outputs))
     X, bins = np.asarray(X, dtype=np.float64), np.ascontiguousarray(bins, dtype=np.int64)
     kernel = compiled()["lookups"]
-    each(ROWS, lambda a, b: kernel(mk, ens.value, ens.column, (X[a:b], False), (bins[a:b], stretch), out[a:b]))
+    each(ROWS, lambda a, b: kernel(mk, ens.value, ens.column, X[a:b], (bins[a:b], stretch), out[a:b]))
     return out
 
 
@@ -306,15 +306,14 @@ def _sums_py(mk, value, column, rows, order, outs):  # pragma: no cover - compil
                 out[i, order[p], c] = running
 
 
-def _lookups_py(mk, value, column, rows, queries, out):  # pragma: no cover - compiled
-    """``out`` (rows x queries x outputs) := the sums of the block of rows ``rows[0]``
-    (rounded to float32 first where ``rows[1]``) with j at each row's queries (``queries``
-    = (their bins, trees x positions: the stretch holding each bin + 1)): tree by tree,
-    each row's mask ANDed with its query's stretch."""
+def _lookups_py(mk, value, column, X, queries, out):  # pragma: no cover - compiled
+    """``out`` (rows x queries x outputs) := the sums of the block of rows ``X`` (compared
+    values) with j at each row's queries (``queries`` = (their bins, trees x positions: the
+    stretch holding each bin + 1)): tree by tree, each row's mask ANDed with its query's
+    stretch."""
     bins, stretch = queries
-    X = rows[0]
     n, n_q, width = X.shape[0], bins.shape[1], value.shape[1]
-    columns = _columns(X, rows[1])
+    columns = _columns(X, False)
     missing = np.isnan(columns).any()
     mask = np.empty(n, dtype=np.int64)
     out[:] = 0.0

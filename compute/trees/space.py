@@ -78,8 +78,9 @@ class Space:
     _last: tuple = (None, None)  # the last rows asked for (the same array object) and their numbers
 
     def rows(self, rows: np.ndarray) -> np.ndarray:
-        """The model's input rows at positions ``rows`` (float64; the check and the walk of
-        one call ask for the same rows: gathered once). Read, never written to."""
+        """The model's input rows at positions ``rows`` (float64, either memory order; the
+        check and the walk of one call ask for the same rows: read once). Read, never written
+        to: every row in order is the data's own array (:meth:`.Design.read_numbers`)."""
         if self._last[0] is rows:
             return self._last[1]
         found = self.design.read_numbers(rows) if not self.pre else self._transform(self.design.frame.iloc[rows])
